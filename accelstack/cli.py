@@ -1,0 +1,79 @@
+"""The `accelstack` command line.
+
+Commands live in small modules under `accelstack/commands/`; each exposes `register(app)`.
+Heavy imports (pulumi, boto3) happen inside the command functions so `--help` stays fast.
+Errors: every `AccelstackError` prints one line per problem on stderr and exits with its code
+(2 bad input, 1 verdict); nothing is created.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+from accelstack.errors import AccelstackError
+
+app = typer.Typer(
+    name="accelstack",
+    help="One workload spec to a priced, budget-checked AWS training cluster "
+    "(Trainium trn1/trn2/trn3 or NVIDIA p5).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: Command modules, each with `register(app)`. One line per module.
+COMMAND_MODULES: tuple[str, ...] = (
+    "accelstack.commands.spec_cmds",
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(exc: AccelstackError) -> typer.Exit:
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        typer.echo(f"error: {line}", err=True)
+    return typer.Exit(exc.exit_code)
+
+
+def _register_all() -> None:
+    for mod in COMMAND_MODULES:
+        importlib.import_module(mod).register(app)
+
+
+_register_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (also used by tests in-process)."""
+    try:
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int):
+            return rv
+    except AccelstackError as exc:
+        for line in str(exc).splitlines():
+            typer.echo(f"error: {line}", err=True)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        return 1
+    except SystemExit as exc:  # click raises this for usage errors in some paths
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Errors that reach the user as one line each, with the exit code the CLI uses.
+
+Exit codes: 2 = bad input (spec, catalog lookup, impossible combination); 1 = a verdict
+(over budget, a failed preflight check, a failed plan). No traceback for either.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+EXIT_BAD_INPUT = 2
+EXIT_VERDICT = 1
+
+
+def did_you_mean(value: object, choices: Iterable[str]) -> str:
+    """Return "; did you mean 'x'?" for a near miss, else ""."""
+    text = str(value)
+    options = sorted(set(choices))
+    close = difflib.get_close_matches(text, options, n=1, cutoff=0.6)
+    if not close:
+        lowered = {o.lower(): o for o in options}
+        if text.lower() in lowered:
+            close = [lowered[text.lower()]]
+        else:
+            close = [o for o in options if o.startswith(text) or text.startswith(o)][:1]
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def allowed(choices: Iterable[str], limit: int = 12) -> str:
+    options = sorted(set(choices))
+    shown = ", ".join(options[:limit])
+    return shown + (f", ... ({len(options)} in all)" if len(options) > limit else "")
+
+
+class AccelstackError(Exception):
+    """Base class: message is what the user sees; exit_code is what the CLI returns."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class CatalogError(AccelstackError):
+    """A lookup the catalog cannot answer (unknown type, unknown price, unknown region)."""
+
+
+class UnknownInstanceType(CatalogError):
+    pass
+
+
+class MissingPrice(CatalogError):
+    pass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem: where (file and YAML path) and what."""
+
+    file: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.path}" if self.path else self.file
+        return f"{where}: {self.message}"
+
+
+class SpecError(AccelstackError):
+    """One or more problems in a spec file; each renders as one line."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class VerdictError(AccelstackError):
+    """A check that ran and said no (budget exceeded, preflight failed)."""
+
+    exit_code = EXIT_VERDICT

@@ -1,0 +1,160 @@
+"""Resolve a validated spec against the catalog: every default filled, every fact attached.
+
+This is the single place where spec meets catalog. Plan, components, templates and the cost
+guard read `Stack` and never look up instance facts or defaults themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
+from accelstack.spec import Pool, Spec
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    name: str
+    spec: Pool
+    instance: InstanceType
+    family: Family
+    device: DeviceKind
+    nodes: int
+    purchase_option: str
+    reservation_id: str | None
+    efa: bool
+    efa_interfaces: int  # 0 when EFA is off
+    efa_interface_style: str
+    root_volume_gib: int
+    zone_id: str  # the zone the pool's subnet is in
+    logical_cores: int
+    procs_per_node: int  # torchrun --nproc_per_node: NeuronCores at the LNC setting, or GPUs
+    compile_cache: bool
+    placement_group: bool  # cluster placement group: EFA pools not on a reservation
+
+    @property
+    def instance_type(self) -> str:
+        return self.instance.name
+
+    @property
+    def accelerators_per_node(self) -> int:
+        return self.instance.chips
+
+    @property
+    def targets_reservation(self) -> bool:
+        return self.reservation_id is not None
+
+
+@dataclass(frozen=True)
+class Stack:
+    spec: Spec
+    catalog: Catalog
+    pools: tuple[ResolvedPool, ...]
+    kubernetes_version: str
+    system_instance_type: str
+    system_nodes: int
+    system_root_volume_gib: int
+    vpc_cidr: str
+    compile_cache_enabled: bool
+    compile_cache_bucket: str | None  # existing bucket, or None = create
+    compile_cache_prefix: str
+    compile_cache_expire_days: int
+    framework: str
+    image: str
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def region(self) -> str:
+        return self.spec.region
+
+    @property
+    def workload_pool(self) -> ResolvedPool:
+        return self.pool(self.spec.workload_pool.name)
+
+    def pool(self, name: str) -> ResolvedPool:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def compile_cache_prefix_for(self, pool: str) -> str:
+        """Each pool gets its own prefix: concurrent jobs sharing one prefix can corrupt it."""
+        return f"{self.compile_cache_prefix}{pool}/"
+
+    def compile_cache_url(self, pool: str, bucket: str) -> str:
+        return f"s3://{bucket}/{self.compile_cache_prefix_for(pool)}"
+
+    @property
+    def zone_ids(self) -> tuple[str, ...]:
+        return tuple(sorted({p.zone_id for p in self.pools}))
+
+
+def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
+    offered = catalog.zones_offering(spec.region, pool.instance_type)
+    wanted = pool.availability_zone or spec.availability_zone
+    if wanted:
+        zid = catalog.zone_id(spec.region, wanted)
+        if zid is not None:
+            return zid
+    return offered[0]
+
+
+def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
+    """Fill defaults from the catalog. The spec must have passed `check_rules`."""
+    cat = catalog or load_catalog()
+    d = cat.defaults
+    pools = []
+    for p in spec.pools:
+        inst = cat.instance(p.instance_type)
+        fam = cat.families[inst.family]
+        dev = cat.device_kinds[fam.device_kind]
+        efa = inst.efa_supported if p.efa is None else p.efa
+        lnc = p.logical_cores or fam.default_logical_cores
+        procs = cat.neuron_cores(p.instance_type, lnc)
+        pools.append(
+            ResolvedPool(
+                name=p.name,
+                spec=p,
+                instance=inst,
+                family=fam,
+                device=dev,
+                nodes=p.nodes,
+                purchase_option=p.purchase.option,
+                reservation_id=p.purchase.reservation_id,
+                efa=efa,
+                efa_interfaces=inst.efa_interfaces if efa else 0,
+                efa_interface_style=p.efa_interface_style or d.efa_interface_style,
+                root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
+                zone_id=_zone_for(spec, p, cat),
+                logical_cores=lnc,
+                procs_per_node=procs,
+                compile_cache=dev.compile_cache and p.compile_cache is not False,
+                placement_group=efa and p.purchase.reservation_id is None,
+            )
+        )
+    cc = spec.compile_cache
+    wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
+    framework = spec.workload.framework or wl_pool.device.default_framework or ""
+    image = spec.workload.image or wl_pool.device.default_image or ""
+    tags = {"accelstack:stack": spec.name, "managed-by": "accelstack", **spec.tags}
+    return Stack(
+        spec=spec,
+        catalog=cat,
+        pools=tuple(pools),
+        kubernetes_version=spec.cluster.kubernetes_version or d.kubernetes_version,
+        system_instance_type=spec.cluster.system_nodes.instance_type or d.system_instance_type,
+        system_nodes=spec.cluster.system_nodes.nodes or d.system_nodes,
+        system_root_volume_gib=spec.cluster.system_nodes.root_volume_gib or d.system_root_volume_gib,
+        vpc_cidr=spec.network.vpc_cidr or d.vpc_cidr,
+        compile_cache_enabled=any(p.compile_cache for p in pools),
+        compile_cache_bucket=cc.bucket if cc else None,
+        compile_cache_prefix=(cc.prefix if cc and cc.prefix else d.compile_cache_prefix),
+        compile_cache_expire_days=(cc.expire_days if cc and cc.expire_days else d.compile_cache_expire_days),
+        framework=framework,
+        image=image,
+        tags=tags,
+    )
