@@ -27,9 +27,7 @@ app = typer.Typer(
 )
 
 #: Command modules, each with `register(app)`. One line per module.
-COMMAND_MODULES: tuple[str, ...] = (
-    "accelstack.commands.spec_cmds",
-)
+COMMAND_MODULES: tuple[str, ...] = ("accelstack.commands.spec_cmds",)
 
 F = TypeVar("F", bound=Callable[..., Any])
 

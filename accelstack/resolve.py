@@ -148,12 +148,15 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
         kubernetes_version=spec.cluster.kubernetes_version or d.kubernetes_version,
         system_instance_type=spec.cluster.system_nodes.instance_type or d.system_instance_type,
         system_nodes=spec.cluster.system_nodes.nodes or d.system_nodes,
-        system_root_volume_gib=spec.cluster.system_nodes.root_volume_gib or d.system_root_volume_gib,
+        system_root_volume_gib=spec.cluster.system_nodes.root_volume_gib
+        or d.system_root_volume_gib,
         vpc_cidr=spec.network.vpc_cidr or d.vpc_cidr,
         compile_cache_enabled=any(p.compile_cache for p in pools),
         compile_cache_bucket=cc.bucket if cc else None,
         compile_cache_prefix=(cc.prefix if cc and cc.prefix else d.compile_cache_prefix),
-        compile_cache_expire_days=(cc.expire_days if cc and cc.expire_days else d.compile_cache_expire_days),
+        compile_cache_expire_days=(
+            cc.expire_days if cc and cc.expire_days else d.compile_cache_expire_days
+        ),
         framework=framework,
         image=image,
         tags=tags,

@@ -52,9 +52,20 @@ def retarget(
     refuse: list[str] = []
 
     if instance_type is not None and instance_type != old_type:
-        if instance_type not in catalog.instances or not catalog.instances[instance_type].accelerated:
-            raise SpecError([Problem("--instance-type", "", f"'{instance_type}' is not a known "
-                                     f"instance type{did_you_mean(instance_type, catalog.accelerated_types())}")])
+        if (
+            instance_type not in catalog.instances
+            or not catalog.instances[instance_type].accelerated
+        ):
+            raise SpecError(
+                [
+                    Problem(
+                        "--instance-type",
+                        "",
+                        f"'{instance_type}' is not a known "
+                        f"instance type{did_you_mean(instance_type, catalog.accelerated_types())}",
+                    )
+                ]
+            )
         old_kind = catalog.device_kind_of(old_type)
         new_kind = catalog.device_kind_of(instance_type)
         new_inst = catalog.instance(instance_type)
@@ -63,16 +74,22 @@ def retarget(
         wl = out.setdefault("workload", {})
         if old_kind.name != new_kind.name:
             if wl.get("framework") is not None:
-                notes.append(f"workload.framework: {wl['framework']} -> {new_kind.default_framework}")
+                notes.append(
+                    f"workload.framework: {wl['framework']} -> {new_kind.default_framework}"
+                )
                 wl["framework"] = new_kind.default_framework
             else:
-                notes.append(f"workload.framework (derived): {old_kind.default_framework} -> "
-                             f"{new_kind.default_framework}")
+                notes.append(
+                    f"workload.framework (derived): {old_kind.default_framework} -> "
+                    f"{new_kind.default_framework}"
+                )
             old_image = wl.get("image")
             if image is None and old_image not in (None, old_kind.default_image):
-                refuse.append(f"workload.image '{old_image}' was built for "
-                              f"{old_kind.default_framework}; pass --image with a "
-                              f"{new_kind.default_framework} image")
+                refuse.append(
+                    f"workload.image '{old_image}' was built for "
+                    f"{old_kind.default_framework}; pass --image with a "
+                    f"{new_kind.default_framework} image"
+                )
             elif old_image is not None and image is None:
                 wl["image"] = new_kind.default_image
                 notes.append(f"workload.image -> {new_kind.default_image}")
@@ -84,11 +101,15 @@ def retarget(
                 notes.append("workload.precompile_steps: dropped (Neuron only)")
                 wl.pop("precompile_steps")
         if pool.get("efa") is True and not new_inst.efa_supported:
-            refuse.append(f"pool '{pool['name']}' asks for EFA, which {instance_type} does not have")
+            refuse.append(
+                f"pool '{pool['name']}' asks for EFA, which {instance_type} does not have"
+            )
         if not new_inst.efa_supported:
             for key in ("efa", "efa_interface_style"):
                 if key in pool:
-                    notes.append(f"pools.{pool['name']}.{key}: dropped ({instance_type} has no EFA)")
+                    notes.append(
+                        f"pools.{pool['name']}.{key}: dropped ({instance_type} has no EFA)"
+                    )
                     pool.pop(key)
         elif pool.get("efa") is False and catalog.instance(old_type).efa_supported is False:
             pool.pop("efa")
@@ -115,20 +136,30 @@ def retarget(
         notes.append("compile_cache: dropped (no Neuron pool left)")
 
     if refuse:
-        raise SpecError([Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse])
+        raise SpecError(
+            [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
+        )
     try:
         spec = parse_spec(out, f"{source} -> {name}", catalog)
     except SpecError as exc:
-        raise SpecError([Problem(p.file, p.path, f"cannot retarget: {p.message}") for p in exc.problems]) from None
+        raise SpecError(
+            [Problem(p.file, p.path, f"cannot retarget: {p.message}") for p in exc.problems]
+        ) from None
     wl_pool = spec.workload_pool
-    fit = memory_fit(catalog, wl_pool.instance_type, spec.workload.model.params_billion,
-                     spec.workload.precision)
+    fit = memory_fit(
+        catalog, wl_pool.instance_type, spec.workload.model.params_billion, spec.workload.precision
+    )
     if not fit.fits(wl_pool.nodes):
-        raise SpecError([Problem(
-            source, f"pools.{wl_pool.name}.nodes",
-            f"cannot hold the workload: {spec.workload.model.params_billion:g}B parameters need "
-            f"{fit.required_gib:,.0f} GiB of training state, {wl_pool.nodes} x "
-            f"{wl_pool.instance_type} give {wl_pool.nodes * fit.usable_gib_per_node:,.0f} GiB "
-            f"usable; use --nodes {fit.min_nodes} or more",
-        )])
+        raise SpecError(
+            [
+                Problem(
+                    source,
+                    f"pools.{wl_pool.name}.nodes",
+                    f"cannot hold the workload: {spec.workload.model.params_billion:g}B parameters need "
+                    f"{fit.required_gib:,.0f} GiB of training state, {wl_pool.nodes} x "
+                    f"{wl_pool.instance_type} give {wl_pool.nodes * fit.usable_gib_per_node:,.0f} GiB "
+                    f"usable; use --nodes {fit.min_nodes} or more",
+                )
+            ]
+        )
     return Retargeted(out, spec, notes)

@@ -64,8 +64,9 @@ class Pool(Strict):
     )
     root_volume_gib: int | None = Field(None, ge=50, le=16384, description="gp3 root volume")
     availability_zone: str | None = Field(
-        None, description="zone name or id for this pool; default: the stack's, else the first "
-        "zone the catalog says offers the type"
+        None,
+        description="zone name or id for this pool; default: the stack's, else the first "
+        "zone the catalog says offers the type",
     )
     logical_cores: Literal[1, 2] | None = Field(
         None, description="Neuron logical NeuronCore config (LNC); default from the family"
@@ -127,7 +128,9 @@ class CompileCache(Strict):
         if v is None:
             return v
         if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", v) or v.startswith("/") or ".." in v:
-            raise ValueError("must be letters, digits, '.', '_', '-' and '/', not starting with '/'")
+            raise ValueError(
+                "must be letters, digits, '.', '_', '-' and '/', not starting with '/'"
+            )
         return v if v.endswith("/") else v + "/"
 
 
@@ -327,7 +330,7 @@ def translate(exc: ValidationError, file: str) -> list[Problem]:
             if kind == "too_short" and not found:
                 msg = "must not be empty"
         elif kind == "value_error":
-            msg = f"{_describe(found)}: {str(ctx.get('error', err['msg']))}"
+            msg = f"{_describe(found)}: {ctx.get('error', err['msg'])!s}"
         else:
             msg = f"{err['msg']} (found {_describe(found)})"
         problems.append(Problem(file, path, msg))
@@ -353,13 +356,20 @@ def read_yaml(path: Path) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError([Problem(file, "", f"YAML syntax error at {where}{problem}")]) from None
     if data is None:
-        raise SpecError([Problem(file, "", "is empty; a spec is a mapping with name, region, "
-                                           "pools and workload")])
+        raise SpecError(
+            [
+                Problem(
+                    file, "", "is empty; a spec is a mapping with name, region, pools and workload"
+                )
+            ]
+        )
     if not isinstance(data, dict):
         raise SpecError([Problem(file, "", f"must be a mapping of keys, found {_describe(data)}")])
     bad_keys = [k for k in data if not isinstance(k, str)]
     if bad_keys:
-        raise SpecError([Problem(file, "", f"top-level keys must be strings, found {bad_keys[0]!r}")])
+        raise SpecError(
+            [Problem(file, "", f"top-level keys must be strings, found {bad_keys[0]!r}")]
+        )
     return data
 
 
@@ -381,8 +391,16 @@ def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:
     data = read_yaml(p)
     spec = parse_spec(data, str(p), catalog)
     if spec.name != p.stem:
-        raise SpecError([Problem(str(p), "name", f"'{spec.name}' does not match the file name "
-                                 f"'{p.stem}' (the stack name); rename one so they agree")])
+        raise SpecError(
+            [
+                Problem(
+                    str(p),
+                    "name",
+                    f"'{spec.name}' does not match the file name "
+                    f"'{p.stem}' (the stack name); rename one so they agree",
+                )
+            ]
+        )
     return spec
 
 
@@ -399,107 +417,178 @@ def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
 
     region_ok = spec.region in catalog.regions
     if not region_ok:
-        bad("region", f"'{spec.region}' has no accelerated offerings in the catalog"
-            f"{did_you_mean(spec.region, catalog.regions)} (known: {allowed(catalog.regions, 20)})")
+        bad(
+            "region",
+            f"'{spec.region}' has no accelerated offerings in the catalog"
+            f"{did_you_mean(spec.region, catalog.regions)} (known: {allowed(catalog.regions, 20)})",
+        )
 
-    if region_ok and spec.availability_zone and not catalog.zone_id(spec.region, spec.availability_zone):
+    if (
+        region_ok
+        and spec.availability_zone
+        and not catalog.zone_id(spec.region, spec.availability_zone)
+    ):
         zones = catalog.regions[spec.region].zones
-        bad("availability_zone", f"'{spec.availability_zone}' is not a zone of {spec.region}"
+        bad(
+            "availability_zone",
+            f"'{spec.availability_zone}' is not a zone of {spec.region}"
             f"{did_you_mean(spec.availability_zone, [*zones, *zones.values()])}"
-            f" (known: {allowed([*zones, *zones.values()])})")
+            f" (known: {allowed([*zones, *zones.values()])})",
+        )
 
     names = [p.name for p in spec.pools]
     for i, pool in enumerate(spec.pools):
         at = f"pools[{i}]"
         if names.count(pool.name) > 1 and names.index(pool.name) != i:
-            bad(f"{at}.name", f"'{pool.name}' is used by pools[{names.index(pool.name)}] already; "
-                "pool names must be unique")
-        if pool.instance_type not in catalog.instances or not catalog.instances[pool.instance_type].accelerated:
-            bad(f"{at}.instance_type", f"'{pool.instance_type}' is not a known instance type"
+            bad(
+                f"{at}.name",
+                f"'{pool.name}' is used by pools[{names.index(pool.name)}] already; "
+                "pool names must be unique",
+            )
+        if pool.instance_type not in catalog.instances:
+            bad(
+                f"{at}.instance_type",
+                f"'{pool.instance_type}' is not a known instance type"
                 f"{did_you_mean(pool.instance_type, catalog.accelerated_types())}"
-                f" (known: {allowed(catalog.accelerated_types())})")
+                f" (known: {allowed(catalog.accelerated_types())})",
+            )
+            continue
+        if not catalog.instances[pool.instance_type].accelerated:
+            bad(
+                f"{at}.instance_type",
+                f"'{pool.instance_type}' is a CPU type; pools need an "
+                f"accelerated type (known: {allowed(catalog.accelerated_types())})",
+            )
             continue
         inst = catalog.instance(pool.instance_type)
         family = catalog.families[inst.family]
         kind = catalog.device_kinds[family.device_kind]
         if inst.preview and not spec.preview:
-            bad(f"{at}.instance_type", f"'{pool.instance_type}' is a preview type whose facts are "
-                "partly estimated; set 'preview: true' at the top level to use it")
+            bad(
+                f"{at}.instance_type",
+                f"'{pool.instance_type}' is a preview type whose facts are "
+                "partly estimated; set 'preview: true' at the top level to use it",
+            )
         if pool.efa and not inst.efa_supported:
-            efa_types = sorted(n for n, x in catalog.instances.items() if x.efa_supported and x.family == inst.family)
-            bad(f"{at}.efa", f"EFA is not supported on {pool.instance_type}; "
-                f"use efa: false or an EFA type ({allowed(efa_types)})")
+            efa_types = sorted(
+                n
+                for n, x in catalog.instances.items()
+                if x.efa_supported and x.family == inst.family
+            )
+            bad(
+                f"{at}.efa",
+                f"EFA is not supported on {pool.instance_type}; "
+                f"use efa: false or an EFA type ({allowed(efa_types)})",
+            )
         if pool.efa_interface_style and not (pool.efa is not False and inst.efa_supported):
             bad(f"{at}.efa_interface_style", "is set but EFA is off for this pool")
         option = pool.purchase.option
         needs_id = option in ("capacity-block", "reservation")
         if needs_id and not pool.purchase.reservation_id:
-            bad(f"{at}.purchase.reservation_id", f"is required for purchase option '{option}' "
-                "(the cr-... id of the capacity block or reservation)")
+            bad(
+                f"{at}.purchase.reservation_id",
+                f"is required for purchase option '{option}' "
+                "(the cr-... id of the capacity block or reservation)",
+            )
         if not needs_id and pool.purchase.reservation_id:
-            bad(f"{at}.purchase.reservation_id", f"is only allowed with capacity-block or "
-                f"reservation, not '{option}'")
+            bad(
+                f"{at}.purchase.reservation_id",
+                f"is only allowed with capacity-block or reservation, not '{option}'",
+            )
         if pool.logical_cores is not None and not kind.compile_cache:
-            bad(f"{at}.logical_cores", f"applies to Neuron pools only; {pool.instance_type} is "
-                f"{family.accelerator}")
+            bad(
+                f"{at}.logical_cores",
+                f"applies to Neuron pools only; {pool.instance_type} is {family.accelerator}",
+            )
         elif pool.logical_cores is not None and inst.physical_cores_per_chip % pool.logical_cores:
-            bad(f"{at}.logical_cores", f"{pool.logical_cores} does not divide the "
-                f"{inst.physical_cores_per_chip} cores per chip of {pool.instance_type} (allowed: 1)")
+            bad(
+                f"{at}.logical_cores",
+                f"{pool.logical_cores} does not divide the "
+                f"{inst.physical_cores_per_chip} cores per chip of {pool.instance_type} (allowed: 1)",
+            )
         if pool.compile_cache and not kind.compile_cache:
-            bad(f"{at}.compile_cache", f"a compile cache is for Neuron pools only; "
-                f"{pool.instance_type} is {family.accelerator}")
+            bad(
+                f"{at}.compile_cache",
+                f"a compile cache is for Neuron pools only; "
+                f"{pool.instance_type} is {family.accelerator}",
+            )
         zone = pool.availability_zone or spec.availability_zone
         if region_ok:
             offered = catalog.zones_offering(spec.region, pool.instance_type)
             if not offered:
                 elsewhere = catalog.regions_offering(pool.instance_type)
-                bad(f"{at}.instance_type", f"{pool.instance_type} is not offered in {spec.region} "
-                    f"per the catalog (offered in: {allowed(elsewhere) or 'no known region'})")
+                bad(
+                    f"{at}.instance_type",
+                    f"{pool.instance_type} is not offered in {spec.region} "
+                    f"per the catalog (offered in: {allowed(elsewhere) or 'no known region'})",
+                )
             elif zone:
                 zid = catalog.zone_id(spec.region, zone)
                 field = f"{at}.availability_zone" if pool.availability_zone else "availability_zone"
                 if zid is None:
                     if pool.availability_zone:
                         zones = catalog.regions[spec.region].zones
-                        bad(field, f"'{zone}' is not a zone of {spec.region} (known: "
-                            f"{allowed([*zones, *zones.values()])})")
+                        bad(
+                            field,
+                            f"'{zone}' is not a zone of {spec.region} (known: "
+                            f"{allowed([*zones, *zones.values()])})",
+                        )
                 elif zid not in offered:
-                    bad(field, f"zone '{zone}' ({zid}) does not offer {pool.instance_type}; "
-                        f"zones that do: {', '.join(offered)}")
+                    bad(
+                        field,
+                        f"zone '{zone}' ({zid}) does not offer {pool.instance_type}; "
+                        f"zones that do: {', '.join(offered)}",
+                    )
             if offered:
                 try:
                     catalog.instance_rate(spec.region, pool.instance_type, option)
                 except CatalogError as exc:
-                    bad(f"{at}.purchase.option", f"{exc} (prices fail closed: add a sourced "
-                        "row to accelstack/catalog/prices.yaml or pick a priced option)")
+                    bad(
+                        f"{at}.purchase.option",
+                        f"{exc} (prices fail closed: add a sourced "
+                        "row to accelstack/catalog/prices.yaml or pick a priced option)",
+                    )
 
     # system nodes
     sys_type = spec.cluster.system_nodes.instance_type
     if sys_type is not None:
         if sys_type not in catalog.instances:
-            bad("cluster.system_nodes.instance_type", f"'{sys_type}' is not a known instance type"
-                f"{did_you_mean(sys_type, catalog.instances)}")
+            bad(
+                "cluster.system_nodes.instance_type",
+                f"'{sys_type}' is not a known instance type"
+                f"{did_you_mean(sys_type, catalog.instances)}",
+            )
         elif catalog.instances[sys_type].accelerated:
             cpu = sorted(n for n, x in catalog.instances.items() if not x.accelerated)
-            bad("cluster.system_nodes.instance_type", f"'{sys_type}' is an accelerated type; "
-                f"system nodes are CPU types ({allowed(cpu)})")
+            bad(
+                "cluster.system_nodes.instance_type",
+                f"'{sys_type}' is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
+            )
     k8s = spec.cluster.kubernetes_version
     if k8s is not None and k8s not in catalog.defaults.supported_kubernetes_versions:
-        bad("cluster.kubernetes_version", f"'{k8s}' is not supported"
+        bad(
+            "cluster.kubernetes_version",
+            f"'{k8s}' is not supported"
             f"{did_you_mean(k8s, catalog.defaults.supported_kubernetes_versions)} (allowed: "
-            f"{', '.join(catalog.defaults.supported_kubernetes_versions)})")
+            f"{', '.join(catalog.defaults.supported_kubernetes_versions)})",
+        )
     for j, cidr in enumerate(spec.cluster.public_access_cidrs):
         _check_cidr(bad, f"cluster.public_access_cidrs[{j}]", cidr)
     if spec.cluster.public_access_cidrs and not spec.cluster.endpoint_public_access:
         bad("cluster.public_access_cidrs", "is set but endpoint_public_access is false")
     if spec.cluster.endpoint_public_access and not spec.cluster.public_access_cidrs:
-        bad("cluster.public_access_cidrs", "must list the CIDRs allowed to reach the public "
-            "endpoint (0.0.0.0/0 is refused)")
+        bad(
+            "cluster.public_access_cidrs",
+            "must list the CIDRs allowed to reach the public endpoint (0.0.0.0/0 is refused)",
+        )
     for j, cidr in enumerate(spec.standalone.ssh_cidrs):
         _check_cidr(bad, f"standalone.ssh_cidrs[{j}]", cidr)
     if spec.standalone.ssh_cidrs and not spec.standalone.ssh_key_name:
-        bad("standalone.ssh_cidrs", "needs standalone.ssh_key_name (SSH is off by default; "
-            "access is through SSM Session Manager)")
+        bad(
+            "standalone.ssh_cidrs",
+            "needs standalone.ssh_key_name (SSH is off by default; "
+            "access is through SSM Session Manager)",
+        )
 
     # network
     net = spec.network
@@ -524,13 +613,16 @@ def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
 
     # compile cache
     neuron_pools = [
-        p.name for p in spec.pools
+        p.name
+        for p in spec.pools
         if p.instance_type in catalog.instances
         and catalog.device_kind_of(p.instance_type).compile_cache
     ]
     if spec.compile_cache is not None and not neuron_pools:
-        bad("compile_cache", "is set but no pool is a Neuron pool (the Neuron compile cache "
-            "serves trn pools only)")
+        bad(
+            "compile_cache",
+            "is set but no pool is a Neuron pool (the Neuron compile cache serves trn pools only)",
+        )
 
     # storage
     if spec.storage.fsx_throughput_per_tib and not spec.storage.fsx_lustre_gib:
@@ -539,39 +631,62 @@ def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
     # workload
     wl = spec.workload
     if wl.pool is None and len(spec.pools) > 1:
-        bad("workload.pool", f"is required when there are several pools (one of: {', '.join(names)})")
+        bad(
+            "workload.pool",
+            f"is required when there are several pools (one of: {', '.join(names)})",
+        )
     elif wl.pool is not None and wl.pool not in names:
-        bad("workload.pool", f"'{wl.pool}' is not a pool of this stack{did_you_mean(wl.pool, names)}"
-            f" (pools: {', '.join(names)})")
+        bad(
+            "workload.pool",
+            f"'{wl.pool}' is not a pool of this stack{did_you_mean(wl.pool, names)}"
+            f" (pools: {', '.join(names)})",
+        )
     else:
         pool = spec.workload_pool
-        if pool.instance_type in catalog.instances:
+        if (
+            pool.instance_type in catalog.instances
+            and catalog.instances[pool.instance_type].accelerated
+        ):
             kind = catalog.device_kind_of(pool.instance_type)
             if wl.framework is not None and wl.framework not in kind.frameworks:
                 every = sorted({f for k in catalog.device_kinds.values() for f in k.frameworks})
-                bad("workload.framework", f"'{wl.framework}' cannot run on {pool.instance_type}"
-                    f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(kind.frameworks)})")
+                bad(
+                    "workload.framework",
+                    f"'{wl.framework}' cannot run on {pool.instance_type}"
+                    f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(kind.frameworks)})",
+                )
             if wl.precompile_steps and not kind.compile_cache:
-                bad("workload.precompile_steps", f"pre-compilation is a Neuron step; "
-                    f"{pool.instance_type} does not use it")
+                bad(
+                    "workload.precompile_steps",
+                    f"pre-compilation is a Neuron step; {pool.instance_type} does not use it",
+                )
             fam = catalog.family_of(pool.instance_type)
             if wl.precision not in fam.peak_tflops:
-                bad("workload.precision", f"'{wl.precision}' has no peak figure for "
-                    f"{fam.accelerator} (allowed: {', '.join(fam.peak_tflops)})")
+                bad(
+                    "workload.precision",
+                    f"'{wl.precision}' has no peak figure for "
+                    f"{fam.accelerator} (allowed: {', '.join(fam.peak_tflops)})",
+                )
             else:
                 fit = memory_fit(catalog, pool.instance_type, wl.model.params_billion, wl.precision)
                 if not fit.fits(pool.nodes):
                     i = names.index(pool.name)
-                    bad(f"pools[{i}].nodes", f"{pool.nodes} x {pool.instance_type} cannot hold "
+                    bad(
+                        f"pools[{i}].nodes",
+                        f"{pool.nodes} x {pool.instance_type} cannot hold "
                         f"the workload: {wl.model.params_billion:g}B parameters need "
                         f"{fit.required_gib:,.0f} GiB of training state at {fit.bytes_per_param:g} "
                         f"bytes/parameter, {pool.nodes} node(s) give "
                         f"{pool.nodes * fit.usable_gib_per_node:,.0f} GiB usable; use at least "
-                        f"{fit.min_nodes} nodes")
+                        f"{fit.min_nodes} nodes",
+                    )
     for name in wl.env:
         if SECRET_NAME_RE.search(name):
-            bad(f"workload.env.{name}", "looks like a secret; secrets never go into rendered "
-                "files: mount them from AWS Secrets Manager or a Kubernetes Secret instead")
+            bad(
+                f"workload.env.{name}",
+                "looks like a secret; secrets never go into rendered "
+                "files: mount them from AWS Secrets Manager or a Kubernetes Secret instead",
+            )
     if (wl.model.layers is None) != (wl.model.hidden_size is None):
         bad("workload.model", "layers and hidden_size go together (both or neither)")
     if spec.orchestration == "eks" and spec.standalone != Standalone():

@@ -23,8 +23,16 @@ def _preset_path(preset: str, stacks_dir: Path) -> Path:
         from accelstack.errors import did_you_mean
 
         names = [x.stem for x in stacks_dir.glob("*.yaml")]
-        raise SpecError([Problem("--from", "", f"no preset '{preset}' in {stacks_dir}/"
-                                 f"{did_you_mean(preset, names)} (presets: {', '.join(sorted(names))})")])
+        raise SpecError(
+            [
+                Problem(
+                    "--from",
+                    "",
+                    f"no preset '{preset}' in {stacks_dir}/"
+                    f"{did_you_mean(preset, names)} (presets: {', '.join(sorted(names))})",
+                )
+            ]
+        )
     return candidate
 
 
@@ -46,23 +54,31 @@ def register(app: typer.Typer) -> None:
             for pool in spec.pools:
                 inst = catalog.instance(pool.instance_type)
                 if inst.preview:
-                    notes.append(f"{pool.name}: {inst.name} is a preview type; estimated fields: "
-                                 f"{', '.join(inst.estimated_fields)}")
+                    notes.append(
+                        f"{pool.name}: {inst.name} is a preview type; estimated fields: "
+                        f"{', '.join(inst.estimated_fields)}"
+                    )
                 if inst.name in catalog.regions[spec.region].estimated_types:
-                    notes.append(f"{pool.name}: the offering of {inst.name} in {spec.region} is an "
-                                 "estimate; run `accelstack preflight`")
-            typer.echo(f"ok: {path} ({spec.name}: {', '.join(f'{p.nodes} x {p.instance_type}' for p in spec.pools)})")
+                    notes.append(
+                        f"{pool.name}: the offering of {inst.name} in {spec.region} is an "
+                        "estimate; run `accelstack preflight`"
+                    )
+            typer.echo(
+                f"ok: {path} ({spec.name}: {', '.join(f'{p.nodes} x {p.instance_type}' for p in spec.pools)})"
+            )
             for note in notes:
                 typer.echo(f"  warning: {note}")
         if failed:
-            for exc in failed:
-                for line in str(exc).splitlines():
+            for problem in failed:
+                for line in str(problem).splitlines():
                     typer.echo(f"error: {line}", err=True)
             raise typer.Exit(max(e.exit_code for e in failed))
 
     @app.command()
     def schema(
-        output: Annotated[Path | None, typer.Option("-o", "--output", help="write to a file")] = None,
+        output: Annotated[
+            Path | None, typer.Option("-o", "--output", help="write to a file")
+        ] = None,
     ) -> None:
         """Print the spec's JSON Schema (for editor validation)."""
         text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
@@ -77,9 +93,18 @@ def register(app: typer.Typer) -> None:
     def new(
         name: Annotated[str, typer.Argument(help="new stack name (becomes stacks/NAME.yaml)")],
         preset: Annotated[str, typer.Option("--from", help="preset name in stacks/ or a path")],
-        instance_type: Annotated[str | None, typer.Option(help="retarget the workload pool")] = None,
-        nodes: Annotated[int | None, typer.Option(min=1, max=512, help="node count of the workload pool")] = None,
-        image: Annotated[str | None, typer.Option(help="container image (needed when a custom image cannot follow a retarget)")] = None,
+        instance_type: Annotated[
+            str | None, typer.Option(help="retarget the workload pool")
+        ] = None,
+        nodes: Annotated[
+            int | None, typer.Option(min=1, max=512, help="node count of the workload pool")
+        ] = None,
+        image: Annotated[
+            str | None,
+            typer.Option(
+                help="container image (needed when a custom image cannot follow a retarget)"
+            ),
+        ] = None,
         directory: Annotated[Path, typer.Option("--dir", help="project directory")] = Path("."),
         force: Annotated[bool, typer.Option(help="overwrite existing files")] = False,
     ) -> None:
@@ -89,14 +114,29 @@ def register(app: typer.Typer) -> None:
         from accelstack.retarget import retarget
 
         if not re.fullmatch(NAME_RE, name):
-            raise SpecError([Problem("NAME", "", f"'{name}' must be 3-40 lowercase letters, digits "
-                                     "and '-', starting with a letter")])
+            raise SpecError(
+                [
+                    Problem(
+                        "NAME",
+                        "",
+                        f"'{name}' must be 3-40 lowercase letters, digits "
+                        "and '-', starting with a letter",
+                    )
+                ]
+            )
         stacks_dir = directory / "stacks"
         src = _preset_path(preset, stacks_dir)
         data = read_yaml(src)
         load_spec(src)  # the preset itself must be valid
-        result = retarget(data, load_catalog(), name=name, source=str(src),
-                          instance_type=instance_type, nodes=nodes, image=image)
+        result = retarget(
+            data,
+            load_catalog(),
+            name=name,
+            source=str(src),
+            instance_type=instance_type,
+            nodes=nodes,
+            image=image,
+        )
         target = stacks_dir / f"{name}.yaml"
         pulumi_file = directory / f"Pulumi.{name}.yaml"
         for f in (target, pulumi_file):
@@ -109,10 +149,17 @@ def register(app: typer.Typer) -> None:
         ]
         stacks_dir.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False))
-        pulumi_file.write_text(yaml.safe_dump({"config": {
-            "aws:region": result.spec.region,
-            "accelstack:spec": f"stacks/{name}.yaml",
-        }}, sort_keys=False))
+        pulumi_file.write_text(
+            yaml.safe_dump(
+                {
+                    "config": {
+                        "aws:region": result.spec.region,
+                        "accelstack:spec": f"stacks/{name}.yaml",
+                    }
+                },
+                sort_keys=False,
+            )
+        )
         typer.echo(f"wrote {target} and {pulumi_file}")
         for n in result.notes:
             typer.echo(f"  {n}")
