@@ -1,42 +1,51 @@
-# One file of targets; .ci/run calls `make ci`. PY defaults to the project virtualenv.
+# One file of targets; CI (.ci/run) uses `make lint typecheck test`.
+# The two README commands are `make demo` and `make test`: both build the virtualenv first.
 VENV ?= .venv
 PY ?= $(VENV)/bin/python
+STAMP = $(VENV)/.installed
 SRC = accelstack components policies __main__.py tests bench tools
+PRESET ?= stacks/llama3-70b-trn2.yaml
 
-.PHONY: venv install lint format typecheck test ci bench schema golden demo
+.PHONY: install lint format typecheck test ci bench schema golden demo clean
 
-venv:
+$(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-
-install: venv
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	# CPU build of torch from local disk, for the real torchrun runs of rendered scripts
 	$(PY) -m pip install -q torch==2.13.0
+	touch $(STAMP)
 
-lint:
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m accelstack.cli plan $(PRESET)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
 
-format:
+format: $(STAMP)
 	$(PY) -m ruff format $(SRC)
 	$(PY) -m ruff check --fix $(SRC)
 
-typecheck:
+typecheck: $(STAMP)
 	$(PY) -m mypy
-
-test:
-	$(PY) -m pytest -q
 
 ci: lint typecheck test
 
-bench:
+bench: $(STAMP)
 	$(PY) bench/plan.py
+	$(PY) bench/pricing.py
 
-schema:
+schema: $(STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
 
-golden:
+golden: $(STAMP)
 	ACCELSTACK_UPDATE_GOLDEN=1 $(PY) -m pytest -q -k golden
 
-demo:
-	$(PY) -m accelstack.cli validate stacks/llama3-70b-trn2.yaml
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
