@@ -55,7 +55,7 @@ class Pool(Strict):
     name: str = Field(pattern=POOL_RE, description="pool name, used in resource names")
     instance_type: str = Field(description="an accelerated type from the catalog")
     nodes: int = Field(ge=1, le=512, description="node count")
-    purchase: Purchase = Field(default_factory=Purchase)
+    purchase: Purchase = Field(default_factory=Purchase, description="how nodes are bought")
     efa: bool | None = Field(None, description="EFA on/off; default on where the type has it")
     efa_interface_style: Literal["efa", "efa-only"] | None = Field(
         None,
@@ -77,9 +77,11 @@ class Pool(Strict):
 
 
 class SystemNodes(Strict):
+    """The small CPU node group that runs cluster add-ons (untainted)."""
+
     instance_type: str | None = Field(None, description="CPU type for cluster add-ons")
-    nodes: int | None = Field(None, ge=1, le=20)
-    root_volume_gib: int | None = Field(None, ge=20, le=2048)
+    nodes: int | None = Field(None, ge=1, le=20, description="system node count")
+    root_volume_gib: int | None = Field(None, ge=20, le=2048, description="gp3 root volume")
 
 
 class Cluster(Strict):
@@ -93,7 +95,9 @@ class Cluster(Strict):
     admin_principal_arns: tuple[str, ...] = Field(
         (), description="IAM principals given cluster-admin through EKS access entries"
     )
-    system_nodes: SystemNodes = Field(default_factory=SystemNodes)
+    system_nodes: SystemNodes = Field(
+        default_factory=SystemNodes, description="CPU node group for add-ons"
+    )
 
 
 class Standalone(Strict):
@@ -105,11 +109,17 @@ class Standalone(Strict):
 
 
 class Network(Strict):
+    """VPC: create one (private + public subnets, NAT) or use existing ids."""
+
     mode: Literal["create", "existing"] = Field("create", description="create a VPC or use one")
     vpc_cidr: str | None = Field(None, description="CIDR for a created VPC")
-    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$")
-    private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = ()
-    public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = ()
+    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="existing VPC")
+    private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
+        Field((), description="existing private subnets (nodes go here)")
+    )
+    public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
+        Field((), description="existing public subnets (load balancers)")
+    )
     single_nat_gateway: bool = Field(True, description="one NAT gateway instead of one per AZ")
 
 
@@ -135,10 +145,14 @@ class CompileCache(Strict):
 
 
 class Storage(Strict):
+    """Optional shared file system: FSx for Lustre in the workload pool's zone."""
+
     fsx_lustre_gib: int | None = Field(
         None, ge=1200, le=1_000_000, description="FSx for Lustre capacity (1200 or n x 2400)"
     )
-    fsx_throughput_per_tib: Literal[125, 250, 500, 1000] | None = None
+    fsx_throughput_per_tib: Literal[125, 250, 500, 1000] | None = Field(
+        None, description="MB/s per TiB (PERSISTENT_2)"
+    )
 
     @field_validator("fsx_lustre_gib")
     @classmethod
@@ -149,18 +163,26 @@ class Storage(Strict):
 
 
 class Model(Strict):
-    name: str | None = Field(None, max_length=64)
+    """The model being trained (sizes drive the estimate and the memory fit)."""
+
+    name: str | None = Field(None, max_length=64, description="label for reports")
     params_billion: float = Field(gt=0, le=10_000, description="parameters, in billions")
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
-    hidden_size: int | None = Field(None, ge=64, le=131_072)
+    hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
 
 
 class Workload(Strict):
+    """The training job: what runs, on which pool, how much data, at what precision."""
+
     pool: str | None = Field(None, description="the pool the job runs on; default: the only pool")
-    model: Model
+    model: Model = Field(description="model size")
     tokens_billion: float = Field(gt=0, le=1_000_000, description="training tokens, billions")
-    sequence_length: int | None = Field(None, ge=128, le=1_048_576)
-    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    sequence_length: int | None = Field(
+        None, ge=128, le=1_048_576, description="tokens per sequence (attention FLOPs term)"
+    )
+    precision: Literal["bf16", "fp16", "fp8"] = Field(
+        "bf16", description="training precision; selects the peak FLOPS figure"
+    )
     global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
     entrypoint: str = Field(min_length=1, max_length=1024, description="script torchrun runs")
     args: tuple[str, ...] = Field((), description="arguments, passed verbatim")
@@ -172,13 +194,15 @@ class Workload(Strict):
     precompile_steps: int | None = Field(
         None, ge=0, le=1000, description="neuron_parallel_compile steps before training; 0 = off"
     )
-    rdzv_port: int = Field(29500, ge=1024, le=65535)
+    rdzv_port: int = Field(29500, ge=1024, le=65535, description="torchrun rendezvous port")
 
 
 class Budget(Strict):
-    max_hourly_usd: float | None = Field(None, gt=0)
-    max_monthly_usd: float | None = Field(None, gt=0)
-    max_run_usd: float | None = Field(None, gt=0)
+    """Limits the cost guard enforces before anything is created (USD)."""
+
+    max_hourly_usd: float | None = Field(None, gt=0, description="whole stack, per hour")
+    max_monthly_usd: float | None = Field(None, gt=0, description="hourly x hours_per_month")
+    max_run_usd: float | None = Field(None, gt=0, description="the estimated training run")
     mfu: float | None = Field(None, gt=0, le=1, description="MFU override for the estimate")
 
 
@@ -189,18 +213,26 @@ class Spec(Strict):
     region: str = Field(description="AWS region, e.g. us-east-2")
     availability_zone: str | None = Field(None, description="zone name or id for EFA pools")
     preview: bool = Field(False, description="must be true to use preview instance types")
-    tags: dict[str, str] = Field(default_factory=dict)
-    orchestration: Literal["eks", "ec2"] = "eks"
-    cluster: Cluster = Field(default_factory=Cluster)
-    standalone: Standalone = Field(default_factory=Standalone)
-    network: Network = Field(default_factory=Network)
-    pools: tuple[Pool, ...] = Field(min_length=1, max_length=16)
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="AWS tags on every resource (plus accelstack:stack)"
+    )
+    orchestration: Literal["eks", "ec2"] = Field(
+        "eks", description="eks: EKS node groups; ec2: standalone instances on DLAMIs"
+    )
+    cluster: Cluster = Field(default_factory=Cluster, description="EKS settings")
+    standalone: Standalone = Field(
+        default_factory=Standalone, description="orchestration: ec2 settings"
+    )
+    network: Network = Field(default_factory=Network, description="VPC and subnets")
+    pools: tuple[Pool, ...] = Field(
+        min_length=1, max_length=16, description="accelerator node pools (1-16)"
+    )
     compile_cache: CompileCache | None = Field(
         None, description="Neuron compile cache; created by default when a Neuron pool exists"
     )
-    storage: Storage = Field(default_factory=Storage)
-    workload: Workload
-    budget: Budget = Field(default_factory=Budget)
+    storage: Storage = Field(default_factory=Storage, description="shared file system")
+    workload: Workload = Field(description="the training job")
+    budget: Budget = Field(default_factory=Budget, description="cost limits and MFU")
 
     @field_validator("tags")
     @classmethod

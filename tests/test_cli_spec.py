@@ -262,3 +262,11 @@ def test_help_everywhere(capsys):
     for argv in (["--help"], ["validate", "--help"], ["schema", "--help"], ["new", "--help"]):
         code, out, _ = run(capsys, *argv)
         assert code == 0 and "Usage" in out
+
+
+def test_spec_reference_doc_is_current():
+    from accelstack.spec_docs import spec_reference
+
+    assert (ROOT / "docs" / "spec.md").read_text() == spec_reference(), (
+        "run `python -m accelstack.spec_docs`"
+    )
