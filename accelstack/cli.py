@@ -17,6 +17,16 @@ import typer
 
 from accelstack.errors import AccelstackError
 
+try:  # typer >= 0.24 vendors click as typer._click
+    from typer._click.exceptions import ClickException as _VendoredClickException
+except ImportError:  # pragma: no cover - older typer
+    _VendoredClickException = None  # type: ignore[assignment,misc]
+from click import ClickException as _ClickException
+
+_CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
+    e for e in (_VendoredClickException, _ClickException) if e is not None
+)
+
 app = typer.Typer(
     name="accelstack",
     help="One workload spec to a priced, budget-checked AWS training cluster "
@@ -27,7 +37,13 @@ app = typer.Typer(
 )
 
 #: Command modules, each with `register(app)`. One line per module.
-COMMAND_MODULES: tuple[str, ...] = ("accelstack.commands.spec_cmds",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "accelstack.commands.spec_cmds",
+    "accelstack.commands.plan_cmds",
+    "accelstack.commands.render_cmds",
+    "accelstack.commands.cost_cmds",
+    "accelstack.commands.preflight_cmds",
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,15 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         typer.echo("aborted", err=True)
         return 1
-    except SystemExit as exc:  # click raises this for usage errors in some paths
+    except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
+    except _CLICK_ERRORS as exc:  # usage errors: one line, exit 2, no traceback
+        hint = " (see 'accelstack --help')"
+        typer.echo(f"error: {exc.format_message()}{hint}", err=True)
+        return int(exc.exit_code)
     return 0
 
 

@@ -270,3 +270,63 @@ def test_spec_reference_doc_is_current():
     assert (ROOT / "docs" / "spec.md").read_text() == spec_reference(), (
         "run `python -m accelstack.spec_docs`"
     )
+
+
+def test_new_cheapest_matches_compare_pick(project: Path, capsys):
+    from accelstack.compare import cheapest_target
+
+    expected = cheapest_target(
+        load_spec(project / "stacks" / "llama3-70b-p5.yaml"), options=("on-demand",)
+    )
+    code, out, err = run(
+        capsys, "new", "cheap-run", "--from", "llama3-70b-p5", "--cheapest", "--dir", str(project)
+    )
+    assert code == 0, err
+    spec = load_spec(project / "stacks" / "cheap-run.yaml")
+    pool = spec.workload_pool
+    assert (pool.instance_type, pool.nodes, pool.purchase.option) == expected
+    assert f"--cheapest picked {expected[1]} x {expected[0]}, on-demand" in out
+
+
+def test_new_cheapest_with_impossible_deadline_exits_1(project: Path, capsys):
+    code, _, err = run(
+        capsys,
+        "new",
+        "never",
+        "--from",
+        "llama3-70b-p5",
+        "--cheapest",
+        "--deadline-hours",
+        "1",
+        "--dir",
+        str(project),
+    )
+    assert code == 1
+    assert "no candidate instance type fits the budget and a 1 h deadline" in err
+    assert not (project / "stacks" / "never.yaml").exists()
+
+
+def test_new_cheapest_refuses_explicit_type(project: Path, capsys):
+    code, _, err = run(
+        capsys,
+        "new",
+        "both",
+        "--from",
+        "llama3-70b-p5",
+        "--cheapest",
+        "--instance-type",
+        "p5.48xlarge",
+        "--dir",
+        str(project),
+    )
+    assert code == 2 and "drop --instance-type and --nodes" in err
+
+
+def test_usage_errors_are_one_line_exit_2(capsys):
+    code, out, err = run(capsys, "valdate")
+    assert code == 2
+    assert err.strip() == (
+        "error: No such command 'valdate'. Did you mean 'validate'? (see 'accelstack --help')"
+    )
+    code, _, err = run(capsys, "new", "x-y-z", "--from", "a", "--cheapst")
+    assert code == 2 and err.count("\n") == 1 and "No such option: --cheapst" in err

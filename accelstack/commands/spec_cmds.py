@@ -105,6 +105,26 @@ def register(app: typer.Typer) -> None:
                 help="container image (needed when a custom image cannot follow a retarget)"
             ),
         ] = None,
+        cheapest: Annotated[
+            bool,
+            typer.Option(
+                "--cheapest",
+                help="retarget to the cheapest type, node count and purchase option that fit "
+                "the budget (and --deadline-hours), as `accelstack compare` ranks them",
+            ),
+        ] = False,
+        deadline_hours: Annotated[
+            float | None, typer.Option(min=0.1, help="with --cheapest: wall-clock limit")
+        ] = None,
+        options: Annotated[
+            str,
+            typer.Option(
+                help="with --cheapest: purchase options to consider (comma-separated, from "
+                "on-demand, spot, savings-plan-1y, savings-plan-3y). Default on-demand only: "
+                "a savings-plan rate is only the run's true cost when the 1-3 year commitment "
+                "is used anyway, and spot interrupts long runs",
+            ),
+        ] = "on-demand",
         directory: Annotated[Path, typer.Option("--dir", help="project directory")] = Path("."),
         force: Annotated[bool, typer.Option(help="overwrite existing files")] = False,
     ) -> None:
@@ -127,16 +147,53 @@ def register(app: typer.Typer) -> None:
         stacks_dir = directory / "stacks"
         src = _preset_path(preset, stacks_dir)
         data = read_yaml(src)
-        load_spec(src)  # the preset itself must be valid
+        source_spec = load_spec(src)  # the preset itself must be valid
+        catalog = load_catalog()
+        picked = ""
+        if cheapest:
+            from accelstack.compare import cheapest_target
+
+            if instance_type is not None or nodes is not None:
+                raise SpecError(
+                    [
+                        Problem(
+                            "--cheapest",
+                            "",
+                            "picks the instance type and node "
+                            "count itself; drop --instance-type and --nodes",
+                        )
+                    ]
+                )
+            wanted = tuple(o.strip() for o in options.split(",") if o.strip())
+            if any(o in ("capacity-block", "reservation") for o in wanted):
+                raise SpecError(
+                    [
+                        Problem(
+                            "--options",
+                            "",
+                            "capacity-block and reservation need "
+                            "a reservation id; retarget with --instance-type and "
+                            "set purchase in the new spec instead",
+                        )
+                    ]
+                )
+            instance_type, nodes, option = cheapest_target(
+                source_spec, catalog, deadline_hours=deadline_hours, options=wanted
+            )
+            pool = next(p for p in data["pools"] if p["name"] == source_spec.workload_pool.name)
+            pool["purchase"] = {"option": option}
+            picked = f"--cheapest picked {nodes} x {instance_type}, {option}"
         result = retarget(
             data,
-            load_catalog(),
+            catalog,
             name=name,
             source=str(src),
             instance_type=instance_type,
             nodes=nodes,
             image=image,
         )
+        if picked:
+            result.notes.insert(0, picked)
         target = stacks_dir / f"{name}.yaml"
         pulumi_file = directory / f"Pulumi.{name}.yaml"
         for f in (target, pulumi_file):
