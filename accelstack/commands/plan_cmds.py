@@ -1,0 +1,87 @@
+"""plan, check: the offline plan of a spec, and a whole directory of specs for GitOps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from accelstack.errors import AccelstackError, Problem, SpecError
+
+Format = Literal["text", "json"]
+
+
+def price_note(plan: object, stack: object) -> str | None:
+    """Seam for the cost module: `accelstack.guard.report_for_plan(stack, plan) -> str`."""
+    from accelstack.plan import load_guard
+
+    guard = load_guard()
+    report = getattr(guard, "report_for_plan", None) if guard is not None else None
+    if report is None:
+        return None
+    text = report(stack, plan)
+    return str(text).rstrip("\n") if text else None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def plan(
+        spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+        fmt: Annotated[
+            str, typer.Option("--format", help="text (resource tree) or json (stable document)")
+        ] = "text",
+    ) -> None:
+        """Plan a spec offline: run the Pulumi program under mocks and show every resource."""
+        from accelstack.catalog import load_catalog
+        from accelstack.plan import run_plan
+        from accelstack.resolve import resolve
+        from accelstack.spec import load_spec
+
+        if fmt not in ("text", "json"):
+            raise SpecError(
+                [Problem("--format", "", f"'{fmt}' is not allowed (allowed: text, json)")]
+            )
+        catalog = load_catalog()
+        stack = resolve(load_spec(spec, catalog), catalog)
+        result = run_plan(stack)
+        if fmt == "json":
+            typer.echo(result.to_json(), nl=False)
+            return
+        typer.echo(result.to_text(), nl=False)
+        note = price_note(result, stack)
+        if note:
+            typer.echo("")
+            typer.echo(note)
+
+    @app.command()
+    def check(
+        directory: Annotated[Path, typer.Argument(help="directory of specs (e.g. stacks/)")],
+    ) -> None:
+        """Validate and plan every *.yaml spec in DIR in one process; non-zero on any failure."""
+        from accelstack.catalog import load_catalog
+        from accelstack.plan import run_plan
+        from accelstack.resolve import resolve
+        from accelstack.spec import load_spec
+
+        if not directory.is_dir():
+            raise SpecError([Problem(str(directory), "", "is not a directory")])
+        files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+        if not files:
+            raise SpecError([Problem(str(directory), "", "has no *.yaml specs")])
+        catalog = load_catalog()
+        failures: list[AccelstackError] = []
+        for path in files:
+            try:
+                stack = resolve(load_spec(path, catalog), catalog)
+                result = run_plan(stack)
+            except AccelstackError as exc:
+                failures.append(exc)
+                typer.echo(f"FAIL {path}")
+                for line in str(exc).splitlines():
+                    typer.echo(f"  {line}", err=True)
+                continue
+            typer.echo(f"ok   {path}: {len(result.resources)} resources")
+        typer.echo(f"{len(files) - len(failures)} of {len(files)} specs passed")
+        if failures:
+            raise typer.Exit(max(e.exit_code for e in failures))

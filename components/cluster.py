@@ -1,0 +1,211 @@
+"""Cluster: the EKS control plane (API auth mode, access entries, all control-plane logs,
+KMS secrets encryption, endpoint access per spec), its IAM role, and the node-independent
+add-ons (vpc-cni, kube-proxy, eks-pod-identity-agent; coredns waits for the system nodes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from accelstack.resolve import Stack
+from components.common import (
+    assume_role_policy,
+    managed_policy_output,
+    short_hash,
+    stable_tags,
+)
+
+LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+#: Add-ons that run before any node exists (coredns is in SystemNodeGroup: it needs nodes).
+EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+CLUSTER_ROLE_POLICIES = ("AmazonEKSClusterPolicy",)
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+
+
+def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> str:
+    """A kubeconfig that authenticates with `aws eks get-token` (no static credentials)."""
+    import json
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": cluster_name,
+                "cluster": {"server": endpoint, "certificate-authority-data": ca_data},
+            }
+        ],
+        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": "aws"}}],
+        "current-context": cluster_name,
+        "users": [
+            {
+                "name": "aws",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": [
+                            "eks",
+                            "get-token",
+                            "--cluster-name",
+                            cluster_name,
+                            "--region",
+                            region,
+                            "--output",
+                            "json",
+                        ],
+                        "interactiveMode": "Never",
+                    }
+                },
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    cluster_name: str
+    region: str
+    kubernetes_version: str
+    subnet_ids: list[pulumi.Input[str]]
+    endpoint_public_access: bool = False
+    public_access_cidrs: tuple[str, ...] = ()
+    admin_principal_arns: tuple[str, ...] = ()
+    partition: pulumi.Input[str] = "aws"
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(
+        cls, stack: Stack, subnet_ids: list[pulumi.Input[str]], partition: pulumi.Input[str]
+    ) -> ClusterArgs:
+        c = stack.spec.cluster
+        return cls(
+            cluster_name=stack.name,
+            region=stack.region,
+            kubernetes_version=stack.kubernetes_version,
+            subnet_ids=subnet_ids,
+            endpoint_public_access=c.endpoint_public_access,
+            public_access_cidrs=c.public_access_cidrs,
+            admin_principal_arns=c.admin_principal_arns,
+            partition=partition,
+            tags=stable_tags(stack.tags),
+        )
+
+
+class Cluster(pulumi.ComponentResource):
+    cluster: aws.eks.Cluster
+    cluster_name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    certificate_authority: pulumi.Output[str]
+    cluster_security_group_id: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    early_addons: list[aws.eks.Addon]
+
+    def __init__(
+        self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:cluster:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=assume_role_policy(
+                "eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")
+            ),
+            tags=args.tags,
+            opts=child,
+        )
+        attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-role-{p}",
+                role=role.name,
+                policy_arn=managed_policy_output(args.partition, p),
+                opts=child,
+            )
+            for p in CLUSTER_ROLE_POLICIES
+        ]
+        key = aws.kms.Key(
+            f"{name}-secrets-key",
+            description=f"EKS secrets encryption for {args.cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        cluster = aws.eks.Cluster(
+            f"{name}-eks",
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            role_arn=role.arn,
+            vpc_config={
+                "subnet_ids": args.subnet_ids,
+                "endpoint_private_access": True,
+                "endpoint_public_access": args.endpoint_public_access,
+                "public_access_cidrs": list(args.public_access_cidrs)
+                if args.endpoint_public_access
+                else None,
+            },
+            access_config={
+                "authentication_mode": "API",
+                # the identity running `pulumi up` must reach the API to install the device plugins
+                "bootstrap_cluster_creator_admin_permissions": True,
+            },
+            bootstrap_self_managed_addons=False,
+            enabled_cluster_log_types=list(LOG_TYPES),
+            encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
+        )
+        for arn in args.admin_principal_arns:
+            suffix = short_hash(arn)
+            entry = aws.eks.AccessEntry(
+                f"{name}-admin-{suffix}",
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                type="STANDARD",
+                tags=args.tags,
+                opts=child,
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-admin-{suffix}-policy",
+                cluster_name=cluster.name,
+                principal_arn=arn,
+                policy_arn=pulumi.Output.from_input(args.partition).apply(
+                    lambda part: f"arn:{part}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
+                ),
+                access_scope={"type": "cluster"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+            )
+        self.early_addons = [
+            aws.eks.Addon(
+                f"{name}-addon-{addon}",
+                cluster_name=cluster.name,
+                addon_name=addon,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=args.tags,
+                opts=child,
+            )
+            for addon in EARLY_ADDONS
+        ]
+        self.cluster = cluster
+        self.cluster_name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.certificate_authority = cluster.certificate_authority.apply(lambda ca: ca.data or "")
+        self.cluster_security_group_id = cluster.vpc_config.apply(
+            lambda v: v.cluster_security_group_id or ""
+        )
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(cluster.name, cluster.endpoint, self.certificate_authority).apply(
+                lambda a: kubeconfig(a[0], a[1], a[2], args.region)
+            )
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "endpoint": self.endpoint,
+                "kubeconfig": self.kubeconfig,
+            }
+        )

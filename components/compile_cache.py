@@ -1,0 +1,226 @@
+"""CompileCache: the S3 bucket for NEURON_COMPILE_CACHE_URL (or an existing bucket) and the
+EKS Pod Identity role that lets the training service account read and write its prefix only.
+
+The bucket is stateful: `protect=True`, `retain_on_delete=True`, and its logical and physical
+names depend only on the stack name and account, never on node counts, budget or tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from accelstack.resolve import Stack
+from components.common import policy_json, stable_tags
+
+SERVICE_ACCOUNT = "accelstack-training"
+
+
+def bucket_name(stack_name: str, account_id: str) -> str:
+    """Deterministic, globally unique per account; at most 40 + 5 + 12 = 57 characters."""
+    return f"{stack_name}-ncc-{account_id}"
+
+
+def bucket_arn(partition: str, bucket: str) -> str:
+    return f"arn:{partition}:s3:::{bucket}"
+
+
+def bucket_policy_document(arn: str) -> dict[str, Any]:
+    """Deny every request that does not use TLS."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [arn, f"{arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+
+
+def pod_identity_trust_policy() -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+            }
+        ],
+    }
+
+
+def pod_identity_policy(arn: str, prefix: str) -> dict[str, Any]:
+    """List the bucket under the cache prefix; read, write and delete objects under it only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ListCachePrefix",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": arn,
+                "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+            },
+            {
+                "Sid": "ReadWriteCacheObjects",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                "Resource": f"{arn}/{prefix}*",
+            },
+        ],
+    }
+
+
+def lifecycle_rules(prefix: str, expire_days: int) -> list[Any]:
+    return [
+        {
+            "id": "expire-stale-cache",
+            "status": "Enabled",
+            "filter": {"prefix": prefix},
+            "expiration": {"days": expire_days},
+            "noncurrent_version_expiration": {"noncurrent_days": expire_days},
+            "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
+        }
+    ]
+
+
+@dataclass(frozen=True)
+class CompileCacheArgs:
+    stack_name: str
+    cluster_name: pulumi.Input[str]
+    namespace: str
+    prefix: str
+    expire_days: int
+    account_id: pulumi.Input[str]
+    partition: pulumi.Input[str]
+    existing_bucket: str | None = None
+    service_account: str = SERVICE_ACCOUNT
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(
+        cls,
+        stack: Stack,
+        cluster_name: pulumi.Input[str],
+        account_id: pulumi.Input[str],
+        partition: pulumi.Input[str],
+    ) -> CompileCacheArgs:
+        return cls(
+            stack_name=stack.name,
+            cluster_name=cluster_name,
+            namespace=stack.catalog.defaults.training_namespace,
+            prefix=stack.compile_cache_prefix,
+            expire_days=stack.compile_cache_expire_days,
+            account_id=account_id,
+            partition=partition,
+            existing_bucket=stack.compile_cache_bucket,
+            tags=stable_tags(stack.tags),
+        )
+
+
+class CompileCache(pulumi.ComponentResource):
+    bucket_name: pulumi.Output[str]
+    role_arn: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: CompileCacheArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:compilecache:CompileCache", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        if args.existing_bucket:
+            self.bucket_name = pulumi.Output.from_input(args.existing_bucket)
+        else:
+            self.bucket_name = self._bucket(name, args)
+        arn = pulumi.Output.all(args.partition, self.bucket_name).apply(
+            lambda a: bucket_arn(a[0], a[1])
+        )
+        role = aws.iam.Role(
+            f"{name}-pod-role",
+            assume_role_policy=policy_json(pod_identity_trust_policy()),
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-pod-policy",
+            role=role.id,
+            policy=arn.apply(lambda a: policy_json(pod_identity_policy(a, args.prefix))),
+            opts=child,
+        )
+        aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=args.cluster_name,
+            namespace=args.namespace,
+            service_account=args.service_account,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+        self.role_arn = role.arn
+        self.register_outputs({"bucketName": self.bucket_name, "roleArn": self.role_arn})
+
+    def _bucket(self, name: str, args: CompileCacheArgs) -> pulumi.Output[str]:
+        stateful = pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True)
+        child = pulumi.ResourceOptions(parent=self)
+        bucket = aws.s3.Bucket(
+            f"{name}-bucket",
+            bucket=pulumi.Output.from_input(args.account_id).apply(
+                lambda acct: bucket_name(args.stack_name, acct)
+            ),
+            force_destroy=False,
+            tags=args.tags,
+            opts=stateful,
+        )
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access-block",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership",
+            bucket=bucket.id,
+            rule={"object_ownership": "BucketOwnerEnforced"},
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-encryption",
+            bucket=bucket.id,
+            rules=[
+                {
+                    "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
+                    "bucket_key_enabled": True,
+                }
+            ],
+            opts=child,
+        )
+        aws.s3.BucketVersioning(
+            f"{name}-versioning",
+            bucket=bucket.id,
+            versioning_configuration={"status": "Enabled"},
+            opts=child,
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-lifecycle",
+            bucket=bucket.id,
+            rules=lifecycle_rules(args.prefix, args.expire_days),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-tls-only",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
+            opts=child,
+        )
+        return bucket.bucket

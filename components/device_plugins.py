@@ -1,0 +1,162 @@
+"""DevicePlugins: a Kubernetes provider built from the cluster's kubeconfig, the device-plugin
+Helm releases the pools need (Neuron, AWS EFA, NVIDIA; pinned chart versions), and the training
+namespace and service account (bound to the compile-cache role through EKS Pod Identity)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from accelstack.resolve import ResolvedPool, Stack
+from components.compile_cache import SERVICE_ACCOUNT
+from components.nodegroup import EFA_LABEL
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart: str
+    version: str
+    repo: str | None  # None: chart is an OCI reference
+    namespace: str
+
+
+#: Pinned charts (sources: eks-charts and NVIDIA k8s-device-plugin releases; Neuron's OCI chart
+#: as published in public.ecr.aws/neuron). Bump deliberately; plans show the version.
+NEURON_CHART = Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.1.1", None, "kube-system")
+EFA_CHART = Chart(
+    "aws-efa-k8s-device-plugin", "v0.5.7", "https://aws.github.io/eks-charts", "kube-system"
+)
+NVIDIA_CHART = Chart(
+    "nvidia-device-plugin", "0.17.1", "https://nvidia.github.io/k8s-device-plugin", "kube-system"
+)
+
+
+def tolerations(pools: list[ResolvedPool]) -> list[dict[str, str]]:
+    """One toleration per distinct taint of the given pools (sorted, stable)."""
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    for p in pools:
+        t = p.device.taint
+        if t is not None:
+            seen[(t.key, t.value, t.effect)] = {
+                "key": t.key,
+                "operator": "Equal",
+                "value": t.value,
+                "effect": t.effect,
+            }
+    return [seen[k] for k in sorted(seen)]
+
+
+def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
+    """The device kind's node label, shared by the given pools (all of one device kind)."""
+    labels = {(p.device.node_label.key, p.device.node_label.value) for p in pools}
+    if len(labels) != 1:
+        raise ValueError("node_selector_for wants pools of one device kind")
+    ((key, value),) = labels
+    return {key: value}
+
+
+def plugin_releases(pools: tuple[ResolvedPool, ...]) -> dict[str, tuple[Chart, dict[str, Any]]]:
+    """role -> (chart, values): which device plugins the pools need, each restricted to the
+    nodes that have the device and tolerating exactly those nodes' taints."""
+    out: dict[str, tuple[Chart, dict[str, Any]]] = {}
+    neuron = [p for p in pools if p.device.compile_cache]
+    gpu = [p for p in pools if p.device.device_resource and not p.device.compile_cache]
+    efa = [p for p in pools if p.efa]
+    if neuron:
+        out["neuron"] = (
+            NEURON_CHART,
+            {
+                "npd": {"enabled": False},
+                "devicePlugin": {"tolerations": tolerations(neuron)},
+                "nodeSelector": node_selector_for(neuron),
+            },
+        )
+    if gpu:
+        out["nvidia"] = (
+            NVIDIA_CHART,
+            {
+                "nodeSelector": node_selector_for(gpu),
+                "tolerations": tolerations(gpu),
+            },
+        )
+    if efa:
+        out["efa"] = (
+            EFA_CHART,
+            {
+                "nodeSelector": {EFA_LABEL: "true"},
+                "tolerations": tolerations(efa),
+            },
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class DevicePluginsArgs:
+    kubeconfig: pulumi.Input[str]
+    pools: tuple[ResolvedPool, ...]
+    namespace: str
+    service_account: str = SERVICE_ACCOUNT
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(
+        cls, stack: Stack, kubeconfig: pulumi.Input[str], depends_on: list[pulumi.Resource]
+    ) -> DevicePluginsArgs:
+        return cls(
+            kubeconfig=kubeconfig,
+            pools=stack.pools,
+            namespace=stack.catalog.defaults.training_namespace,
+            depends_on=depends_on,
+            labels={
+                "app.kubernetes.io/managed-by": "accelstack",
+                "accelstack.io/stack": stack.name,
+            },
+        )
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    releases: dict[str, k8s.helm.v3.Release]
+
+    def __init__(
+        self, name: str, args: DevicePluginsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:deviceplugins:DevicePlugins", name, None, opts)
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=args.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        kopts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=args.depends_on)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": args.namespace, "labels": args.labels},
+            opts=kopts,
+        )
+        k8s.core.v1.ServiceAccount(
+            f"{name}-service-account",
+            metadata={
+                "name": args.service_account,
+                "namespace": args.namespace,
+                "labels": args.labels,
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
+        )
+        self.releases = {}
+        for role, (chart, values) in plugin_releases(args.pools).items():
+            self.releases[role] = k8s.helm.v3.Release(
+                f"{name}-{role}",
+                name=f"{role}-device-plugin",
+                chart=chart.chart,
+                version=chart.version,
+                repository_opts={"repo": chart.repo} if chart.repo else None,
+                namespace=chart.namespace,
+                values=values,
+                skip_await=True,
+                opts=kopts,
+            )
+        self.register_outputs({"releases": sorted(self.releases)})

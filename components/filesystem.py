@@ -1,0 +1,104 @@
+"""FileSystem: FSx for Lustre (PERSISTENT_2) in the workload pool's subnet, reachable only from
+the node security groups on the Lustre ports (988, 1018-1023). Stateful: protected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from accelstack.resolve import Stack
+from components.common import stable_tags
+
+#: Lustre ports (AWS FSx for Lustre file-system access control).
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
+
+
+@dataclass(frozen=True)
+class FileSystemArgs:
+    storage_gib: int
+    throughput_per_tib: int
+    deployment_type: str
+    subnet_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    client_security_group_ids: list[pulumi.Input[str]]
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(
+        cls,
+        stack: Stack,
+        subnet_id: pulumi.Input[str],
+        vpc_id: pulumi.Input[str],
+        client_security_group_ids: list[pulumi.Input[str]],
+    ) -> FileSystemArgs | None:
+        st = stack.spec.storage
+        if not st.fsx_lustre_gib:
+            return None
+        d = stack.catalog.defaults
+        return cls(
+            storage_gib=st.fsx_lustre_gib,
+            throughput_per_tib=st.fsx_throughput_per_tib or d.fsx_throughput_per_tib,
+            deployment_type=d.fsx_deployment_type,
+            subnet_id=subnet_id,
+            vpc_id=vpc_id,
+            client_security_group_ids=client_security_group_ids,
+            tags=stable_tags(stack.tags),
+        )
+
+
+class FileSystem(pulumi.ComponentResource):
+    def __init__(
+        self, name: str, args: FileSystemArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:filesystem:FileSystem", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description="FSx for Lustre: Lustre ports from the node security groups only",
+            tags={**args.tags, "Name": f"{name}-fsx"},
+            opts=child,
+        )
+        # Lustre servers talk to each other too: allow the ports from the file system's own SG.
+        sources: list[tuple[str, pulumi.Input[str]]] = [("self", sg.id)] + [
+            (f"nodes{i}", sid) for i, sid in enumerate(args.client_security_group_ids)
+        ]
+        for label, source in sources:
+            for lo, hi in LUSTRE_PORTS:
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-{label}-{lo}",
+                    security_group_id=sg.id,
+                    ip_protocol="tcp",
+                    from_port=lo,
+                    to_port=hi,
+                    referenced_security_group_id=source,
+                    description=f"Lustre {lo}-{hi}",
+                    opts=child,
+                )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-egress-self",
+            security_group_id=sg.id,
+            ip_protocol="-1",
+            referenced_security_group_id=sg.id,
+            description="Lustre to itself",
+            opts=child,
+        )
+        fs = aws.fsx.LustreFileSystem(
+            f"{name}-lustre",
+            storage_capacity=args.storage_gib,
+            deployment_type=args.deployment_type,
+            per_unit_storage_throughput=args.throughput_per_tib,
+            storage_type="SSD",
+            data_compression_type="LZ4",
+            subnet_ids=args.subnet_id,  # one subnet (pulumi-aws 7 takes a string)
+            security_group_ids=[sg.id],
+            file_system_type_version="2.15",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        self.file_system_id = fs.id
+        self.dns_name = fs.dns_name
+        self.mount_name = fs.mount_name
+        self.register_outputs({"fileSystemId": fs.id, "dnsName": fs.dns_name})

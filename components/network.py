@@ -1,0 +1,233 @@
+"""Network: a new VPC (private + public subnet per zone, NAT, routes) or existing subnets."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from accelstack.resolve import Stack
+from components.common import stable_tags
+
+#: EKS needs subnets in at least two zones for its control-plane network interfaces.
+MIN_CLUSTER_ZONES = 2
+
+
+def network_zone_ids(stack: Stack) -> tuple[str, ...]:
+    """Zones the VPC spans: every pool's zone, topped up with the region's other zones (sorted
+    by zone id) until the control plane has MIN_CLUSTER_ZONES."""
+    zones = list(stack.zone_ids)
+    for zid in sorted(stack.catalog.region(stack.region).zones.values()):
+        if len(zones) >= MIN_CLUSTER_ZONES:
+            break
+        if zid not in zones:
+            zones.append(zid)
+    return tuple(zones)
+
+
+def subnet_cidrs(vpc_cidr: str, zone_ids: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """zone id -> (private CIDR, public CIDR). The VPC is cut in eight: the first seven are
+    large private subnets (EFA interfaces use many IPs), the eighth is cut in eight small public
+    ones. Deterministic in the zone order, so adding a zone at the end changes nothing else."""
+    net = ipaddress.IPv4Network(vpc_cidr)
+    if len(zone_ids) > 7:
+        raise ValueError(f"at most 7 zones fit the subnet layout of {vpc_cidr}")
+    big = list(net.subnets(prefixlen_diff=3))
+    small = list(big[7].subnets(prefixlen_diff=3))
+    return {z: (str(big[i]), str(small[i])) for i, z in enumerate(zone_ids)}
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    cluster_name: str
+    zone_ids: tuple[str, ...]
+    vpc_cidr: str
+    single_nat_gateway: bool = True
+    existing_vpc_id: str | None = None
+    existing_private_subnet_ids: tuple[str, ...] = ()
+    existing_public_subnet_ids: tuple[str, ...] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(cls, stack: Stack) -> NetworkArgs:
+        net = stack.spec.network
+        existing = net.mode == "existing"
+        return cls(
+            cluster_name=stack.name,
+            zone_ids=network_zone_ids(stack),
+            vpc_cidr=stack.vpc_cidr,
+            single_nat_gateway=net.single_nat_gateway,
+            existing_vpc_id=net.vpc_id if existing else None,
+            existing_private_subnet_ids=net.private_subnet_ids if existing else (),
+            existing_public_subnet_ids=net.public_subnet_ids if existing else (),
+            tags=stable_tags(stack.tags),
+        )
+
+
+def _pick_subnet(zone: str, found: list[tuple[str, str]]) -> str:
+    for subnet_id, zid in found:
+        if zid == zone:
+            return subnet_id
+    have = ", ".join(f"{s} ({z})" for s, z in found) or "none"
+    raise ValueError(f"network.private_subnet_ids has no subnet in zone {zone} (have: {have})")
+
+
+def _picker(zone: str) -> Callable[[list[Any]], str]:
+    def pick(found: list[Any]) -> str:
+        return _pick_subnet(zone, [(str(s), str(z)) for s, z in found])
+
+    return pick
+
+
+class Network(pulumi.ComponentResource):
+    """VPC and subnets. `private_subnet_ids[zone_id]` is the one private subnet per zone."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+    vpc_cidr: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:network:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        if args.existing_vpc_id:
+            self._existing(name, args)
+        else:
+            self._create(name, args, child)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _existing(self, name: str, args: NetworkArgs) -> None:
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+        assert args.existing_vpc_id is not None
+        vpc = aws.ec2.get_vpc_output(id=args.existing_vpc_id, opts=invoke)
+        self.vpc_id = pulumi.Output.from_input(args.existing_vpc_id)
+        self.vpc_cidr = vpc.cidr_block
+        lookups = [
+            pulumi.Output.all(
+                sid, aws.ec2.get_subnet_output(id=sid, opts=invoke).availability_zone_id
+            )
+            for sid in args.existing_private_subnet_ids
+        ]
+        found = pulumi.Output.all(*lookups)
+        self.private_subnet_ids = {z: found.apply(_picker(z)) for z in args.zone_ids}
+        self.public_subnet_ids = [
+            pulumi.Output.from_input(s) for s in args.existing_public_subnet_ids
+        ]
+
+    def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
+        cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**args.tags, "Name": f"{name}-vpc"},
+            opts=child,
+        )
+        self.vpc_id = vpc.id
+        self.vpc_cidr = vpc.cidr_block
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, tags={**args.tags, "Name": f"{name}-igw"}, opts=child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            tags={**args.tags, "Name": f"{name}-public"},
+            opts=child,
+        )
+        aws.ec2.Route(
+            f"{name}-public-default",
+            route_table_id=public_rt.id,
+            destination_cidr_block="0.0.0.0/0",
+            gateway_id=igw.id,
+            opts=child,
+        )
+        cidrs = subnet_cidrs(args.vpc_cidr, args.zone_ids)
+        public: dict[str, aws.ec2.Subnet] = {}
+        private: dict[str, aws.ec2.Subnet] = {}
+        for zone in args.zone_ids:
+            priv_cidr, pub_cidr = cidrs[zone]
+            public[zone] = aws.ec2.Subnet(
+                f"{name}-public-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=pub_cidr,
+                availability_zone_id=zone,
+                map_public_ip_on_launch=False,
+                tags={
+                    **args.tags,
+                    **cluster_tag,
+                    "Name": f"{name}-public-{zone}",
+                    "kubernetes.io/role/elb": "1",
+                },
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{zone}-rta",
+                subnet_id=public[zone].id,
+                route_table_id=public_rt.id,
+                opts=child,
+            )
+            private[zone] = aws.ec2.Subnet(
+                f"{name}-private-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=priv_cidr,
+                availability_zone_id=zone,
+                tags={
+                    **args.tags,
+                    **cluster_tag,
+                    "Name": f"{name}-private-{zone}",
+                    "kubernetes.io/role/internal-elb": "1",
+                },
+                opts=child,
+            )
+        nat_zones = args.zone_ids[:1] if args.single_nat_gateway else args.zone_ids
+        nats: dict[str, aws.ec2.NatGateway] = {}
+        for zone in nat_zones:
+            eip = aws.ec2.Eip(
+                f"{name}-nat-{zone}-eip",
+                domain="vpc",
+                tags={**args.tags, "Name": f"{name}-nat-{zone}"},
+                opts=child,
+            )
+            nats[zone] = aws.ec2.NatGateway(
+                f"{name}-nat-{zone}",
+                allocation_id=eip.id,
+                subnet_id=public[zone].id,
+                tags={**args.tags, "Name": f"{name}-nat-{zone}"},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
+        for zone in args.zone_ids:
+            nat = nats.get(zone, nats[nat_zones[0]])
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-{zone}-rt",
+                vpc_id=vpc.id,
+                tags={**args.tags, "Name": f"{name}-private-{zone}"},
+                opts=child,
+            )
+            aws.ec2.Route(
+                f"{name}-private-{zone}-default",
+                route_table_id=rt.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat.id,
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{zone}-rta",
+                subnet_id=private[zone].id,
+                route_table_id=rt.id,
+                opts=child,
+            )
+        self.private_subnet_ids = {z: s.id for z, s in private.items()}
+        self.public_subnet_ids = [s.id for s in public.values()]

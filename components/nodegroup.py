@@ -1,0 +1,417 @@
+"""AcceleratorNodeGroup (one per pool) and SystemNodeGroup (CPU nodes for cluster add-ons).
+
+Every fact comes from `ResolvedPool`: EFA interface count and style, placement group, root
+volume, zone, device kind (AMI variant, taint, label). Nothing here tests an instance-type
+string.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from accelstack.resolve import ResolvedPool, Stack
+from components.common import assume_role_policy, managed_policy_output, stable_tags
+
+NODE_ROLE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEKS_CNI_Policy",
+    "AmazonSSMManagedInstanceCore",
+)
+POOL_LABEL = "accelstack.io/pool"
+EFA_LABEL = "accelstack.io/efa"
+#: EKS node-group taint effects (API enum) by Kubernetes effect.
+TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
+#: EKS capacity type by purchase option. Savings plans are a billing construct over on-demand;
+#: an on-demand capacity reservation is launched on-demand, targeted by the launch template.
+CAPACITY_TYPES = {
+    "on-demand": "ON_DEMAND",
+    "savings-plan-1y": "ON_DEMAND",
+    "savings-plan-3y": "ON_DEMAND",
+    "reservation": "ON_DEMAND",
+    "spot": "SPOT",
+    "capacity-block": "CAPACITY_BLOCK",
+}
+IMDS: Any = {
+    "http_endpoint": "enabled",
+    "http_tokens": "required",
+    "http_put_response_hop_limit": 2,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Pure helpers
+# ---------------------------------------------------------------------------------------
+
+
+def ami_parameter_name(kubernetes_version: str, variant: str) -> str:
+    """Public SSM parameter of the EKS-optimized AL2023 AMI for a device kind's variant."""
+    return (
+        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/"
+        f"{variant}/recommended/image_id"
+    )
+
+
+def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
+    """One interface per network card: card 0 is device index 0 type 'efa'; the others are
+    device index 1 with the pool's interface style ('efa' or 'efa-only'). Empty without EFA.
+    No subnet here: EKS managed node groups take the subnet from the node group."""
+    return [
+        {
+            "network_card_index": card,
+            "device_index": 0 if card == 0 else 1,
+            "interface_type": "efa" if card == 0 else pool.efa_interface_style,
+            "delete_on_termination": "true",
+        }
+        for card in range(pool.efa_interfaces)
+    ]
+
+
+def node_labels(pool: ResolvedPool) -> dict[str, str]:
+    labels = {POOL_LABEL: pool.name, pool.device.node_label.key: pool.device.node_label.value}
+    if pool.efa:
+        labels[EFA_LABEL] = "true"
+    return labels
+
+
+def node_taints(pool: ResolvedPool) -> list[Any]:
+    t = pool.device.taint
+    if t is None:
+        return []
+    return [{"key": t.key, "value": t.value, "effect": TAINT_EFFECTS[t.effect]}]
+
+
+def capacity_type(pool: ResolvedPool) -> str:
+    return CAPACITY_TYPES[pool.purchase_option]
+
+
+def capacity_reservation(pool: ResolvedPool) -> Any:
+    if pool.reservation_id is None:
+        return None
+    return {"capacity_reservation_target": {"capacity_reservation_id": pool.reservation_id}}
+
+
+def market_options(pool: ResolvedPool) -> Any:
+    if pool.purchase_option == "capacity-block":
+        return {"market_type": "capacity-block"}
+    return None
+
+
+def root_volume(size_gib: int) -> list[Any]:
+    return [
+        {
+            "device_name": "/dev/xvda",
+            "ebs": {
+                "volume_size": size_gib,
+                "volume_type": "gp3",
+                "encrypted": "true",
+                "delete_on_termination": "true",
+            },
+        }
+    ]
+
+
+def nodeadm_user_data(
+    cluster_name: str,
+    endpoint: str,
+    ca_data: str,
+    service_cidr: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+) -> str:
+    """MIME user data with an AL2023 nodeadm NodeConfig (needed with a custom AMI)."""
+    inv = {v: k for k, v in TAINT_EFFECTS.items()}
+    flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
+    if taints:
+        flags.append(
+            "--register-with-taints="
+            + ",".join(f"{t['key']}={t['value']}:{inv[t['effect']]}" for t in taints)
+        )
+    node_config = {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {
+            "cluster": {
+                "name": cluster_name,
+                "apiServerEndpoint": endpoint,
+                "certificateAuthority": ca_data,
+                "cidr": service_cidr,
+            },
+            "kubelet": {"flags": flags},
+        },
+    }
+    boundary = "ACCELSTACK"
+    return (
+        f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
+        f"--{boundary}\nContent-Type: application/node.eks.aws\n\n"
+        f"{json.dumps(node_config, sort_keys=True, indent=2)}\n\n--{boundary}--\n"
+    )
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """What node groups need from the cluster."""
+
+    name: pulumi.Input[str]
+    endpoint: pulumi.Input[str]
+    certificate_authority: pulumi.Input[str]
+    service_cidr: pulumi.Input[str]
+    security_group_id: pulumi.Input[str]
+    vpc_id: pulumi.Input[str]
+    partition: pulumi.Input[str] = "aws"
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+
+
+def _node_role(
+    owner: pulumi.Resource, name: str, partition: pulumi.Input[str], tags: dict[str, str]
+) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
+    child = pulumi.ResourceOptions(parent=owner)
+    role = aws.iam.Role(
+        f"{name}-node-role",
+        assume_role_policy=assume_role_policy("ec2.amazonaws.com"),
+        tags=tags,
+        opts=child,
+    )
+    attachments: list[pulumi.Resource] = [
+        aws.iam.RolePolicyAttachment(
+            f"{name}-node-role-{p}",
+            role=role.name,
+            policy_arn=managed_policy_output(partition, p),
+            opts=child,
+        )
+        for p in NODE_ROLE_POLICIES
+    ]
+    return role, attachments
+
+
+def _tag_specs(tags: dict[str, str], name: str) -> list[Any]:
+    full = {**tags, "Name": name}
+    return [{"resource_type": r, "tags": full} for r in ("instance", "volume", "network-interface")]
+
+
+# ---------------------------------------------------------------------------------------
+# AcceleratorNodeGroup
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AcceleratorNodeGroupArgs:
+    pool: ResolvedPool
+    kubernetes_version: str
+    cluster: ClusterRef
+    subnet_id: pulumi.Input[str]
+    tags: dict[str, str] = field(default_factory=dict)  # stable tags for resource inputs
+    instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
+
+    @classmethod
+    def from_stack(
+        cls, stack: Stack, pool: ResolvedPool, cluster: ClusterRef, subnet_id: pulumi.Input[str]
+    ) -> AcceleratorNodeGroupArgs:
+        return cls(
+            pool=pool,
+            kubernetes_version=stack.kubernetes_version,
+            cluster=cluster,
+            subnet_id=subnet_id,
+            tags=stable_tags(stack.tags),
+            instance_tags=stack.tags,
+        )
+
+
+class AcceleratorNodeGroup(pulumi.ComponentResource):
+    node_group: aws.eks.NodeGroup
+    node_group_name: pulumi.Output[str]
+    security_group_id: pulumi.Output[str] | None
+    node_role_arn: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: AcceleratorNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
+        pool, c = args.pool, args.cluster
+        child = pulumi.ResourceOptions(parent=self)
+        role, attachments = _node_role(self, name, c.partition, args.tags)
+        ami = aws.ssm.get_parameter_output(
+            name=ami_parameter_name(args.kubernetes_version, pool.device.eks_ami_variant),
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        ).insecure_value
+        security_groups: list[pulumi.Input[str]] = [c.security_group_id]
+        self.security_group_id = None
+        if pool.efa:
+            sg = aws.ec2.SecurityGroup(
+                f"{name}-efa-sg",
+                vpc_id=c.vpc_id,
+                description=f"EFA traffic between {pool.name} nodes (self only)",
+                tags={**args.tags, "Name": f"{name}-efa"},
+                opts=child,
+            )
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-efa-self-ingress",
+                security_group_id=sg.id,
+                ip_protocol="-1",
+                referenced_security_group_id=sg.id,
+                description="EFA: all from self",
+                opts=child,
+            )
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-efa-self-egress",
+                security_group_id=sg.id,
+                ip_protocol="-1",
+                referenced_security_group_id=sg.id,
+                description="EFA: all to self",
+                opts=child,
+            )
+            security_groups.append(sg.id)
+            self.security_group_id = sg.id
+        placement: Any = None
+        if pool.placement_group:
+            pg = aws.ec2.PlacementGroup(
+                f"{name}-pg", strategy="cluster", tags=args.tags, opts=child
+            )
+            placement = {"group_name": pg.name}
+        labels, taints = node_labels(pool), node_taints(pool)
+        user_data = pulumi.Output.all(
+            c.name, c.endpoint, c.certificate_authority, c.service_cidr
+        ).apply(lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints)))
+        interfaces: list[Any] = [
+            {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
+        ]
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"accelstack pool {pool.name}",
+            image_id=ami,
+            user_data=user_data,
+            update_default_version=True,
+            metadata_options=IMDS,
+            block_device_mappings=root_volume(pool.root_volume_gib),
+            network_interfaces=interfaces or None,
+            vpc_security_group_ids=None if interfaces else security_groups,
+            placement=placement,
+            capacity_reservation_specification=capacity_reservation(pool),
+            instance_market_options=market_options(pool),
+            tag_specifications=_tag_specs(args.instance_tags, f"{name}"),
+            tags=args.tags,
+            opts=child,
+        )
+        ng = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=c.name,
+            node_role_arn=role.arn,
+            subnet_ids=[args.subnet_id],
+            instance_types=[pool.instance_type],
+            capacity_type=capacity_type(pool),
+            scaling_config={
+                "desired_size": pool.nodes,
+                "min_size": pool.nodes,
+                "max_size": pool.nodes,
+            },
+            update_config={"max_unavailable": 1},
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            labels=labels,
+            taints=taints or None,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *c.depends_on]),
+        )
+        self.node_group = ng
+        self.node_group_name = ng.node_group_name
+        self.node_role_arn = role.arn
+        self.register_outputs({"nodeGroupName": self.node_group_name})
+
+
+# ---------------------------------------------------------------------------------------
+# SystemNodeGroup (+ coredns, which needs nodes to become active)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SystemNodeGroupArgs:
+    instance_type: str
+    nodes: int
+    root_volume_gib: int
+    cluster: ClusterRef
+    subnet_ids: list[pulumi.Input[str]]
+    label: dict[str, str]
+    tags: dict[str, str] = field(default_factory=dict)
+    instance_tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_stack(
+        cls, stack: Stack, cluster: ClusterRef, subnet_ids: list[pulumi.Input[str]]
+    ) -> SystemNodeGroupArgs:
+        kind = stack.catalog.device_kind_of(stack.system_instance_type)
+        return cls(
+            instance_type=stack.system_instance_type,
+            nodes=stack.system_nodes,
+            root_volume_gib=stack.system_root_volume_gib,
+            cluster=cluster,
+            subnet_ids=subnet_ids,
+            label={kind.node_label.key: kind.node_label.value},
+            tags=stable_tags(stack.tags),
+            instance_tags=stack.tags,
+        )
+
+
+class SystemNodeGroup(pulumi.ComponentResource):
+    node_group: aws.eks.NodeGroup
+    node_group_name: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: SystemNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:nodegroup:SystemNodeGroup", name, None, opts)
+        c = args.cluster
+        role, attachments = _node_role(self, name, c.partition, args.tags)
+        lt = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description="accelstack system nodes",
+            update_default_version=True,
+            metadata_options=IMDS,
+            block_device_mappings=root_volume(args.root_volume_gib),
+            tag_specifications=_tag_specs(args.instance_tags, name),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        ng = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=c.name,
+            node_role_arn=role.arn,
+            subnet_ids=args.subnet_ids,
+            ami_type="AL2023_x86_64_STANDARD",
+            instance_types=[args.instance_type],
+            capacity_type="ON_DEMAND",
+            scaling_config={
+                "desired_size": args.nodes,
+                "min_size": args.nodes,
+                "max_size": args.nodes,
+            },
+            update_config={"max_unavailable": 1},
+            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+            labels=args.label,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *c.depends_on]),
+        )
+        aws.eks.Addon(
+            f"{name}-addon-coredns",
+            cluster_name=c.name,
+            addon_name="coredns",
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[ng]),
+        )
+        self.node_group = ng
+        self.node_group_name = ng.node_group_name
+        self.register_outputs({"nodeGroupName": self.node_group_name})
