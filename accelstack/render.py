@@ -1,0 +1,341 @@
+"""Render launch artifacts from Jinja templates: node scripts, Kubernetes jobs, an sbatch file.
+
+Pure: reads a resolved `Stack`, returns text. No pulumi, no AWS, no file writes (the CLI
+writes). Every count in a rendered file comes from the resolved stack (catalog facts), never
+from a template literal; every user value is shell-quoted (`shquote`) in scripts and
+JSON-quoted (`yamlstr`) in manifests.
+
+Names other parts of accelstack must agree on live here, in one place each:
+`training_service_account(stack)` (bound to the compile-cache role by the components) and
+`fsx_claim_name(stack)` (the FSx for Lustre PersistentVolumeClaim).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import jinja2
+
+from accelstack.errors import AccelstackError
+from accelstack.resolve import ResolvedPool, Stack
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+
+Orchestrator = Literal["auto", "pytorchjob", "slurm", "standalone"]
+ORCHESTRATORS: tuple[str, ...] = ("auto", "pytorchjob", "slurm", "standalone")
+
+#: Node-script template per device kind (the catalog's `device_kinds` keys).
+NODE_TEMPLATES: dict[str, str] = {
+    "neuron": "neuron-node.sh.j2",
+    "nvidia": "cuda-node.sh.j2",
+}
+
+#: Node label the components put on every node of a pool (value: the pool name).
+POOL_LABEL = "accelstack.io/pool"
+#: Where the FSx for Lustre volume is mounted in training pods.
+FSX_MOUNT_PATH = "/fsx"
+#: Where the node script is mounted in training pods (from the launch ConfigMap).
+SCRIPT_MOUNT_DIR = "/etc/accelstack"
+#: Environment variable that carries the compile-cache URL at run time.
+CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
+
+
+class RenderError(AccelstackError):
+    """A spec value that cannot be rendered safely (one line, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One rendered file: relative path, what it is for, text, and whether it is executable."""
+
+    path: str
+    purpose: str
+    content: str
+    executable: bool = False
+
+
+# ---------------------------------------------------------------------------------------
+# Names shared with the components (issue 3) and standalone (issue 6)
+# ---------------------------------------------------------------------------------------
+
+
+#: ServiceAccount of the training pods in `training_namespace` (one stack per cluster).
+TRAINING_SERVICE_ACCOUNT = "accelstack-training"
+
+
+def training_service_account(stack: Stack) -> str:
+    """Kubernetes ServiceAccount the training pods run as; the components bind it to the
+    compile-cache IAM role (EKS Pod Identity) in `training_namespace`. The components should
+    import this (or TRAINING_SERVICE_ACCOUNT) rather than repeat the name."""
+    return TRAINING_SERVICE_ACCOUNT
+
+
+def fsx_claim_name(stack: Stack) -> str:
+    """PersistentVolumeClaim for the stack's FSx for Lustre file system (when one is made)."""
+    return f"{stack.name}-fsx"
+
+
+def job_name(stack: Stack) -> str:
+    """Name of the PyTorchJob / indexed Job (a DNS label: the stack name is one already)."""
+    return stack.name
+
+
+def launch_script_name(pool: ResolvedPool) -> str:
+    return f"launch-{pool.name}.sh"
+
+
+# ---------------------------------------------------------------------------------------
+# Filters
+# ---------------------------------------------------------------------------------------
+
+
+def shquote(value: object) -> str:
+    """Quote one value for bash so it reaches the program verbatim as one argument."""
+    text = str(value)
+    if "\x00" in text:
+        raise RenderError(f"{text[:40]!r}: a NUL character cannot be passed to a program")
+    return shlex.quote(text)
+
+
+def yamlstr(value: object) -> str:
+    """A JSON string literal that YAML 1.1 and 1.2 parsers read back exactly.
+
+    JSON escapes quotes, backslashes and control characters; on top of that every BMP
+    character outside printable ASCII is written as \\uXXXX, because YAML treats some of
+    them (NEL, LS, PS) as line breaks and refuses others (C1 controls, U+FFFE) in a stream.
+    Characters outside the BMP stay literal (a \\u escape would need a surrogate pair,
+    which PyYAML does not join).
+    """
+    text = str(value)
+    if "\x00" in text:
+        raise RenderError(f"{text[:40]!r}: a NUL character cannot be rendered")
+    out = []
+    for ch in json.dumps(text, ensure_ascii=False):
+        code = ord(ch)
+        if 0x20 <= code < 0x7F or code > 0xFFFF:
+            out.append(ch)
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shquote"] = shquote
+    env.filters["yamlstr"] = yamlstr
+    return env
+
+
+_ENV: jinja2.Environment | None = None
+
+
+def environment() -> jinja2.Environment:
+    global _ENV
+    if _ENV is None:
+        _ENV = _env()
+    return _ENV
+
+
+# ---------------------------------------------------------------------------------------
+# Context
+# ---------------------------------------------------------------------------------------
+
+
+def _pool(stack: Stack, pool: ResolvedPool | str | None) -> ResolvedPool:
+    if pool is None:
+        return stack.workload_pool
+    if isinstance(pool, str):
+        try:
+            return stack.pool(pool)
+        except KeyError:
+            names = ", ".join(p.name for p in stack.pools)
+            raise RenderError(f"no pool '{pool}' in stack {stack.name} (pools: {names})") from None
+    return pool
+
+
+def cache_url(stack: Stack, pool: ResolvedPool, bucket: str | None) -> str | None:
+    """The pool's compile-cache URL, or None when the bucket is known only at deploy time."""
+    name = bucket or stack.compile_cache_bucket
+    if not pool.compile_cache or name is None:
+        return None
+    return stack.compile_cache_url(pool.name, name)
+
+
+def _context(
+    stack: Stack,
+    pool: ResolvedPool,
+    *,
+    orchestrator: str,
+    bucket: str | None,
+    procs_per_node_override: int | None,
+) -> dict[str, object]:
+    if orchestrator not in ORCHESTRATORS:
+        raise RenderError(f"orchestrator '{orchestrator}' is not one of {', '.join(ORCHESTRATORS)}")
+    if procs_per_node_override is not None and procs_per_node_override < 1:
+        raise RenderError("procs_per_node_override must be at least 1")
+    wl = stack.spec.workload
+    inst = pool.instance
+    # NeuronCores the runtime sees at this logical-core setting, shared out one-per-process
+    neuron_cores = stack.catalog.neuron_cores(inst.name, pool.logical_cores)
+    procs = procs_per_node_override or pool.procs_per_node
+    return {
+        "stack": stack,
+        "pool": pool,
+        "spec": stack.spec,
+        "workload": wl,
+        "orchestrator": orchestrator,
+        "procs_per_node": procs,
+        "procs_overridden": procs_per_node_override is not None,
+        "cores_per_process": max(1, neuron_cores // pool.procs_per_node),
+        "lnc_configurable": pool.family.default_logical_cores > 1 or pool.logical_cores > 1,
+        "cache_url": cache_url(stack, pool, bucket),
+        "cache_url_var": CACHE_URL_VAR,
+        "cache_prefix": stack.compile_cache_prefix_for(pool.name),
+        "precompile_steps": (wl.precompile_steps or 0) if pool.device.compile_cache else 0,
+        "script_name": launch_script_name(pool),
+        "namespace": stack.catalog.defaults.training_namespace,
+        "service_account": training_service_account(stack),
+        "job_name": job_name(stack),
+        "fsx_claim": fsx_claim_name(stack) if stack.spec.storage.fsx_lustre_gib else None,
+        "fsx_mount": FSX_MOUNT_PATH,
+        "script_dir": SCRIPT_MOUNT_DIR,
+        "efa_resource": "vpc.amazonaws.com/efa",
+        "pool_label": POOL_LABEL,
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------
+
+
+def render_node_script(
+    stack: Stack,
+    pool: ResolvedPool | str | None = None,
+    orchestrator: str = "standalone",
+    *,
+    bucket: str | None = None,
+    procs_per_node_override: int | None = None,
+) -> str:
+    """The bash script each node runs: environment, optional pre-compile, then torchrun.
+
+    `orchestrator` is the rendered default (the variable ACCELSTACK_ORCHESTRATOR overrides it
+    at run time): auto (PyTorchJob, then Slurm, then standalone variables), pytorchjob, slurm
+    or standalone. `bucket`: the compile-cache bucket (default: the spec's existing bucket;
+    when neither is known the script reads ACCELSTACK_COMPILE_CACHE_URL and stops if unset).
+    `procs_per_node_override` is for local testing only (e.g. 2 processes on a laptop); the
+    production value always comes from the catalog through `pool.procs_per_node`.
+    """
+    p = _pool(stack, pool)
+    template = NODE_TEMPLATES.get(p.device.name)
+    if template is None:
+        raise RenderError(
+            f"pool '{p.name}' ({p.instance_type}) has device kind "
+            f"'{p.device.name}': no launch template (known: "
+            f"{', '.join(sorted(NODE_TEMPLATES))})"
+        )
+    ctx = _context(
+        stack,
+        p,
+        orchestrator=orchestrator,
+        bucket=bucket,
+        procs_per_node_override=procs_per_node_override,
+    )
+    ctx["template_name"] = template
+    return environment().get_template(template).render(ctx)
+
+
+def render_manifest(
+    stack: Stack, kind: Literal["pytorchjob", "job"], *, bucket: str | None = None
+) -> str:
+    """Kubernetes manifests: a launch ConfigMap plus a PyTorchJob (`pytorchjob`), or plus a
+    headless Service and an indexed batch/v1 Job (`job`) for clusters without the operator."""
+    p = stack.workload_pool
+    orch = "pytorchjob" if kind == "pytorchjob" else "standalone"
+    ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
+    ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
+    return environment().get_template(f"{kind}.yaml.j2").render(ctx)
+
+
+def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
+    p = stack.workload_pool
+    ctx = _context(stack, p, orchestrator="slurm", bucket=bucket, procs_per_node_override=None)
+    return environment().get_template("sbatch.sh.j2").render(ctx)
+
+
+def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
+    """Every launch artifact for the stack's workload pool, with an index (README.md)."""
+    p = stack.workload_pool
+    script = launch_script_name(p)
+    out: list[Artifact] = []
+    if stack.spec.orchestration == "eks":
+        out.append(
+            Artifact(
+                script,
+                f"node launch script for pool {p.name} (auto-detects PyTorchJob, Slurm or "
+                "standalone variables); the manifests embed the same script in a ConfigMap",
+                render_node_script(stack, p, "auto", bucket=bucket),
+                executable=True,
+            )
+        )
+        out.append(
+            Artifact(
+                "pytorchjob.yaml",
+                "Kubeflow PyTorchJob (training operator) plus the ConfigMap holding the script: "
+                "`kubectl apply -f pytorchjob.yaml`",
+                render_manifest(stack, "pytorchjob", bucket=bucket),
+            )
+        )
+        out.append(
+            Artifact(
+                "job.yaml",
+                "the same job without the training operator: ConfigMap, headless Service and an "
+                "indexed batch/v1 Job: `kubectl apply -f job.yaml`",
+                render_manifest(stack, "job", bucket=bucket),
+            )
+        )
+    else:
+        out.append(
+            Artifact(
+                script,
+                f"node launch script for pool {p.name}: run it on every node with "
+                "ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR set",
+                render_node_script(stack, p, "standalone", bucket=bucket),
+                executable=True,
+            )
+        )
+        if stack.spec.standalone.install_slurm:
+            out.append(
+                Artifact(
+                    "train.sbatch",
+                    f"Slurm batch file: `sbatch train.sbatch` runs {script} once per node",
+                    render_sbatch(stack, bucket=bucket),
+                    executable=True,
+                )
+            )
+    index = (
+        environment()
+        .get_template("index.md.j2")
+        .render(
+            stack=stack,
+            pool=p,
+            artifacts=out,
+            cache_url=cache_url(stack, p, bucket),
+            cache_url_var=CACHE_URL_VAR,
+            namespace=stack.catalog.defaults.training_namespace,
+            service_account=training_service_account(stack),
+        )
+    )
+    out.append(Artifact("README.md", "this index", index))
+    return out

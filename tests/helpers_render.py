@@ -1,0 +1,106 @@
+"""Helpers for the render tests: preset stacks, spec variants, running rendered scripts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from accelstack.catalog import load_catalog
+from accelstack.resolve import Stack, resolve
+from accelstack.spec import Spec, load_spec
+
+from .conftest import ROOT, STACKS
+
+SHIMS = ROOT / "tests" / "shims"
+ARGV_SHIM_DIR = SHIMS / "argv"
+SHELLCHECK = Path(sys.executable).parent / "shellcheck"
+#: shellcheck severity used everywhere: style, the strictest level (every finding fails).
+SHELLCHECK_ARGS = ["-S", "style", "-s", "bash", "-f", "gcc"]
+#: Variables an orchestrator may set; cleared before running a script under test.
+ORCH_VARS = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "PET_NNODES",
+    "PET_NODE_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_NNODES",
+    "SLURM_NODEID",
+    "SLURM_JOB_NODELIST",
+    "ACCELSTACK_ORCHESTRATOR",
+    "ACCELSTACK_NNODES",
+    "ACCELSTACK_NODE_RANK",
+    "ACCELSTACK_HEAD_ADDR",
+    "ACCELSTACK_RDZV_PORT",
+    "ACCELSTACK_RDZV_ID",
+    "ACCELSTACK_COMPILE_CACHE_URL",
+)
+
+
+def preset_stack(name: str) -> Stack:
+    return resolve(load_spec(STACKS / f"{name}.yaml"), load_catalog())
+
+
+def variant(name: str, **changes: Any) -> Stack:
+    """A preset with top-level or `workload` changes (workload keys prefixed `wl_`)."""
+    data = load_spec(STACKS / f"{name}.yaml").model_dump()
+    for key, value in changes.items():
+        if key.startswith("wl_"):
+            data["workload"][key[3:]] = value
+        else:
+            data[key] = value
+    return resolve(Spec.model_validate(data), load_catalog())
+
+
+def run_script(
+    script: str, tmp: Path, env: dict[str, str], *, timeout: float = 20
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    """Run a rendered script with the argv-dumping fake torchrun; return (process, dump)."""
+    path = tmp / "launch.sh"
+    path.write_text(script, encoding="utf-8")
+    out = tmp / "argv.bin"
+    for f in (out, out.with_name("argv.bin.env")):
+        if f.exists():
+            f.unlink()
+    base = {k: v for k, v in os.environ.items() if k not in ORCH_VARS}
+    full = {
+        **base,
+        "ACCELSTACK_TORCHRUN": str(ARGV_SHIM_DIR / "torchrun"),
+        "ACCELSTACK_ARGV_OUT": str(out),
+        "ACCELSTACK_SKIP_PRECOMPILE": "1",
+        **env,
+    }
+    proc = subprocess.run(
+        ["bash", str(path)],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp,
+        check=False,
+    )
+    dump = _read_dump(out) if out.exists() else None
+    return proc, dump
+
+
+def _read_dump(out: Path) -> dict[str, Any]:
+    """Decode the NUL-separated files the fake torchrun writes."""
+    argv = [b.decode() for b in out.read_bytes().split(b"\0")[:-1]]
+    raw = out.with_name(out.name + ".env").read_bytes().split(b"\0")[:-1]
+    env = {raw[i].decode(): raw[i + 1].decode() for i in range(0, len(raw), 2)}
+    return {"argv": argv, "env": env}
+
+
+def torchrun_opts(argv: list[str]) -> dict[str, str]:
+    """--key=value options before the entrypoint."""
+    opts = {}
+    for a in argv:
+        if not a.startswith("--"):
+            break
+        key, _, value = a[2:].partition("=")
+        opts[key] = value
+    return opts
