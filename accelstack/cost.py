@@ -1,0 +1,891 @@
+"""Price every billable resource a stack declares, before anything is created.
+
+Rules are keyed on the Pulumi type token of a resource (`aws:eks/nodeGroup:NodeGroup`, ...)
+and read the resource's inputs as Pulumi sends them (camelCase). Every type is either priced
+by a rule in `RULES` or declared free in `FREE` with the reason; anything else is an error
+naming the type and region (`UnpricedResource`), never $0. A missing catalog price raises
+`MissingPrice` the same way.
+
+Two entry points share the rules:
+
+* `price_plan(stack, resources)` prices the resources of a real plan (plan engine, policy pack);
+* `price_stack(stack)` prices from the spec alone: it builds the billable resources the plan
+  will declare (`billable_resources`) and runs the same rules. The in-program guard uses it
+  (no plan exists yet there); tests check both agree for every preset.
+
+Pure: no pulumi, no boto3, no network.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from accelstack.catalog import PURCHASE_OPTIONS, RATE_ALIASES, Catalog, Rate
+from accelstack.errors import MissingPrice
+from accelstack.resolve import ResolvedPool, Stack
+
+POOL_LABEL = "accelstack.io/pool"
+#: Zones a created VPC spans at least (EKS wants two); mirrors components/network.py.
+MIN_CLUSTER_ZONES = 2
+#: EKS managed node groups without a launch template get a 20 GiB root volume.
+EKS_DEFAULT_DISK_GIB = 20
+#: Usage assumption for a bucket the stack creates (the Neuron compile cache): printed with it.
+S3_ASSUMED_GIB = 100
+S3_ASSUMPTION = (
+    f"usage estimate: {S3_ASSUMED_GIB} GiB stored (Neuron compile cache of a few model "
+    "configurations); requests and transfer not included"
+)
+EKS_ASSUMPTION = (
+    "standard support; a version past standard support (14 months after its EKS release) "
+    "bills the extended-support rate, $0.60 per cluster-hour"
+)
+NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
+
+#: Node group capacity type -> the purchase option it is billed under when the spec does not
+#: say more (savings plans are a billing construct invisible in the plan: ON_DEMAND).
+CAPACITY_TYPE_OPTION: dict[str, str] = {
+    "ON_DEMAND": "on-demand",
+    "SPOT": "spot",
+    "CAPACITY_BLOCK": "capacity-block",
+}
+#: Purchase options each capacity type can carry.
+CAPACITY_TYPE_ALLOWS: dict[str, tuple[str, ...]] = {
+    "ON_DEMAND": ("on-demand", "savings-plan-1y", "savings-plan-3y", "reservation"),
+    "SPOT": ("spot",),
+    "CAPACITY_BLOCK": ("capacity-block",),
+}
+
+
+class ResourceLike(Protocol):
+    """What a plan's resource looks like to the pricer (plan.PlannedResource matches)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def parent(self) -> str | None: ...
+
+    @property
+    def inputs(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A plain resource record (spec-derived billables, policy-pack resources, tests)."""
+
+    type: str
+    name: str
+    inputs: Mapping[str, Any]
+    parent: str | None = None
+
+
+class UnpricedResource(MissingPrice):
+    """A resource type with neither a price rule nor a place in FREE."""
+
+
+# ---------------------------------------------------------------------------------------
+# Free types: no charge of their own (each with the reason printed in reports and docs)
+# ---------------------------------------------------------------------------------------
+
+FREE: dict[str, str] = {
+    "aws:ec2/vpc:Vpc": "no charge",
+    "aws:ec2/subnet:Subnet": "no charge",
+    "aws:ec2/routeTable:RouteTable": "no charge",
+    "aws:ec2/route:Route": "no charge",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": "no charge",
+    "aws:ec2/internetGateway:InternetGateway": "no charge (data transfer is usage)",
+    "aws:ec2/securityGroup:SecurityGroup": "no charge",
+    "aws:ec2/securityGroupRule:SecurityGroupRule": "no charge",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "no charge",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "no charge",
+    "aws:ec2/placementGroup:PlacementGroup": "no charge",
+    "aws:ec2/launchTemplate:LaunchTemplate": (
+        "no charge; its volumes are priced per node with the node group that uses it"
+    ),
+    "aws:iam/role:Role": "no charge",
+    "aws:iam/policy:Policy": "no charge",
+    "aws:iam/rolePolicy:RolePolicy": "no charge",
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "no charge",
+    "aws:iam/instanceProfile:InstanceProfile": "no charge",
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": "no charge",
+    "aws:eks/addon:Addon": "no charge (add-on pods run on the priced system nodes)",
+    "aws:eks/accessEntry:AccessEntry": "no charge",
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": "no charge",
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": "no charge",
+    "aws:kms/alias:Alias": "no charge (the key is priced)",
+    "aws:s3/bucketPolicy:BucketPolicy": "no charge",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": "no charge",
+    "aws:s3/bucketVersioning:BucketVersioning": "no charge",
+    "aws:s3/bucketVersioningV2:BucketVersioningV2": "no charge",
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": "no charge",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": "no charge",
+    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2": "no charge",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+        "no charge (SSE-S3)"
+    ),
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2": (
+        "no charge (SSE-S3)"
+    ),
+    "aws:ssm/parameter:Parameter": "no charge (standard tier)",
+    "aws:cloudwatch/logGroup:LogGroup": (
+        "no hourly charge; ingestion and storage are usage and not included"
+    ),
+    "kubernetes:core/v1:Namespace": "no charge",
+    "kubernetes:core/v1:ServiceAccount": "no charge",
+    "kubernetes:core/v1:ConfigMap": "no charge",
+    "kubernetes:core/v1:Secret": "no charge",
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": "no charge",
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": "no charge",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": "no charge",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": "no charge",
+    "kubernetes:scheduling.k8s.io/v1:PriorityClass": "no charge",
+    "kubernetes:apps/v1:DaemonSet": "no charge (runs on priced nodes)",
+    "kubernetes:helm.sh/v3:Release": "no charge (device plugins: DaemonSets on priced nodes)",
+    "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
+}
+#: Prefixes of types that are never billed: component resources, providers, the stack.
+FREE_PREFIXES: dict[str, str] = {
+    "accelstack:": "component resource (a grouping; its children are priced)",
+    "pulumi:providers:": "provider",
+    "pulumi:pulumi:Stack": "the stack itself",
+}
+
+
+def free_reason(rtype: str) -> str | None:
+    if rtype in FREE:
+        return FREE[rtype]
+    for prefix, why in FREE_PREFIXES.items():
+        if rtype.startswith(prefix):
+            return why
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Line items
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LineItem:
+    resource: str  # resource name
+    type: str  # Pulumi type
+    category: str  # compute | system | control-plane | network | storage | security
+    what: str  # "16 x trn2.48xlarge (on-demand)"
+    quantity: float
+    unit: str  # "instance-hour", "GiB-month", ...
+    unit_usd: float
+    hourly_usd: float
+    estimate: bool
+    source: str
+    as_of: str
+    pool: str | None = None
+    option: str | None = None
+    assumption: str | None = None
+
+
+@dataclass(frozen=True)
+class OptionQuote:
+    """One pool under one purchase option: priced, or why not."""
+
+    option: str
+    hourly_usd: float | None  # nodes x rate; None when not priced
+    rate: Rate | None
+    chosen: bool
+    reason: str | None = None  # when not priced
+
+
+@dataclass(frozen=True)
+class StackCost:
+    region: str
+    items: tuple[LineItem, ...]
+    free: tuple[tuple[str, int, str], ...]  # (type, count, reason)
+    hours_per_month: int
+    options: dict[str, tuple[OptionQuote, ...]] = field(default_factory=dict)
+
+    @property
+    def hourly_usd(self) -> float:
+        return sum(i.hourly_usd for i in self.items)
+
+    @property
+    def monthly_usd(self) -> float:
+        return self.hourly_usd * self.hours_per_month
+
+    @property
+    def estimate(self) -> bool:
+        return any(i.estimate for i in self.items)
+
+    def pool_hourly_usd(self, pool: str) -> float:
+        return sum(i.hourly_usd for i in self.items if i.pool == pool)
+
+    def pool_estimate(self, pool: str) -> bool:
+        return any(i.estimate for i in self.items if i.pool == pool)
+
+    def by_category(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for i in self.items:
+            out[i.category] = out.get(i.category, 0.0) + i.hourly_usd
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PricingContext:
+    catalog: Catalog
+    region: str
+    #: pool name -> purchase option from the spec (savings plans are only known here)
+    pool_options: Mapping[str, str]
+    resources: Sequence[ResourceLike]
+
+    @property
+    def hours_per_month(self) -> int:
+        return self.catalog.hours_per_month
+
+
+Rule = Callable[[ResourceLike, PricingContext], list[LineItem]]
+
+
+def _get(d: Any, *path: str | int) -> Any:
+    cur = d
+    for p in path:
+        if isinstance(p, int):
+            if not isinstance(cur, list | tuple) or len(cur) <= p:
+                return None
+            cur = cur[p]
+        else:
+            if not isinstance(cur, Mapping):
+                return None
+            cur = cur.get(p)
+    return cur
+
+
+def _num(value: Any, what: str, res: ResourceLike) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MissingPrice(
+            f"cannot price {res.type} '{res.name}': {what} is {value!r}, not a known number"
+        )
+    return float(value)
+
+
+def _service(ctx: PricingContext, item: str, res: ResourceLike) -> Rate:
+    try:
+        return ctx.catalog.service_rate(ctx.region, item)
+    except MissingPrice:
+        raise MissingPrice(
+            f"no price for '{item}' ({res.type} '{res.name}') in {ctx.region} in the catalog"
+        ) from None
+
+
+def _monthly_item(
+    res: ResourceLike,
+    ctx: PricingContext,
+    *,
+    item: str,
+    quantity: float,
+    unit: str,
+    category: str,
+    what: str,
+    pool: str | None = None,
+    assumption: str | None = None,
+    estimate: bool = False,
+) -> LineItem:
+    rate = _service(ctx, item, res)
+    hourly = quantity * rate.usd / ctx.hours_per_month
+    return LineItem(
+        resource=res.name,
+        type=res.type,
+        category=category,
+        what=what,
+        quantity=quantity,
+        unit=unit,
+        unit_usd=rate.usd,
+        hourly_usd=hourly,
+        estimate=rate.estimate or estimate,
+        source=rate.source,
+        as_of=rate.as_of,
+        pool=pool,
+        assumption=assumption,
+    )
+
+
+def _hourly_item(
+    res: ResourceLike,
+    ctx: PricingContext,
+    *,
+    item: str,
+    quantity: float,
+    unit: str,
+    category: str,
+    what: str,
+    assumption: str | None = None,
+) -> LineItem:
+    rate = _service(ctx, item, res)
+    return LineItem(
+        resource=res.name,
+        type=res.type,
+        category=category,
+        what=what,
+        quantity=quantity,
+        unit=unit,
+        unit_usd=rate.usd,
+        hourly_usd=quantity * rate.usd,
+        estimate=rate.estimate,
+        source=rate.source,
+        as_of=rate.as_of,
+        assumption=assumption,
+    )
+
+
+def _billed_option(pool: str | None, capacity_type: str, ctx: PricingContext) -> tuple[str, str]:
+    """(option, note). The spec's option when the capacity type can carry it."""
+    cap = capacity_type.upper()
+    if cap not in CAPACITY_TYPE_OPTION:
+        raise MissingPrice(f"unknown node group capacityType '{capacity_type}'")
+    wanted = ctx.pool_options.get(pool) if pool else None
+    if wanted and wanted in CAPACITY_TYPE_ALLOWS[cap]:
+        return wanted, ""
+    if wanted:
+        return CAPACITY_TYPE_OPTION[cap], (
+            f"spec asks for {wanted} but the node group is {cap}: billed as "
+            f"{CAPACITY_TYPE_OPTION[cap]}"
+        )
+    return CAPACITY_TYPE_OPTION[cap], ""
+
+
+def _instance_item(
+    res: ResourceLike,
+    ctx: PricingContext,
+    instance_type: str,
+    count: float,
+    option: str,
+    pool: str | None,
+    category: str,
+    note: str = "",
+) -> LineItem:
+    try:
+        rate = ctx.catalog.instance_rate(ctx.region, instance_type, option)
+    except MissingPrice as exc:
+        raise MissingPrice(f"{exc} ({res.type} '{res.name}')") from None
+    billed = RATE_ALIASES.get(option, option)
+    shown = option if billed == option else f"{option}, billed {billed}"
+    return LineItem(
+        resource=res.name,
+        type=res.type,
+        category=category,
+        what=f"{count:g} x {instance_type} ({shown})",
+        quantity=count,
+        unit="instance-hour",
+        unit_usd=rate.usd,
+        hourly_usd=count * rate.usd,
+        estimate=rate.estimate,
+        source=rate.source,
+        as_of=rate.as_of,
+        pool=pool,
+        option=option,
+        assumption=note or None,
+    )
+
+
+def _volumes(
+    mappings: Any,
+    res: ResourceLike,
+    ctx: PricingContext,
+    per: float,
+    pool: str | None,
+    category: str,
+    origin: str,
+) -> list[LineItem]:
+    out: list[LineItem] = []
+    for i, bdm in enumerate(mappings or []):
+        ebs = _get(bdm, "ebs")
+        if not isinstance(ebs, Mapping):
+            continue
+        size = _num(ebs.get("volumeSize"), f"{origin} blockDeviceMappings[{i}].ebs.volumeSize", res)
+        vtype = str(ebs.get("volumeType") or "gp3")
+        assumption = None if ebs.get("volumeType") else "volumeType not set: priced as gp3"
+        out.append(
+            _monthly_item(
+                res,
+                ctx,
+                item=f"ebs-{vtype}",
+                quantity=size * per,
+                unit="GiB-month",
+                category=category,
+                what=f"{per:g} x {size:g} GiB {vtype} ({origin})",
+                pool=pool,
+                assumption=assumption,
+            )
+        )
+    return out
+
+
+def _launch_template_for(res: ResourceLike, ctx: PricingContext) -> ResourceLike | None:
+    ref = res.inputs.get("launchTemplate")
+    lts = [r for r in ctx.resources if r.type == "aws:ec2/launchTemplate:LaunchTemplate"]
+    if isinstance(ref, Mapping):
+        for key in ("name", "id"):
+            val = ref.get(key)
+            if not isinstance(val, str) or not val:
+                continue
+            for lt in lts:
+                if val in (lt.name, lt.inputs.get("name")) or (key == "id" and lt.name in val):
+                    return lt
+    if ref is not None and res.parent is not None:
+        siblings = [lt for lt in lts if lt.parent == res.parent]
+        if len(siblings) == 1:
+            return siblings[0]
+    if ref is not None:
+        raise MissingPrice(
+            f"cannot price the volumes of {res.type} '{res.name}': its launch template "
+            "is not in the plan"
+        )
+    return None
+
+
+def price_node_group(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    inputs = res.inputs
+    types = inputs.get("instanceTypes") or []
+    if not types or not all(isinstance(t, str) for t in types):
+        raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceTypes is {types!r}")
+    nodes = _num(_get(inputs, "scalingConfig", "desiredSize"), "scalingConfig.desiredSize", res)
+    pool = _get(inputs, "labels", POOL_LABEL)
+    pool = pool if isinstance(pool, str) else None
+    option, note = _billed_option(pool, str(inputs.get("capacityType") or "ON_DEMAND"), ctx)
+    # Several types: price the dearest (an upper bound), say so.
+    rates = [(ctx.catalog.instance_rate(ctx.region, t, option).usd, t) for t in types]
+    itype = max(rates)[1]
+    if len(types) > 1:
+        note = "; ".join(x for x in (note, f"several types: priced as the dearest, {itype}") if x)
+    accelerated = ctx.catalog.instance(itype).accelerated
+    category = "compute" if accelerated else "system"
+    items = [_instance_item(res, ctx, itype, nodes, option, pool, category, note)]
+    lt = _launch_template_for(res, ctx)
+    if lt is not None:
+        items += _volumes(
+            lt.inputs.get("blockDeviceMappings"),
+            res,
+            ctx,
+            nodes,
+            pool,
+            category,
+            "root, launch template",
+        )
+    else:
+        size = inputs.get("diskSize")
+        assumption = None
+        if size is None:
+            size, assumption = EKS_DEFAULT_DISK_GIB, "no diskSize: EKS default 20 GiB gp3"
+        gib = _num(size, "diskSize", res)
+        items.append(
+            _monthly_item(
+                res,
+                ctx,
+                item="ebs-gp3",
+                quantity=gib * nodes,
+                unit="GiB-month",
+                category=category,
+                what=f"{nodes:g} x {gib:g} GiB gp3 (root)",
+                pool=pool,
+                assumption=assumption,
+            )
+        )
+    return items
+
+
+def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    inputs = res.inputs
+    itype = inputs.get("instanceType")
+    if not isinstance(itype, str):
+        raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
+    tags = inputs.get("tags") or {}
+    pool = tags.get(POOL_LABEL) if isinstance(tags, Mapping) else None
+    option = ctx.pool_options.get(pool, "on-demand") if isinstance(pool, str) else "on-demand"
+    if _get(inputs, "instanceMarketOptions", "marketType") == "spot":
+        option = "spot"
+    elif _get(inputs, "instanceMarketOptions", "marketType") == "capacity-block":
+        option = "capacity-block"
+    category = "compute" if ctx.catalog.instance(itype).accelerated else "system"
+    pool_name = pool if isinstance(pool, str) else None
+    items = [_instance_item(res, ctx, itype, 1, option, pool_name, category)]
+    root = inputs.get("rootBlockDevice")
+    if isinstance(root, Mapping) and root.get("volumeSize") is not None:
+        items += _volumes([{"ebs": root}], res, ctx, 1, pool_name, category, "root")
+    else:
+        lt = _launch_template_for(res, ctx)
+        if lt is None:
+            raise MissingPrice(f"cannot price the root volume of {res.type} '{res.name}'")
+        items += _volumes(
+            lt.inputs.get("blockDeviceMappings"),
+            res,
+            ctx,
+            1,
+            pool_name,
+            category,
+            "root, launch template",
+        )
+    return items
+
+
+def price_eks_cluster(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item="eks-cluster",
+            quantity=1,
+            unit="cluster-hour",
+            category="control-plane",
+            what="EKS control plane (standard support)",
+            assumption=EKS_ASSUMPTION,
+        )
+    ]
+
+
+def price_nat(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    if res.inputs.get("connectivityType") == "private":
+        what = "private NAT gateway"
+    else:
+        what = "NAT gateway"
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item="nat-gateway",
+            quantity=1,
+            unit="gateway-hour",
+            category="network",
+            what=what,
+            assumption=NAT_ASSUMPTION,
+        )
+    ]
+
+
+def price_eip(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item="public-ipv4",
+            quantity=1,
+            unit="ip-hour",
+            category="network",
+            what="Elastic IP (public IPv4)",
+        )
+    ]
+
+
+def price_vpc_endpoint(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    kind = str(res.inputs.get("vpcEndpointType") or "Gateway")
+    if kind == "Gateway":
+        return []  # gateway endpoints (S3, DynamoDB) carry no charge
+    subnets = res.inputs.get("subnetIds") or []
+    n = float(len(subnets)) if isinstance(subnets, list | tuple) and subnets else 1.0
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item="vpc-endpoint-interface",
+            quantity=n,
+            unit="endpoint-az-hour",
+            category="network",
+            what=f"interface endpoint in {n:g} zone(s)",
+            assumption="data processed not included",
+        )
+    ]
+
+
+def price_fsx(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    gib = _num(res.inputs.get("storageCapacity"), "storageCapacity", res)
+    deploy = str(res.inputs.get("deploymentType") or "SCRATCH_2")
+    tput = res.inputs.get("perUnitStorageThroughput")
+    item = f"fsx-lustre-{deploy.lower().replace('_', '')}"
+    if tput is not None:
+        item += f"-{int(_num(tput, 'perUnitStorageThroughput', res))}"
+    return [
+        _monthly_item(
+            res,
+            ctx,
+            item=item,
+            quantity=gib,
+            unit="GiB-month",
+            category="storage",
+            what=f"FSx for Lustre {gib:g} GiB {deploy} {tput or ''}".rstrip(),
+        )
+    ]
+
+
+def price_bucket(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    return [
+        _monthly_item(
+            res,
+            ctx,
+            item="s3-standard",
+            quantity=S3_ASSUMED_GIB,
+            unit="GiB-month",
+            category="storage",
+            what=f"S3 Standard, {S3_ASSUMED_GIB} GiB assumed",
+            assumption=S3_ASSUMPTION,
+            estimate=True,
+        )
+    ]
+
+
+def price_kms_key(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    return [
+        _monthly_item(
+            res,
+            ctx,
+            item="kms-key",
+            quantity=1,
+            unit="key-month",
+            category="security",
+            what="KMS customer managed key",
+            assumption="requests ($0.03 per 10,000) not included",
+        )
+    ]
+
+
+def price_ebs_volume(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    gib = _num(res.inputs.get("size"), "size", res)
+    vtype = str(res.inputs.get("type") or "gp3")
+    return [
+        _monthly_item(
+            res,
+            ctx,
+            item=f"ebs-{vtype}",
+            quantity=gib,
+            unit="GiB-month",
+            category="storage",
+            what=f"{gib:g} GiB {vtype} volume",
+        )
+    ]
+
+
+RULES: dict[str, Rule] = {
+    "aws:eks/nodeGroup:NodeGroup": price_node_group,
+    "aws:ec2/instance:Instance": price_instance,
+    "aws:eks/cluster:Cluster": price_eks_cluster,
+    "aws:ec2/natGateway:NatGateway": price_nat,
+    "aws:ec2/eip:Eip": price_eip,
+    "aws:ec2/vpcEndpoint:VpcEndpoint": price_vpc_endpoint,
+    "aws:fsx/lustreFileSystem:LustreFileSystem": price_fsx,
+    "aws:s3/bucket:Bucket": price_bucket,
+    "aws:s3/bucketV2:BucketV2": price_bucket,
+    "aws:kms/key:Key": price_kms_key,
+    "aws:ebs/volume:Volume": price_ebs_volume,
+}
+
+
+def covered(rtype: str) -> bool:
+    """True when `rtype` has a rule or is free."""
+    return rtype in RULES or free_reason(rtype) is not None
+
+
+# ---------------------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------------------
+
+
+def price_resources(
+    resources: Sequence[ResourceLike],
+    catalog: Catalog,
+    region: str,
+    pool_options: Mapping[str, str] | None = None,
+) -> StackCost:
+    """Price resources; raises UnpricedResource / MissingPrice, never returns $0 for unknown."""
+    ctx = PricingContext(catalog, region, dict(pool_options or {}), resources)
+    items: list[LineItem] = []
+    free: Counter[str] = Counter()
+    for res in resources:
+        rule = RULES.get(res.type)
+        if rule is not None:
+            items.extend(rule(res, ctx))
+            continue
+        if free_reason(res.type) is None:
+            raise UnpricedResource(
+                f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
+                "rule to accelstack/cost.py RULES or, if AWS does not bill it, to FREE"
+            )
+        free[res.type] += 1
+    return StackCost(
+        region=region,
+        items=tuple(items),
+        free=tuple((t, n, free_reason(t) or "") for t, n in sorted(free.items())),
+        hours_per_month=catalog.hours_per_month,
+    )
+
+
+def option_quotes(
+    catalog: Catalog, region: str, instance_type: str, nodes: int, chosen: str
+) -> tuple[OptionQuote, ...]:
+    """The pool under every purchase option, side by side (reservation = on-demand rate)."""
+    out = []
+    for opt in PURCHASE_OPTIONS:
+        if catalog.has_rate(region, instance_type, opt):
+            rate = catalog.instance_rate(region, instance_type, opt)
+            out.append(OptionQuote(opt, nodes * rate.usd, rate, opt == chosen))
+        else:
+            billed = RATE_ALIASES.get(opt, opt)
+            out.append(
+                OptionQuote(
+                    opt,
+                    None,
+                    None,
+                    opt == chosen,
+                    f"no {billed} price for {instance_type} in {region}",
+                )
+            )
+    return tuple(out)
+
+
+def _with_options(stack: Stack, cost: StackCost) -> StackCost:
+    opts = {
+        p.name: option_quotes(
+            stack.catalog, stack.region, p.instance_type, p.nodes, p.purchase_option
+        )
+        for p in stack.pools
+    }
+    return StackCost(cost.region, cost.items, cost.free, cost.hours_per_month, opts)
+
+
+def pool_options(stack: Stack) -> dict[str, str]:
+    return {p.name: p.purchase_option for p in stack.pools}
+
+
+def price_plan(stack: Stack, resources: Iterable[ResourceLike]) -> StackCost:
+    """Price the resources of a real plan for `stack`."""
+    res = list(resources)
+    cost = price_resources(res, stack.catalog, stack.region, pool_options(stack))
+    return _with_options(stack, cost)
+
+
+def _capacity_type(pool: ResolvedPool) -> str:
+    for cap, allowed_options in CAPACITY_TYPE_ALLOWS.items():
+        if pool.purchase_option in allowed_options:
+            return cap
+    return "ON_DEMAND"  # pragma: no cover - every option maps
+
+
+def network_zone_count(stack: Stack) -> int:
+    zones = list(stack.zone_ids)
+    for zid in sorted(stack.catalog.region(stack.region).zones.values()):
+        if len(zones) >= MIN_CLUSTER_ZONES:
+            break
+        if zid not in zones:
+            zones.append(zid)
+    return len(zones)
+
+
+def billable_resources(stack: Stack) -> list[Resource]:
+    """The billable resources the plan declares for `stack`, from the spec alone."""
+    out: list[Resource] = []
+    name = stack.name
+    spec = stack.spec
+    if spec.orchestration == "eks":
+        out.append(Resource("aws:eks/cluster:Cluster", f"{name}-eks", {}, f"{name}-cluster"))
+        out.append(Resource("aws:kms/key:Key", f"{name}-secrets-key", {}, f"{name}-cluster"))
+        groups: list[tuple[str, str | None, str, int, str, int]] = [
+            (
+                f"{name}-system",
+                None,
+                stack.system_instance_type,
+                stack.system_nodes,
+                "ON_DEMAND",
+                stack.system_root_volume_gib,
+            )
+        ]
+        groups += [
+            (
+                f"{name}-{p.name}",
+                p.name,
+                p.instance_type,
+                p.nodes,
+                _capacity_type(p),
+                p.root_volume_gib,
+            )
+            for p in stack.pools
+        ]
+        for comp, pool, itype, nodes, cap, gib in groups:
+            out.append(
+                Resource(
+                    "aws:ec2/launchTemplate:LaunchTemplate",
+                    f"{comp}-lt",
+                    {
+                        "blockDeviceMappings": [
+                            {
+                                "deviceName": "/dev/xvda",
+                                "ebs": {"volumeSize": gib, "volumeType": "gp3"},
+                            }
+                        ],
+                    },
+                    comp,
+                )
+            )
+            out.append(
+                Resource(
+                    "aws:eks/nodeGroup:NodeGroup",
+                    f"{comp}-ng",
+                    {
+                        "instanceTypes": [itype],
+                        "scalingConfig": {"desiredSize": nodes},
+                        "capacityType": cap,
+                        "labels": {POOL_LABEL: pool} if pool else {},
+                        "launchTemplate": {"id": f"lt-{comp}"},
+                    },
+                    comp,
+                )
+            )
+    else:
+        for p in stack.pools:
+            for i in range(p.nodes):
+                out.append(
+                    Resource(
+                        "aws:ec2/instance:Instance",
+                        f"{name}-{p.name}-{i}",
+                        {
+                            "instanceType": p.instance_type,
+                            "tags": {POOL_LABEL: p.name},
+                            "rootBlockDevice": {
+                                "volumeSize": p.root_volume_gib,
+                                "volumeType": "gp3",
+                            },
+                        },
+                    )
+                )
+    if spec.network.mode == "create":
+        nats = 1 if spec.network.single_nat_gateway else network_zone_count(stack)
+        for i in range(nats):
+            out.append(Resource("aws:ec2/eip:Eip", f"{name}-nat-{i}-eip", {"domain": "vpc"}))
+            out.append(Resource("aws:ec2/natGateway:NatGateway", f"{name}-nat-{i}", {}))
+    if spec.storage.fsx_lustre_gib:
+        out.append(
+            Resource(
+                "aws:fsx/lustreFileSystem:LustreFileSystem",
+                f"{name}-fsx",
+                {
+                    "storageCapacity": spec.storage.fsx_lustre_gib,
+                    "deploymentType": stack.catalog.defaults.fsx_deployment_type,
+                    "perUnitStorageThroughput": (
+                        spec.storage.fsx_throughput_per_tib
+                        or stack.catalog.defaults.fsx_throughput_per_tib
+                    ),
+                },
+            )
+        )
+    if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
+        out.append(Resource("aws:s3/bucket:Bucket", f"{name}-compile-cache", {}))
+    return out
+
+
+def price_stack(stack: Stack) -> StackCost:
+    """Price `stack` from its spec alone (no plan, no pulumi)."""
+    return price_plan(stack, billable_resources(stack))

@@ -1,0 +1,179 @@
+"""Training-run estimate: FLOPs, wall hours, accelerator hours, run cost, USD per million tokens.
+
+Formulas (docs/cost.md has the worked derivation):
+
+* Training FLOPs per token = 6 x N (dense: forward 2N + backward 4N) plus, when the spec gives
+  `sequence_length`, `layers` and `hidden_size`, the attention term 12 x L x H x S. This is the
+  PaLM convention (Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways", 2022,
+  appendix B: 6N + 12 L H Q T per token, with H x Q = d_model). Chinchilla (Hoffmann et al.
+  2022, appendix F) counts attention slightly differently; we follow PaLM because MFU figures
+  (PaLM, Llama 3) are reported against it.
+* Wall hours = FLOPs / (chips x peak dense FLOPS at the precision x MFU) / 3600 x OVERHEAD_FACTOR.
+* MFU: `budget.mfu` when set, else the family's `default_mfu` with its `mfu_source`.
+* Run cost = the whole stack's hourly cost (every pool, control plane, system nodes, NAT,
+  storage prorated per hour) x wall hours; the workload-pool-only figure is shown beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelstack.catalog import Catalog
+from accelstack.errors import CatalogError
+from accelstack.spec import Workload
+
+#: Wall-clock overhead on top of pure compute time: checkpoint writes, restarts after node
+#: failures, evaluation passes and data-loader stalls. ASSUMPTION (no catalog field yet):
+#: Llama 3 (Meta 2024, section 3.3.4) reports >90% effective training time over 54 days at
+#: 16K-GPU scale, i.e. roughly 1/0.9 = 1.11; we round to 1.10.
+OVERHEAD_FACTOR = 1.10
+OVERHEAD_SOURCE = (
+    "assumption: 1.10 for checkpointing, restarts and evaluation (Llama 3 paper, sec. 3.3.4: "
+    ">90% effective training time at 16K GPUs)"
+)
+FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
+
+
+@dataclass(frozen=True)
+class Flops:
+    dense_per_token: float
+    attention_per_token: float
+    tokens: float
+
+    @property
+    def per_token(self) -> float:
+        return self.dense_per_token + self.attention_per_token
+
+    @property
+    def total(self) -> float:
+        return self.per_token * self.tokens
+
+
+def training_flops(
+    params_billion: float,
+    tokens_billion: float,
+    layers: int | None = None,
+    hidden_size: int | None = None,
+    sequence_length: int | None = None,
+) -> Flops:
+    """6N per token, plus 12 L H S per token when all three attention inputs are given."""
+    dense = 6.0 * params_billion * 1e9
+    attention = 0.0
+    if layers and hidden_size and sequence_length:
+        attention = 12.0 * layers * hidden_size * sequence_length
+    return Flops(dense, attention, tokens_billion * 1e9)
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    instance_type: str
+    nodes: int
+    chips: int
+    precision: str
+    peak_tflops_per_chip: float
+    mfu: float
+    mfu_source: str  # "spec budget.mfu" or the family's mfu_source
+    mfu_from_spec: bool
+    flops: Flops
+    compute_hours: float
+    overhead_factor: float
+    wall_hours: float
+    min_nodes: int  # memory fit
+
+    @property
+    def accelerator_hours(self) -> float:
+        return self.chips * self.wall_hours
+
+    @property
+    def node_hours(self) -> float:
+        return self.nodes * self.wall_hours
+
+    @property
+    def tokens(self) -> float:
+        return self.flops.tokens
+
+
+def estimate_training(
+    catalog: Catalog,
+    instance_type: str,
+    nodes: int,
+    workload: Workload,
+    mfu: float | None = None,
+) -> TrainingEstimate:
+    """Estimate one training run of `workload` on `nodes` x `instance_type`."""
+    from accelstack.sizing import memory_fit
+
+    inst = catalog.instance(instance_type)
+    fam = catalog.families[inst.family]
+    if inst.chips <= 0:
+        raise CatalogError(f"{instance_type} has no accelerators; cannot estimate training time")
+    peak = fam.peak_tflops.get(workload.precision)
+    if peak is None:
+        raise CatalogError(
+            f"no {workload.precision} peak figure for {fam.accelerator} "
+            f"(have: {', '.join(fam.peak_tflops)})"
+        )
+    if mfu is not None:
+        used_mfu, source, from_spec = mfu, "spec budget.mfu", True
+    elif fam.default_mfu is not None:
+        used_mfu, source, from_spec = fam.default_mfu, fam.mfu_source, False
+    else:
+        raise CatalogError(f"family {fam.name} has no default MFU; set budget.mfu")
+    m = workload.model
+    flops = training_flops(
+        m.params_billion,
+        workload.tokens_billion,
+        m.layers,
+        m.hidden_size,
+        workload.sequence_length,
+    )
+    chips = nodes * inst.chips
+    seconds = flops.total / (chips * peak * 1e12 * used_mfu)
+    compute_hours = seconds / 3600.0
+    fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
+    return TrainingEstimate(
+        instance_type=instance_type,
+        nodes=nodes,
+        chips=chips,
+        precision=workload.precision,
+        peak_tflops_per_chip=peak,
+        mfu=used_mfu,
+        mfu_source=source,
+        mfu_from_spec=from_spec,
+        flops=flops,
+        compute_hours=compute_hours,
+        overhead_factor=OVERHEAD_FACTOR,
+        wall_hours=compute_hours * OVERHEAD_FACTOR,
+        min_nodes=fit.min_nodes,
+    )
+
+
+@dataclass(frozen=True)
+class RunCost:
+    wall_hours: float
+    stack_hourly_usd: float
+    pool_hourly_usd: float
+    tokens: float
+    estimate: bool  # any price behind it is an estimate
+
+    @property
+    def run_usd(self) -> float:
+        return self.stack_hourly_usd * self.wall_hours
+
+    @property
+    def pool_run_usd(self) -> float:
+        return self.pool_hourly_usd * self.wall_hours
+
+    @property
+    def usd_per_million_tokens(self) -> float:
+        return self.run_usd / (self.tokens / 1e6)
+
+    @property
+    def pool_usd_per_million_tokens(self) -> float:
+        return self.pool_run_usd / (self.tokens / 1e6)
+
+
+def run_cost(
+    est: TrainingEstimate, stack_hourly_usd: float, pool_hourly_usd: float, estimate: bool
+) -> RunCost:
+    return RunCost(est.wall_hours, stack_hourly_usd, pool_hourly_usd, est.tokens, estimate)

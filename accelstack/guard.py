@@ -1,0 +1,286 @@
+"""The budget guard: price the stack, estimate the run, compare with the spec's budget.
+
+* `check_budget(stack, cost=None) -> Verdict`: every limit with its actual figure.
+* `enforce(stack, resources=None)`: raises `VerdictError` with a one-line reason when a limit
+  is exceeded. The Pulumi program calls it before it builds any resource (pricing from the
+  spec: no plan exists yet there); the plan engine calls it with the plan's resources.
+* `report_for_plan(stack, plan)`: the text `accelstack plan` prints.
+
+Limits: `budget.max_hourly_usd` (whole stack, chosen purchase options), `max_monthly_usd`
+(hourly x hours_per_month from the catalog), `max_run_usd` (whole-stack hourly x estimated
+wall hours of the training run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from accelstack.catalog import RATE_ALIASES
+from accelstack.cost import ResourceLike, StackCost, price_plan, price_stack
+from accelstack.errors import VerdictError
+from accelstack.estimate import (
+    FLOPS_CONVENTION,
+    OVERHEAD_SOURCE,
+    RunCost,
+    TrainingEstimate,
+    estimate_training,
+    run_cost,
+)
+from accelstack.resolve import Stack
+
+EST = "*"  # mark printed next to every figure that used an estimated price
+
+
+@dataclass(frozen=True)
+class LimitCheck:
+    field: str  # budget.max_hourly_usd
+    label: str  # hourly
+    limit: float | None
+    actual: float
+
+    @property
+    def ok(self) -> bool:
+        return self.limit is None or self.actual <= self.limit + 1e-9
+
+
+@dataclass(frozen=True)
+class Verdict:
+    stack: str
+    pool: str  # the workload pool
+    cost: StackCost
+    estimate: TrainingEstimate
+    run: RunCost
+    checks: tuple[LimitCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def reasons(self) -> list[str]:
+        return [
+            f"{c.label} ${c.actual:,.2f} exceeds {c.field} ${c.limit:,.2f}"
+            for c in self.checks
+            if not c.ok and c.limit is not None
+        ]
+
+    def one_line(self) -> str:
+        if self.ok:
+            return f"{self.stack}: within budget"
+        mark = " (prices include estimates)" if self.cost.estimate else ""
+        return f"{self.stack} is over budget: {'; '.join(self.reasons)}{mark}"
+
+
+def estimate_for(stack: Stack) -> TrainingEstimate:
+    pool = stack.workload_pool
+    return estimate_training(
+        stack.catalog, pool.instance_type, pool.nodes, stack.spec.workload, stack.spec.budget.mfu
+    )
+
+
+def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
+    """Price (from the spec unless `cost` is given), estimate, and check every limit."""
+    cost = cost if cost is not None else price_stack(stack)
+    est = estimate_for(stack)
+    pool = stack.workload_pool.name
+    run = run_cost(est, cost.hourly_usd, cost.pool_hourly_usd(pool), cost.estimate)
+    b = stack.spec.budget
+    checks = (
+        LimitCheck("budget.max_hourly_usd", "hourly", b.max_hourly_usd, cost.hourly_usd),
+        LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),
+        LimitCheck("budget.max_run_usd", "training run", b.max_run_usd, run.run_usd),
+    )
+    return Verdict(stack.name, pool, cost, est, run, checks)
+
+
+def enforce(stack: Stack, resources: Iterable[ResourceLike] | None = None) -> None:
+    """Raise VerdictError (one line) when `stack` exceeds its budget. Builds nothing."""
+    cost = price_plan(stack, resources) if resources is not None else None
+    verdict = check_budget(stack, cost)
+    if not verdict.ok:
+        raise VerdictError(verdict.one_line())
+
+
+def report_for_plan(stack: Stack, plan: Any) -> str:
+    """The cost report for a plan (anything with `.resources`), verdict line last."""
+    cost = price_plan(stack, plan.resources)
+    return render_report(check_budget(stack, cost))
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------
+
+
+def _usd(x: float, est: bool = False) -> str:
+    digits = 4 if abs(x) < 1 else 2
+    return f"${x:,.{digits}f}{EST if est else ''}"
+
+
+def render_report(v: Verdict) -> str:
+    c, e, r = v.cost, v.estimate, v.run
+    lines: list[str] = [
+        f"cost report: {v.stack} ({c.region})",
+        f"{EST} = uses an estimated price or usage assumption",
+        "",
+    ]
+    sources: list[str] = []
+
+    def ref(src: str, as_of: str) -> str:
+        key = f"{src} (as of {as_of})"
+        if key not in sources:
+            sources.append(key)
+        return f"[{sources.index(key) + 1}]"
+
+    lines.append("line items (USD per hour)")
+    for it in c.items:
+        where = it.pool or it.category
+        lines.append(
+            f"  {where:<14} {it.what:<44} {_usd(it.hourly_usd, it.estimate):>13}"
+            f"  {it.unit_usd:g}/{it.unit} {ref(it.source, it.as_of)}"
+        )
+        if it.assumption:
+            lines.append(f"  {'':<14} note: {it.assumption}")
+    lines.append(f"  {'total':<14} {'':<44} {_usd(c.hourly_usd, c.estimate):>13}")
+    lines.append(f"  monthly ({c.hours_per_month} h): {_usd(c.monthly_usd, c.estimate)}")
+    if c.free:
+        free = ", ".join(f"{n} x {t.split(':')[-1]}" for t, n, _ in c.free)
+        lines.append(f"  not billed: {free}")
+    lines.append("")
+    for pool, quotes in c.options.items():
+        lines.append(f"purchase options, pool {pool} (instances only, USD per hour)")
+        for q in quotes:
+            mark = "  <- chosen" if q.chosen else ""
+            if q.option in RATE_ALIASES:
+                mark = f" (billed at the {RATE_ALIASES[q.option]} rate){mark}"
+            if q.hourly_usd is None or q.rate is None:
+                lines.append(f"  {q.option:<16} not priced: {q.reason}{mark}")
+            else:
+                lines.append(
+                    f"  {q.option:<16} {_usd(q.hourly_usd, q.rate.estimate):>13}"
+                    f"  {ref(q.rate.source, q.rate.as_of)}{mark}"
+                )
+        lines.append("")
+    lines.append(
+        f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)"
+    )
+    lines.append(
+        f"  FLOPs per token: {e.flops.per_token:.4e} ({FLOPS_CONVENTION}; "
+        f"attention {e.flops.attention_per_token:.4e})"
+    )
+    lines.append(f"  training FLOPs: {e.flops.total:.4e} over {e.tokens / 1e9:g}B tokens")
+    lines.append(f"  peak: {e.peak_tflops_per_chip:g} TFLOPS per chip, {e.precision} dense")
+    origin = "spec budget.mfu" if e.mfu_from_spec else f"family default: {e.mfu_source}"
+    lines.append(f"  MFU used: {e.mfu:.2f} ({origin})")
+    lines.append(
+        f"  compute {e.compute_hours:,.1f} h x overhead {e.overhead_factor:.2f} = "
+        f"wall {e.wall_hours:,.1f} h ({OVERHEAD_SOURCE})"
+    )
+    lines.append(
+        f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}"
+    )
+    lines.append(
+        f"  memory fit: at least {e.min_nodes} node(s) of {e.instance_type}; the pool has {e.nodes}"
+    )
+    pest = c.pool_estimate(v.pool)
+    lines.append(
+        f"  run cost, whole stack: {_usd(r.run_usd, r.estimate)}  "
+        f"(workload pool only: {_usd(r.pool_run_usd, pest)})"
+    )
+    lines.append(
+        f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
+        f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})"
+    )
+    lines.append("")
+    lines.append("budget")
+    for chk in v.checks:
+        if chk.limit is None:
+            lines.append(f"  {chk.label:<13} {_usd(chk.actual, c.estimate):>15}   no limit set")
+        else:
+            state = "ok" if chk.ok else "OVER"
+            lines.append(
+                f"  {chk.label:<13} {_usd(chk.actual, c.estimate):>15} <= "
+                f"{_usd(chk.limit):>15}  {state}  ({chk.field})"
+            )
+    lines.append("")
+    lines.append("sources")
+    lines.extend(f"  [{i}] {s}" for i, s in enumerate(sources, 1))
+    lines.append("")
+    lines.append(f"verdict: {v.one_line()}")
+    return "\n".join(lines) + "\n"
+
+
+def verdict_dict(v: Verdict) -> dict[str, Any]:
+    """JSON-ready form of a verdict (for `accelstack price --json` and tools)."""
+    c, e, r = v.cost, v.estimate, v.run
+    return {
+        "stack": v.stack,
+        "workload_pool": v.pool,
+        "region": c.region,
+        "hourly_usd": round(c.hourly_usd, 6),
+        "monthly_usd": round(c.monthly_usd, 4),
+        "estimate": c.estimate,
+        "items": [
+            {
+                "resource": i.resource,
+                "type": i.type,
+                "category": i.category,
+                "pool": i.pool,
+                "what": i.what,
+                "quantity": i.quantity,
+                "unit": i.unit,
+                "unit_usd": i.unit_usd,
+                "hourly_usd": round(i.hourly_usd, 6),
+                "estimate": i.estimate,
+                "source": i.source,
+                "as_of": i.as_of,
+                "option": i.option,
+                "assumption": i.assumption,
+            }
+            for i in c.items
+        ],
+        "options": {
+            pool: [
+                {
+                    "option": q.option,
+                    "hourly_usd": q.hourly_usd,
+                    "chosen": q.chosen,
+                    "estimate": q.rate.estimate if q.rate else None,
+                    "reason": q.reason,
+                }
+                for q in quotes
+            ]
+            for pool, quotes in c.options.items()
+        },
+        "training": {
+            "instance_type": e.instance_type,
+            "nodes": e.nodes,
+            "chips": e.chips,
+            "precision": e.precision,
+            "peak_tflops_per_chip": e.peak_tflops_per_chip,
+            "mfu": e.mfu,
+            "mfu_source": e.mfu_source,
+            "mfu_from_spec": e.mfu_from_spec,
+            "total_flops": e.flops.total,
+            "compute_hours": e.compute_hours,
+            "overhead_factor": e.overhead_factor,
+            "wall_hours": e.wall_hours,
+            "accelerator_hours": e.accelerator_hours,
+            "min_nodes": e.min_nodes,
+            "run_usd": r.run_usd,
+            "pool_run_usd": r.pool_run_usd,
+            "usd_per_million_tokens": r.usd_per_million_tokens,
+        },
+        "budget": [
+            {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
+        ],
+        "ok": v.ok,
+        "verdict": v.one_line(),
+    }
+
+
+def verdict_json(v: Verdict) -> str:
+    return json.dumps(verdict_dict(v), indent=2, sort_keys=True) + "\n"

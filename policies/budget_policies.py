@@ -1,0 +1,204 @@
+"""The policies of the accelstack CrossGuard pack, importable without starting a pack.
+
+`__main__.py` wraps these in a `PolicyPack` (whose constructor starts the analyzer server and
+blocks); tests import this module and call each policy's `validate` directly.
+
+* `accelstack-budget` (stack policy, mandatory): prices every resource of the preview with the
+  rules of `accelstack.cost` (keyed on the Pulumi type, reading `resource.props`) and refuses
+  the update when the hourly, monthly or per-run figure exceeds the limits in policy config.
+  Unpriceable resources (no rule, not free, no catalog price) are violations: fail closed.
+* `no-open-ingress`: no security-group ingress from 0.0.0.0/0 or ::/0.
+* `imdsv2-required`: launch templates and instances set metadataOptions.httpTokens=required.
+* `s3-public-access-block`: every public access block has all four settings true, and every
+  bucket of the stack has one.
+
+Policy config (`pulumi preview --policy-pack policies --policy-pack-config cfg.json`):
+    {"accelstack-budget": {"region": "us-east-2", "max_hourly_usd": 700,
+                           "max_monthly_usd": 500000, "max_run_usd": 300000,
+                           "run_hours": 435.5, "pool_options": {"trn2": "savings-plan-1y"}}}
+`run_hours` is the wall-hour estimate `accelstack price --json` prints (training.wall_hours);
+`pool_options` names purchase options the plan cannot show (savings plans bill ON_DEMAND
+capacity at a discount); without it ON_DEMAND node groups are priced on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ResourceValidationPolicy,
+    StackValidationPolicy,
+)
+
+from accelstack.catalog import PURCHASE_OPTIONS, load_catalog
+from accelstack.cost import Resource, price_resources
+from accelstack.errors import AccelstackError
+
+ReportViolation = Callable[..., None]
+OPEN = {"0.0.0.0/0", "::/0"}
+
+BUDGET_SCHEMA = PolicyConfigSchema(
+    properties={
+        "region": {"type": "string", "description": "AWS region the stack deploys to"},
+        "max_hourly_usd": {"type": "number", "exclusiveMinimum": 0},
+        "max_monthly_usd": {"type": "number", "exclusiveMinimum": 0},
+        "max_run_usd": {"type": "number", "exclusiveMinimum": 0},
+        "run_hours": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": "estimated wall hours of the training run",
+        },
+        "pool_options": {
+            "type": "object",
+            "additionalProperties": {"type": "string", "enum": list(PURCHASE_OPTIONS)},
+            "description": "pool name -> purchase option (savings plans are not in the plan)",
+        },
+    },
+    required=["region"],
+)
+
+
+def _parent_name(r: Any) -> str | None:
+    parent = getattr(r, "parent", None)
+    if parent is None:
+        return None
+    name = getattr(parent, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def validate_budget(args: Any, report_violation: ReportViolation) -> None:
+    """Stack policy: price the preview's resources and check the configured limits."""
+    cfg: Mapping[str, Any] = args.get_config() or {}
+    region = str(cfg.get("region") or "")
+    resources = [
+        Resource(r.resource_type, r.name, dict(r.props or {}), _parent_name(r))
+        for r in args.resources
+    ]
+    try:
+        cost = price_resources(
+            resources, load_catalog(), region, dict(cfg.get("pool_options") or {})
+        )
+    except AccelstackError as exc:
+        report_violation(f"cannot price this stack, so it is refused: {exc}")
+        return
+    mark = " (prices include estimates)" if cost.estimate else ""
+    figures = [
+        ("hourly", cost.hourly_usd, "max_hourly_usd"),
+        ("monthly", cost.monthly_usd, "max_monthly_usd"),
+    ]
+    if cfg.get("run_hours") is not None:
+        figures.append(("training run", cost.hourly_usd * float(cfg["run_hours"]), "max_run_usd"))
+    elif cfg.get("max_run_usd") is not None:
+        report_violation("max_run_usd is set but run_hours is not: cannot check the run cost")
+    for label, actual, key in figures:
+        limit = cfg.get(key)
+        if limit is not None and actual > float(limit) + 1e-9:
+            report_violation(f"{label} ${actual:,.2f} exceeds {key} ${float(limit):,.2f}{mark}")
+
+
+def _ingress_cidrs(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    if resource_type == "aws:ec2/securityGroup:SecurityGroup":
+        for rule in props.get("ingress") or []:
+            out += list(rule.get("cidrBlocks") or []) + list(rule.get("ipv6CidrBlocks") or [])
+    elif resource_type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
+        out += [c for c in (props.get("cidrIpv4"), props.get("cidrIpv6")) if c]
+    elif (
+        resource_type == "aws:ec2/securityGroupRule:SecurityGroupRule"
+        and props.get("type") == "ingress"
+    ):
+        out += list(props.get("cidrBlocks") or []) + list(props.get("ipv6CidrBlocks") or [])
+    return [str(c) for c in out]
+
+
+def validate_no_open_ingress(args: Any, report_violation: ReportViolation) -> None:
+    for cidr in _ingress_cidrs(args.resource_type, args.props or {}):
+        if cidr in OPEN:
+            report_violation(f"{args.name}: ingress from {cidr} opens it to the whole internet")
+
+
+def validate_imdsv2(args: Any, report_violation: ReportViolation) -> None:
+    if args.resource_type not in (
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        "aws:ec2/instance:Instance",
+    ):
+        return
+    props = args.props or {}
+    if (
+        args.resource_type == "aws:ec2/instance:Instance"
+        and props.get("launchTemplate")
+        and not props.get("metadataOptions")
+    ):
+        return  # the launch template's metadataOptions apply; that resource is checked itself
+    tokens = (props.get("metadataOptions") or {}).get("httpTokens")
+    if tokens != "required":
+        report_violation(
+            f"{args.name}: metadataOptions.httpTokens is {tokens!r}; IMDSv2 must be required"
+        )
+
+
+PAB_FIELDS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+
+
+def validate_public_access_block(args: Any, report_violation: ReportViolation) -> None:
+    if args.resource_type != "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock":
+        return
+    off = [f for f in PAB_FIELDS if (args.props or {}).get(f) is not True]
+    if off:
+        report_violation(f"{args.name}: public access block must set {', '.join(off)} to true")
+
+
+BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+
+
+def validate_buckets_have_blocks(args: Any, report_violation: ReportViolation) -> None:
+    buckets = [r for r in args.resources if r.resource_type in BUCKET_TYPES]
+    blocks = [
+        r
+        for r in args.resources
+        if r.resource_type == "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+    ]
+    if len(blocks) < len(buckets):
+        names = ", ".join(sorted(r.name for r in buckets))
+        report_violation(
+            f"{len(buckets)} bucket(s) ({names}) but {len(blocks)} public access "
+            "block(s): every bucket needs one"
+        )
+
+
+budget = StackValidationPolicy(
+    name="accelstack-budget",
+    description="Price every resource of the preview and refuse it when over budget.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_budget,
+    config_schema=BUDGET_SCHEMA,
+)
+no_open_ingress = ResourceValidationPolicy(
+    name="no-open-ingress",
+    description="Security groups allow no ingress from 0.0.0.0/0 or ::/0.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_no_open_ingress,
+)
+imdsv2_required = ResourceValidationPolicy(
+    name="imdsv2-required",
+    description="Launch templates and instances require IMDSv2 (httpTokens=required).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_imdsv2,
+)
+s3_public_access_block = ResourceValidationPolicy(
+    name="s3-public-access-block",
+    description="S3 public access blocks set all four settings to true.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_public_access_block,
+)
+s3_buckets_blocked = StackValidationPolicy(
+    name="s3-buckets-have-public-access-block",
+    description="Every S3 bucket of the stack has a public access block.",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_buckets_have_blocks,
+)
+
+POLICIES = [budget, no_open_ingress, imdsv2_required, s3_public_access_block, s3_buckets_blocked]

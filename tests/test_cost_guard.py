@@ -1,0 +1,221 @@
+"""The budget guard: limits, the one-line verdict, `accelstack price`, the program refusal."""
+
+from __future__ import annotations
+
+import copy
+import json
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+from accelstack.cli import main
+from accelstack.cost import billable_resources
+from accelstack.errors import VerdictError
+from accelstack.guard import check_budget, enforce, render_report, report_for_plan
+from accelstack.resolve import Stack, resolve
+from accelstack.spec import load_spec, parse_spec
+
+from .conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
+
+GOLDEN = Path(__file__).parent / "golden" / "cost"
+
+
+def preset_data(name: str) -> dict[str, Any]:
+    return yaml.safe_load((STACKS / f"{name}.yaml").read_text())  # type: ignore[no-any-return]
+
+
+def over(budget: dict[str, float], name: str = "trn1-multinode") -> Stack:
+    data = preset_data(name)
+    data["budget"] = budget
+    return resolve(parse_spec(data, "test"))
+
+
+@pytest.mark.parametrize(
+    ("budget", "field"),
+    [
+        ({"max_hourly_usd": 50}, "budget.max_hourly_usd"),
+        ({"max_monthly_usd": 10_000}, "budget.max_monthly_usd"),
+        ({"max_run_usd": 1_000}, "budget.max_run_usd"),
+    ],
+)
+def test_each_limit_refuses_with_one_line(budget: dict[str, float], field: str) -> None:
+    stack = over(budget)
+    with pytest.raises(VerdictError) as exc:
+        enforce(stack)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith("trn1-multinode is over budget: ") and field in msg
+    assert exc.value.exit_code == 1
+
+
+def test_limits_use_monthly_hours_and_run_cost() -> None:
+    v = check_budget(over({"max_hourly_usd": 1e6, "max_monthly_usd": 1e9, "max_run_usd": 1e9}))
+    hourly, monthly, run = v.checks
+    assert monthly.actual == pytest.approx(hourly.actual * 730)
+    assert run.actual == pytest.approx(hourly.actual * v.estimate.wall_hours)
+    assert v.ok and v.one_line() == "trn1-multinode: within budget"
+    exact = check_budget(over({"max_hourly_usd": hourly.actual}))
+    assert exact.ok  # at the limit is within it
+
+
+def test_no_limits_means_no_refusal() -> None:
+    v = check_budget(over({}))
+    assert v.ok and all(c.limit is None for c in v.checks)
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
+def test_presets_are_within_their_budgets(preset: Path) -> None:
+    enforce(resolve(load_spec(preset)))
+
+
+def test_enforce_prices_the_plan_when_given() -> None:
+    stack = resolve(load_spec(STACKS / "trn1-multinode.yaml"))
+    resources = billable_resources(stack)
+    enforce(stack, resources)
+    doubled = [*resources, *[r for r in resources if r.type.endswith("NodeGroup")]]
+    # the same node groups twice cost more than $100/h
+    with pytest.raises(VerdictError, match="hourly"):
+        enforce(stack, doubled)
+
+
+def test_report_for_plan_ends_with_the_verdict() -> None:
+    stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
+    text = report_for_plan(stack, SimpleNamespace(resources=billable_resources(stack)))
+    assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
+    assert "MFU used: 0.35 (family default" in text
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
+def test_golden_cost_report(preset: Path) -> None:
+    text = render_report(check_budget(resolve(load_spec(preset))))
+    compare_golden(text, GOLDEN / f"{preset.stem}.txt")
+
+
+def test_report_marks_estimates_and_says_which_mfu() -> None:
+    text = render_report(check_budget(resolve(load_spec(STACKS / "trn3-preview.yaml"))))
+    assert "* = uses an estimated price" in text
+    assert "47.5/instance-hour" in text
+    line = next(x for x in text.splitlines() if "8 x trn3.48xlarge (on-demand)" in x)
+    assert "*" in line  # the trn3 price is an estimate
+    assert "MFU used: 0.40 (family default: estimate" in text
+    assert "capacity-block   not priced: no capacity-block price for trn3.48xlarge" in text
+
+
+# ---- CLI ------------------------------------------------------------------------------
+
+
+def test_cli_price_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["price", str(STACKS / "llama3-70b-p5.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: llama3-70b-p5: within budget" in out
+    assert "16 x p5.48xlarge (on-demand)" in out
+
+
+def test_cli_price_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["price", str(STACKS / "p5e-capacity-block.yaml"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["workload_pool"] == "h200"
+    ng = [i for i in doc["items"] if i["pool"] == "h200" and i["unit"] == "instance-hour"]
+    assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 43.26
+    assert doc["training"]["mfu"] == 0.42
+
+
+def test_cli_price_over_budget_exits_1_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = preset_data("trn1-finetune")
+    data["budget"] = {"max_hourly_usd": 1.0}
+    spec = tmp_path / "trn1-finetune.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["price", str(spec)]) == 1
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("error: trn1-finetune is over budget: hourly $")
+    assert "exceeds budget.max_hourly_usd $1.00" in err[0]
+    assert "OVER" in cap.out  # the report still shows where the money goes
+
+
+def test_cli_price_bad_spec_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "x.yaml"
+    spec.write_text("name: x\n")
+    assert main(["price", str(spec)]) == 2
+
+
+# ---- the Pulumi program refuses before registering anything ----------------------------
+
+
+def _over_budget_spec(tmp_path: Path) -> Path:
+    data = copy.deepcopy(preset_data("trn1-multinode"))
+    data["budget"] = {"max_run_usd": 100.0}
+    path = tmp_path / "stacks" / "trn1-multinode.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_program_registers_zero_resources_when_over_budget(tmp_path: Path) -> None:
+    """Run the real `__main__.py` under Pulumi mocks: it raises the verdict, creates nothing."""
+    import pulumi
+
+    created: list[str] = []
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            created.append(args.typ)
+            return f"{args.name}_id", dict(args.inputs)
+
+        def call(self, args: Any) -> tuple[dict[str, Any], None]:
+            created.append(f"call {args.token}")
+            return {}, None
+
+    spec = _over_budget_spec(tmp_path)
+    pulumi.runtime.set_mocks(Mocks(), project="accelstack", stack="trn1-multinode", preview=False)
+    pulumi.runtime.set_all_config({"accelstack:spec": str(spec)})
+    try:
+        with pytest.raises(VerdictError, match=r"^trn1-multinode is over budget: training run"):
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    finally:
+        pulumi.runtime.set_all_config({})
+    assert created == []
+
+
+def test_plan_engine_never_calls_build_when_over_budget(tmp_path: Path) -> None:
+    from accelstack.plan import run_plan
+
+    called: list[str] = []
+
+    def build(stack: Stack) -> dict[str, Any]:
+        called.append(stack.name)
+        return {}
+
+    stack = resolve(load_spec(_over_budget_spec(tmp_path)))
+    with pytest.raises(VerdictError, match="budget.max_run_usd"):
+        run_plan(stack, build=build)
+    assert called == []
+    # control: the same stack within budget does reach build
+    ok = resolve(load_spec(STACKS / "trn1-multinode.yaml"))
+    run_plan(ok, build=build)
+    assert called == ["trn1-multinode"]
+
+
+def test_cli_plan_over_budget_exits_1_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _over_budget_spec(tmp_path)
+    assert main(["plan", str(spec)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("error: trn1-multinode is over budget: training run $")
+    assert "exceeds budget.max_run_usd $100.00" in err[0]
+
+
+def test_cli_plan_prints_the_price(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(STACKS / "trn1-finetune.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "cost report: trn1-finetune (us-east-1)" in out
+    assert "verdict: trn1-finetune: within budget" in out

@@ -1,0 +1,202 @@
+"""CrossGuard policies, called directly with fake args (PolicyPack is never constructed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from accelstack.cost import billable_resources, price_stack
+from accelstack.resolve import resolve
+from accelstack.spec import load_spec
+from policies import budget_policies as bp
+
+from .conftest import STACKS
+
+
+@dataclass
+class FakeParent:
+    name: str
+
+
+@dataclass
+class FakeResource:
+    resource_type: str
+    props: dict[str, Any]
+    name: str
+    parent: FakeParent | None = None
+    urn: str = ""
+
+
+@dataclass
+class StackArgs:
+    resources: list[FakeResource]
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def get_config(self) -> Mapping[str, Any]:
+        return self.config
+
+
+@dataclass
+class ResourceArgs:
+    resource_type: str
+    props: dict[str, Any]
+    name: str = "r"
+    urn: str = "urn:pulumi:dev::accelstack::r"
+
+    def get_config(self) -> Mapping[str, Any]:
+        return {}
+
+
+def run(policy: Any, args: Any) -> list[str]:
+    out: list[str] = []
+    policy.validate(args, lambda msg, urn=None: out.append(msg))
+    return out
+
+
+def preset_resources(name: str) -> tuple[list[FakeResource], float]:
+    stack = resolve(load_spec(STACKS / f"{name}.yaml"))
+    res = [
+        FakeResource(r.type, dict(r.inputs), r.name, FakeParent(r.parent) if r.parent else None)
+        for r in billable_resources(stack)
+    ]
+    return res, price_stack(stack).hourly_usd
+
+
+def test_policy_objects_are_named_and_mandatory() -> None:
+    names = [p.name for p in bp.POLICIES]
+    assert names[0] == "accelstack-budget" and len(set(names)) == len(names)
+    assert all(p.enforcement_level.value == "mandatory" for p in bp.POLICIES)  # type: ignore[union-attr]
+    assert bp.budget.config_schema is not None
+    assert bp.budget.config_schema.required == ["region"]
+    assert "max_hourly_usd" in bp.budget.config_schema.properties
+
+
+def test_budget_within_limits_passes() -> None:
+    res, hourly = preset_resources("llama3-70b-trn2")
+    cfg = {
+        "region": "us-east-2",
+        "max_hourly_usd": 700,
+        "max_monthly_usd": 500_000,
+        "max_run_usd": 300_000,
+        "run_hours": 435.5,
+    }
+    assert run(bp.budget, StackArgs(res, cfg)) == []
+    assert 500 < hourly < 700
+
+
+def test_budget_over_hourly_and_run_is_reported() -> None:
+    res, hourly = preset_resources("llama3-70b-trn2")
+    cfg = {"region": "us-east-2", "max_hourly_usd": 500, "max_run_usd": 100_000, "run_hours": 435.5}
+    msgs = run(bp.budget, StackArgs(res, cfg))
+    assert len(msgs) == 2
+    assert msgs[0].startswith(f"hourly ${hourly:,.2f} exceeds max_hourly_usd $500.00")
+    assert msgs[1].startswith("training run $") and "max_run_usd $100,000.00" in msgs[1]
+
+
+def test_budget_pool_options_from_config() -> None:
+    res, hourly = preset_resources("llama3-70b-trn2")
+    base = {"region": "us-east-2", "max_hourly_usd": 400}
+    assert run(bp.budget, StackArgs(res, base))  # on demand: ~575/h
+    cheaper = {**base, "pool_options": {"trn2": "savings-plan-3y"}}
+    assert run(bp.budget, StackArgs(res, cheaper)) == []  # 16 x 16.092 + the rest
+
+
+def test_budget_fails_closed_on_unpriceable_resources() -> None:
+    res, _ = preset_resources("trn1-multinode")
+    res.append(FakeResource("aws:rds/instance:Instance", {"instanceClass": "db.r6g.large"}, "db"))
+    msgs = run(bp.budget, StackArgs(res, {"region": "us-west-2", "max_hourly_usd": 1e9}))
+    assert len(msgs) == 1 and "aws:rds/instance:Instance" in msgs[0] and "us-west-2" in msgs[0]
+    # a region without prices for the type is refused too, never $0
+    res2, _ = preset_resources("llama3-70b-trn2")
+    msgs2 = run(bp.budget, StackArgs(res2, {"region": "us-east-1", "max_hourly_usd": 1e9}))
+    assert len(msgs2) == 1 and "trn2.48xlarge in us-east-1" in msgs2[0]
+
+
+def test_budget_run_limit_needs_run_hours() -> None:
+    res, _ = preset_resources("trn1-finetune")
+    msgs = run(bp.budget, StackArgs(res, {"region": "us-east-1", "max_run_usd": 10}))
+    assert msgs == ["max_run_usd is set but run_hours is not: cannot check the run cost"]
+
+
+@pytest.mark.parametrize(
+    ("rtype", "props", "bad"),
+    [
+        (
+            "aws:ec2/securityGroup:SecurityGroup",
+            {"ingress": [{"cidrBlocks": ["0.0.0.0/0"], "fromPort": 22}]},
+            True,
+        ),
+        (
+            "aws:ec2/securityGroup:SecurityGroup",
+            {
+                "ingress": [{"cidrBlocks": ["10.0.0.0/8"]}],
+                "egress": [{"cidrBlocks": ["0.0.0.0/0"]}],
+            },
+            False,
+        ),
+        ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", {"cidrIpv6": "::/0"}, True),
+        (
+            "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+            {"referencedSecurityGroupId": "sg-1"},
+            False,
+        ),
+        (
+            "aws:ec2/securityGroupRule:SecurityGroupRule",
+            {"type": "ingress", "cidrBlocks": ["0.0.0.0/0"]},
+            True,
+        ),
+        (
+            "aws:ec2/securityGroupRule:SecurityGroupRule",
+            {"type": "egress", "cidrBlocks": ["0.0.0.0/0"]},
+            False,
+        ),
+    ],
+)
+def test_no_open_ingress(rtype: str, props: dict[str, Any], bad: bool) -> None:
+    msgs = run(bp.no_open_ingress, ResourceArgs(rtype, props, "sg"))
+    assert bool(msgs) is bad
+    if bad:
+        assert "whole internet" in msgs[0]
+
+
+@pytest.mark.parametrize(
+    ("props", "bad"),
+    [
+        ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 2}}, False),
+        ({"metadataOptions": {"httpTokens": "optional"}}, True),
+        ({}, True),
+    ],
+)
+def test_imdsv2_required(props: dict[str, Any], bad: bool) -> None:
+    for rtype in ("aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/instance:Instance"):
+        assert bool(run(bp.imdsv2_required, ResourceArgs(rtype, props, "lt"))) is bad
+    assert run(bp.imdsv2_required, ResourceArgs("aws:ec2/vpc:Vpc", {})) == []
+
+
+def test_imdsv2_instance_defers_to_its_launch_template() -> None:
+    inst = "aws:ec2/instance:Instance"
+    lt = {"launchTemplate": {"name": "x-lt", "version": "1"}}
+    assert run(bp.imdsv2_required, ResourceArgs(inst, lt)) == []
+    override = {**lt, "metadataOptions": {"httpTokens": "optional"}}
+    assert run(bp.imdsv2_required, ResourceArgs(inst, override)) != []
+
+
+def test_s3_public_access_block() -> None:
+    rtype = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+    full = dict.fromkeys(bp.PAB_FIELDS, True)
+    assert run(bp.s3_public_access_block, ResourceArgs(rtype, full, "pab")) == []
+    msgs = run(
+        bp.s3_public_access_block,
+        ResourceArgs(rtype, {**full, "restrictPublicBuckets": False}, "pab"),
+    )
+    assert msgs == ["pab: public access block must set restrictPublicBuckets to true"]
+
+
+def test_every_bucket_needs_a_block() -> None:
+    bucket = FakeResource("aws:s3/bucket:Bucket", {}, "cache")
+    pab = FakeResource("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", {}, "pab")
+    assert run(bp.s3_buckets_blocked, StackArgs([bucket])) != []
+    assert run(bp.s3_buckets_blocked, StackArgs([bucket, pab])) == []
