@@ -81,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     except _CLICK_ERRORS as exc:  # usage errors: one line, exit 2, no traceback
         hint = " (see 'accelstack --help')"
-        typer.echo(f"error: {exc.format_message()}{hint}", err=True)
-        return int(exc.exit_code)
+        fmt = getattr(exc, "format_message", None)
+        message = fmt() if callable(fmt) else str(exc)
+        typer.echo(f"error: {message}{hint}", err=True)
+        return int(getattr(exc, "exit_code", 2))
     return 0
 
 

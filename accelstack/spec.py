@@ -30,6 +30,34 @@ ENV_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 #: Env var names that look like credentials are refused: secrets never go into rendered files.
 SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY)", re.I)
 OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
+#: Shell variables the rendered node script uses itself, and variables that change how bash
+#: runs it: workload.env may not set them (it may override every exported setting, e.g.
+#: NCCL_DEBUG).
+RESERVED_ENV_NAMES = frozenset(
+    {
+        "orchestrator",
+        "nnodes",
+        "node_rank",
+        "head_addr",
+        "rdzv_port",
+        "rdzv_id",
+        "slurm_hosts",
+        "is_host",
+        "rdzv_timeout",
+        "torchrun_bin",
+        "torchrun_args",
+        "entrypoint",
+        "workload_args",
+        "cache_url_default",
+        "IFS",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PATH",
+    }
+)
 
 
 class Strict(BaseModel):
@@ -712,7 +740,18 @@ def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
                         f"{pool.nodes * fit.usable_gib_per_node:,.0f} GiB usable; use at least "
                         f"{fit.min_nodes} nodes",
                     )
+    if wl.entrypoint.startswith("-"):
+        bad(
+            "workload.entrypoint",
+            f"{wl.entrypoint[:40]!r} starts with '-': torchrun would "
+            "read it as an option; use a path such as ./train.py",
+        )
     for name in wl.env:
+        if name in RESERVED_ENV_NAMES:
+            bad(
+                f"workload.env.{name}",
+                "the launch script uses this variable itself; pick another name",
+            )
         if SECRET_NAME_RE.search(name):
             bad(
                 f"workload.env.{name}",

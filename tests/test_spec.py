@@ -430,3 +430,15 @@ def test_name_must_match_file(tmp_path: Path):
         f"{f}: name: 'demo' does not match the file name 'other' (the stack name); "
         "rename one so they agree"
     )
+
+
+def test_entrypoint_starting_with_dash():
+    msg = one(lambda d: d["workload"].update(entrypoint="-m"))
+    assert "workload.entrypoint: '-m' starts with '-': torchrun would read it as an option" in msg
+
+
+def test_reserved_env_names():
+    msg = one(lambda d: d["workload"].update(env={"nnodes": "3"}))
+    assert "workload.env.nnodes: the launch script uses this variable itself" in msg
+    msg = one(lambda d: d["workload"].update(env={"PATH": "/tmp"}))
+    assert "workload.env.PATH: the launch script uses this variable itself" in msg
