@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from accelstack.catalog import PURCHASE_OPTIONS, RATE_ALIASES, Catalog, Rate
+from accelstack.clock import today
 from accelstack.errors import MissingPrice
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -32,16 +33,6 @@ POOL_LABEL = "accelstack.io/pool"
 MIN_CLUSTER_ZONES = 2
 #: EKS managed node groups without a launch template get a 20 GiB root volume.
 EKS_DEFAULT_DISK_GIB = 20
-#: Usage assumption for a bucket the stack creates (the Neuron compile cache): printed with it.
-S3_ASSUMED_GIB = 100
-S3_ASSUMPTION = (
-    f"usage estimate: {S3_ASSUMED_GIB} GiB stored (Neuron compile cache of a few model "
-    "configurations); requests and transfer not included"
-)
-EKS_ASSUMPTION = (
-    "standard support; a version past standard support (14 months after its EKS release) "
-    "bills the extended-support rate, $0.60 per cluster-hour"
-)
 NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
 
 #: Node group capacity type -> the purchase option it is billed under when the spec does not
@@ -140,6 +131,8 @@ FREE: dict[str, str] = {
     "kubernetes:core/v1:ServiceAccount": "no charge",
     "kubernetes:core/v1:ConfigMap": "no charge",
     "kubernetes:core/v1:Secret": "no charge",
+    "kubernetes:core/v1:PersistentVolume": "no charge (the FSx file system behind it is priced)",
+    "kubernetes:core/v1:PersistentVolumeClaim": "no charge (binds the priced FSx volume)",
     "kubernetes:rbac.authorization.k8s.io/v1:Role": "no charge",
     "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": "no charge",
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": "no charge",
@@ -536,16 +529,28 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
 
 
 def price_eks_cluster(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    """Standard or extended support, by the version's EKS calendar on today's date."""
+    version = str(res.inputs.get("version") or ctx.catalog.defaults.kubernetes_version)
+    window = ctx.catalog.defaults.eks_versions.get(version)
+    if window is None:
+        raise MissingPrice(f"no EKS support window for Kubernetes {version} in the catalog")
+    status = window.status(today())
+    extended = status != "standard"
+    when = (
+        f"standard support until {window.standard_support_end}"
+        if not extended
+        else f"extended support since {window.standard_support_end}: upgrade to leave it"
+    )
     return [
         _hourly_item(
             res,
             ctx,
-            item="eks-cluster",
+            item="eks-cluster-extended" if extended else "eks-cluster",
             quantity=1,
             unit="cluster-hour",
             category="control-plane",
-            what="EKS control plane (standard support)",
-            assumption=EKS_ASSUMPTION,
+            what=f"EKS control plane ({version}, {status})",
+            assumption=f"Kubernetes {version} is in {when} (EKS calendar in the catalog)",
         )
     ]
 
@@ -624,16 +629,20 @@ def price_fsx(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
 
 
 def price_bucket(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    gib = ctx.catalog.defaults.s3_assumed_gib
     return [
         _monthly_item(
             res,
             ctx,
             item="s3-standard",
-            quantity=S3_ASSUMED_GIB,
+            quantity=gib,
             unit="GiB-month",
             category="storage",
-            what=f"S3 Standard, {S3_ASSUMED_GIB} GiB assumed",
-            assumption=S3_ASSUMPTION,
+            what=f"S3 Standard, {gib:g} GiB assumed",
+            assumption=(
+                f"usage estimate: {gib:g} GiB stored (Neuron compile cache of a few model "
+                "configurations); requests and transfer not included"
+            ),
             estimate=True,
         )
     ]
@@ -791,7 +800,14 @@ def billable_resources(stack: Stack) -> list[Resource]:
     name = stack.name
     spec = stack.spec
     if spec.orchestration == "eks":
-        out.append(Resource("aws:eks/cluster:Cluster", f"{name}-eks", {}, f"{name}-cluster"))
+        out.append(
+            Resource(
+                "aws:eks/cluster:Cluster",
+                f"{name}-eks",
+                {"version": stack.kubernetes_version},
+                f"{name}-cluster",
+            )
+        )
         out.append(Resource("aws:kms/key:Key", f"{name}-secrets-key", {}, f"{name}-cluster"))
         groups: list[tuple[str, str | None, str, int, str, int]] = [
             (

@@ -8,7 +8,7 @@ Formulas (docs/cost.md has the worked derivation):
   appendix B: 6N + 12 L H Q T per token, with H x Q = d_model). Chinchilla (Hoffmann et al.
   2022, appendix F) counts attention slightly differently; we follow PaLM because MFU figures
   (PaLM, Llama 3) are reported against it.
-* Wall hours = FLOPs / (chips x peak dense FLOPS at the precision x MFU) / 3600 x OVERHEAD_FACTOR.
+* Wall hours = FLOPs / (chips x peak dense FLOPS at the precision x MFU) / 3600 x the catalog's training_overhead_factor.
 * MFU: `budget.mfu` when set, else the family's `default_mfu` with its `mfu_source`.
 * Run cost = the whole stack's hourly cost (every pool, control plane, system nodes, NAT,
   storage prorated per hour) x wall hours; the workload-pool-only figure is shown beside it.
@@ -22,15 +22,6 @@ from accelstack.catalog import Catalog
 from accelstack.errors import CatalogError
 from accelstack.spec import Workload
 
-#: Wall-clock overhead on top of pure compute time: checkpoint writes, restarts after node
-#: failures, evaluation passes and data-loader stalls. ASSUMPTION (no catalog field yet):
-#: Llama 3 (Meta 2024, section 3.3.4) reports >90% effective training time over 54 days at
-#: 16K-GPU scale, i.e. roughly 1/0.9 = 1.11; we round to 1.10.
-OVERHEAD_FACTOR = 1.10
-OVERHEAD_SOURCE = (
-    "assumption: 1.10 for checkpointing, restarts and evaluation (Llama 3 paper, sec. 3.3.4: "
-    ">90% effective training time at 16K GPUs)"
-)
 FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
 
 
@@ -77,6 +68,7 @@ class TrainingEstimate:
     flops: Flops
     compute_hours: float
     overhead_factor: float
+    overhead_source: str
     wall_hours: float
     min_nodes: int  # memory fit
 
@@ -142,8 +134,9 @@ def estimate_training(
         mfu_from_spec=from_spec,
         flops=flops,
         compute_hours=compute_hours,
-        overhead_factor=OVERHEAD_FACTOR,
-        wall_hours=compute_hours * OVERHEAD_FACTOR,
+        overhead_factor=catalog.defaults.training_overhead_factor,
+        overhead_source=catalog.defaults.training_overhead_source,
+        wall_hours=compute_hours * catalog.defaults.training_overhead_factor,
         min_nodes=fit.min_nodes,
     )
 

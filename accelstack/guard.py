@@ -23,7 +23,6 @@ from accelstack.cost import ResourceLike, StackCost, price_plan, price_stack
 from accelstack.errors import VerdictError
 from accelstack.estimate import (
     FLOPS_CONVENTION,
-    OVERHEAD_SOURCE,
     RunCost,
     TrainingEstimate,
     estimate_training,
@@ -72,6 +71,13 @@ class Verdict:
             return f"{self.stack}: within budget"
         mark = " (prices include estimates)" if self.cost.estimate else ""
         return f"{self.stack} is over budget: {'; '.join(self.reasons)}{mark}"
+
+
+#: Printed under every side-by-side: a savings-plan rate is a commitment, not a run price.
+SAVINGS_PLAN_NOTE = (
+    "savings plans commit to this hourly spend for 1 or 3 years: their rate is the run's cost "
+    "only if the commitment is used before and after it"
+)
 
 
 def estimate_for(stack: Stack) -> TrainingEstimate:
@@ -163,6 +169,7 @@ def render_report(v: Verdict) -> str:
                     f"  {q.option:<16} {_usd(q.hourly_usd, q.rate.estimate):>13}"
                     f"  {ref(q.rate.source, q.rate.as_of)}{mark}"
                 )
+        lines.append(f"  {SAVINGS_PLAN_NOTE}")
         lines.append("")
     lines.append(
         f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)"
@@ -177,7 +184,7 @@ def render_report(v: Verdict) -> str:
     lines.append(f"  MFU used: {e.mfu:.2f} ({origin})")
     lines.append(
         f"  compute {e.compute_hours:,.1f} h x overhead {e.overhead_factor:.2f} = "
-        f"wall {e.wall_hours:,.1f} h ({OVERHEAD_SOURCE})"
+        f"wall {e.wall_hours:,.1f} h ({e.overhead_source})"
     )
     lines.append(
         f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}"

@@ -63,19 +63,15 @@ class Artifact:
 # ---------------------------------------------------------------------------------------
 
 
-#: ServiceAccount of the training pods in `training_namespace` (one stack per cluster).
-TRAINING_SERVICE_ACCOUNT = "accelstack-training"
-
-
 def training_service_account(stack: Stack) -> str:
-    """Kubernetes ServiceAccount the training pods run as; the components bind it to the
-    compile-cache IAM role (EKS Pod Identity) in `training_namespace`. The components should
-    import this (or TRAINING_SERVICE_ACCOUNT) rather than repeat the name."""
-    return TRAINING_SERVICE_ACCOUNT
+    """Kubernetes ServiceAccount the training pods run as (catalog default; the components
+    bind it to the compile-cache IAM role through EKS Pod Identity)."""
+    return stack.training_service_account
 
 
 def fsx_claim_name(stack: Stack) -> str:
-    """PersistentVolumeClaim for the stack's FSx for Lustre file system (when one is made)."""
+    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem
+    creates it when storage.fsx_lustre_gib is set)."""
     return f"{stack.name}-fsx"
 
 

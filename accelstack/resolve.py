@@ -89,6 +89,16 @@ class Stack:
         return f"s3://{bucket}/{self.compile_cache_prefix_for(pool)}"
 
     @property
+    def training_service_account(self) -> str:
+        """ServiceAccount of the training pods; the components bind it to the cache role."""
+        return self.catalog.defaults.training_service_account
+
+    @property
+    def fsx_claim_name(self) -> str | None:
+        """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
+        return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
+
+    @property
     def zone_ids(self) -> tuple[str, ...]:
         return tuple(sorted({p.zone_id for p in self.pools}))
 

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from accelstack.catalog import Catalog, PurchaseOption, load_catalog
+from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, SpecError, allowed, did_you_mean
 from accelstack.sizing import memory_fit
 
@@ -625,12 +626,19 @@ def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
                 f"'{sys_type}' is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
             )
     k8s = spec.cluster.kubernetes_version
-    if k8s is not None and k8s not in catalog.defaults.supported_kubernetes_versions:
+    versions = catalog.defaults.eks_versions
+    if k8s is not None and k8s not in versions:
         bad(
             "cluster.kubernetes_version",
             f"'{k8s}' is not supported"
-            f"{did_you_mean(k8s, catalog.defaults.supported_kubernetes_versions)} (allowed: "
-            f"{', '.join(catalog.defaults.supported_kubernetes_versions)})",
+            f"{did_you_mean(k8s, versions)} (allowed: {', '.join(versions)})",
+        )
+    elif k8s is not None and versions[k8s].status(today()) == "ended":
+        live = [v for v, w in versions.items() if w.status(today()) != "ended"]
+        bad(
+            "cluster.kubernetes_version",
+            f"'{k8s}' reached the end of EKS extended support on "
+            f"{versions[k8s].extended_support_end}; use one of {', '.join(live)}",
         )
     for j, cidr in enumerate(spec.cluster.public_access_cidrs):
         _check_cidr(bad, f"cluster.public_access_cidrs[{j}]", cidr)

@@ -16,8 +16,6 @@ import pulumi_aws as aws
 from accelstack.resolve import Stack
 from components.common import policy_json, stable_tags
 
-SERVICE_ACCOUNT = "accelstack-training"
-
 
 def bucket_name(stack_name: str, account_id: str) -> str:
     """Deterministic, globally unique per account; at most 40 + 5 + 12 = 57 characters."""
@@ -102,8 +100,8 @@ class CompileCacheArgs:
     expire_days: int
     account_id: pulumi.Input[str]
     partition: pulumi.Input[str]
+    service_account: str
     existing_bucket: str | None = None
-    service_account: str = SERVICE_ACCOUNT
     tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -123,6 +121,7 @@ class CompileCacheArgs:
             account_id=account_id,
             partition=partition,
             existing_bucket=stack.compile_cache_bucket,
+            service_account=stack.training_service_account,
             tags=stable_tags(stack.tags),
         )
 

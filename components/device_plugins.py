@@ -11,7 +11,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from accelstack.resolve import ResolvedPool, Stack
-from components.compile_cache import SERVICE_ACCOUNT
 from components.nodegroup import EFA_LABEL
 
 
@@ -98,7 +97,7 @@ class DevicePluginsArgs:
     kubeconfig: pulumi.Input[str]
     pools: tuple[ResolvedPool, ...]
     namespace: str
-    service_account: str = SERVICE_ACCOUNT
+    service_account: str
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -110,6 +109,7 @@ class DevicePluginsArgs:
             kubeconfig=kubeconfig,
             pools=stack.pools,
             namespace=stack.catalog.defaults.training_namespace,
+            service_account=stack.training_service_account,
             depends_on=depends_on,
             labels={
                 "app.kubernetes.io/managed-by": "accelstack",
@@ -146,6 +146,8 @@ class DevicePlugins(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[ns]),
         )
+        self.provider = provider
+        self.namespace = ns
         self.releases = {}
         for role, (chart, values) in plugin_releases(args.pools).items():
             self.releases[role] = k8s.helm.v3.Release(

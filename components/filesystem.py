@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_kubernetes as k8s
 
 from accelstack.resolve import Stack
 from components.common import stable_tags
@@ -102,3 +103,87 @@ class FileSystem(pulumi.ComponentResource):
         self.dns_name = fs.dns_name
         self.mount_name = fs.mount_name
         self.register_outputs({"fileSystemId": fs.id, "dnsName": fs.dns_name})
+
+
+#: EKS add-on that runs the FSx for Lustre CSI node plugin (mounts statically provisioned
+#: volumes; static provisioning needs no AWS API permissions on the nodes).
+FSX_CSI_ADDON = "aws-fsx-csi-driver"
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+
+
+@dataclass(frozen=True)
+class FsxClaimArgs:
+    """The file system as the training pods see it: a PersistentVolume bound to one claim."""
+
+    cluster_name: pulumi.Input[str]
+    provider: k8s.Provider
+    namespace: str
+    claim_name: str
+    storage_gib: int
+    file_system_id: pulumi.Input[str]
+    dns_name: pulumi.Input[str]
+    mount_name: pulumi.Input[str]
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def persistent_volume_spec(
+    storage_gib: int, file_system_id: str, dns_name: str, mount_name: str
+) -> dict[str, object]:
+    """Static PV for an existing FSx for Lustre file system (aws-fsx-csi-driver docs)."""
+    return {
+        "capacity": {"storage": f"{storage_gib}Gi"},
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "",
+        "mountOptions": ["flock"],
+        "csi": {
+            "driver": FSX_CSI_DRIVER,
+            "volumeHandle": file_system_id,
+            "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+        },
+    }
+
+
+class FsxClaim(pulumi.ComponentResource):
+    """FSx CSI add-on, a static PersistentVolume and the claim the rendered jobs mount."""
+
+    def __init__(
+        self, name: str, args: FsxClaimArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("accelstack:filesystem:FsxClaim", name, None, opts)
+        addon = aws.eks.Addon(
+            f"{name}-csi",
+            cluster_name=args.cluster_name,
+            addon_name=FSX_CSI_ADDON,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+        )
+        kopts = pulumi.ResourceOptions(
+            parent=self, provider=args.provider, depends_on=[addon, *args.depends_on]
+        )
+        spec = pulumi.Output.all(args.file_system_id, args.dns_name, args.mount_name).apply(
+            lambda a: persistent_volume_spec(args.storage_gib, a[0], a[1], a[2])
+        )
+        pv = k8s.core.v1.PersistentVolume(
+            f"{name}-pv",
+            metadata={"name": args.claim_name},
+            spec=spec,
+            opts=kopts,
+        )
+        k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={"name": args.claim_name, "namespace": args.namespace},
+            spec={
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": args.claim_name,
+                "resources": {"requests": {"storage": f"{args.storage_gib}Gi"}},
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[pv, *args.depends_on]
+            ),
+        )
+        self.register_outputs({"claimName": args.claim_name})

@@ -14,7 +14,7 @@ from accelstack.resolve import Stack
 from components.cluster import Cluster, ClusterArgs
 from components.compile_cache import CompileCache, CompileCacheArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.filesystem import FileSystem, FileSystemArgs
+from components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
 from components.network import Network, NetworkArgs
 from components.nodegroup import (
     AcceleratorNodeGroup,
@@ -102,7 +102,7 @@ def build(stack: Stack) -> dict[str, Any]:
             if p.compile_cache
         }
 
-    DevicePlugins(
+    plugins = DevicePlugins(
         f"{name}-device-plugins",
         DevicePluginsArgs.from_stack(stack, cluster.kubeconfig, depends_on=[system.node_group]),
         opts=top,
@@ -120,4 +120,23 @@ def build(stack: Stack) -> dict[str, Any]:
         outputs["fsxFileSystemId"] = fs.file_system_id
         outputs["fsxDnsName"] = fs.dns_name
         outputs["fsxMountName"] = fs.mount_name
+        claim = stack.fsx_claim_name
+        assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
+        FsxClaim(
+            f"{name}-fsx-claim",
+            FsxClaimArgs(
+                cluster_name=cluster.cluster_name,
+                provider=plugins.provider,
+                namespace=stack.catalog.defaults.training_namespace,
+                claim_name=claim,
+                storage_gib=fs_args.storage_gib,
+                file_system_id=fs.file_system_id,
+                dns_name=fs.dns_name,
+                mount_name=fs.mount_name,
+                depends_on=[plugins.namespace, system.node_group],
+                tags=fs_args.tags,
+            ),
+            opts=top,
+        )
+        outputs["fsxClaim"] = claim
     return outputs

@@ -219,3 +219,12 @@ def test_cli_plan_prints_the_price(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "cost report: trn1-finetune (us-east-1)" in out
     assert "verdict: trn1-finetune: within budget" in out
+
+
+def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
+    from accelstack.cli import main
+
+    stack_file = Path(__file__).resolve().parents[1] / "stacks" / "llama3-70b-trn2.yaml"
+    assert main(["price", str(stack_file)]) == 0
+    out = capsys.readouterr().out
+    assert "savings plans commit to this hourly spend for 1 or 3 years" in out

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelstack.catalog import Catalog
+from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import CatalogError
-from accelstack.estimate import OVERHEAD_FACTOR, estimate_training, run_cost, training_flops
+from accelstack.estimate import estimate_training, run_cost, training_flops
 from accelstack.guard import check_budget
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, load_spec, parse_spec
@@ -52,8 +52,12 @@ def test_wall_hours_formula(catalog: Catalog) -> None:
     compute_h = flops / (chips * 989e12 * 0.40) / 3600
     assert est.chips == chips
     assert est.compute_hours == pytest.approx(compute_h)
-    assert est.wall_hours == pytest.approx(compute_h * OVERHEAD_FACTOR)
-    assert est.accelerator_hours == pytest.approx(chips * compute_h * OVERHEAD_FACTOR)
+    assert est.wall_hours == pytest.approx(
+        compute_h * load_catalog().defaults.training_overhead_factor
+    )
+    assert est.accelerator_hours == pytest.approx(
+        chips * compute_h * load_catalog().defaults.training_overhead_factor
+    )
     assert est.mfu == 0.40 and not est.mfu_from_spec and "LL3" in est.mfu_source
 
 

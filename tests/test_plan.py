@@ -232,7 +232,7 @@ def test_node_role_policies_are_minimal() -> None:
 def test_cluster_settings() -> None:
     plan = preset_plan("llama3-70b-trn2")
     c = plan.of_type("aws:eks/cluster:Cluster")[0].inputs
-    assert c["version"] == "1.33"
+    assert c["version"] == "1.35"
     assert c["accessConfig"]["authenticationMode"] == "API"
     assert c["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is True
     assert sorted(c["enabledClusterLogTypes"]) == sorted(
@@ -244,7 +244,30 @@ def test_cluster_settings() -> None:
     assert key.inputs["enableKeyRotation"] is True
     assert plan.option(KMS, key.name, "protect") is True
     addons = {r.inputs["addonName"] for r in plan.of_type("aws:eks/addon:Addon")}
-    assert addons == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
+    core = {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
+    assert addons == core | {"aws-fsx-csi-driver"}  # this preset has FSx
+    without_fsx = preset_plan("trn1-multinode")
+    assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core
+
+
+def test_fsx_claim_binds_the_file_system_the_jobs_mount() -> None:
+    from accelstack.render import fsx_claim_name
+
+    plan = preset_plan("llama3-70b-trn2")
+    stack = resolve(load_spec(ROOT / "stacks" / "llama3-70b-trn2.yaml"))
+    (fs,) = plan.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    (pv,) = plan.of_type("kubernetes:core/v1:PersistentVolume")
+    (pvc,) = plan.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    claim = fsx_claim_name(stack)
+    assert pvc.inputs["metadata"] == {"name": claim, "namespace": "training"}
+    assert pvc.inputs["spec"]["volumeName"] == pv.inputs["metadata"]["name"] == claim
+    assert pvc.inputs["spec"]["storageClassName"] == pv.inputs["spec"]["storageClassName"] == ""
+    csi = pv.inputs["spec"]["csi"]
+    assert csi["driver"] == "fsx.csi.aws.com"
+    assert set(csi["volumeAttributes"]) == {"dnsname", "mountname"}
+    assert pv.inputs["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pv.inputs["spec"]["capacity"]["storage"] == f"{fs.inputs['storageCapacity']}Gi"
+    assert not preset_plan("trn1-multinode").of_type("kubernetes:core/v1:PersistentVolume")
 
 
 def test_public_endpoint_and_admin_access_entries(catalog: Catalog) -> None:

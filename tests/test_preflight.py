@@ -50,10 +50,10 @@ from .helpers_preflight import (
 )
 
 EKS_NEURON_133 = (
-    "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/neuron/recommended/image_id"
+    "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/neuron/recommended/image_id"
 )
 EKS_NVIDIA_133 = (
-    "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+    "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
 )
 NEURON_DLAMI = "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"
 GPU_DLAMI = "/aws/service/deeplearning/ami/x86_64/oss-nvidia-driver-gpu-pytorch-2.11-amazon-linux-2023/latest/ami-id"
@@ -619,42 +619,42 @@ def run_k8s(response: dict[str, Any], preset: str = "trn1-multinode") -> CheckRe
 
 
 def test_kubernetes_standard_support_passes() -> None:
-    r = run_k8s(versions(("1.34", "STANDARD_SUPPORT"), ("1.33", "STANDARD_SUPPORT")))
-    assert (r.status, r.message) == (PASS, "EKS offers 1.33 (standard support)")
+    r = run_k8s(versions(("1.36", "STANDARD_SUPPORT"), ("1.35", "STANDARD_SUPPORT")))
+    assert (r.status, r.message) == (PASS, "EKS offers 1.35 (standard support)")
 
 
 def test_kubernetes_extended_support_warns_about_the_price() -> None:
-    r = run_k8s(versions(("1.34", "STANDARD_SUPPORT"), ("1.33", "EXTENDED_SUPPORT")))
+    r = run_k8s(versions(("1.36", "STANDARD_SUPPORT"), ("1.35", "EXTENDED_SUPPORT")))
     assert r.status == WARN
     assert "0.60 USD/hour" in r.message
-    assert r.fix == "set cluster.kubernetes_version to a standard-support version (1.34)"
+    assert r.fix == "set cluster.kubernetes_version to a standard-support version (1.36)"
 
 
 def test_kubernetes_version_not_offered_fails() -> None:
     r = run_k8s(
         versions(
-            ("1.35", "STANDARD_SUPPORT"),
-            ("1.34", "STANDARD_SUPPORT"),
-            ("1.32", "EXTENDED_SUPPORT"),
-            ("1.28", "UNSUPPORTED"),
+            ("1.37", "STANDARD_SUPPORT"),
+            ("1.36", "STANDARD_SUPPORT"),
+            ("1.34", "EXTENDED_SUPPORT"),
+            ("1.30", "UNSUPPORTED"),
         )
     )
     assert r.status == FAIL
-    assert r.message == "1.33 is not offered by EKS in us-west-2 (offered: 1.32, 1.34, 1.35)"
-    assert r.fix == "set cluster.kubernetes_version to one of 1.34, 1.35"
+    assert r.message == "1.35 is not offered by EKS in us-west-2 (offered: 1.34, 1.36, 1.37)"
+    assert r.fix == "set cluster.kubernetes_version to one of 1.36, 1.37"
 
 
 def test_kubernetes_unsupported_version_fails() -> None:
-    r = run_k8s(versions(("1.34", "STANDARD_SUPPORT"), ("1.33", "UNSUPPORTED")))
+    r = run_k8s(versions(("1.36", "STANDARD_SUPPORT"), ("1.35", "UNSUPPORTED")))
     assert r.status == FAIL
-    assert r.message.startswith("1.33 is no longer supported by EKS")
+    assert r.message.startswith("1.35 is no longer supported by EKS")
 
 
 def test_kubernetes_falls_back_to_the_catalog_when_eks_cannot_be_asked(moto_aws: None) -> None:
     r = only(check_kubernetes(stack_from("trn1-multinode"), make_clients("us-west-2", "eks")))
     assert r.status == WARN
     assert r.message.startswith("EKS could not be asked (404: Not yet implemented)")
-    assert "the catalog lists 1.33 as supported" in r.message
+    assert "the catalog lists 1.35 as supported" in r.message
 
 
 def test_kubernetes_fallback_fails_a_version_outside_the_catalog(moto_aws: None) -> None:
@@ -662,7 +662,7 @@ def test_kubernetes_fallback_fails_a_version_outside_the_catalog(moto_aws: None)
     stack = dataclasses.replace(stack, kubernetes_version="1.20")
     r = only(check_kubernetes(stack, make_clients("us-west-2", "eks")))
     assert r.status == FAIL
-    assert r.fix == "set cluster.kubernetes_version to one of 1.31, 1.32, 1.33, 1.34"
+    assert r.fix == "set cluster.kubernetes_version to one of 1.32, 1.33, 1.34, 1.35"
 
 
 def test_kubernetes_is_skipped_for_standalone() -> None:

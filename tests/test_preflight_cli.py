@@ -95,7 +95,7 @@ def test_cli_subprocess_against_moto_server(tmp_path: Path, moto_server: str) ->
     assert status[("bucket", f"bucket {bucket}")] == "PASS"
     # moto has no EC2 quotas and no EKS cluster versions: warnings, not failures
     assert status[("quota", "quota L-2C3B7624")] == "WARN"
-    assert status[("kubernetes", "kubernetes 1.33")] == "WARN"
+    assert status[("kubernetes", "kubernetes 1.35")] == "WARN"
     # moto ships no public EKS AMI parameter: a failure, so exit 1 with the verdict on stderr
     assert status[("ami", "ami for trn1")] == "FAIL"
     assert doc["ok"] is False
@@ -131,7 +131,7 @@ def test_cli_text_in_process_with_moto(
         sq_stub.add_response("get_service_quota", quota("L-2C3B7624", 1024.0))
         eks_stub.add_response(
             "describe_cluster_versions",
-            {"clusterVersions": [{"clusterVersion": "1.33", "versionStatus": "STANDARD_SUPPORT"}]},
+            {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
         )
         for stub in (sq_stub, eks_stub):
             stub.activate()
@@ -149,7 +149,7 @@ def test_cli_text_in_process_with_moto(
     assert out.startswith("preflight trn1-multinode (us-west-2, orchestration eks)\n")
     assert "PASS  offering    pool trn1: trn1.32xlarge in usw2-az1 (us-west-2) is offered" in out
     assert "PASS  quota       quota L-2C3B7624: trn on-demand vCPUs: quota 1024 covers" in out
-    assert "PASS  kubernetes  kubernetes 1.33: EKS offers 1.33 (standard support)" in out
+    assert "PASS  kubernetes  kubernetes 1.35: EKS offers 1.35 (standard support)" in out
     assert "FAIL  ami" in out and "fix: use a cluster.kubernetes_version" in out
     assert out.endswith("5 passed, 1 failed, 0 warning(s)\n")
     assert err.strip() == (

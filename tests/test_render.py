@@ -256,10 +256,22 @@ def test_indexed_job_matches_catalog(preset: str) -> None:
     assert ("vpc.amazonaws.com/efa" in limits) == (pool.efa_interfaces > 0)
 
 
-def test_service_account_matches_components() -> None:
-    """The components bind the compile-cache role to the account the pods run as."""
-    cc = pytest.importorskip("components.compile_cache")
-    assert training_service_account(preset_stack("trn1-multinode")) == cc.SERVICE_ACCOUNT
+def test_service_account_and_claim_match_the_plan() -> None:
+    """The components bind the compile-cache role to the account the pods run as, create that
+    ServiceAccount, and create the FSx claim the pods mount (read from the real plan)."""
+    from accelstack.plan import run_plan
+
+    stack = preset_stack("llama3-70b-trn2")
+    plan = run_plan(stack)
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for r in plan.resources:
+        by_type.setdefault(r.type, []).append(r.inputs)
+    (assoc,) = by_type["aws:eks/podIdentityAssociation:PodIdentityAssociation"]
+    assert assoc["serviceAccount"] == training_service_account(stack)
+    accounts = [sa["metadata"]["name"] for sa in by_type["kubernetes:core/v1:ServiceAccount"]]
+    assert training_service_account(stack) in accounts
+    claims = by_type["kubernetes:core/v1:PersistentVolumeClaim"]
+    assert [c["metadata"]["name"] for c in claims] == [fsx_claim_name(stack)]
     ng = pytest.importorskip("components.nodegroup")
     assert ng.POOL_LABEL == POOL_LABEL
 

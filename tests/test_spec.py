@@ -442,3 +442,34 @@ def test_reserved_env_names():
     assert "workload.env.nnodes: the launch script uses this variable itself" in msg
     msg = one(lambda d: d["workload"].update(env={"PATH": "/tmp"}))
     assert "workload.env.PATH: the launch script uses this variable itself" in msg
+
+
+def test_kubernetes_version_past_extended_support(monkeypatch):
+    monkeypatch.setenv("ACCELSTACK_TODAY", "2027-04-01")
+    msg = one(lambda d: d.update(cluster={"kubernetes_version": "1.32"}))
+    assert "cluster.kubernetes_version: '1.32' reached the end of EKS extended support on " in msg
+    assert "2027-03-23; use one of 1.33, 1.34, 1.35" in msg
+
+
+def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catalog):
+    import yaml
+
+    from accelstack.cli import main
+    from accelstack.cost import price_stack
+
+    data = copy.deepcopy(BASE)
+    data["cluster"] = {"kubernetes_version": "1.33"}
+    f = tmp_path / "demo.yaml"
+    f.write_text(yaml.safe_dump(data))
+    assert main(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "Kubernetes 1.33 left EKS standard support on 2026-07-29" in out
+    old = price_stack(resolve(load_spec(f), catalog))
+    (eks,) = [i for i in old.items if i.category == "control-plane"]
+    assert eks.unit_usd == catalog.service_rate("us-east-2", "eks-cluster-extended").usd
+    data["cluster"] = {"kubernetes_version": "1.35"}
+    f.write_text(yaml.safe_dump(data))
+    new = price_stack(resolve(load_spec(f), catalog))
+    (eks,) = [i for i in new.items if i.category == "control-plane"]
+    assert eks.unit_usd == catalog.service_rate("us-east-2", "eks-cluster").usd
+    assert "standard support until 2027-03-27" in (eks.assumption or "")

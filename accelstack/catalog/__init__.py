@@ -6,6 +6,7 @@ nothing else knows a number about an instance type.
 
 from __future__ import annotations
 
+from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
@@ -131,9 +132,19 @@ class Quotas(_Frozen):
     spot: str
 
 
+class EksVersion(_Frozen):
+    standard_support_end: date
+    extended_support_end: date
+
+    def status(self, on: date) -> Literal["standard", "extended", "ended"]:
+        if on < self.standard_support_end:
+            return "standard"
+        return "extended" if on < self.extended_support_end else "ended"
+
+
 class Defaults(_Frozen):
     kubernetes_version: str
-    supported_kubernetes_versions: tuple[str, ...]
+    eks_versions: dict[str, EksVersion]
     system_instance_type: str
     system_nodes: int
     system_root_volume_gib: int
@@ -144,9 +155,17 @@ class Defaults(_Frozen):
     fsx_deployment_type: str
     fsx_throughput_per_tib: int
     training_namespace: str
+    training_service_account: str
     hours_per_month: int
     training_bytes_per_param: dict[str, float]
     usable_memory_fraction: float = Field(gt=0, le=1)
+    training_overhead_factor: float = Field(ge=1)
+    training_overhead_source: str
+    s3_assumed_gib: float = Field(gt=0)
+
+    @property
+    def supported_kubernetes_versions(self) -> tuple[str, ...]:
+        return tuple(self.eks_versions)
 
 
 class RegionOfferings(_Frozen):
@@ -324,5 +343,7 @@ def _check_integrity(c: Catalog) -> None:
         if key in seen:
             raise CatalogError(f"prices: duplicate row {key}")
         seen.add(key)
+    if c.defaults.kubernetes_version not in c.defaults.eks_versions:
+        raise CatalogError("defaults.kubernetes_version is not in defaults.eks_versions")
     if c.defaults.system_instance_type not in c.instances:
         raise CatalogError("defaults.system_instance_type is not in instances")

@@ -10,6 +10,7 @@ import typer
 import yaml
 
 from accelstack.catalog import load_catalog
+from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
 from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
 
@@ -63,6 +64,14 @@ def register(app: typer.Typer) -> None:
                         f"{pool.name}: the offering of {inst.name} in {spec.region} is an "
                         "estimate; run `accelstack preflight`"
                     )
+            k8s = spec.cluster.kubernetes_version or catalog.defaults.kubernetes_version
+            window = catalog.defaults.eks_versions[k8s]
+            if spec.orchestration == "eks" and window.status(today()) == "extended":
+                notes.append(
+                    f"Kubernetes {k8s} left EKS standard support on "
+                    f"{window.standard_support_end}: the control plane bills the "
+                    "extended-support rate; upgrade cluster.kubernetes_version"
+                )
             typer.echo(
                 f"ok: {path} ({spec.name}: {', '.join(f'{p.nodes} x {p.instance_type}' for p in spec.pools)})"
             )
