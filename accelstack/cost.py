@@ -29,8 +29,6 @@ from accelstack.errors import MissingPrice
 from accelstack.resolve import ResolvedPool, Stack
 
 POOL_LABEL = "accelstack.io/pool"
-#: Zones a created VPC spans at least (EKS wants two); mirrors components/network.py.
-MIN_CLUSTER_ZONES = 2
 #: EKS managed node groups without a launch template get a 20 GiB root volume.
 EKS_DEFAULT_DISK_GIB = 20
 NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
@@ -784,16 +782,6 @@ def _capacity_type(pool: ResolvedPool) -> str:
     return "ON_DEMAND"  # pragma: no cover - every option maps
 
 
-def network_zone_count(stack: Stack) -> int:
-    zones = list(stack.zone_ids)
-    for zid in sorted(stack.catalog.region(stack.region).zones.values()):
-        if len(zones) >= MIN_CLUSTER_ZONES:
-            break
-        if zid not in zones:
-            zones.append(zid)
-    return len(zones)
-
-
 def billable_resources(stack: Stack) -> list[Resource]:
     """The billable resources the plan declares for `stack`, from the spec alone."""
     out: list[Resource] = []
@@ -878,7 +866,7 @@ def billable_resources(stack: Stack) -> list[Resource]:
                     )
                 )
     if spec.network.mode == "create":
-        nats = 1 if spec.network.single_nat_gateway else network_zone_count(stack)
+        nats = 1 if spec.network.single_nat_gateway else len(stack.network_zone_ids)
         for i in range(nats):
             out.append(Resource("aws:ec2/eip:Eip", f"{name}-nat-{i}-eip", {"domain": "vpc"}))
             out.append(Resource("aws:ec2/natGateway:NatGateway", f"{name}-nat-{i}", {}))

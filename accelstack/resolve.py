@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
 from accelstack.spec import Pool, Spec
 
+#: EKS needs subnets in at least two zones for its control-plane network interfaces.
+MIN_CLUSTER_ZONES = 2
+
 
 @dataclass(frozen=True)
 class ResolvedPool:
@@ -101,6 +104,18 @@ class Stack:
     @property
     def zone_ids(self) -> tuple[str, ...]:
         return tuple(sorted({p.zone_id for p in self.pools}))
+
+    @property
+    def network_zone_ids(self) -> tuple[str, ...]:
+        """Zones a created VPC spans: every pool's zone, topped up with the region's other zones
+        (sorted by zone id) until the control plane has MIN_CLUSTER_ZONES."""
+        zones = list(self.zone_ids)
+        for zid in sorted(self.catalog.region(self.region).zones.values()):
+            if len(zones) >= MIN_CLUSTER_ZONES:
+                break
+            if zid not in zones:
+                zones.append(zid)
+        return tuple(zones)
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:

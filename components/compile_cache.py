@@ -138,7 +138,15 @@ class CompileCache(pulumi.ComponentResource):
         if args.existing_bucket:
             self.bucket_name = pulumi.Output.from_input(args.existing_bucket)
         else:
-            self.bucket_name = self._bucket(name, args)
+            self.bucket_name = secure_bucket(
+                name,
+                self,
+                stack_name=args.stack_name,
+                account_id=args.account_id,
+                key_prefix=args.prefix,
+                expire_days=args.expire_days,
+                tags=args.tags,
+            )
         arn = pulumi.Output.all(args.partition, self.bucket_name).apply(
             lambda a: bucket_arn(a[0], a[1])
         )
@@ -166,60 +174,74 @@ class CompileCache(pulumi.ComponentResource):
         self.role_arn = role.arn
         self.register_outputs({"bucketName": self.bucket_name, "roleArn": self.role_arn})
 
-    def _bucket(self, name: str, args: CompileCacheArgs) -> pulumi.Output[str]:
-        stateful = pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True)
-        child = pulumi.ResourceOptions(parent=self)
-        bucket = aws.s3.Bucket(
-            f"{name}-bucket",
-            bucket=pulumi.Output.from_input(args.account_id).apply(
-                lambda acct: bucket_name(args.stack_name, acct)
-            ),
-            force_destroy=False,
-            tags=args.tags,
-            opts=stateful,
-        )
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-public-access-block",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-ownership",
-            bucket=bucket.id,
-            rule={"object_ownership": "BucketOwnerEnforced"},
-            opts=child,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-encryption",
-            bucket=bucket.id,
-            rules=[
-                {
-                    "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
-                    "bucket_key_enabled": True,
-                }
-            ],
-            opts=child,
-        )
-        aws.s3.BucketVersioning(
-            f"{name}-versioning",
-            bucket=bucket.id,
-            versioning_configuration={"status": "Enabled"},
-            opts=child,
-        )
-        aws.s3.BucketLifecycleConfiguration(
-            f"{name}-lifecycle",
-            bucket=bucket.id,
-            rules=lifecycle_rules(args.prefix, args.expire_days),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-tls-only",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
-            opts=child,
-        )
-        return bucket.bucket
+
+def secure_bucket(
+    prefix: str,
+    parent: pulumi.Resource,
+    *,
+    stack_name: str,
+    account_id: pulumi.Input[str],
+    key_prefix: str,
+    expire_days: int,
+    tags: dict[str, str],
+) -> pulumi.Output[str]:
+    """The compile-cache bucket `<stack>-ncc-<account>` and its hardening, children of
+    `parent` named `{prefix}-<role>`: protected and retained on delete, public access blocked,
+    owner-enforced, encrypted, versioned, stale objects expired, TLS-only. Used by the EKS
+    CompileCache and the standalone cluster alike."""
+    stateful = pulumi.ResourceOptions(parent=parent, protect=True, retain_on_delete=True)
+    child = pulumi.ResourceOptions(parent=parent)
+    bucket = aws.s3.Bucket(
+        f"{prefix}-bucket",
+        bucket=pulumi.Output.from_input(account_id).apply(
+            lambda acct: bucket_name(stack_name, acct)
+        ),
+        force_destroy=False,
+        tags=tags,
+        opts=stateful,
+    )
+    aws.s3.BucketPublicAccessBlock(
+        f"{prefix}-public-access-block",
+        bucket=bucket.id,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+        opts=child,
+    )
+    aws.s3.BucketOwnershipControls(
+        f"{prefix}-ownership",
+        bucket=bucket.id,
+        rule={"object_ownership": "BucketOwnerEnforced"},
+        opts=child,
+    )
+    aws.s3.BucketServerSideEncryptionConfiguration(
+        f"{prefix}-encryption",
+        bucket=bucket.id,
+        rules=[
+            {
+                "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
+                "bucket_key_enabled": True,
+            }
+        ],
+        opts=child,
+    )
+    aws.s3.BucketVersioning(
+        f"{prefix}-versioning",
+        bucket=bucket.id,
+        versioning_configuration={"status": "Enabled"},
+        opts=child,
+    )
+    aws.s3.BucketLifecycleConfiguration(
+        f"{prefix}-lifecycle",
+        bucket=bucket.id,
+        rules=lifecycle_rules(key_prefix, expire_days),
+        opts=child,
+    )
+    aws.s3.BucketPolicy(
+        f"{prefix}-tls-only",
+        bucket=bucket.id,
+        policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
+        opts=child,
+    )
+    return bucket.bucket

@@ -13,21 +13,6 @@ import pulumi_aws as aws
 from accelstack.resolve import Stack
 from components.common import stable_tags
 
-#: EKS needs subnets in at least two zones for its control-plane network interfaces.
-MIN_CLUSTER_ZONES = 2
-
-
-def network_zone_ids(stack: Stack) -> tuple[str, ...]:
-    """Zones the VPC spans: every pool's zone, topped up with the region's other zones (sorted
-    by zone id) until the control plane has MIN_CLUSTER_ZONES."""
-    zones = list(stack.zone_ids)
-    for zid in sorted(stack.catalog.region(stack.region).zones.values()):
-        if len(zones) >= MIN_CLUSTER_ZONES:
-            break
-        if zid not in zones:
-            zones.append(zid)
-    return tuple(zones)
-
 
 def subnet_cidrs(vpc_cidr: str, zone_ids: tuple[str, ...]) -> dict[str, tuple[str, str]]:
     """zone id -> (private CIDR, public CIDR). The VPC is cut in eight: the first seven are
@@ -58,7 +43,7 @@ class NetworkArgs:
         existing = net.mode == "existing"
         return cls(
             cluster_name=stack.name,
-            zone_ids=network_zone_ids(stack),
+            zone_ids=stack.network_zone_ids,
             vpc_cidr=stack.vpc_cidr,
             single_nat_gateway=net.single_nat_gateway,
             existing_vpc_id=net.vpc_id if existing else None,

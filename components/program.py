@@ -33,20 +33,30 @@ def _cache_url(stack: Stack, pool: str) -> Callable[[str], str]:
     return url
 
 
+def aws_context(
+    stack: Stack,
+) -> tuple[pulumi.ResourceOptions, pulumi.Output[str], pulumi.Output[str]]:
+    """(options with the stack's AWS provider, partition, account id) for either program.
+
+    One explicit provider: the spec decides the region, and user tags reach every AWS resource
+    through default_tags (so changing them never touches stateful resource inputs)."""
+    provider = aws.Provider(
+        f"{stack.name}-aws",
+        region=stack.region,
+        default_tags={"tags": dict(sorted(stack.tags.items()))},
+    )
+    invoke = pulumi.InvokeOutputOptions(provider=provider)
+    partition = aws.get_partition_output(opts=invoke).partition
+    account_id = aws.get_caller_identity_output(opts=invoke).account_id
+    return pulumi.ResourceOptions(providers={"aws": provider}), partition, account_id
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
         return build_standalone(stack)
     name = stack.name
-    # One explicit provider: the spec decides the region, and user tags reach every AWS
-    # resource through default_tags (so changing them never touches stateful resource inputs).
-    provider = aws.Provider(
-        f"{name}-aws", region=stack.region, default_tags={"tags": dict(sorted(stack.tags.items()))}
-    )
-    top = pulumi.ResourceOptions(providers={"aws": provider})
-    invoke = pulumi.InvokeOutputOptions(provider=provider)
-    partition = aws.get_partition_output(opts=invoke).partition
-    account_id = aws.get_caller_identity_output(opts=invoke).account_id
+    top, partition, account_id = aws_context(stack)
 
     network = Network(f"{name}-network", NetworkArgs.from_stack(stack), opts=top)
     all_private: list[pulumi.Input[str]] = [

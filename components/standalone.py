@@ -33,10 +33,8 @@ from accelstack.resolve import ResolvedPool, Stack
 from components.common import assume_role_policy, managed_policy_arn, policy_json, stable_tags
 from components.compile_cache import (
     bucket_arn,
-    bucket_name,
-    bucket_policy_document,
-    lifecycle_rules,
     pod_identity_policy,
+    secure_bucket,
 )
 from components.filesystem import FileSystem, FileSystemArgs
 from components.network import Network, NetworkArgs
@@ -402,60 +400,15 @@ class StandaloneCluster(pulumi.ComponentResource):
             return None
         if stack.compile_cache_bucket:
             return pulumi.Output.from_input(stack.compile_cache_bucket)
-        bucket = aws.s3.Bucket(
-            f"{name}-cache-bucket",
-            bucket=pulumi.Output.from_input(args.account_id).apply(
-                lambda acct: bucket_name(stack.name, acct)
-            ),
-            force_destroy=False,
+        return secure_bucket(
+            f"{name}-cache",
+            self,
+            stack_name=stack.name,
+            account_id=args.account_id,
+            key_prefix=stack.compile_cache_prefix,
+            expire_days=stack.compile_cache_expire_days,
             tags=tags,
-            opts=self._child(protect=True, retain_on_delete=True),
         )
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-cache-public-access-block",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=self._child(),
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-cache-ownership",
-            bucket=bucket.id,
-            rule={"object_ownership": "BucketOwnerEnforced"},
-            opts=self._child(),
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-cache-encryption",
-            bucket=bucket.id,
-            rules=[
-                {
-                    "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
-                    "bucket_key_enabled": True,
-                }
-            ],
-            opts=self._child(),
-        )
-        aws.s3.BucketVersioning(
-            f"{name}-cache-versioning",
-            bucket=bucket.id,
-            versioning_configuration={"status": "Enabled"},
-            opts=self._child(),
-        )
-        aws.s3.BucketLifecycleConfiguration(
-            f"{name}-cache-lifecycle",
-            bucket=bucket.id,
-            rules=lifecycle_rules(stack.compile_cache_prefix, stack.compile_cache_expire_days),
-            opts=self._child(),
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-cache-tls-only",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
-            opts=self._child(),
-        )
-        return bucket.bucket
 
     def _instance_profile(
         self, name: str, args: StandaloneClusterArgs, tags: dict[str, str]
@@ -607,14 +560,10 @@ class StandaloneCluster(pulumi.ComponentResource):
 
 def build_standalone(stack: Stack) -> dict[str, Any]:
     """`components.program.build` for orchestration ec2: network, then the cluster."""
+    from components.program import aws_context  # program imports this module
+
     name = stack.name
-    provider = aws.Provider(
-        f"{name}-aws", region=stack.region, default_tags={"tags": dict(sorted(stack.tags.items()))}
-    )
-    top = pulumi.ResourceOptions(providers={"aws": provider})
-    invoke = pulumi.InvokeOutputOptions(provider=provider)
-    partition = aws.get_partition_output(opts=invoke).partition
-    account_id = aws.get_caller_identity_output(opts=invoke).account_id
+    top, partition, account_id = aws_context(stack)
     network = Network(f"{name}-network", standalone_network_args(stack), opts=top)
     cluster = StandaloneCluster(
         name,  # children are `<stack>-<pool>-lt`, `<stack>-<pool>-<rank>`: as the EKS pools

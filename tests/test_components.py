@@ -20,7 +20,7 @@ from components.compile_cache import (
     pod_identity_trust_policy,
 )
 from components.device_plugins import EFA_CHART, NEURON_CHART, NVIDIA_CHART, plugin_releases
-from components.network import network_zone_ids, subnet_cidrs
+from components.network import subnet_cidrs
 from components.nodegroup import (
     EFA_LABEL,
     POOL_LABEL,
@@ -191,7 +191,7 @@ def test_subnet_layout_is_disjoint_and_inside_the_vpc() -> None:
 
 def test_network_spans_pool_zones_plus_a_second_for_the_control_plane(catalog: Catalog) -> None:
     stack = stack_for(catalog, "trn1.32xlarge")
-    zones = network_zone_ids(stack)
+    zones = stack.network_zone_ids
     assert zones[0] == stack.pools[0].zone_id and len(zones) == 2
 
 
