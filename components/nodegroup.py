@@ -158,6 +158,33 @@ def nodeadm_user_data(
     )
 
 
+def allow_all_within(
+    prefix: str,
+    security_group_id: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    descriptions: tuple[str, str],
+) -> None:
+    """All traffic from a security group to itself, ingress AND egress: EFA needs both, and a
+    missing self-egress rule is the classic silent EFA failure. `{prefix}-self-ingress` and
+    `{prefix}-self-egress`; descriptions are (ingress, egress)."""
+    aws.vpc.SecurityGroupIngressRule(
+        f"{prefix}-self-ingress",
+        security_group_id=security_group_id,
+        ip_protocol="-1",
+        referenced_security_group_id=security_group_id,
+        description=descriptions[0],
+        opts=opts,
+    )
+    aws.vpc.SecurityGroupEgressRule(
+        f"{prefix}-self-egress",
+        security_group_id=security_group_id,
+        ip_protocol="-1",
+        referenced_security_group_id=security_group_id,
+        description=descriptions[1],
+        opts=opts,
+    )
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -258,21 +285,8 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
                 tags={**args.tags, "Name": f"{name}-efa"},
                 opts=child,
             )
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-efa-self-ingress",
-                security_group_id=sg.id,
-                ip_protocol="-1",
-                referenced_security_group_id=sg.id,
-                description="EFA: all from self",
-                opts=child,
-            )
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-efa-self-egress",
-                security_group_id=sg.id,
-                ip_protocol="-1",
-                referenced_security_group_id=sg.id,
-                description="EFA: all to self",
-                opts=child,
+            allow_all_within(
+                f"{name}-efa", sg.id, child, ("EFA: all from self", "EFA: all to self")
             )
             security_groups.append(sg.id)
             self.security_group_id = sg.id

@@ -38,7 +38,13 @@ from components.compile_cache import (
 )
 from components.filesystem import FileSystem, FileSystemArgs
 from components.network import Network, NetworkArgs
-from components.nodegroup import IMDS, POOL_LABEL, capacity_reservation, efa_network_interfaces
+from components.nodegroup import (
+    IMDS,
+    POOL_LABEL,
+    allow_all_within,
+    capacity_reservation,
+    efa_network_interfaces,
+)
 
 ENV_FILE = "/etc/accelstack/env"
 SCRIPT_DIR = "/opt/accelstack"
@@ -350,21 +356,11 @@ class StandaloneCluster(pulumi.ComponentResource):
             tags={**tags, "Name": f"{name}-nodes"},
             opts=self._child(),
         )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-self-ingress",
-            security_group_id=sg.id,
-            ip_protocol="-1",
-            referenced_security_group_id=sg.id,
-            description="nodes: all from self (EFA, NCCL)",
-            opts=self._child(),
-        )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-self-egress",
-            security_group_id=sg.id,
-            ip_protocol="-1",
-            referenced_security_group_id=sg.id,
-            description="nodes: all to self (EFA needs it)",
-            opts=self._child(),
+        allow_all_within(
+            name,
+            sg.id,
+            self._child(),
+            ("nodes: all from self (EFA, NCCL)", "nodes: all to self (EFA needs it)"),
         )
         for port in EGRESS_PORTS:
             aws.vpc.SecurityGroupEgressRule(
