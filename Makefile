@@ -43,7 +43,7 @@ bench: $(STAMP)
 
 schema: $(STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
-	$(PY) -m accelstack.spec_docs
+	$(PY) -m accelstack.spec.docs
 
 golden: $(STAMP)
 	ACCELSTACK_UPDATE_GOLDEN=1 $(PY) -m pytest -q -k golden

@@ -1,6 +1,6 @@
 """The Pulumi program: stacks/<stack>.yaml -> resolve -> cost guard -> components.
 
-Thin on purpose: all logic lives in `components.program.build`, which `accelstack plan` also
+Thin on purpose: all logic lives in `accelstack.components.program.build`, which `accelstack plan` also
 runs offline under Pulumi's mocks (with the same cost-guard hook).
 """
 
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pulumi
 
-from accelstack.plan import enforce_guard
+from accelstack.components.program import build
+from accelstack.cost.guard import enforce
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
-from components.program import build
 
 config = pulumi.Config("accelstack")
 stack = resolve(load_spec(config.get("spec") or f"stacks/{pulumi.get_stack()}.yaml"))
-enforce_guard(stack)  # raises before any resource is registered when over budget
+enforce(stack)  # raises before any resource is registered when over budget
 for key, value in build(stack).items():
     pulumi.export(key, value)

@@ -17,6 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from accelstack.components.program import build  # noqa: E402
 from accelstack.plan import run_plan  # noqa: E402
 from accelstack.resolve import Stack, resolve  # noqa: E402
 from accelstack.spec import load_spec, parse_spec  # noqa: E402
@@ -44,7 +45,7 @@ def synthetic_spec(pools: int = 16) -> dict[str, Any]:
 
 def largest_preset() -> Path:
     sizes = {p: len(load_spec(p).pools) for p in sorted((ROOT / "stacks").glob("*.yaml"))}
-    counts = {p: len(run_plan(resolve(load_spec(p))).resources) for p in sizes}
+    counts = {p: len(run_plan(resolve(load_spec(p)), build).resources) for p in sizes}
     return max(counts, key=lambda p: (counts[p], p.name))
 
 
@@ -52,7 +53,7 @@ def measure(stack: Stack, runs: int) -> tuple[list[float], int]:
     times, count = [], 0
     for _ in range(runs):
         t0 = time.perf_counter()
-        plan = run_plan(stack, guard=False)
+        plan = run_plan(stack, build, guard=False)
         times.append(time.perf_counter() - t0)
         count = len(plan.resources)
     return times, count
@@ -63,7 +64,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    run_plan(resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml")), guard=False)
+    run_plan(resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml")), build, guard=False)
     print(
         f"first plan in a fresh process (imports pulumi, pulumi_aws): "
         f"{time.perf_counter() - t0:.2f} s"

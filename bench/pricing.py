@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/pricing.py [--runs N]
 For every preset, in one process: the median over N runs of
-  plan      `run_plan(stack, guard=False)` (the Pulumi program under mocks),
+  plan      `run_plan(stack, build, guard=False)` (the Pulumi program under mocks),
   spec      `check_budget(stack)`: price from the spec + training estimate + limits
             (what the Pulumi program runs before it registers anything),
   plan-px   `price_plan(stack, plan.resources)` (what `accelstack plan` prints),
@@ -22,9 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accelstack.compare import compare  # noqa: E402
-from accelstack.cost import price_plan  # noqa: E402
-from accelstack.guard import check_budget  # noqa: E402
+from accelstack.components.program import build  # noqa: E402
+from accelstack.cost.compare import compare  # noqa: E402
+from accelstack.cost.guard import check_budget  # noqa: E402
+from accelstack.cost.pricing import price_plan  # noqa: E402
 from accelstack.plan import run_plan  # noqa: E402
 from accelstack.resolve import resolve  # noqa: E402
 from accelstack.spec import load_spec  # noqa: E402
@@ -49,8 +50,8 @@ def main() -> int:
     ratios = []
     for path in presets:
         stack = resolve(load_spec(path))
-        plan = run_plan(stack, guard=False)  # warm imports once
-        t_plan = median_ms(lambda s=stack: run_plan(s, guard=False), args.runs)
+        plan = run_plan(stack, build, guard=False)  # warm imports once
+        t_plan = median_ms(lambda s=stack: run_plan(s, build, guard=False), args.runs)
         t_spec = median_ms(lambda s=stack: check_budget(s), args.runs)
         t_ppx = median_ms(lambda s=stack, p=plan: price_plan(s, p.resources), args.runs)
         t_cmp = median_ms(lambda s=stack: compare(s), args.runs)

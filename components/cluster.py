@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from accelstack.resolve import Stack
-from components.common import (
+from accelstack.components.common import (
     assume_role_policy,
     managed_policy_output,
     short_hash,
     stable_tags,
 )
+from accelstack.resolve import Stack
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 #: Add-ons that run before any node exists (coredns is in SystemNodeGroup: it needs nodes).

@@ -13,8 +13,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.common import policy_json, stable_tags
 from accelstack.resolve import Stack
-from components.common import policy_json, stable_tags
 
 
 def bucket_name(stack_name: str, account_id: str) -> str:

@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from accelstack.components.nodegroup import EFA_LABEL
 from accelstack.resolve import ResolvedPool, Stack
-from components.nodegroup import EFA_LABEL
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from accelstack.components.common import stable_tags
 from accelstack.resolve import Stack
-from components.common import stable_tags
 
 #: Lustre ports (AWS FSx for Lustre file-system access control).
 LUSTRE_PORTS = ((988, 988), (1018, 1023))

@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.common import stable_tags
 from accelstack.resolve import Stack
-from components.common import stable_tags
 
 
 def subnet_cidrs(vpc_cidr: str, zone_ids: tuple[str, ...]) -> dict[str, tuple[str, str]]:

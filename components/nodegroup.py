@@ -15,8 +15,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
 from accelstack.resolve import ResolvedPool, Stack
-from components.common import assume_role_policy, managed_policy_output, stable_tags
 
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",

@@ -8,22 +8,22 @@ from collections.abc import Callable
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
 
-from accelstack.resolve import Stack
-from components.cluster import Cluster, ClusterArgs
-from components.compile_cache import CompileCache, CompileCacheArgs
-from components.device_plugins import DevicePlugins, DevicePluginsArgs
-from components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
-from components.network import Network, NetworkArgs
-from components.nodegroup import (
+from accelstack.components.cluster import Cluster, ClusterArgs
+from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
+from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
+from accelstack.components.network import Network, NetworkArgs
+from accelstack.components.nodegroup import (
     AcceleratorNodeGroup,
     AcceleratorNodeGroupArgs,
     ClusterRef,
     SystemNodeGroup,
     SystemNodeGroupArgs,
 )
-from components.standalone import build_standalone
+from accelstack.components.provider import aws_context
+from accelstack.components.standalone import build_standalone
+from accelstack.resolve import Stack
 
 
 def _cache_url(stack: Stack, pool: str) -> Callable[[str], str]:
@@ -33,22 +33,75 @@ def _cache_url(stack: Stack, pool: str) -> Callable[[str], str]:
     return url
 
 
-def aws_context(
+def _compile_cache(
     stack: Stack,
-) -> tuple[pulumi.ResourceOptions, pulumi.Output[str], pulumi.Output[str]]:
-    """(options with the stack's AWS provider, partition, account id) for either program.
-
-    One explicit provider: the spec decides the region, and user tags reach every AWS resource
-    through default_tags (so changing them never touches stateful resource inputs)."""
-    provider = aws.Provider(
-        f"{stack.name}-aws",
-        region=stack.region,
-        default_tags={"tags": dict(sorted(stack.tags.items()))},
+    cluster: Cluster,
+    account_id: pulumi.Output[str],
+    partition: pulumi.Output[str],
+    top: pulumi.ResourceOptions,
+) -> dict[str, Any]:
+    """The Neuron compile cache bucket and its per-pool URLs, when the stack has one."""
+    if not stack.compile_cache_enabled:
+        return {}
+    cache = CompileCache(
+        f"{stack.name}-compile-cache",
+        CompileCacheArgs.from_stack(stack, cluster.cluster_name, account_id, partition),
+        opts=top,
     )
-    invoke = pulumi.InvokeOutputOptions(provider=provider)
-    partition = aws.get_partition_output(opts=invoke).partition
-    account_id = aws.get_caller_identity_output(opts=invoke).account_id
-    return pulumi.ResourceOptions(providers={"aws": provider}), partition, account_id
+    return {
+        "compileCacheBucket": cache.bucket_name,
+        "compileCacheUrls": {
+            p.name: cache.bucket_name.apply(_cache_url(stack, p.name))
+            for p in stack.pools
+            if p.compile_cache
+        },
+    }
+
+
+def _file_system(
+    stack: Stack,
+    network: Network,
+    cluster: Cluster,
+    plugins: DevicePlugins,
+    system: SystemNodeGroup,
+    top: pulumi.ResourceOptions,
+) -> dict[str, Any]:
+    """FSx for Lustre in the workload pool's zone plus the claim the jobs mount, when asked."""
+    name = stack.name
+    wl = stack.workload_pool
+    fs_args = FileSystemArgs.from_stack(
+        stack,
+        subnet_id=network.private_subnet_ids[wl.zone_id],
+        vpc_id=network.vpc_id,
+        client_security_group_ids=[cluster.cluster_security_group_id],
+    )
+    if fs_args is None:
+        return {}
+    fs = FileSystem(f"{name}-fsx", fs_args, opts=top)
+    claim = stack.fsx_claim_name
+    assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
+    FsxClaim(
+        f"{name}-fsx-claim",
+        FsxClaimArgs(
+            cluster_name=cluster.cluster_name,
+            provider=plugins.provider,
+            namespace=stack.catalog.defaults.training_namespace,
+            claim_name=claim,
+            storage_gib=fs_args.storage_gib,
+            file_system_id=fs.file_system_id,
+            dns_name=fs.dns_name,
+            mount_name=fs.mount_name,
+            depends_on=[plugins.namespace, system.node_group],
+            tags=fs_args.tags,
+        ),
+        opts=top,
+    )
+    return {
+        "fsxFileSystemId": fs.file_system_id,
+        "fsxDnsName": fs.dns_name,
+        "fsxMountName": fs.mount_name,
+        "fsxClaim": claim,
+    }
 
 
 def build(stack: Stack) -> dict[str, Any]:
@@ -99,18 +152,7 @@ def build(stack: Stack) -> dict[str, Any]:
         "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
     }
 
-    if stack.compile_cache_enabled:
-        cache = CompileCache(
-            f"{name}-compile-cache",
-            CompileCacheArgs.from_stack(stack, cluster.cluster_name, account_id, partition),
-            opts=top,
-        )
-        outputs["compileCacheBucket"] = cache.bucket_name
-        outputs["compileCacheUrls"] = {
-            p.name: cache.bucket_name.apply(_cache_url(stack, p.name))
-            for p in stack.pools
-            if p.compile_cache
-        }
+    outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
 
     plugins = DevicePlugins(
         f"{name}-device-plugins",
@@ -118,35 +160,5 @@ def build(stack: Stack) -> dict[str, Any]:
         opts=top,
     )
 
-    wl = stack.workload_pool
-    fs_args = FileSystemArgs.from_stack(
-        stack,
-        subnet_id=network.private_subnet_ids[wl.zone_id],
-        vpc_id=network.vpc_id,
-        client_security_group_ids=[cluster.cluster_security_group_id],
-    )
-    if fs_args is not None:
-        fs = FileSystem(f"{name}-fsx", fs_args, opts=top)
-        outputs["fsxFileSystemId"] = fs.file_system_id
-        outputs["fsxDnsName"] = fs.dns_name
-        outputs["fsxMountName"] = fs.mount_name
-        claim = stack.fsx_claim_name
-        assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
-        FsxClaim(
-            f"{name}-fsx-claim",
-            FsxClaimArgs(
-                cluster_name=cluster.cluster_name,
-                provider=plugins.provider,
-                namespace=stack.catalog.defaults.training_namespace,
-                claim_name=claim,
-                storage_gib=fs_args.storage_gib,
-                file_system_id=fs.file_system_id,
-                dns_name=fs.dns_name,
-                mount_name=fs.mount_name,
-                depends_on=[plugins.namespace, system.node_group],
-                tags=fs_args.tags,
-            ),
-            opts=top,
-        )
-        outputs["fsxClaim"] = claim
+    outputs.update(_file_system(stack, network, cluster, plugins, system, top))
     return outputs

@@ -29,22 +29,28 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from accelstack.resolve import ResolvedPool, Stack
-from components.common import assume_role_policy, managed_policy_arn, policy_json, stable_tags
-from components.compile_cache import (
+from accelstack.components.common import (
+    assume_role_policy,
+    managed_policy_arn,
+    policy_json,
+    stable_tags,
+)
+from accelstack.components.compile_cache import (
     bucket_arn,
     pod_identity_policy,
     secure_bucket,
 )
-from components.filesystem import FileSystem, FileSystemArgs
-from components.network import Network, NetworkArgs
-from components.nodegroup import (
+from accelstack.components.filesystem import FileSystem, FileSystemArgs
+from accelstack.components.network import Network, NetworkArgs
+from accelstack.components.nodegroup import (
     IMDS,
     POOL_LABEL,
     allow_all_within,
     capacity_reservation,
     efa_network_interfaces,
 )
+from accelstack.components.provider import aws_context
+from accelstack.resolve import ResolvedPool, Stack
 
 ENV_FILE = "/etc/accelstack/env"
 SCRIPT_DIR = "/opt/accelstack"
@@ -556,7 +562,6 @@ class StandaloneCluster(pulumi.ComponentResource):
 
 def build_standalone(stack: Stack) -> dict[str, Any]:
     """`components.program.build` for orchestration ec2: network, then the cluster."""
-    from components.program import aws_context  # program imports this module
 
     name = stack.name
     top, partition, account_id = aws_context(stack)

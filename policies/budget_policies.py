@@ -4,7 +4,7 @@
 blocks); tests import this module and call each policy's `validate` directly.
 
 * `accelstack-budget` (stack policy, mandatory): prices every resource of the preview with the
-  rules of `accelstack.cost` (keyed on the Pulumi type, reading `resource.props`) and refuses
+  rules of `accelstack.cost.pricing` (keyed on the Pulumi type, reading `resource.props`) and refuses
   the update when the hourly, monthly or per-run figure exceeds the limits in policy config.
   Unpriceable resources (no rule, not free, no catalog price) are violations: fail closed.
 * `no-open-ingress`: no security-group ingress from 0.0.0.0/0 or ::/0.
@@ -34,7 +34,7 @@ from pulumi_policy import (
 )
 
 from accelstack.catalog import PURCHASE_OPTIONS, load_catalog
-from accelstack.cost import Resource, price_resources
+from accelstack.cost.pricing import Resource, price_resources
 from accelstack.errors import AccelstackError
 
 ReportViolation = Callable[..., None]

@@ -265,15 +265,15 @@ def test_help_everywhere(capsys):
 
 
 def test_spec_reference_doc_is_current():
-    from accelstack.spec_docs import spec_reference
+    from accelstack.spec.docs import spec_reference
 
     assert (ROOT / "docs" / "spec.md").read_text() == spec_reference(), (
-        "run `python -m accelstack.spec_docs`"
+        "run `python -m accelstack.spec.docs`"
     )
 
 
 def test_new_cheapest_matches_compare_pick(project: Path, capsys):
-    from accelstack.compare import cheapest_target
+    from accelstack.cost.compare import cheapest_target
 
     expected = cheapest_target(
         load_spec(project / "stacks" / "llama3-70b-p5.yaml"), options=("on-demand",)

@@ -12,20 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog.sizing import memory_fit
 from accelstack.cli import main
-from accelstack.compare import (
+from accelstack.cost.compare import (
     COMPARE_OPTIONS,
     DEFAULT_TYPES,
     cheapest_target,
     compare,
     render,
 )
+from accelstack.cost.guard import check_budget
 from accelstack.errors import AccelstackError, SpecError, VerdictError
-from accelstack.guard import check_budget
 from accelstack.resolve import resolve
-from accelstack.retarget import retarget
-from accelstack.sizing import memory_fit
 from accelstack.spec import parse_spec
+from accelstack.spec.retarget import retarget
 
 from .conftest import STACKS
 

@@ -10,18 +10,21 @@ from typing import Any
 import pytest
 
 from accelstack.catalog import Catalog
-from accelstack.resolve import ResolvedPool, Stack, resolve
-from accelstack.spec import parse_spec
-from components.cluster import kubeconfig
-from components.compile_cache import (
+from accelstack.components.cluster import kubeconfig
+from accelstack.components.compile_cache import (
     bucket_policy_document,
     lifecycle_rules,
     pod_identity_policy,
     pod_identity_trust_policy,
 )
-from components.device_plugins import EFA_CHART, NEURON_CHART, NVIDIA_CHART, plugin_releases
-from components.network import subnet_cidrs
-from components.nodegroup import (
+from accelstack.components.device_plugins import (
+    EFA_CHART,
+    NEURON_CHART,
+    NVIDIA_CHART,
+    plugin_releases,
+)
+from accelstack.components.network import subnet_cidrs
+from accelstack.components.nodegroup import (
     EFA_LABEL,
     POOL_LABEL,
     ami_parameter_name,
@@ -33,6 +36,8 @@ from components.nodegroup import (
     node_taints,
     nodeadm_user_data,
 )
+from accelstack.resolve import ResolvedPool, Stack, resolve
+from accelstack.spec import parse_spec
 
 
 def small_spec(catalog: Catalog, instance_type: str, **pool: Any) -> dict[str, Any]:
@@ -265,7 +270,7 @@ def test_accelstack_imports_without_pulumi() -> None:
     import sys
 
     code = (
-        "import sys, accelstack.plan, accelstack.cli, accelstack.commands.plan_cmds;"
+        "import sys, accelstack.plan, accelstack.cli, accelstack.cli.plan_cmds;"
         "sys.exit('pulumi' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from accelstack.catalog import Catalog
-from accelstack.cost import (
+from accelstack.cost.pricing import (
     FREE,
     RULES,
     Resource,

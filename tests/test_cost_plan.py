@@ -8,19 +8,20 @@ from typing import Any
 
 import pytest
 
-from accelstack.cost import FREE, RULES, covered, price_plan, price_stack
-from accelstack.guard import report_for_plan
-from accelstack.plan import Plan, run_plan
+from accelstack.cost.guard import report_for_plan
+from accelstack.cost.pricing import FREE, RULES, covered, price_plan, price_stack
+from accelstack.plan import Plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 
 from .conftest import PRESETS, preset_ids
+from .helpers_plan import plan_stack
 
 
 @lru_cache(maxsize=16)
 def planned(preset: Path) -> tuple[Stack, Plan]:
     stack = resolve(load_spec(preset))
-    return stack, run_plan(stack)
+    return stack, plan_stack(stack)
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelstack.catalog import Catalog, load_catalog
+from accelstack.cost.estimate import estimate_training, run_cost, training_flops
+from accelstack.cost.guard import check_budget
 from accelstack.errors import CatalogError
-from accelstack.estimate import estimate_training, run_cost, training_flops
-from accelstack.guard import check_budget
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, load_spec, parse_spec
 

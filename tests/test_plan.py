@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
-import types
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,11 +15,13 @@ import yaml
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.cli import main
 from accelstack.errors import VerdictError
-from accelstack.plan import Plan, PlanError, PlannedResource, fake_ami, load_guard, run_plan
+from accelstack.plan import Plan, PlanError, PlannedResource, fake_ami, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
 from tests.conftest import PRESETS, ROOT, compare_golden, preset_ids
 from tests.test_components import EFA_COUNTS, small_spec
+
+from .helpers_plan import plan_stack
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -37,17 +37,17 @@ STATEFUL = (BUCKET, FSX, KMS)
 
 @cache
 def preset_plan(stem: str) -> Plan:
-    return run_plan(resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")))
+    return plan_stack(resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")))
 
 
 @cache
 def type_plan(itype: str, **_: Any) -> Plan:
     cat = load_catalog()
-    return run_plan(resolve(parse_spec(small_spec(cat, itype), "<test>"), cat))
+    return plan_stack(resolve(parse_spec(small_spec(cat, itype), "<test>"), cat))
 
 
 def plan_data(data: dict[str, Any]) -> Plan:
-    return run_plan(resolve(parse_spec(data, "<test>")))
+    return plan_stack(resolve(parse_spec(data, "<test>")))
 
 
 def pool_lt(plan: Plan, pool: str) -> PlannedResource:
@@ -90,7 +90,7 @@ def test_plan_json_is_stable_and_sorted() -> None:
     plan = preset_plan("mixed-trn2-p5")
     keys = [(r.type, r.name) for r in plan.resources]
     assert keys == sorted(keys)
-    again = run_plan(resolve(load_spec(ROOT / "stacks" / "mixed-trn2-p5.yaml")))
+    again = plan_stack(resolve(load_spec(ROOT / "stacks" / "mixed-trn2-p5.yaml")))
     assert again.to_json() == plan.to_json()
     doc = json.loads(plan.to_json())
     assert doc["version"] == 1 and doc["summary"]["resources"] == len(plan.resources)
@@ -437,7 +437,7 @@ def test_budget_tags_and_nodes_keep_names_and_stateful_inputs() -> None:
     data["budget"] = {"max_hourly_usd": 9999, "max_run_usd": 9_999_999}
     data["tags"] = {"team": "another-team", "new-tag": "x"}
     data["pools"][0]["nodes"] = 24
-    changed = run_plan(resolve(parse_spec(data, str(path))))
+    changed = plan_stack(resolve(parse_spec(data, str(path))))
     assert [(r.type, r.name) for r in changed.resources] == [
         (r.type, r.name) for r in base.resources
     ]
@@ -484,7 +484,7 @@ def test_unknown_lookup_fails_cleanly_and_the_next_plan_works(tiny_stack: Stack)
         run_plan(tiny_stack, build=build)
     assert "no offline answer for lookup 'aws:ec2/getAmi:getAmi'" in str(err.value)
     assert "\n" not in str(err.value)
-    assert len(run_plan(tiny_stack).resources) == len(preset_plan("trn1-finetune").resources)
+    assert len(plan_stack(tiny_stack).resources) == len(preset_plan("trn1-finetune").resources)
 
 
 def test_program_exception_fails_cleanly(tiny_stack: Stack) -> None:
@@ -499,14 +499,12 @@ def test_guard_refusal_registers_nothing(
     tiny_stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[str] = []
-    fake = types.ModuleType("accelstack.guard")
 
     def enforce(stack: Stack) -> None:
         calls.append(stack.name)
         raise VerdictError(f"{stack.name}: over budget")
 
-    fake.enforce = enforce  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "accelstack.guard", fake)
+    monkeypatch.setattr("accelstack.plan.engine.enforce", enforce)
     built: list[str] = []
 
     def build(stack: Stack) -> dict[str, Any]:
@@ -521,7 +519,6 @@ def test_guard_refusal_registers_nothing(
 def test_over_budget_spec_registers_nothing_with_the_real_guard(
     tiny_stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("accelstack.guard")
     data = copy.deepcopy(read_yaml(ROOT / "stacks" / "trn1-finetune.yaml"))
     data["budget"] = {"max_hourly_usd": 0.5}
     stack = resolve(parse_spec(data, "trn1-finetune.yaml"))
@@ -566,13 +563,13 @@ def test_cli_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     assert "1 of 2 specs passed" in captured.out and "trn9.huge" in captured.err
     assert main(["check", str(tmp_path / "missing")]) == 2
-    if load_guard() is not None:  # an over-budget spec is a verdict: exit 1, not 2
-        (tmp_path / "broken.yaml").unlink()
-        (tmp_path / "trn1-finetune.yaml").write_text(
-            yaml.safe_dump(dict(good, budget={"max_hourly_usd": 0.5}))
-        )
-        assert main(["check", str(tmp_path)]) == 1
-        assert "over budget" in capsys.readouterr().err
+    # an over-budget spec is a verdict: exit 1, not 2
+    (tmp_path / "broken.yaml").unlink()
+    (tmp_path / "trn1-finetune.yaml").write_text(
+        yaml.safe_dump(dict(good, budget={"max_hourly_usd": 0.5}))
+    )
+    assert main(["check", str(tmp_path)]) == 1
+    assert "over budget" in capsys.readouterr().err
 
 
 def test_existing_compile_cache_bucket_is_used_not_created(catalog: Catalog) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from accelstack.cost import billable_resources, price_stack
+from accelstack.cost.pricing import billable_resources, price_stack
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from policies import budget_policies as bp

@@ -489,7 +489,7 @@ GENERATED = f"trn1-multinode-ncc-{MOTO_ACCOUNT}"
 
 
 def test_generated_bucket_name_matches_the_component() -> None:
-    from components.compile_cache import bucket_name
+    from accelstack.components.compile_cache import bucket_name
 
     assert generated_bucket_name("trn1-multinode", MOTO_ACCOUNT) == bucket_name(
         "trn1-multinode", MOTO_ACCOUNT

@@ -12,15 +12,15 @@ import yaml
 from botocore.stub import ANY, Stubber
 
 from accelstack.catalog import CATALOG_DIR, load_catalog
-from accelstack.cli import main
-from accelstack.errors import AccelstackError
-from accelstack.prices_refresh import (
+from accelstack.catalog.refresh import (
     AwsPriceSource,
     Quote,
     format_row,
     refresh_file,
     refresh_text,
 )
+from accelstack.cli import main
+from accelstack.errors import AccelstackError
 
 TODAY = "2026-11-22"
 

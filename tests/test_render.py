@@ -30,6 +30,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 
 from .conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
+from .helpers_plan import plan_stack
 from .helpers_render import (
     SHELLCHECK,
     SHELLCHECK_ARGS,
@@ -259,10 +260,9 @@ def test_indexed_job_matches_catalog(preset: str) -> None:
 def test_service_account_and_claim_match_the_plan() -> None:
     """The components bind the compile-cache role to the account the pods run as, create that
     ServiceAccount, and create the FSx claim the pods mount (read from the real plan)."""
-    from accelstack.plan import run_plan
 
     stack = preset_stack("llama3-70b-trn2")
-    plan = run_plan(stack)
+    plan = plan_stack(stack)
     by_type: dict[str, list[dict[str, Any]]] = {}
     for r in plan.resources:
         by_type.setdefault(r.type, []).append(r.inputs)

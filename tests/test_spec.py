@@ -455,7 +455,7 @@ def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catal
     import yaml
 
     from accelstack.cli import main
-    from accelstack.cost import price_stack
+    from accelstack.cost.pricing import price_stack
 
     data = copy.deepcopy(BASE)
     data["cluster"] = {"kubernetes_version": "1.33"}

@@ -15,13 +15,8 @@ from typing import Any
 import pytest
 
 from accelstack.catalog import load_catalog
-from accelstack.cost import price_plan, price_stack
-from accelstack.plan import ACCOUNT_ID, Answers, Plan, PlannedResource, fake_ami, run_plan
-from accelstack.render import render_node_script
-from accelstack.resolve import Stack, resolve
-from accelstack.spec import load_spec, parse_spec, read_yaml
-from components.compile_cache import bucket_name
-from components.standalone import (
+from accelstack.components.compile_cache import bucket_name
+from accelstack.components.standalone import (
     ENV_FILE,
     HEAD_UNKNOWN,
     RUN_COMMAND,
@@ -33,8 +28,14 @@ from components.standalone import (
     ssh_access,
     user_data,
 )
+from accelstack.cost.pricing import price_plan, price_stack
+from accelstack.plan import ACCOUNT_ID, Answers, Plan, PlannedResource, fake_ami
+from accelstack.render import render_node_script
+from accelstack.resolve import Stack, resolve
+from accelstack.spec import load_spec, parse_spec, read_yaml
 
 from .conftest import ROOT, STACKS, compare_golden
+from .helpers_plan import plan_stack
 from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS
 
 PRESET = "trn1-standalone"
@@ -106,7 +107,7 @@ def plan_of(key: str) -> Plan:
             )
         ),
     }
-    return run_plan(stacks[key]())
+    return plan_stack(stacks[key]())
 
 
 def lt_of(plan: Plan, pool: str) -> PlannedResource:
@@ -368,7 +369,7 @@ def test_workers_get_the_head_private_ip_through_output_apply(
         return rid, out
 
     monkeypatch.setattr(Answers, "new_resource", new_resource)
-    plan = run_plan(preset_stack())
+    plan = plan_stack(preset_stack())
     head, worker = instances(plan)
     assert env_lines(worker.inputs["userData"])["ACCELSTACK_HEAD_ADDR"] == "10.42.0.10"
     assert "ACCELSTACK_HEAD_ADDR" not in env_lines(head.inputs["userData"])

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelstack.catalog import Catalog
+from accelstack.catalog.sizing import memory_fit
 from accelstack.errors import Problem, SpecError, did_you_mean
-from accelstack.sizing import memory_fit
-from accelstack.spec import Spec, parse_spec
+from accelstack.spec.loader import parse_spec
+from accelstack.spec.models import Spec
 
 
 @dataclass

@@ -19,15 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelstack.catalog import RATE_ALIASES
-from accelstack.cost import ResourceLike, StackCost, price_plan, price_stack
-from accelstack.errors import VerdictError
-from accelstack.estimate import (
+from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
     RunCost,
     TrainingEstimate,
     estimate_training,
     run_cost,
 )
+from accelstack.cost.pricing import ResourceLike, StackCost, price_plan, price_stack
+from accelstack.errors import VerdictError
 from accelstack.resolve import Stack
 
 EST = "*"  # mark printed next to every figure that used an estimated price

@@ -93,7 +93,7 @@ def estimate_training(
     mfu: float | None = None,
 ) -> TrainingEstimate:
     """Estimate one training run of `workload` on `nodes` x `instance_type`."""
-    from accelstack.sizing import memory_fit
+    from accelstack.catalog.sizing import memory_fit
 
     inst = catalog.instance(instance_type)
     fam = catalog.families[inst.family]

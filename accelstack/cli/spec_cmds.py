@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
         """Clone a preset into stacks/NAME.yaml and write Pulumi.NAME.yaml."""
         import re
 
-        from accelstack.retarget import retarget
+        from accelstack.spec.retarget import retarget
 
         if not re.fullmatch(NAME_RE, name):
             raise SpecError(
@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
         catalog = load_catalog()
         picked = ""
         if cheapest:
-            from accelstack.compare import cheapest_target
+            from accelstack.cost.compare import cheapest_target
 
             if instance_type is not None or nodes is not None:
                 raise SpecError(

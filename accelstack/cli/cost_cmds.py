@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         Exits 1 with a one-line reason when a budget limit is exceeded.
         """
         from accelstack.catalog import load_catalog
-        from accelstack.guard import check_budget, render_report, verdict_json
+        from accelstack.cost.guard import check_budget, render_report, verdict_json
         from accelstack.resolve import resolve
         from accelstack.spec import load_spec
 
@@ -56,8 +56,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Price the same workload on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest."""
         from accelstack.catalog import load_catalog
-        from accelstack.compare import compare as run_compare
-        from accelstack.compare import render
+        from accelstack.cost.compare import compare as run_compare
+        from accelstack.cost.compare import render
         from accelstack.resolve import resolve
         from accelstack.spec import load_spec
 
@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Refresh instance prices from the AWS Pricing API, spot history and Savings Plans."""
-        from accelstack.prices_refresh import refresh_file
+        from accelstack.catalog.refresh import refresh_file
 
         summary = refresh_file(
             path=prices_file,

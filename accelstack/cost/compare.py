@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import Catalog, load_catalog
+from accelstack.cost.guard import Verdict, check_budget
 from accelstack.errors import CatalogError, VerdictError
-from accelstack.guard import Verdict, check_budget
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
 
@@ -151,7 +151,7 @@ def evaluate(
     reason = _availability(stack, instance_type)
     if reason is not None:
         return Candidate(instance_type, f"not available: {reason}")
-    from accelstack.sizing import memory_fit
+    from accelstack.catalog.sizing import memory_fit
 
     wl = stack.spec.workload
     fit = memory_fit(stack.catalog, instance_type, wl.model.params_billion, wl.precision)

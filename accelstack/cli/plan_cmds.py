@@ -3,25 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from accelstack.errors import AccelstackError, Problem, SpecError
 
+if TYPE_CHECKING:
+    from accelstack.plan import Plan, Program
+    from accelstack.resolve import Stack
+
 Format = Literal["text", "json"]
 
 
-def price_note(plan: object, stack: object) -> str | None:
-    """Seam for the cost module: `accelstack.guard.report_for_plan(stack, plan) -> str`."""
-    from accelstack.plan import load_guard
+def program() -> Program:
+    """The Pulumi program the plan engine runs: the CLI wires the components in."""
+    import warnings
 
-    guard = load_guard()
-    report = getattr(guard, "report_for_plan", None) if guard is not None else None
-    if report is None:
-        return None
-    text = report(stack, plan)
-    return str(text).rstrip("\n") if text else None
+    with warnings.catch_warnings():  # pulumi_aws deprecates its S3 *V2 classes on import
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from accelstack.components.program import build
+    program: Program = build
+    return program
+
+
+def price_note(plan: Plan, stack: Stack) -> str:
+    """The cost report for the planned resources, verdict line last."""
+    from accelstack.cost.guard import report_for_plan
+
+    return report_for_plan(stack, plan).rstrip("\n")
 
 
 def register(app: typer.Typer) -> None:
@@ -44,15 +54,13 @@ def register(app: typer.Typer) -> None:
             )
         catalog = load_catalog()
         stack = resolve(load_spec(spec, catalog), catalog)
-        result = run_plan(stack)
+        result = run_plan(stack, program())
         if fmt == "json":
             typer.echo(result.to_json(), nl=False)
             return
         typer.echo(result.to_text(), nl=False)
-        note = price_note(result, stack)
-        if note:
-            typer.echo("")
-            typer.echo(note)
+        typer.echo("")
+        typer.echo(price_note(result, stack))
 
     @app.command()
     def check(
@@ -74,7 +82,7 @@ def register(app: typer.Typer) -> None:
         for path in files:
             try:
                 stack = resolve(load_spec(path, catalog), catalog)
-                result = run_plan(stack)
+                result = run_plan(stack, program())
             except AccelstackError as exc:
                 failures.append(exc)
                 typer.echo(f"FAIL {path}")

@@ -1,6 +1,6 @@
 """The `accelstack` command line.
 
-Commands live in small modules under `accelstack/commands/`; each exposes `register(app)`.
+Commands live in small modules under `accelstack/cli/`; each exposes `register(app)`.
 Heavy imports (pulumi, boto3) happen inside the command functions so `--help` stays fast.
 Errors: every `AccelstackError` prints one line per problem on stderr and exits with its code
 (2 bad input, 1 verdict); nothing is created.
@@ -38,11 +38,11 @@ app = typer.Typer(
 
 #: Command modules, each with `register(app)`. One line per module.
 COMMAND_MODULES: tuple[str, ...] = (
-    "accelstack.commands.spec_cmds",
-    "accelstack.commands.plan_cmds",
-    "accelstack.commands.render_cmds",
-    "accelstack.commands.cost_cmds",
-    "accelstack.commands.preflight_cmds",
+    "accelstack.cli.spec_cmds",
+    "accelstack.cli.plan_cmds",
+    "accelstack.cli.render_cmds",
+    "accelstack.cli.cost_cmds",
+    "accelstack.cli.preflight_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -1,0 +1,269 @@
+"""Offline plan: run a Pulumi program under Pulumi's mock runtime and record every resource it
+registers, with its inputs, options and dependencies.
+
+The engine receives the program as a callable (`Program`: `build(stack) -> outputs`); it never
+imports the components itself (the CLI and the Pulumi program wire them in). No network, no AWS
+credentials: every provider lookup is answered by `accelstack.plan.lookups`, and an unknown
+lookup fails the plan. Pulumi is imported lazily inside functions so that `accelstack` imports
+without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from accelstack.cost.guard import enforce
+from accelstack.errors import AccelstackError
+from accelstack.plan.document import SECRET_MARK, Plan, PlanError, PlannedResource, normalise
+from accelstack.plan.lookups import Answers
+
+if TYPE_CHECKING:
+    from accelstack.resolve import Stack
+
+#: The program the engine runs: the stack in, the exports out.
+Program = Callable[["Stack"], dict[str, Any]]
+
+PROJECT = "accelstack"
+_LOCK = threading.Lock()  # the Pulumi runtime settings are process-global
+
+
+# Running the program under mocks
+# ---------------------------------------------------------------------------------------
+
+
+def _quiet_logger() -> logging.Logger:
+    """Pulumi's engine log (program errors with tracebacks) is summarised in PlanError."""
+    logger = logging.getLogger("accelstack.plan.engine")
+    logger.propagate = False
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    return logger
+
+
+def _drain(loop: Any) -> None:
+    """Cancel whatever a failed program left pending, so the next plan starts clean."""
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    # Worker threads made event loops of their own (Pulumi's mock monitor does); stop them now
+    # so those loops are collected while the interpreter is still whole.
+    loop.run_until_complete(loop.shutdown_default_executor())
+
+
+class _Recorder:
+    """What the mock monitor saw: one record per registration, their options, and the URN ->
+    logical-name map that turns parents into names. Pulumi calls it from worker threads."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.lock = threading.Lock()
+        self.records: dict[tuple[str, str], PlannedResource] = {}
+        self.options: dict[tuple[str, str], dict[str, Any]] = {}
+        self.duplicates: list[str] = []
+        self.urn_names: dict[str, str] = {}
+        self.loop = loop
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
+
+    def record(self, request: Any, inputs: dict[str, Any]) -> None:
+        key = (request.type, request.name)
+        with self.lock:
+            if key in self.records:
+                self.duplicates.append(f"{request.type} '{request.name}'")
+            parent = self.urn_names.get(request.parent) if request.parent else None
+            self.records[key] = PlannedResource(request.type, request.name, parent, inputs)
+            opts = {k: True for k in ("protect", "retainOnDelete") if getattr(request, k)}
+            if opts:
+                self.options[key] = opts
+
+    def name_urn(self, urn: str, name: str) -> None:
+        with self.lock:
+            self.urn_names[urn] = name
+
+    def note_thread_loop(self) -> None:
+        """Pulumi's mock monitor gives each worker thread an event loop; remember them so they
+        are closed with the plan (no ResourceWarning, no leak across plans)."""
+        try:
+            thread_loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+        if thread_loop is not self.loop:
+            with self.lock:
+                self.thread_loops.add(thread_loop)
+
+    def close_thread_loops(self) -> None:
+        for thread_loop in self.thread_loops:
+            if not thread_loop.is_running():
+                thread_loop.close()
+
+
+def _deserialize(obj: Any) -> dict[str, Any]:
+    from pulumi.runtime import rpc
+
+    return dict(rpc.deserialize_properties(obj, keep_unknowns=True))
+
+
+def _mocks(answers: Answers) -> Any:
+    """Pulumi `Mocks` answering from `answers` (unknown lookups raise there)."""
+    import pulumi
+    from pulumi.runtime import mocks
+
+    class _Mocks(pulumi.runtime.Mocks):
+        def call(self, args: mocks.MockCallArgs) -> Any:
+            return answers.call(args.token, dict(args.args))
+
+        def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+            return answers.new_resource(args.typ, args.name, dict(args.inputs))
+
+    return _Mocks()
+
+
+def _monitor(the_mocks: Any, rec: _Recorder) -> Any:
+    """A mock monitor that records every registration before answering it."""
+    from pulumi.runtime import mocks
+
+    class _Monitor(mocks.MockMonitor):
+        def RegisterResource(self, request: Any) -> Any:
+            is_stack = request.type == "pulumi:pulumi:Stack"
+            if not is_stack:
+                rec.record(request, normalise(_deserialize(request.object)))
+            resp = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+            if not is_stack:
+                rec.name_urn(resp.urn, request.name)
+            rec.note_thread_loop()
+            return resp
+
+        def Invoke(self, request: Any) -> Any:
+            try:
+                return super().Invoke(request)  # type: ignore[no-untyped-call]
+            finally:
+                rec.note_thread_loop()
+
+        def ReadResource(self, request: Any) -> Any:
+            resp = super().ReadResource(request)  # type: ignore[no-untyped-call]
+            rec.name_urn(resp.urn, request.name)
+            rec.note_thread_loop()
+            return resp
+
+    return _Monitor(the_mocks)
+
+
+def _start_runtime(stack: Stack, answers: Answers, rec: _Recorder) -> None:
+    import pulumi
+    from pulumi.runtime import settings
+
+    asyncio.set_event_loop(rec.loop)
+    settings.ROOT.set(None)  # a fresh root stack resource per plan
+    the_mocks = _mocks(answers)
+    pulumi.runtime.set_mocks(
+        the_mocks,
+        project=PROJECT,
+        stack=stack.name,
+        preview=False,
+        monitor=_monitor(the_mocks, rec),
+        logger=_quiet_logger(),
+    )
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+
+
+def _stop_runtime(rec: _Recorder) -> None:
+    from pulumi.runtime import settings
+
+    _drain(rec.loop)
+    rec.close_thread_loops()
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    settings.ROOT.set(None)
+    asyncio.set_event_loop(None)
+    rec.loop.close()
+
+
+def _execute(stack: Stack, build: Program, guard: bool) -> dict[str, tuple[Any, bool]]:
+    """Run `build` inside the mock runtime; the exports as {key: (value, is_secret)}."""
+    import pulumi
+    from pulumi.runtime.stack import run_pulumi_func
+    from pulumi.runtime.sync_await import _sync_await
+
+    resolved: dict[str, Any] = {}
+    exported: dict[str, Any] = {}
+
+    def keep(key: str) -> Callable[[Any], None]:
+        def store(value: Any) -> None:
+            resolved[key] = value
+
+        return store
+
+    def program() -> None:
+        if guard:
+            enforce(stack)
+        for key, value in build(stack).items():
+            out = pulumi.Output.from_input(value)
+            out.apply(keep(key))
+            exported[key] = out
+
+    _sync_await(run_pulumi_func(program))
+    return {
+        k: (resolved[k], _sync_await(o.is_secret())) for k, o in exported.items() if k in resolved
+    }
+
+
+def _failure(stack: Stack, answers: Answers, exc: Exception) -> PlanError:
+    """One line for a failed program: the lookup with no answer, else the program's error."""
+    if answers.errors:
+        return PlanError(f"{stack.name}: {answers.errors[0]}")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return PlanError(f"{stack.name}: the program failed: {type(exc).__name__}: {first}")
+
+
+def _assemble(
+    stack: Stack, answers: Answers, rec: _Recorder, exports: dict[str, tuple[Any, bool]]
+) -> Plan:
+    if answers.errors:
+        raise PlanError(f"{stack.name}: {answers.errors[0]}")
+    if rec.duplicates:
+        raise PlanError(
+            f"{stack.name}: two resources share the name {rec.duplicates[0]}; "
+            "logical names must be unique per type"
+        )
+    outputs = {
+        k: SECRET_MARK if secret else normalise(v) for k, (v, secret) in sorted(exports.items())
+    }
+    return Plan(
+        stack=stack.name,
+        region=stack.region,
+        resources=sorted(rec.records.values(), key=lambda r: (r.type, r.name)),
+        outputs=outputs,
+        options=dict(sorted(rec.options.items())),
+        lookups=[json.loads(x) for x in sorted(answers.lookups)],
+    )
+
+
+def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
+    """Plan `stack` offline by running `build` (the Pulumi program) under mocks. With `guard`,
+    the budget is enforced before the program runs (priced from the spec) and after it (priced
+    from what it declared). Raises PlanError with one line on any failure."""
+    with _LOCK:
+        answers = Answers(stack)
+        rec = _Recorder(asyncio.new_event_loop())
+        _start_runtime(stack, answers, rec)
+        try:
+            exports = _execute(stack, build, guard)
+        except AccelstackError:
+            raise
+        except Exception as exc:  # the program raised, or a lookup had no answer
+            if os.environ.get("ACCELSTACK_PLAN_DEBUG"):
+                raise
+            raise _failure(stack, answers, exc) from None
+        finally:
+            _stop_runtime(rec)
+        plan = _assemble(stack, answers, rec, exports)
+    if guard:  # the same verdict, priced from what the program actually declared
+        enforce(stack, plan.resources)
+    return plan

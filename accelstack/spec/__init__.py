@@ -1,0 +1,53 @@
+"""The spec stage: one YAML file per stack (`stacks/NAME.yaml`), validated in two passes:
+shape (`models`), then cross-field rules against the catalog (`rules`); `loader` reads files
+and turns every failure into one-line problems; `docs` renders docs/spec.md; `retarget`
+rewrites a spec for another instance type (`accelstack new`)."""
+
+from accelstack.spec.loader import load_spec, parse_spec, read_yaml, translate
+from accelstack.spec.models import (
+    BUCKET_RE,
+    NAME_RE,
+    POOL_RE,
+    RESERVED_ENV_NAMES,
+    Budget,
+    Cluster,
+    CompileCache,
+    Model,
+    Network,
+    Pool,
+    Purchase,
+    Spec,
+    Standalone,
+    Storage,
+    SystemNodes,
+    Workload,
+    json_schema,
+)
+from accelstack.spec.rules import RULES, Rule, check_rules
+
+__all__ = [
+    "BUCKET_RE",
+    "NAME_RE",
+    "POOL_RE",
+    "RESERVED_ENV_NAMES",
+    "RULES",
+    "Budget",
+    "Cluster",
+    "CompileCache",
+    "Model",
+    "Network",
+    "Pool",
+    "Purchase",
+    "Rule",
+    "Spec",
+    "Standalone",
+    "Storage",
+    "SystemNodes",
+    "Workload",
+    "check_rules",
+    "json_schema",
+    "load_spec",
+    "parse_spec",
+    "read_yaml",
+    "translate",
+]

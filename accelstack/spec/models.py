@@ -1,0 +1,282 @@
+"""The spec's shape: pydantic v2 models (unknown keys refused, ranges enforced) and the
+names and patterns the rules share. Cross-field rules live in `accelstack.spec.rules`."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from accelstack.catalog import PurchaseOption
+
+NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
+POOL_RE = r"^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$"
+RESERVATION_RE = r"^cr-[0-9a-f]{8,17}$"
+BUCKET_RE = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+ENV_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: Env var names that look like credentials are refused: secrets never go into rendered files.
+SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY)", re.I)
+OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
+#: Shell variables the rendered node script uses itself, and variables that change how bash
+#: runs it: workload.env may not set them (it may override every exported setting, e.g.
+#: NCCL_DEBUG).
+RESERVED_ENV_NAMES = frozenset(
+    {
+        "orchestrator",
+        "nnodes",
+        "node_rank",
+        "head_addr",
+        "rdzv_port",
+        "rdzv_id",
+        "slurm_hosts",
+        "is_host",
+        "rdzv_timeout",
+        "torchrun_bin",
+        "torchrun_args",
+        "entrypoint",
+        "workload_args",
+        "cache_url_default",
+        "IFS",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "PATH",
+    }
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class Purchase(Strict):
+    """How a pool's instances are bought."""
+
+    option: PurchaseOption = Field(
+        "on-demand",
+        description="on-demand, spot, savings-plan-1y, savings-plan-3y, capacity-block "
+        "(EC2 Capacity Block for ML) or reservation (on-demand capacity reservation)",
+    )
+    reservation_id: Annotated[str, Field(pattern=RESERVATION_RE)] | None = Field(
+        None, description="cr-... id; required for capacity-block and reservation"
+    )
+
+
+class Pool(Strict):
+    """One group of identical accelerator nodes."""
+
+    name: str = Field(pattern=POOL_RE, description="pool name, used in resource names")
+    instance_type: str = Field(description="an accelerated type from the catalog")
+    nodes: int = Field(ge=1, le=512, description="node count")
+    purchase: Purchase = Field(default_factory=Purchase, description="how nodes are bought")
+    efa: bool | None = Field(None, description="EFA on/off; default on where the type has it")
+    efa_interface_style: Literal["efa", "efa-only"] | None = Field(
+        None,
+        description="interface type on network cards 1..N-1: 'efa' (EFA + ENA) or "
+        "'efa-only' (saves IP addresses); card 0 is always 'efa'",
+    )
+    root_volume_gib: int | None = Field(None, ge=50, le=16384, description="gp3 root volume")
+    availability_zone: str | None = Field(
+        None,
+        description="zone name or id for this pool; default: the stack's, else the first "
+        "zone the catalog says offers the type",
+    )
+    logical_cores: Literal[1, 2] | None = Field(
+        None, description="Neuron logical NeuronCore config (LNC); default from the family"
+    )
+    compile_cache: bool | None = Field(
+        None, description="use the stack's Neuron compile cache; default on for Neuron pools"
+    )
+
+
+class SystemNodes(Strict):
+    """The small CPU node group that runs cluster add-ons (untainted)."""
+
+    instance_type: str | None = Field(None, description="CPU type for cluster add-ons")
+    nodes: int | None = Field(None, ge=1, le=20, description="system node count")
+    root_volume_gib: int | None = Field(None, ge=20, le=2048, description="gp3 root volume")
+
+
+class Cluster(Strict):
+    """EKS control plane settings (orchestration: eks)."""
+
+    kubernetes_version: str | None = Field(None, description="EKS Kubernetes version")
+    endpoint_public_access: bool = Field(False, description="public API endpoint")
+    public_access_cidrs: tuple[str, ...] = Field(
+        (), description="CIDRs allowed to reach a public endpoint; 0.0.0.0/0 is refused"
+    )
+    admin_principal_arns: tuple[str, ...] = Field(
+        (), description="IAM principals given cluster-admin through EKS access entries"
+    )
+    system_nodes: SystemNodes = Field(
+        default_factory=SystemNodes, description="CPU node group for add-ons"
+    )
+
+
+class Standalone(Strict):
+    """Settings for orchestration: ec2 (standalone instances on DLAMIs)."""
+
+    ssh_key_name: str | None = Field(None, description="EC2 key pair; default none (SSM only)")
+    ssh_cidrs: tuple[str, ...] = Field((), description="source CIDRs for SSH; needs ssh_key_name")
+    install_slurm: bool = Field(False, description="also render an sbatch file")
+
+
+class Network(Strict):
+    """VPC: create one (private + public subnets, NAT) or use existing ids."""
+
+    mode: Literal["create", "existing"] = Field("create", description="create a VPC or use one")
+    vpc_cidr: str | None = Field(None, description="CIDR for a created VPC")
+    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="existing VPC")
+    private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
+        Field((), description="existing private subnets (nodes go here)")
+    )
+    public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
+        Field((), description="existing public subnets (load balancers)")
+    )
+    single_nat_gateway: bool = Field(True, description="one NAT gateway instead of one per AZ")
+
+
+class CompileCache(Strict):
+    """Neuron compile cache in S3 (NEURON_COMPILE_CACHE_URL)."""
+
+    bucket: Annotated[str, Field(pattern=BUCKET_RE)] | None = Field(
+        None, description="existing bucket to use; default: create one for the stack"
+    )
+    prefix: str | None = Field(None, description="key prefix; each pool gets PREFIX/POOL/")
+    expire_days: int | None = Field(None, ge=1, le=3650, description="expire stale objects")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", v) or v.startswith("/") or ".." in v:
+            raise ValueError(
+                "must be letters, digits, '.', '_', '-' and '/', not starting with '/'"
+            )
+        return v if v.endswith("/") else v + "/"
+
+
+class Storage(Strict):
+    """Optional shared file system: FSx for Lustre in the workload pool's zone."""
+
+    fsx_lustre_gib: int | None = Field(
+        None, ge=1200, le=1_000_000, description="FSx for Lustre capacity (1200 or n x 2400)"
+    )
+    fsx_throughput_per_tib: Literal[125, 250, 500, 1000] | None = Field(
+        None, description="MB/s per TiB (PERSISTENT_2)"
+    )
+
+    @field_validator("fsx_lustre_gib")
+    @classmethod
+    def _fsx_size(cls, v: int | None) -> int | None:
+        if v is not None and v != 1200 and v % 2400:
+            raise ValueError("must be 1200 or a multiple of 2400 (FSx PERSISTENT_2 sizes)")
+        return v
+
+
+class Model(Strict):
+    """The model being trained (sizes drive the estimate and the memory fit)."""
+
+    name: str | None = Field(None, max_length=64, description="label for reports")
+    params_billion: float = Field(gt=0, le=10_000, description="parameters, in billions")
+    layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
+    hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
+
+
+class Workload(Strict):
+    """The training job: what runs, on which pool, how much data, at what precision."""
+
+    pool: str | None = Field(None, description="the pool the job runs on; default: the only pool")
+    model: Model = Field(description="model size")
+    tokens_billion: float = Field(gt=0, le=1_000_000, description="training tokens, billions")
+    sequence_length: int | None = Field(
+        None, ge=128, le=1_048_576, description="tokens per sequence (attention FLOPs term)"
+    )
+    precision: Literal["bf16", "fp16", "fp8"] = Field(
+        "bf16", description="training precision; selects the peak FLOPS figure"
+    )
+    global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
+    entrypoint: str = Field(min_length=1, max_length=1024, description="script torchrun runs")
+    args: tuple[str, ...] = Field((), description="arguments, passed verbatim")
+    image: str | None = Field(None, description="container image; default per device kind")
+    framework: str | None = Field(None, description="default derived from the pool's family")
+    env: dict[Annotated[str, Field(pattern=ENV_NAME_RE)], str] = Field(
+        default_factory=dict, description="extra environment (no secrets: names are checked)"
+    )
+    precompile_steps: int | None = Field(
+        None, ge=0, le=1000, description="neuron_parallel_compile steps before training; 0 = off"
+    )
+    rdzv_port: int = Field(29500, ge=1024, le=65535, description="torchrun rendezvous port")
+
+
+class Budget(Strict):
+    """Limits the cost guard enforces before anything is created (USD)."""
+
+    max_hourly_usd: float | None = Field(None, gt=0, description="whole stack, per hour")
+    max_monthly_usd: float | None = Field(None, gt=0, description="hourly x hours_per_month")
+    max_run_usd: float | None = Field(None, gt=0, description="the estimated training run")
+    mfu: float | None = Field(None, gt=0, le=1, description="MFU override for the estimate")
+
+
+class Spec(Strict):
+    """A training stack: cluster, pools, workload and budget."""
+
+    name: str = Field(pattern=NAME_RE, description="stack name; equals the file name")
+    region: str = Field(description="AWS region, e.g. us-east-2")
+    availability_zone: str | None = Field(None, description="zone name or id for EFA pools")
+    preview: bool = Field(False, description="must be true to use preview instance types")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="AWS tags on every resource (plus accelstack:stack)"
+    )
+    orchestration: Literal["eks", "ec2"] = Field(
+        "eks", description="eks: EKS node groups; ec2: standalone instances on DLAMIs"
+    )
+    cluster: Cluster = Field(default_factory=Cluster, description="EKS settings")
+    standalone: Standalone = Field(
+        default_factory=Standalone, description="orchestration: ec2 settings"
+    )
+    network: Network = Field(default_factory=Network, description="VPC and subnets")
+    pools: tuple[Pool, ...] = Field(
+        min_length=1, max_length=16, description="accelerator node pools (1-16)"
+    )
+    compile_cache: CompileCache | None = Field(
+        None, description="Neuron compile cache; created by default when a Neuron pool exists"
+    )
+    storage: Storage = Field(default_factory=Storage, description="shared file system")
+    workload: Workload = Field(description="the training job")
+    budget: Budget = Field(default_factory=Budget, description="cost limits and MFU")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, value in v.items():
+            if not key or len(key) > 128 or key.lower().startswith("aws:"):
+                raise ValueError(f"tag key '{key}' must be 1-128 characters, not 'aws:...'")
+            if len(str(value)) > 256:
+                raise ValueError(f"tag '{key}' value is longer than 256 characters")
+        return v
+
+    def pool(self, name: str) -> Pool:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def workload_pool(self) -> Pool:
+        if self.workload.pool is None:
+            return self.pools[0]
+        return self.pool(self.workload.pool)
+
+
+def json_schema() -> dict[str, Any]:
+    """The spec's JSON Schema (for editors: yaml-language-server, VS Code)."""
+    schema = Spec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://accelstack.dev/schema/spec.json"
+    schema["title"] = "accelstack workload spec"
+    return schema

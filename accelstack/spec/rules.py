@@ -1,0 +1,551 @@
+"""Cross-field rules: what the spec's shape cannot say, checked against the catalog.
+
+Each rule is one small function registered with `@rule(name, summary)`: it receives a
+`Context` and yields `(yaml_path, message)` pairs. `RULES` is the ordered registry (docs/spec.md
+lists it); `check_rules` runs every rule and turns what they yield into `Problem` lines.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType
+from accelstack.catalog.sizing import memory_fit
+from accelstack.clock import today
+from accelstack.errors import CatalogError, Problem, allowed, did_you_mean
+from accelstack.spec.models import (
+    OPEN_CIDRS,
+    RESERVED_ENV_NAMES,
+    SECRET_NAME_RE,
+    Pool,
+    Spec,
+    Standalone,
+)
+
+Finding = tuple[str, str]  # (YAML path, message)
+
+
+@dataclass(frozen=True)
+class PoolFacts:
+    """A pool whose instance type is a known accelerated type, with its catalog rows."""
+
+    index: int
+    pool: Pool
+    inst: InstanceType
+    family: Family
+    kind: DeviceKind
+
+    @property
+    def at(self) -> str:
+        return f"pools[{self.index}]"
+
+
+@dataclass(frozen=True)
+class Context:
+    spec: Spec
+    catalog: Catalog
+
+    @cached_property
+    def region_ok(self) -> bool:
+        return self.spec.region in self.catalog.regions
+
+    @cached_property
+    def pool_names(self) -> list[str]:
+        return [p.name for p in self.spec.pools]
+
+    @cached_property
+    def known_pools(self) -> list[PoolFacts]:
+        out = []
+        for i, pool in enumerate(self.spec.pools):
+            inst = self.catalog.instances.get(pool.instance_type)
+            if inst is None or not inst.accelerated:
+                continue
+            family = self.catalog.families[inst.family]
+            kind = self.catalog.device_kinds[family.device_kind]
+            out.append(PoolFacts(i, pool, inst, family, kind))
+        return out
+
+
+Check = Callable[[Context], Iterator[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    summary: str  # what the rule refuses, as its message says it
+    check: Check
+
+
+RULES: list[Rule] = []
+
+
+def rule(name: str, summary: str) -> Callable[[Check], Check]:
+    """Register a rule; registration order is report order."""
+
+    def register(fn: Check) -> Check:
+        RULES.append(Rule(name, summary, fn))
+        return fn
+
+    return register
+
+
+def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
+    ctx = Context(spec, catalog)
+    return [Problem(file, path, msg) for r in RULES for path, msg in r.check(ctx)]
+
+
+# ---------------------------------------------------------------------------------------
+# Region and zone
+# ---------------------------------------------------------------------------------------
+
+
+@rule("region-known", "the region has accelerated offerings in the catalog")
+def _region(ctx: Context) -> Iterator[Finding]:
+    if not ctx.region_ok:
+        regions = ctx.catalog.regions
+        yield (
+            "region",
+            f"'{ctx.spec.region}' has no accelerated offerings in the catalog"
+            f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)})",
+        )
+
+
+@rule("zone-known", "availability_zone is a zone name or id of the region")
+def _zone(ctx: Context) -> Iterator[Finding]:
+    spec, cat = ctx.spec, ctx.catalog
+    if (
+        ctx.region_ok
+        and spec.availability_zone
+        and not cat.zone_id(spec.region, spec.availability_zone)
+    ):
+        zones = cat.regions[spec.region].zones
+        names = [*zones, *zones.values()]
+        yield (
+            "availability_zone",
+            f"'{spec.availability_zone}' is not a zone of {spec.region}"
+            f"{did_you_mean(spec.availability_zone, names)} (known: {allowed(names)})",
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Pools
+# ---------------------------------------------------------------------------------------
+
+
+@rule("pool-name-unique", "pool names are unique")
+def _pool_unique(ctx: Context) -> Iterator[Finding]:
+    names = ctx.pool_names
+    for i, name in enumerate(names):
+        if names.index(name) != i:
+            yield (
+                f"pools[{i}].name",
+                f"'{name}' is used by pools[{names.index(name)}] already; "
+                "pool names must be unique",
+            )
+
+
+@rule("pool-type-accelerated", "a pool's instance type is a known accelerated type")
+def _pool_type(ctx: Context) -> Iterator[Finding]:
+    cat = ctx.catalog
+    known = allowed(cat.accelerated_types())
+    for i, pool in enumerate(ctx.spec.pools):
+        itype = pool.instance_type
+        if itype not in cat.instances:
+            yield (
+                f"pools[{i}].instance_type",
+                f"'{itype}' is not a known instance type"
+                f"{did_you_mean(itype, cat.accelerated_types())} (known: {known})",
+            )
+        elif not cat.instances[itype].accelerated:
+            yield (
+                f"pools[{i}].instance_type",
+                f"'{itype}' is a CPU type; pools need an accelerated type (known: {known})",
+            )
+
+
+@rule("pool-preview", "preview instance types need 'preview: true'")
+def _pool_preview(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        if f.inst.preview and not ctx.spec.preview:
+            yield (
+                f"{f.at}.instance_type",
+                f"'{f.pool.instance_type}' is a preview type whose facts are "
+                "partly estimated; set 'preview: true' at the top level to use it",
+            )
+
+
+@rule("pool-efa-supported", "EFA only on types that support it")
+def _pool_efa(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        if f.pool.efa and not f.inst.efa_supported:
+            efa_types = sorted(
+                n
+                for n, x in ctx.catalog.instances.items()
+                if x.efa_supported and x.family == f.inst.family
+            )
+            yield (
+                f"{f.at}.efa",
+                f"EFA is not supported on {f.pool.instance_type}; "
+                f"use efa: false or an EFA type ({allowed(efa_types)})",
+            )
+        if f.pool.efa_interface_style and not (f.pool.efa is not False and f.inst.efa_supported):
+            yield (f"{f.at}.efa_interface_style", "is set but EFA is off for this pool")
+
+
+@rule("pool-reservation-id", "capacity-block and reservation need reservation_id; others refuse it")
+def _pool_reservation(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        option = f.pool.purchase.option
+        needs_id = option in ("capacity-block", "reservation")
+        if needs_id and not f.pool.purchase.reservation_id:
+            yield (
+                f"{f.at}.purchase.reservation_id",
+                f"is required for purchase option '{option}' "
+                "(the cr-... id of the capacity block or reservation)",
+            )
+        if not needs_id and f.pool.purchase.reservation_id:
+            yield (
+                f"{f.at}.purchase.reservation_id",
+                f"is only allowed with capacity-block or reservation, not '{option}'",
+            )
+
+
+@rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
+def _pool_lnc(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        lnc = f.pool.logical_cores
+        if lnc is not None and not f.kind.compile_cache:
+            yield (
+                f"{f.at}.logical_cores",
+                f"applies to Neuron pools only; {f.pool.instance_type} is {f.family.accelerator}",
+            )
+        elif lnc is not None and f.inst.physical_cores_per_chip % lnc:
+            yield (
+                f"{f.at}.logical_cores",
+                f"{lnc} does not divide the {f.inst.physical_cores_per_chip} cores per chip of "
+                f"{f.pool.instance_type} (allowed: 1)",
+            )
+
+
+@rule("pool-compile-cache", "a pool's compile_cache only on Neuron pools")
+def _pool_cache(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        if f.pool.compile_cache and not f.kind.compile_cache:
+            yield (
+                f"{f.at}.compile_cache",
+                f"a compile cache is for Neuron pools only; "
+                f"{f.pool.instance_type} is {f.family.accelerator}",
+            )
+
+
+def _zone_findings(ctx: Context, f: PoolFacts, offered: Sequence[str]) -> Iterator[Finding]:
+    spec, pool = ctx.spec, f.pool
+    zone = pool.availability_zone or spec.availability_zone
+    if not zone:
+        return
+    zid = ctx.catalog.zone_id(spec.region, zone)
+    field = f"{f.at}.availability_zone" if pool.availability_zone else "availability_zone"
+    if zid is None:
+        if pool.availability_zone:
+            zones = ctx.catalog.regions[spec.region].zones
+            yield (
+                field,
+                f"'{zone}' is not a zone of {spec.region} (known: "
+                f"{allowed([*zones, *zones.values()])})",
+            )
+    elif zid not in offered:
+        yield (
+            field,
+            f"zone '{zone}' ({zid}) does not offer {pool.instance_type}; "
+            f"zones that do: {', '.join(offered)}",
+        )
+
+
+@rule("pool-offered", "the region (and the pool's zone) offers the type, per the catalog")
+def _pool_offered(ctx: Context) -> Iterator[Finding]:
+    if not ctx.region_ok:
+        return
+    for f in ctx.known_pools:
+        offered = ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type)
+        if not offered:
+            elsewhere = ctx.catalog.regions_offering(f.pool.instance_type)
+            yield (
+                f"{f.at}.instance_type",
+                f"{f.pool.instance_type} is not offered in {ctx.spec.region} "
+                f"per the catalog (offered in: {allowed(elsewhere) or 'no known region'})",
+            )
+        else:
+            yield from _zone_findings(ctx, f, offered)
+
+
+@rule("pool-priced", "the pool's purchase option has a sourced price (prices fail closed)")
+def _pool_priced(ctx: Context) -> Iterator[Finding]:
+    if not ctx.region_ok:
+        return
+    for f in ctx.known_pools:
+        if not ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type):
+            continue
+        try:
+            ctx.catalog.instance_rate(ctx.spec.region, f.pool.instance_type, f.pool.purchase.option)
+        except CatalogError as exc:
+            yield (
+                f"{f.at}.purchase.option",
+                f"{exc} (prices fail closed: add a sourced "
+                "row to accelstack/catalog/prices.yaml or pick a priced option)",
+            )
+
+
+# ---------------------------------------------------------------------------------------
+# Cluster, access, network
+# ---------------------------------------------------------------------------------------
+
+
+@rule("system-nodes-cpu", "system nodes use a known CPU type")
+def _system_nodes(ctx: Context) -> Iterator[Finding]:
+    sys_type = ctx.spec.cluster.system_nodes.instance_type
+    cat = ctx.catalog
+    if sys_type is None:
+        return
+    if sys_type not in cat.instances:
+        yield (
+            "cluster.system_nodes.instance_type",
+            f"'{sys_type}' is not a known instance type{did_you_mean(sys_type, cat.instances)}",
+        )
+    elif cat.instances[sys_type].accelerated:
+        cpu = sorted(n for n, x in cat.instances.items() if not x.accelerated)
+        yield (
+            "cluster.system_nodes.instance_type",
+            f"'{sys_type}' is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
+        )
+
+
+@rule("kubernetes-version", "the EKS version is known and not past extended support")
+def _k8s_version(ctx: Context) -> Iterator[Finding]:
+    k8s = ctx.spec.cluster.kubernetes_version
+    versions = ctx.catalog.defaults.eks_versions
+    if k8s is None:
+        return
+    if k8s not in versions:
+        yield (
+            "cluster.kubernetes_version",
+            f"'{k8s}' is not supported"
+            f"{did_you_mean(k8s, versions)} (allowed: {', '.join(versions)})",
+        )
+    elif versions[k8s].status(today()) == "ended":
+        live = [v for v, w in versions.items() if w.status(today()) != "ended"]
+        yield (
+            "cluster.kubernetes_version",
+            f"'{k8s}' reached the end of EKS extended support on "
+            f"{versions[k8s].extended_support_end}; use one of {', '.join(live)}",
+        )
+
+
+def _cidr_findings(path: str, cidr: str) -> Iterator[Finding]:
+    try:
+        net = ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        yield (path, f"'{cidr}' is not a CIDR block")
+        return
+    if str(net) in OPEN_CIDRS or net.prefixlen == 0:
+        yield (path, f"'{cidr}' opens the port to the whole internet; list your own ranges")
+
+
+@rule("api-access", "a public API endpoint lists its CIDRs, none of them open to everyone")
+def _api_access(ctx: Context) -> Iterator[Finding]:
+    cluster = ctx.spec.cluster
+    for j, cidr in enumerate(cluster.public_access_cidrs):
+        yield from _cidr_findings(f"cluster.public_access_cidrs[{j}]", cidr)
+    if cluster.public_access_cidrs and not cluster.endpoint_public_access:
+        yield ("cluster.public_access_cidrs", "is set but endpoint_public_access is false")
+    if cluster.endpoint_public_access and not cluster.public_access_cidrs:
+        yield (
+            "cluster.public_access_cidrs",
+            "must list the CIDRs allowed to reach the public endpoint (0.0.0.0/0 is refused)",
+        )
+
+
+@rule("ssh-access", "SSH CIDRs are narrow and need a key pair")
+def _ssh_access(ctx: Context) -> Iterator[Finding]:
+    sa = ctx.spec.standalone
+    for j, cidr in enumerate(sa.ssh_cidrs):
+        yield from _cidr_findings(f"standalone.ssh_cidrs[{j}]", cidr)
+    if sa.ssh_cidrs and not sa.ssh_key_name:
+        yield (
+            "standalone.ssh_cidrs",
+            "needs standalone.ssh_key_name (SSH is off by default; "
+            "access is through SSM Session Manager)",
+        )
+
+
+@rule("network-mode", "existing-VPC fields with mode 'existing' only, create fields otherwise")
+def _network_mode(ctx: Context) -> Iterator[Finding]:
+    net = ctx.spec.network
+    if net.mode == "existing":
+        if not net.vpc_id:
+            yield ("network.vpc_id", "is required when network.mode is 'existing'")
+        if not net.private_subnet_ids:
+            yield ("network.private_subnet_ids", "is required when network.mode is 'existing'")
+        if net.vpc_cidr:
+            yield ("network.vpc_cidr", "applies only when network.mode is 'create'")
+        return
+    for name in ("vpc_id", "private_subnet_ids", "public_subnet_ids"):
+        if getattr(net, name):
+            yield (f"network.{name}", "applies only when network.mode is 'existing'")
+
+
+@rule("vpc-cidr", "a created VPC's CIDR is a private /16 to /20")
+def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
+    net = ctx.spec.network
+    if net.mode != "create" or not net.vpc_cidr:
+        return
+    try:
+        n = ipaddress.ip_network(net.vpc_cidr)
+    except ValueError:
+        yield ("network.vpc_cidr", f"'{net.vpc_cidr}' is not a CIDR block")
+        return
+    if not n.is_private or n.prefixlen > 20 or n.prefixlen < 16:
+        yield ("network.vpc_cidr", f"'{net.vpc_cidr}' must be a private /16 to /20")
+
+
+# ---------------------------------------------------------------------------------------
+# Cache, storage, workload
+# ---------------------------------------------------------------------------------------
+
+
+@rule("compile-cache-neuron", "compile_cache needs a Neuron pool")
+def _compile_cache(ctx: Context) -> Iterator[Finding]:
+    if ctx.spec.compile_cache is not None and not any(
+        f.kind.compile_cache for f in ctx.known_pools
+    ):
+        yield (
+            "compile_cache",
+            "is set but no pool is a Neuron pool (the Neuron compile cache serves trn pools only)",
+        )
+
+
+@rule("fsx-throughput", "FSx throughput needs an FSx size")
+def _fsx(ctx: Context) -> Iterator[Finding]:
+    storage = ctx.spec.storage
+    if storage.fsx_throughput_per_tib and not storage.fsx_lustre_gib:
+        yield ("storage.fsx_throughput_per_tib", "is set but storage.fsx_lustre_gib is not")
+
+
+@rule("workload-pool", "workload.pool names a pool (required when there are several)")
+def _workload_pool(ctx: Context) -> Iterator[Finding]:
+    wl, names = ctx.spec.workload, ctx.pool_names
+    if wl.pool is None and len(names) > 1:
+        yield (
+            "workload.pool",
+            f"is required when there are several pools (one of: {', '.join(names)})",
+        )
+    elif wl.pool is not None and wl.pool not in names:
+        yield (
+            "workload.pool",
+            f"'{wl.pool}' is not a pool of this stack{did_you_mean(wl.pool, names)}"
+            f" (pools: {', '.join(names)})",
+        )
+
+
+def _workload_facts(ctx: Context) -> PoolFacts | None:
+    """The workload pool's facts, when the pool is resolvable and a known accelerated type."""
+    wl, names = ctx.spec.workload, ctx.pool_names
+    if (wl.pool is None and len(names) > 1) or (wl.pool is not None and wl.pool not in names):
+        return None
+    target = ctx.spec.workload_pool
+    return next((f for f in ctx.known_pools if f.pool is target), None)
+
+
+@rule("workload-framework", "the framework runs on the workload pool's device kind")
+def _workload_framework(ctx: Context) -> Iterator[Finding]:
+    f, wl = _workload_facts(ctx), ctx.spec.workload
+    if f is None or wl.framework is None or wl.framework in f.kind.frameworks:
+        return
+    every = sorted({x for k in ctx.catalog.device_kinds.values() for x in k.frameworks})
+    yield (
+        "workload.framework",
+        f"'{wl.framework}' cannot run on {f.pool.instance_type}"
+        f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(f.kind.frameworks)})",
+    )
+
+
+@rule("workload-precompile", "precompile_steps on Neuron pools only")
+def _workload_precompile(ctx: Context) -> Iterator[Finding]:
+    f, wl = _workload_facts(ctx), ctx.spec.workload
+    if f is not None and wl.precompile_steps and not f.kind.compile_cache:
+        yield (
+            "workload.precompile_steps",
+            f"pre-compilation is a Neuron step; {f.pool.instance_type} does not use it",
+        )
+
+
+@rule("workload-precision", "the precision has a peak figure for the accelerator")
+def _workload_precision(ctx: Context) -> Iterator[Finding]:
+    f, wl = _workload_facts(ctx), ctx.spec.workload
+    if f is not None and wl.precision not in f.family.peak_tflops:
+        yield (
+            "workload.precision",
+            f"'{wl.precision}' has no peak figure for "
+            f"{f.family.accelerator} (allowed: {', '.join(f.family.peak_tflops)})",
+        )
+
+
+@rule("workload-memory-fit", "the workload pool's memory holds the model's training state")
+def _workload_fit(ctx: Context) -> Iterator[Finding]:
+    f, wl = _workload_facts(ctx), ctx.spec.workload
+    if f is None or wl.precision not in f.family.peak_tflops:
+        return
+    pool = f.pool
+    fit = memory_fit(ctx.catalog, pool.instance_type, wl.model.params_billion, wl.precision)
+    if not fit.fits(pool.nodes):
+        yield (
+            f"{f.at}.nodes",
+            f"{pool.nodes} x {pool.instance_type} cannot hold "
+            f"the workload: {wl.model.params_billion:g}B parameters need "
+            f"{fit.required_gib:,.0f} GiB of training state at {fit.bytes_per_param:g} "
+            f"bytes/parameter, {pool.nodes} node(s) give "
+            f"{pool.nodes * fit.usable_gib_per_node:,.0f} GiB usable; use at least "
+            f"{fit.min_nodes} nodes",
+        )
+
+
+@rule("workload-entrypoint", "the entrypoint does not start with '-'")
+def _workload_entrypoint(ctx: Context) -> Iterator[Finding]:
+    ep = ctx.spec.workload.entrypoint
+    if ep.startswith("-"):
+        yield (
+            "workload.entrypoint",
+            f"{ep[:40]!r} starts with '-': torchrun would "
+            "read it as an option; use a path such as ./train.py",
+        )
+
+
+@rule("workload-env-names", "workload.env sets no reserved or secret-looking names")
+def _workload_env(ctx: Context) -> Iterator[Finding]:
+    for name in ctx.spec.workload.env:
+        if name in RESERVED_ENV_NAMES:
+            yield (
+                f"workload.env.{name}",
+                "the launch script uses this variable itself; pick another name",
+            )
+        if SECRET_NAME_RE.search(name):
+            yield (
+                f"workload.env.{name}",
+                "looks like a secret; secrets never go into rendered "
+                "files: mount them from AWS Secrets Manager or a Kubernetes Secret instead",
+            )
+
+
+@rule("model-shape", "model layers and hidden_size go together")
+def _model_shape(ctx: Context) -> Iterator[Finding]:
+    m = ctx.spec.workload.model
+    if (m.layers is None) != (m.hidden_size is None):
+        yield ("workload.model", "layers and hidden_size go together (both or neither)")
+
+
+@rule("standalone-only-ec2", "the standalone section only with orchestration 'ec2'")
+def _standalone(ctx: Context) -> Iterator[Finding]:
+    if ctx.spec.orchestration == "eks" and ctx.spec.standalone != Standalone():
+        yield ("standalone", "applies only when orchestration is 'ec2'")
