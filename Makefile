@@ -27,6 +27,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(PY) -m ruff format $(SRC)

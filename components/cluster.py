@@ -109,87 +109,12 @@ class Cluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role",
-            assume_role_policy=assume_role_policy(
-                "eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")
-            ),
-            tags=args.tags,
-            opts=child,
-        )
-        attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-role-{p}",
-                role=role.name,
-                policy_arn=managed_policy_output(args.partition, p),
-                opts=child,
-            )
-            for p in CLUSTER_ROLE_POLICIES
-        ]
-        key = aws.kms.Key(
-            f"{name}-secrets-key",
-            description=f"EKS secrets encryption for {args.cluster_name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=30,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
-        )
-        cluster = aws.eks.Cluster(
-            f"{name}-eks",
-            name=args.cluster_name,
-            version=args.kubernetes_version,
-            role_arn=role.arn,
-            vpc_config={
-                "subnet_ids": args.subnet_ids,
-                "endpoint_private_access": True,
-                "endpoint_public_access": args.endpoint_public_access,
-                "public_access_cidrs": list(args.public_access_cidrs)
-                if args.endpoint_public_access
-                else None,
-            },
-            access_config={
-                "authentication_mode": "API",
-                # the identity running `pulumi up` must reach the API to install the device plugins
-                "bootstrap_cluster_creator_admin_permissions": True,
-            },
-            bootstrap_self_managed_addons=False,
-            enabled_cluster_log_types=list(LOG_TYPES),
-            encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=attachments),
-        )
+        role, attachments = _cluster_role(name, args, child)
+        key = _secrets_key(name, args, self)
+        cluster = _eks_cluster(name, args, role, attachments, key, self)
         for arn in args.admin_principal_arns:
-            suffix = short_hash(arn)
-            entry = aws.eks.AccessEntry(
-                f"{name}-admin-{suffix}",
-                cluster_name=cluster.name,
-                principal_arn=arn,
-                type="STANDARD",
-                tags=args.tags,
-                opts=child,
-            )
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-admin-{suffix}-policy",
-                cluster_name=cluster.name,
-                principal_arn=arn,
-                policy_arn=pulumi.Output.from_input(args.partition).apply(
-                    lambda part: f"arn:{part}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
-                ),
-                access_scope={"type": "cluster"},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
-            )
-        self.early_addons = [
-            aws.eks.Addon(
-                f"{name}-addon-{addon}",
-                cluster_name=cluster.name,
-                addon_name=addon,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="OVERWRITE",
-                tags=args.tags,
-                opts=child,
-            )
-            for addon in EARLY_ADDONS
-        ]
+            _admin_access(name, args, cluster, arn, self)
+        self.early_addons = _early_addons(name, args, cluster, child)
         self.cluster = cluster
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint
@@ -209,3 +134,117 @@ class Cluster(pulumi.ComponentResource):
                 "kubeconfig": self.kubeconfig,
             }
         )
+
+
+def _cluster_role(
+    name: str, args: ClusterArgs, child: pulumi.ResourceOptions
+) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
+    """The control plane's IAM role and its managed-policy attachments."""
+    role = aws.iam.Role(
+        f"{name}-role",
+        assume_role_policy=assume_role_policy(
+            "eks.amazonaws.com", ("sts:AssumeRole", "sts:TagSession")
+        ),
+        tags=args.tags,
+        opts=child,
+    )
+    attachments = [
+        aws.iam.RolePolicyAttachment(
+            f"{name}-role-{p}",
+            role=role.name,
+            policy_arn=managed_policy_output(args.partition, p),
+            opts=child,
+        )
+        for p in CLUSTER_ROLE_POLICIES
+    ]
+    return role, attachments
+
+
+def _secrets_key(name: str, args: ClusterArgs, parent: pulumi.Resource) -> aws.kms.Key:
+    """The protected, rotated KMS key that encrypts Kubernetes secrets."""
+    return aws.kms.Key(
+        f"{name}-secrets-key",
+        description=f"EKS secrets encryption for {args.cluster_name}",
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        tags=args.tags,
+        opts=pulumi.ResourceOptions(parent=parent, protect=True),
+    )
+
+
+def _eks_cluster(
+    name: str,
+    args: ClusterArgs,
+    role: aws.iam.Role,
+    attachments: list[aws.iam.RolePolicyAttachment],
+    key: aws.kms.Key,
+    parent: pulumi.Resource,
+) -> aws.eks.Cluster:
+    """The EKS control plane: API auth mode, all logs, secrets encryption, endpoint access."""
+    return aws.eks.Cluster(
+        f"{name}-eks",
+        name=args.cluster_name,
+        version=args.kubernetes_version,
+        role_arn=role.arn,
+        vpc_config={
+            "subnet_ids": args.subnet_ids,
+            "endpoint_private_access": True,
+            "endpoint_public_access": args.endpoint_public_access,
+            "public_access_cidrs": list(args.public_access_cidrs)
+            if args.endpoint_public_access
+            else None,
+        },
+        access_config={
+            "authentication_mode": "API",
+            # the identity running `pulumi up` must reach the API to install the device plugins
+            "bootstrap_cluster_creator_admin_permissions": True,
+        },
+        bootstrap_self_managed_addons=False,
+        enabled_cluster_log_types=list(LOG_TYPES),
+        encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
+        tags=args.tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=attachments),
+    )
+
+
+def _admin_access(
+    name: str, args: ClusterArgs, cluster: aws.eks.Cluster, arn: str, parent: pulumi.Resource
+) -> None:
+    """An access entry for one admin principal and its cluster-admin policy association."""
+    suffix = short_hash(arn)
+    entry = aws.eks.AccessEntry(
+        f"{name}-admin-{suffix}",
+        cluster_name=cluster.name,
+        principal_arn=arn,
+        type="STANDARD",
+        tags=args.tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    aws.eks.AccessPolicyAssociation(
+        f"{name}-admin-{suffix}-policy",
+        cluster_name=cluster.name,
+        principal_arn=arn,
+        policy_arn=pulumi.Output.from_input(args.partition).apply(
+            lambda part: f"arn:{part}:eks::aws:cluster-access-policy/{ADMIN_POLICY}"
+        ),
+        access_scope={"type": "cluster"},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[entry]),
+    )
+
+
+def _early_addons(
+    name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
+) -> list[aws.eks.Addon]:
+    """The add-ons that run before any node exists."""
+    return [
+        aws.eks.Addon(
+            f"{name}-addon-{addon}",
+            cluster_name=cluster.name,
+            addon_name=addon,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=args.tags,
+            opts=child,
+        )
+        for addon in EARLY_ADDONS
+    ]

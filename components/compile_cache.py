@@ -200,6 +200,19 @@ def secure_bucket(
         tags=tags,
         opts=stateful,
     )
+    _lock_down_access(prefix, bucket, child)
+    _keep_objects_safe(prefix, bucket, key_prefix, expire_days, child)
+    aws.s3.BucketPolicy(
+        f"{prefix}-tls-only",
+        bucket=bucket.id,
+        policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
+        opts=child,
+    )
+    return bucket.bucket
+
+
+def _lock_down_access(prefix: str, bucket: aws.s3.Bucket, child: pulumi.ResourceOptions) -> None:
+    """Block every form of public access and enforce bucket-owner object ownership."""
     aws.s3.BucketPublicAccessBlock(
         f"{prefix}-public-access-block",
         bucket=bucket.id,
@@ -215,6 +228,16 @@ def secure_bucket(
         rule={"object_ownership": "BucketOwnerEnforced"},
         opts=child,
     )
+
+
+def _keep_objects_safe(
+    prefix: str,
+    bucket: aws.s3.Bucket,
+    key_prefix: str,
+    expire_days: int,
+    child: pulumi.ResourceOptions,
+) -> None:
+    """Encrypt and version the objects, and expire stale ones under the cache prefix."""
     aws.s3.BucketServerSideEncryptionConfiguration(
         f"{prefix}-encryption",
         bucket=bucket.id,
@@ -238,10 +261,3 @@ def secure_bucket(
         rules=lifecycle_rules(key_prefix, expire_days),
         opts=child,
     )
-    aws.s3.BucketPolicy(
-        f"{prefix}-tls-only",
-        bucket=bucket.id,
-        policy=bucket.arn.apply(lambda a: policy_json(bucket_policy_document(a))),
-        opts=child,
-    )
-    return bucket.bucket

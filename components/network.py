@@ -112,7 +112,6 @@ class Network(pulumi.ComponentResource):
         ]
 
     def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
-        cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=args.vpc_cidr,
@@ -123,96 +122,147 @@ class Network(pulumi.ComponentResource):
         )
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
-        igw = aws.ec2.InternetGateway(
-            f"{name}-igw", vpc_id=vpc.id, tags={**args.tags, "Name": f"{name}-igw"}, opts=child
-        )
-        public_rt = aws.ec2.RouteTable(
-            f"{name}-public-rt",
+        igw, public_rt = _public_routing(name, args, vpc, child)
+        public, private = _zone_subnets(name, args, vpc, public_rt, child)
+        nats = _nat_gateways(name, args, public, igw, self)
+        _private_routing(name, args, vpc, private, nats, child)
+        self.private_subnet_ids = {z: s.id for z, s in private.items()}
+        self.public_subnet_ids = [s.id for s in public.values()]
+
+
+def _public_routing(
+    name: str, args: NetworkArgs, vpc: aws.ec2.Vpc, child: pulumi.ResourceOptions
+) -> tuple[aws.ec2.InternetGateway, aws.ec2.RouteTable]:
+    """The internet gateway and the public route table with its default route."""
+    igw = aws.ec2.InternetGateway(
+        f"{name}-igw", vpc_id=vpc.id, tags={**args.tags, "Name": f"{name}-igw"}, opts=child
+    )
+    public_rt = aws.ec2.RouteTable(
+        f"{name}-public-rt",
+        vpc_id=vpc.id,
+        tags={**args.tags, "Name": f"{name}-public"},
+        opts=child,
+    )
+    aws.ec2.Route(
+        f"{name}-public-default",
+        route_table_id=public_rt.id,
+        destination_cidr_block="0.0.0.0/0",
+        gateway_id=igw.id,
+        opts=child,
+    )
+    return igw, public_rt
+
+
+def _zone_subnets(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    public_rt: aws.ec2.RouteTable,
+    child: pulumi.ResourceOptions,
+) -> tuple[dict[str, aws.ec2.Subnet], dict[str, aws.ec2.Subnet]]:
+    """Per zone: a public subnet (associated with the public route table) and a private one."""
+    cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
+    cidrs = subnet_cidrs(args.vpc_cidr, args.zone_ids)
+    public: dict[str, aws.ec2.Subnet] = {}
+    private: dict[str, aws.ec2.Subnet] = {}
+    for zone in args.zone_ids:
+        priv_cidr, pub_cidr = cidrs[zone]
+        public[zone] = aws.ec2.Subnet(
+            f"{name}-public-{zone}",
             vpc_id=vpc.id,
-            tags={**args.tags, "Name": f"{name}-public"},
+            cidr_block=pub_cidr,
+            availability_zone_id=zone,
+            map_public_ip_on_launch=False,
+            tags={
+                **args.tags,
+                **cluster_tag,
+                "Name": f"{name}-public-{zone}",
+                "kubernetes.io/role/elb": "1",
+            },
+            opts=child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-public-{zone}-rta",
+            subnet_id=public[zone].id,
+            route_table_id=public_rt.id,
+            opts=child,
+        )
+        private[zone] = aws.ec2.Subnet(
+            f"{name}-private-{zone}",
+            vpc_id=vpc.id,
+            cidr_block=priv_cidr,
+            availability_zone_id=zone,
+            tags={
+                **args.tags,
+                **cluster_tag,
+                "Name": f"{name}-private-{zone}",
+                "kubernetes.io/role/internal-elb": "1",
+            },
+            opts=child,
+        )
+    return public, private
+
+
+def _nat_zones(args: NetworkArgs) -> tuple[str, ...]:
+    return args.zone_ids[:1] if args.single_nat_gateway else args.zone_ids
+
+
+def _nat_gateways(
+    name: str,
+    args: NetworkArgs,
+    public: dict[str, aws.ec2.Subnet],
+    igw: aws.ec2.InternetGateway,
+    parent: pulumi.Resource,
+) -> dict[str, aws.ec2.NatGateway]:
+    """One NAT gateway (and its Elastic IP) in the first zone, or in every zone."""
+    child = pulumi.ResourceOptions(parent=parent)
+    nats: dict[str, aws.ec2.NatGateway] = {}
+    for zone in _nat_zones(args):
+        eip = aws.ec2.Eip(
+            f"{name}-nat-{zone}-eip",
+            domain="vpc",
+            tags={**args.tags, "Name": f"{name}-nat-{zone}"},
+            opts=child,
+        )
+        nats[zone] = aws.ec2.NatGateway(
+            f"{name}-nat-{zone}",
+            allocation_id=eip.id,
+            subnet_id=public[zone].id,
+            tags={**args.tags, "Name": f"{name}-nat-{zone}"},
+            opts=pulumi.ResourceOptions(parent=parent, depends_on=[igw]),
+        )
+    return nats
+
+
+def _private_routing(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    private: dict[str, aws.ec2.Subnet],
+    nats: dict[str, aws.ec2.NatGateway],
+    child: pulumi.ResourceOptions,
+) -> None:
+    """Per zone: a private route table whose default route goes to the zone's NAT gateway
+    (or the first zone's), associated with the zone's private subnet."""
+    first_nat = nats[_nat_zones(args)[0]]
+    for zone in args.zone_ids:
+        nat = nats.get(zone, first_nat)
+        rt = aws.ec2.RouteTable(
+            f"{name}-private-{zone}-rt",
+            vpc_id=vpc.id,
+            tags={**args.tags, "Name": f"{name}-private-{zone}"},
             opts=child,
         )
         aws.ec2.Route(
-            f"{name}-public-default",
-            route_table_id=public_rt.id,
+            f"{name}-private-{zone}-default",
+            route_table_id=rt.id,
             destination_cidr_block="0.0.0.0/0",
-            gateway_id=igw.id,
+            nat_gateway_id=nat.id,
             opts=child,
         )
-        cidrs = subnet_cidrs(args.vpc_cidr, args.zone_ids)
-        public: dict[str, aws.ec2.Subnet] = {}
-        private: dict[str, aws.ec2.Subnet] = {}
-        for zone in args.zone_ids:
-            priv_cidr, pub_cidr = cidrs[zone]
-            public[zone] = aws.ec2.Subnet(
-                f"{name}-public-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=pub_cidr,
-                availability_zone_id=zone,
-                map_public_ip_on_launch=False,
-                tags={
-                    **args.tags,
-                    **cluster_tag,
-                    "Name": f"{name}-public-{zone}",
-                    "kubernetes.io/role/elb": "1",
-                },
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{zone}-rta",
-                subnet_id=public[zone].id,
-                route_table_id=public_rt.id,
-                opts=child,
-            )
-            private[zone] = aws.ec2.Subnet(
-                f"{name}-private-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=priv_cidr,
-                availability_zone_id=zone,
-                tags={
-                    **args.tags,
-                    **cluster_tag,
-                    "Name": f"{name}-private-{zone}",
-                    "kubernetes.io/role/internal-elb": "1",
-                },
-                opts=child,
-            )
-        nat_zones = args.zone_ids[:1] if args.single_nat_gateway else args.zone_ids
-        nats: dict[str, aws.ec2.NatGateway] = {}
-        for zone in nat_zones:
-            eip = aws.ec2.Eip(
-                f"{name}-nat-{zone}-eip",
-                domain="vpc",
-                tags={**args.tags, "Name": f"{name}-nat-{zone}"},
-                opts=child,
-            )
-            nats[zone] = aws.ec2.NatGateway(
-                f"{name}-nat-{zone}",
-                allocation_id=eip.id,
-                subnet_id=public[zone].id,
-                tags={**args.tags, "Name": f"{name}-nat-{zone}"},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
-            )
-        for zone in args.zone_ids:
-            nat = nats.get(zone, nats[nat_zones[0]])
-            rt = aws.ec2.RouteTable(
-                f"{name}-private-{zone}-rt",
-                vpc_id=vpc.id,
-                tags={**args.tags, "Name": f"{name}-private-{zone}"},
-                opts=child,
-            )
-            aws.ec2.Route(
-                f"{name}-private-{zone}-default",
-                route_table_id=rt.id,
-                destination_cidr_block="0.0.0.0/0",
-                nat_gateway_id=nat.id,
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{zone}-rta",
-                subnet_id=private[zone].id,
-                route_table_id=rt.id,
-                opts=child,
-            )
-        self.private_subnet_ids = {z: s.id for z, s in private.items()}
-        self.public_subnet_ids = [s.id for s in public.values()]
+        aws.ec2.RouteTableAssociation(
+            f"{name}-private-{zone}-rta",
+            subnet_id=private[zone].id,
+            route_table_id=rt.id,
+            opts=child,
+        )

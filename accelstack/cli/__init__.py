@@ -11,21 +11,38 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from accelstack.errors import AccelstackError
 
-try:  # typer >= 0.24 vendors click as typer._click
-    from typer._click.exceptions import ClickException as _VendoredClickException
-except ImportError:  # pragma: no cover - older typer
-    _VendoredClickException = None  # type: ignore[assignment,misc]
-from click import ClickException as _ClickException
 
-_CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
-    e for e in (_VendoredClickException, _ClickException) if e is not None
-)
+
+def _click_errors() -> tuple[type[Exception], ...]:
+    """Usage-error classes of whichever click typer runs on: its vendored copy (typer >= 0.24
+    no longer depends on click) and, when installed, click itself."""
+    found: list[type[Exception]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(module).ClickException)
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+_CLICK_ERRORS = _click_errors()
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"accelstack {version('accelstack')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            typer.echo("accelstack (not installed)")
+        raise typer.Exit(0)
+
 
 app = typer.Typer(
     name="accelstack",
@@ -46,6 +63,16 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    """One workload spec to a priced, budget-checked AWS training cluster."""
 
 
 def fail(exc: AccelstackError) -> typer.Exit:

@@ -26,7 +26,14 @@ from accelstack.cost.estimate import (
     estimate_training,
     run_cost,
 )
-from accelstack.cost.pricing import ResourceLike, StackCost, price_plan, price_stack
+from accelstack.cost.pricing import (
+    LineItem,
+    OptionQuote,
+    ResourceLike,
+    StackCost,
+    price_plan,
+    price_stack,
+)
 from accelstack.errors import VerdictError
 from accelstack.resolve import Stack
 
@@ -126,27 +133,29 @@ def _usd(x: float, est: bool = False) -> str:
     return f"${x:,.{digits}f}{EST if est else ''}"
 
 
-def render_report(v: Verdict) -> str:
-    c, e, r = v.cost, v.estimate, v.run
-    lines: list[str] = [
-        f"cost report: {v.stack} ({c.region})",
-        f"{EST} = uses an estimated price or usage assumption",
-        "",
-    ]
-    sources: list[str] = []
+class _SourceRefs:
+    """Numbers each distinct (source, as-of) pair in the order the report first cites it."""
 
-    def ref(src: str, as_of: str) -> str:
+    def __init__(self) -> None:
+        self.sources: list[str] = []
+
+    def ref(self, src: str, as_of: str) -> str:
         key = f"{src} (as of {as_of})"
-        if key not in sources:
-            sources.append(key)
-        return f"[{sources.index(key) + 1}]"
+        if key not in self.sources:
+            self.sources.append(key)
+        return f"[{self.sources.index(key) + 1}]"
 
-    lines.append("line items (USD per hour)")
+    def lines(self) -> list[str]:
+        return ["sources", *(f"  [{i}] {s}" for i, s in enumerate(self.sources, 1)), ""]
+
+
+def _line_item_lines(c: StackCost, refs: _SourceRefs) -> list[str]:
+    lines = ["line items (USD per hour)"]
     for it in c.items:
         where = it.pool or it.category
         lines.append(
             f"  {where:<14} {it.what:<44} {_usd(it.hourly_usd, it.estimate):>13}"
-            f"  {it.unit_usd:g}/{it.unit} {ref(it.source, it.as_of)}"
+            f"  {it.unit_usd:g}/{it.unit} {refs.ref(it.source, it.as_of)}"
         )
         if it.assumption:
             lines.append(f"  {'':<14} note: {it.assumption}")
@@ -156,73 +165,138 @@ def render_report(v: Verdict) -> str:
         free = ", ".join(f"{n} x {t.split(':')[-1]}" for t, n, _ in c.free)
         lines.append(f"  not billed: {free}")
     lines.append("")
+    return lines
+
+
+def _quote_line(q: OptionQuote, refs: _SourceRefs) -> str:
+    mark = "  <- chosen" if q.chosen else ""
+    if q.option in RATE_ALIASES:
+        mark = f" (billed at the {RATE_ALIASES[q.option]} rate){mark}"
+    if q.hourly_usd is None or q.rate is None:
+        return f"  {q.option:<16} not priced: {q.reason}{mark}"
+    return (
+        f"  {q.option:<16} {_usd(q.hourly_usd, q.rate.estimate):>13}"
+        f"  {refs.ref(q.rate.source, q.rate.as_of)}{mark}"
+    )
+
+
+def _option_lines(c: StackCost, refs: _SourceRefs) -> list[str]:
+    lines: list[str] = []
     for pool, quotes in c.options.items():
         lines.append(f"purchase options, pool {pool} (instances only, USD per hour)")
-        for q in quotes:
-            mark = "  <- chosen" if q.chosen else ""
-            if q.option in RATE_ALIASES:
-                mark = f" (billed at the {RATE_ALIASES[q.option]} rate){mark}"
-            if q.hourly_usd is None or q.rate is None:
-                lines.append(f"  {q.option:<16} not priced: {q.reason}{mark}")
-            else:
-                lines.append(
-                    f"  {q.option:<16} {_usd(q.hourly_usd, q.rate.estimate):>13}"
-                    f"  {ref(q.rate.source, q.rate.as_of)}{mark}"
-                )
+        lines.extend(_quote_line(q, refs) for q in quotes)
         lines.append(f"  {SAVINGS_PLAN_NOTE}")
         lines.append("")
-    lines.append(
-        f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)"
-    )
-    lines.append(
-        f"  FLOPs per token: {e.flops.per_token:.4e} ({FLOPS_CONVENTION}; "
-        f"attention {e.flops.attention_per_token:.4e})"
-    )
-    lines.append(f"  training FLOPs: {e.flops.total:.4e} over {e.tokens / 1e9:g}B tokens")
-    lines.append(f"  peak: {e.peak_tflops_per_chip:g} TFLOPS per chip, {e.precision} dense")
+    return lines
+
+
+def _training_lines(v: Verdict) -> list[str]:
+    c, e, r = v.cost, v.estimate, v.run
     origin = "spec budget.mfu" if e.mfu_from_spec else f"family default: {e.mfu_source}"
-    lines.append(f"  MFU used: {e.mfu:.2f} ({origin})")
-    lines.append(
-        f"  compute {e.compute_hours:,.1f} h x overhead {e.overhead_factor:.2f} = "
-        f"wall {e.wall_hours:,.1f} h ({e.overhead_source})"
-    )
-    lines.append(
-        f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}"
-    )
-    lines.append(
-        f"  memory fit: at least {e.min_nodes} node(s) of {e.instance_type}; the pool has {e.nodes}"
-    )
     pest = c.pool_estimate(v.pool)
-    lines.append(
+    return [
+        f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)",
+        f"  FLOPs per token: {e.flops.per_token:.4e} ({FLOPS_CONVENTION}; "
+        f"attention {e.flops.attention_per_token:.4e})",
+        f"  training FLOPs: {e.flops.total:.4e} over {e.tokens / 1e9:g}B tokens",
+        f"  peak: {e.peak_tflops_per_chip:g} TFLOPS per chip, {e.precision} dense",
+        f"  MFU used: {e.mfu:.2f} ({origin})",
+        f"  compute {e.compute_hours:,.1f} h x overhead {e.overhead_factor:.2f} = "
+        f"wall {e.wall_hours:,.1f} h ({e.overhead_source})",
+        f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}",
+        f"  memory fit: at least {e.min_nodes} node(s) of {e.instance_type}; the pool has {e.nodes}",
         f"  run cost, whole stack: {_usd(r.run_usd, r.estimate)}  "
-        f"(workload pool only: {_usd(r.pool_run_usd, pest)})"
-    )
-    lines.append(
+        f"(workload pool only: {_usd(r.pool_run_usd, pest)})",
         f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
-        f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})"
+        f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
+        "",
+    ]
+
+
+def _check_line(chk: LimitCheck, estimate: bool) -> str:
+    if chk.limit is None:
+        return f"  {chk.label:<13} {_usd(chk.actual, estimate):>15}   no limit set"
+    state = "ok" if chk.ok else "OVER"
+    return (
+        f"  {chk.label:<13} {_usd(chk.actual, estimate):>15} <= "
+        f"{_usd(chk.limit):>15}  {state}  ({chk.field})"
     )
-    lines.append("")
-    lines.append("budget")
-    for chk in v.checks:
-        if chk.limit is None:
-            lines.append(f"  {chk.label:<13} {_usd(chk.actual, c.estimate):>15}   no limit set")
-        else:
-            state = "ok" if chk.ok else "OVER"
-            lines.append(
-                f"  {chk.label:<13} {_usd(chk.actual, c.estimate):>15} <= "
-                f"{_usd(chk.limit):>15}  {state}  ({chk.field})"
-            )
-    lines.append("")
-    lines.append("sources")
-    lines.extend(f"  [{i}] {s}" for i, s in enumerate(sources, 1))
-    lines.append("")
+
+
+def _budget_lines(v: Verdict) -> list[str]:
+    return ["budget", *(_check_line(chk, v.cost.estimate) for chk in v.checks), ""]
+
+
+def render_report(v: Verdict) -> str:
+    refs = _SourceRefs()
+    lines: list[str] = [
+        f"cost report: {v.stack} ({v.cost.region})",
+        f"{EST} = uses an estimated price or usage assumption",
+        "",
+    ]
+    lines += _line_item_lines(v.cost, refs)
+    lines += _option_lines(v.cost, refs)
+    lines += _training_lines(v)
+    lines += _budget_lines(v)
+    lines += refs.lines()
     lines.append(f"verdict: {v.one_line()}")
     return "\n".join(lines) + "\n"
 
 
+def _item_dict(i: LineItem) -> dict[str, Any]:
+    return {
+        "resource": i.resource,
+        "type": i.type,
+        "category": i.category,
+        "pool": i.pool,
+        "what": i.what,
+        "quantity": i.quantity,
+        "unit": i.unit,
+        "unit_usd": i.unit_usd,
+        "hourly_usd": round(i.hourly_usd, 6),
+        "estimate": i.estimate,
+        "source": i.source,
+        "as_of": i.as_of,
+        "option": i.option,
+        "assumption": i.assumption,
+    }
+
+
+def _quote_dict(q: OptionQuote) -> dict[str, Any]:
+    return {
+        "option": q.option,
+        "hourly_usd": q.hourly_usd,
+        "chosen": q.chosen,
+        "estimate": q.rate.estimate if q.rate else None,
+        "reason": q.reason,
+    }
+
+
+def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
+    return {
+        "instance_type": e.instance_type,
+        "nodes": e.nodes,
+        "chips": e.chips,
+        "precision": e.precision,
+        "peak_tflops_per_chip": e.peak_tflops_per_chip,
+        "mfu": e.mfu,
+        "mfu_source": e.mfu_source,
+        "mfu_from_spec": e.mfu_from_spec,
+        "total_flops": e.flops.total,
+        "compute_hours": e.compute_hours,
+        "overhead_factor": e.overhead_factor,
+        "wall_hours": e.wall_hours,
+        "accelerator_hours": e.accelerator_hours,
+        "min_nodes": e.min_nodes,
+        "run_usd": r.run_usd,
+        "pool_run_usd": r.pool_run_usd,
+        "usd_per_million_tokens": r.usd_per_million_tokens,
+    }
+
+
 def verdict_dict(v: Verdict) -> dict[str, Any]:
     """JSON-ready form of a verdict (for `accelstack price --json` and tools)."""
-    c, e, r = v.cost, v.estimate, v.run
+    c = v.cost
     return {
         "stack": v.stack,
         "workload_pool": v.pool,
@@ -230,57 +304,11 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "hourly_usd": round(c.hourly_usd, 6),
         "monthly_usd": round(c.monthly_usd, 4),
         "estimate": c.estimate,
-        "items": [
-            {
-                "resource": i.resource,
-                "type": i.type,
-                "category": i.category,
-                "pool": i.pool,
-                "what": i.what,
-                "quantity": i.quantity,
-                "unit": i.unit,
-                "unit_usd": i.unit_usd,
-                "hourly_usd": round(i.hourly_usd, 6),
-                "estimate": i.estimate,
-                "source": i.source,
-                "as_of": i.as_of,
-                "option": i.option,
-                "assumption": i.assumption,
-            }
-            for i in c.items
-        ],
+        "items": [_item_dict(i) for i in c.items],
         "options": {
-            pool: [
-                {
-                    "option": q.option,
-                    "hourly_usd": q.hourly_usd,
-                    "chosen": q.chosen,
-                    "estimate": q.rate.estimate if q.rate else None,
-                    "reason": q.reason,
-                }
-                for q in quotes
-            ]
-            for pool, quotes in c.options.items()
+            pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()
         },
-        "training": {
-            "instance_type": e.instance_type,
-            "nodes": e.nodes,
-            "chips": e.chips,
-            "precision": e.precision,
-            "peak_tflops_per_chip": e.peak_tflops_per_chip,
-            "mfu": e.mfu,
-            "mfu_source": e.mfu_source,
-            "mfu_from_spec": e.mfu_from_spec,
-            "total_flops": e.flops.total,
-            "compute_hours": e.compute_hours,
-            "overhead_factor": e.overhead_factor,
-            "wall_hours": e.wall_hours,
-            "accelerator_hours": e.accelerator_hours,
-            "min_nodes": e.min_nodes,
-            "run_usd": r.run_usd,
-            "pool_run_usd": r.pool_run_usd,
-            "usd_per_million_tokens": r.usd_per_million_tokens,
-        },
+        "training": _training_dict(v.estimate, v.run),
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
         ],

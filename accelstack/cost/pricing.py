@@ -782,112 +782,156 @@ def _capacity_type(pool: ResolvedPool) -> str:
     return "ON_DEMAND"  # pragma: no cover - every option maps
 
 
+#: (component, pool name or None for the system group, instance type, nodes, capacity type,
+#: root volume GiB) for one EKS managed node group.
+_NodeGroupSpec = tuple[str, str | None, str, int, str, int]
+
+
+def _node_group_specs(stack: Stack) -> list[_NodeGroupSpec]:
+    """The system node group first, then one per pool."""
+    name = stack.name
+    groups: list[_NodeGroupSpec] = [
+        (
+            f"{name}-system",
+            None,
+            stack.system_instance_type,
+            stack.system_nodes,
+            "ON_DEMAND",
+            stack.system_root_volume_gib,
+        )
+    ]
+    groups += [
+        (
+            f"{name}-{p.name}",
+            p.name,
+            p.instance_type,
+            p.nodes,
+            _capacity_type(p),
+            p.root_volume_gib,
+        )
+        for p in stack.pools
+    ]
+    return groups
+
+
+def _node_group_resources(group: _NodeGroupSpec) -> list[Resource]:
+    """The launch template and the managed node group of one group."""
+    comp, pool, itype, nodes, cap, gib = group
+    launch_template = Resource(
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        f"{comp}-lt",
+        {
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/xvda",
+                    "ebs": {"volumeSize": gib, "volumeType": "gp3"},
+                }
+            ],
+        },
+        comp,
+    )
+    node_group = Resource(
+        "aws:eks/nodeGroup:NodeGroup",
+        f"{comp}-ng",
+        {
+            "instanceTypes": [itype],
+            "scalingConfig": {"desiredSize": nodes},
+            "capacityType": cap,
+            "labels": {POOL_LABEL: pool} if pool else {},
+            "launchTemplate": {"id": f"lt-{comp}"},
+        },
+        comp,
+    )
+    return [launch_template, node_group]
+
+
+def _eks_resources(stack: Stack) -> list[Resource]:
+    """Cluster, secrets key, then a launch template + node group per group."""
+    name = stack.name
+    out = [
+        Resource(
+            "aws:eks/cluster:Cluster",
+            f"{name}-eks",
+            {"version": stack.kubernetes_version},
+            f"{name}-cluster",
+        ),
+        Resource("aws:kms/key:Key", f"{name}-secrets-key", {}, f"{name}-cluster"),
+    ]
+    for group in _node_group_specs(stack):
+        out.extend(_node_group_resources(group))
+    return out
+
+
+def _instance_resources(stack: Stack) -> list[Resource]:
+    """One plain EC2 instance per node of every pool (non-EKS orchestration)."""
+    return [
+        Resource(
+            "aws:ec2/instance:Instance",
+            f"{stack.name}-{p.name}-{i}",
+            {
+                "instanceType": p.instance_type,
+                "tags": {POOL_LABEL: p.name},
+                "rootBlockDevice": {
+                    "volumeSize": p.root_volume_gib,
+                    "volumeType": "gp3",
+                },
+            },
+        )
+        for p in stack.pools
+        for i in range(p.nodes)
+    ]
+
+
+def _nat_resources(stack: Stack) -> list[Resource]:
+    """An EIP + NAT gateway per NAT when the stack creates its network."""
+    network = stack.spec.network
+    if network.mode != "create":
+        return []
+    nats = 1 if network.single_nat_gateway else len(stack.network_zone_ids)
+    out: list[Resource] = []
+    for i in range(nats):
+        out.append(Resource("aws:ec2/eip:Eip", f"{stack.name}-nat-{i}-eip", {"domain": "vpc"}))
+        out.append(Resource("aws:ec2/natGateway:NatGateway", f"{stack.name}-nat-{i}", {}))
+    return out
+
+
+def _fsx_resources(stack: Stack) -> list[Resource]:
+    """The FSx for Lustre file system, when the spec asks for one."""
+    storage = stack.spec.storage
+    if not storage.fsx_lustre_gib:
+        return []
+    defaults = stack.catalog.defaults
+    return [
+        Resource(
+            "aws:fsx/lustreFileSystem:LustreFileSystem",
+            f"{stack.name}-fsx",
+            {
+                "storageCapacity": storage.fsx_lustre_gib,
+                "deploymentType": defaults.fsx_deployment_type,
+                "perUnitStorageThroughput": (
+                    storage.fsx_throughput_per_tib or defaults.fsx_throughput_per_tib
+                ),
+            },
+        )
+    ]
+
+
+def _compile_cache_resources(stack: Stack) -> list[Resource]:
+    """The compile-cache bucket, when the cache is on and no bucket was given."""
+    if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
+        return [Resource("aws:s3/bucket:Bucket", f"{stack.name}-compile-cache", {})]
+    return []
+
+
 def billable_resources(stack: Stack) -> list[Resource]:
     """The billable resources the plan declares for `stack`, from the spec alone."""
-    out: list[Resource] = []
-    name = stack.name
-    spec = stack.spec
-    if spec.orchestration == "eks":
-        out.append(
-            Resource(
-                "aws:eks/cluster:Cluster",
-                f"{name}-eks",
-                {"version": stack.kubernetes_version},
-                f"{name}-cluster",
-            )
-        )
-        out.append(Resource("aws:kms/key:Key", f"{name}-secrets-key", {}, f"{name}-cluster"))
-        groups: list[tuple[str, str | None, str, int, str, int]] = [
-            (
-                f"{name}-system",
-                None,
-                stack.system_instance_type,
-                stack.system_nodes,
-                "ON_DEMAND",
-                stack.system_root_volume_gib,
-            )
-        ]
-        groups += [
-            (
-                f"{name}-{p.name}",
-                p.name,
-                p.instance_type,
-                p.nodes,
-                _capacity_type(p),
-                p.root_volume_gib,
-            )
-            for p in stack.pools
-        ]
-        for comp, pool, itype, nodes, cap, gib in groups:
-            out.append(
-                Resource(
-                    "aws:ec2/launchTemplate:LaunchTemplate",
-                    f"{comp}-lt",
-                    {
-                        "blockDeviceMappings": [
-                            {
-                                "deviceName": "/dev/xvda",
-                                "ebs": {"volumeSize": gib, "volumeType": "gp3"},
-                            }
-                        ],
-                    },
-                    comp,
-                )
-            )
-            out.append(
-                Resource(
-                    "aws:eks/nodeGroup:NodeGroup",
-                    f"{comp}-ng",
-                    {
-                        "instanceTypes": [itype],
-                        "scalingConfig": {"desiredSize": nodes},
-                        "capacityType": cap,
-                        "labels": {POOL_LABEL: pool} if pool else {},
-                        "launchTemplate": {"id": f"lt-{comp}"},
-                    },
-                    comp,
-                )
-            )
-    else:
-        for p in stack.pools:
-            for i in range(p.nodes):
-                out.append(
-                    Resource(
-                        "aws:ec2/instance:Instance",
-                        f"{name}-{p.name}-{i}",
-                        {
-                            "instanceType": p.instance_type,
-                            "tags": {POOL_LABEL: p.name},
-                            "rootBlockDevice": {
-                                "volumeSize": p.root_volume_gib,
-                                "volumeType": "gp3",
-                            },
-                        },
-                    )
-                )
-    if spec.network.mode == "create":
-        nats = 1 if spec.network.single_nat_gateway else len(stack.network_zone_ids)
-        for i in range(nats):
-            out.append(Resource("aws:ec2/eip:Eip", f"{name}-nat-{i}-eip", {"domain": "vpc"}))
-            out.append(Resource("aws:ec2/natGateway:NatGateway", f"{name}-nat-{i}", {}))
-    if spec.storage.fsx_lustre_gib:
-        out.append(
-            Resource(
-                "aws:fsx/lustreFileSystem:LustreFileSystem",
-                f"{name}-fsx",
-                {
-                    "storageCapacity": spec.storage.fsx_lustre_gib,
-                    "deploymentType": stack.catalog.defaults.fsx_deployment_type,
-                    "perUnitStorageThroughput": (
-                        spec.storage.fsx_throughput_per_tib
-                        or stack.catalog.defaults.fsx_throughput_per_tib
-                    ),
-                },
-            )
-        )
-    if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
-        out.append(Resource("aws:s3/bucket:Bucket", f"{name}-compile-cache", {}))
-    return out
+    compute = _eks_resources if stack.spec.orchestration == "eks" else _instance_resources
+    return [
+        *compute(stack),
+        *_nat_resources(stack),
+        *_fsx_resources(stack),
+        *_compile_cache_resources(stack),
+    ]
 
 
 def price_stack(stack: Stack) -> StackCost:

@@ -7,11 +7,13 @@ Every problem becomes one `Problem` line: file, YAML path, what was found, what 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean
@@ -65,66 +67,103 @@ def _describe(value: Any) -> str:
     return repr(value)
 
 
+_Message = Callable[[ErrorDetails, Any, dict[str, Any]], str]
+
+
+def _unknown_key(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    loc = tuple(err["loc"])
+    key = str(loc[-1])
+    owner = _model_at(loc)
+    fields = list(owner.model_fields) if owner else []
+    msg = f"unknown key '{key}'{did_you_mean(key, fields)}"
+    if fields:
+        msg += f" (allowed: {', '.join(fields)})"
+    return msg
+
+
+def _not_allowed(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    expected = str(ctx.get("expected", ""))
+    choices = re.findall(r"'([^']*)'|(\d+)", expected)
+    names = [a or b for a, b in choices]
+    return f"{_describe(found)} is not allowed{did_you_mean(found, names)} (allowed: {expected.replace(' or ', ', ')})"
+
+
+def _pattern_mismatch(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    return f"{_describe(found)} does not match the required pattern {ctx.get('pattern')}"
+
+
+def _expected(what: str) -> _Message:
+    def message(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+        return f"expected {what}, found {_describe(found)}"
+
+    return message
+
+
+# pydantic range error type -> (words, ctx key of the bound)
+_BOUNDS = {
+    "greater_than": ("greater than", "gt"),
+    "greater_than_equal": ("at least", "ge"),
+    "less_than": ("less than", "lt"),
+    "less_than_equal": ("at most", "le"),
+}
+
+
+def _out_of_range(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    words, key = _BOUNDS[err["type"]]
+    return f"{_describe(found)} is out of range; must be {words} {ctx.get(key)}"
+
+
+def _bad_length(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    if err["type"] == "too_short" and not found:
+        return "must not be empty"
+    return err["msg"].replace("Tuple", "list").replace("List", "list")
+
+
+def _value_error(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    return f"{_describe(found)}: {ctx.get('error', err['msg'])!s}"
+
+
+def _other(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
+    return f"{err['msg']} (found {_describe(found)})"
+
+
+# pydantic error type -> one-line message; types not listed fall back to `_other`
+_MESSAGES: dict[str, _Message] = {
+    "extra_forbidden": _unknown_key,
+    "missing": lambda err, found, ctx: "is required",
+    "literal_error": _not_allowed,
+    "string_pattern_mismatch": _pattern_mismatch,
+    **dict.fromkeys(("int_parsing", "int_type", "int_from_float"), _expected("a whole number")),
+    **dict.fromkeys(("float_parsing", "float_type"), _expected("a number")),
+    **dict.fromkeys(("bool_parsing", "bool_type"), _expected("true or false")),
+    "string_type": _expected("a string"),
+    **dict.fromkeys(("dict_type", "model_type", "model_attributes_type"), _expected("a mapping")),
+    **dict.fromkeys(("list_type", "tuple_type"), _expected("a list")),
+    **dict.fromkeys(_BOUNDS, _out_of_range),
+    **dict.fromkeys(("too_short", "too_long"), _bad_length),
+    "value_error": _value_error,
+}
+
+
+def _said_better(err: ErrorDetails, errors: list[ErrorDetails]) -> bool:
+    """A list emptied by its own item errors: those errors say it better."""
+    loc = tuple(err["loc"])
+    return err["type"] == "too_short" and any(
+        tuple(o["loc"])[: len(loc)] == loc and len(o["loc"]) > len(loc) for o in errors
+    )
+
+
 def translate(exc: ValidationError, file: str) -> list[Problem]:
     """Turn pydantic errors into one-line problems with YAML paths."""
     problems: list[Problem] = []
     errors = exc.errors()
     for err in errors:
-        loc = tuple(err["loc"])
-        kind = err["type"]
-        if kind == "too_short" and any(
-            tuple(o["loc"])[: len(loc)] == loc and len(o["loc"]) > len(loc) for o in errors
-        ):
-            continue  # a list emptied by its own item errors: those errors say it better
-        found = err.get("input")
-        ctx = err.get("ctx") or {}
+        if _said_better(err, errors):
+            continue
+        message = _MESSAGES.get(err["type"], _other)
+        msg = message(err, err.get("input"), err.get("ctx") or {})
         # dict-key errors carry '[key]' in loc; keep paths readable
-        path = _yaml_path(loc)
-        if kind == "extra_forbidden":
-            key = str(loc[-1])
-            owner = _model_at(loc)
-            fields = list(owner.model_fields) if owner else []
-            msg = f"unknown key '{key}'{did_you_mean(key, fields)}"
-            if fields:
-                msg += f" (allowed: {', '.join(fields)})"
-        elif kind == "missing":
-            msg = "is required"
-        elif kind == "literal_error":
-            expected = str(ctx.get("expected", ""))
-            choices = re.findall(r"'([^']*)'|(\d+)", expected)
-            names = [a or b for a, b in choices]
-            msg = f"{_describe(found)} is not allowed{did_you_mean(found, names)} (allowed: {expected.replace(' or ', ', ')})"
-        elif kind == "string_pattern_mismatch":
-            msg = f"{_describe(found)} does not match the required pattern {ctx.get('pattern')}"
-        elif kind in {"int_parsing", "int_type", "int_from_float"}:
-            msg = f"expected a whole number, found {_describe(found)}"
-        elif kind in {"float_parsing", "float_type"}:
-            msg = f"expected a number, found {_describe(found)}"
-        elif kind in {"bool_parsing", "bool_type"}:
-            msg = f"expected true or false, found {_describe(found)}"
-        elif kind in {"string_type"}:
-            msg = f"expected a string, found {_describe(found)}"
-        elif kind in {"dict_type", "model_type", "model_attributes_type"}:
-            msg = f"expected a mapping, found {_describe(found)}"
-        elif kind in {"list_type", "tuple_type"}:
-            msg = f"expected a list, found {_describe(found)}"
-        elif kind in {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}:
-            bound = {
-                "greater_than": f"greater than {ctx.get('gt')}",
-                "greater_than_equal": f"at least {ctx.get('ge')}",
-                "less_than": f"less than {ctx.get('lt')}",
-                "less_than_equal": f"at most {ctx.get('le')}",
-            }[kind]
-            msg = f"{_describe(found)} is out of range; must be {bound}"
-        elif kind in {"too_short", "too_long"}:
-            msg = err["msg"].replace("Tuple", "list").replace("List", "list")
-            if kind == "too_short" and not found:
-                msg = "must not be empty"
-        elif kind == "value_error":
-            msg = f"{_describe(found)}: {ctx.get('error', err['msg'])!s}"
-        else:
-            msg = f"{err['msg']} (found {_describe(found)})"
-        problems.append(Problem(file, path, msg))
+        problems.append(Problem(file, _yaml_path(tuple(err["loc"])), msg))
     return problems
 
 
