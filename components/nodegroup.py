@@ -268,81 +268,118 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         self, name: str, args: AcceleratorNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
-        pool, c = args.pool, args.cluster
-        child = pulumi.ResourceOptions(parent=self)
-        role, attachments = _node_role(self, name, c.partition, args.tags)
+        role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
         ami = aws.ssm.get_parameter_output(
-            name=ami_parameter_name(args.kubernetes_version, pool.device.eks_ami_variant),
+            name=ami_parameter_name(args.kubernetes_version, args.pool.device.eks_ami_variant),
             opts=pulumi.InvokeOutputOptions(parent=self),
         ).insecure_value
-        security_groups: list[pulumi.Input[str]] = [c.security_group_id]
+        security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
+        efa_sg = _efa_security_group(self, name, args)
         self.security_group_id = None
-        if pool.efa:
-            sg = aws.ec2.SecurityGroup(
-                f"{name}-efa-sg",
-                vpc_id=c.vpc_id,
-                description=f"EFA traffic between {pool.name} nodes (self only)",
-                tags={**args.tags, "Name": f"{name}-efa"},
-                opts=child,
-            )
-            allow_all_within(
-                f"{name}-efa", sg.id, child, ("EFA: all from self", "EFA: all to self")
-            )
-            security_groups.append(sg.id)
-            self.security_group_id = sg.id
-        placement: Any = None
-        if pool.placement_group:
-            pg = aws.ec2.PlacementGroup(
-                f"{name}-pg", strategy="cluster", tags=args.tags, opts=child
-            )
-            placement = {"group_name": pg.name}
-        labels, taints = node_labels(pool), node_taints(pool)
-        user_data = pulumi.Output.all(
-            c.name, c.endpoint, c.certificate_authority, c.service_cidr
-        ).apply(lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints)))
-        interfaces: list[Any] = [
-            {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
-        ]
-        lt = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
-            description=f"accelstack pool {pool.name}",
-            image_id=ami,
-            user_data=user_data,
-            update_default_version=True,
-            metadata_options=IMDS,
-            block_device_mappings=root_volume(pool.root_volume_gib),
-            network_interfaces=interfaces or None,
-            vpc_security_group_ids=None if interfaces else security_groups,
-            placement=placement,
-            capacity_reservation_specification=capacity_reservation(pool),
-            instance_market_options=market_options(pool),
-            tag_specifications=_tag_specs(args.instance_tags, f"{name}"),
-            tags=args.tags,
-            opts=child,
-        )
-        ng = aws.eks.NodeGroup(
-            f"{name}-ng",
-            cluster_name=c.name,
-            node_role_arn=role.arn,
-            subnet_ids=[args.subnet_id],
-            instance_types=[pool.instance_type],
-            capacity_type=capacity_type(pool),
-            scaling_config={
-                "desired_size": pool.nodes,
-                "min_size": pool.nodes,
-                "max_size": pool.nodes,
-            },
-            update_config={"max_unavailable": 1},
-            launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=labels,
-            taints=taints or None,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *c.depends_on]),
-        )
+        if efa_sg is not None:
+            security_groups.append(efa_sg.id)
+            self.security_group_id = efa_sg.id
+        lt = _pool_launch_template(self, name, args, ami, security_groups)
+        ng = _pool_node_group(self, name, args, role.arn, attachments, lt)
         self.node_group = ng
         self.node_group_name = ng.node_group_name
         self.node_role_arn = role.arn
         self.register_outputs({"nodeGroupName": self.node_group_name})
+
+
+def _efa_security_group(
+    parent: pulumi.Resource, name: str, args: AcceleratorNodeGroupArgs
+) -> aws.ec2.SecurityGroup | None:
+    """For an EFA pool: a security group that allows all traffic between the pool's nodes."""
+    if not args.pool.efa:
+        return None
+    child = pulumi.ResourceOptions(parent=parent)
+    sg = aws.ec2.SecurityGroup(
+        f"{name}-efa-sg",
+        vpc_id=args.cluster.vpc_id,
+        description=f"EFA traffic between {args.pool.name} nodes (self only)",
+        tags={**args.tags, "Name": f"{name}-efa"},
+        opts=child,
+    )
+    allow_all_within(f"{name}-efa", sg.id, child, ("EFA: all from self", "EFA: all to self"))
+    return sg
+
+
+def _placement(parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str]) -> Any:
+    """A cluster placement group for the pool when `pool.placement_group`."""
+    if not pool.placement_group:
+        return None
+    pg = aws.ec2.PlacementGroup(
+        f"{name}-pg", strategy="cluster", tags=tags, opts=pulumi.ResourceOptions(parent=parent)
+    )
+    return {"group_name": pg.name}
+
+
+def _pool_launch_template(
+    parent: pulumi.Resource,
+    name: str,
+    args: AcceleratorNodeGroupArgs,
+    ami: pulumi.Input[str],
+    security_groups: list[pulumi.Input[str]],
+) -> aws.ec2.LaunchTemplate:
+    """The pool's launch template: EKS AMI, nodeadm user data, EFA interfaces, capacity."""
+    pool, c = args.pool, args.cluster
+    placement = _placement(parent, name, pool, args.tags)
+    labels, taints = node_labels(pool), node_taints(pool)
+    user_data = pulumi.Output.all(
+        c.name, c.endpoint, c.certificate_authority, c.service_cidr
+    ).apply(lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints)))
+    interfaces: list[Any] = [
+        {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
+    ]
+    return aws.ec2.LaunchTemplate(
+        f"{name}-lt",
+        description=f"accelstack pool {pool.name}",
+        image_id=ami,
+        user_data=user_data,
+        update_default_version=True,
+        metadata_options=IMDS,
+        block_device_mappings=root_volume(pool.root_volume_gib),
+        network_interfaces=interfaces or None,
+        vpc_security_group_ids=None if interfaces else security_groups,
+        placement=placement,
+        capacity_reservation_specification=capacity_reservation(pool),
+        instance_market_options=market_options(pool),
+        tag_specifications=_tag_specs(args.instance_tags, f"{name}"),
+        tags=args.tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _pool_node_group(
+    parent: pulumi.Resource,
+    name: str,
+    args: AcceleratorNodeGroupArgs,
+    role_arn: pulumi.Input[str],
+    attachments: list[pulumi.Resource],
+    lt: aws.ec2.LaunchTemplate,
+) -> aws.eks.NodeGroup:
+    """The managed node group: `pool.nodes` fixed, from the launch template."""
+    pool, c = args.pool, args.cluster
+    return aws.eks.NodeGroup(
+        f"{name}-ng",
+        cluster_name=c.name,
+        node_role_arn=role_arn,
+        subnet_ids=[args.subnet_id],
+        instance_types=[pool.instance_type],
+        capacity_type=capacity_type(pool),
+        scaling_config={
+            "desired_size": pool.nodes,
+            "min_size": pool.nodes,
+            "max_size": pool.nodes,
+        },
+        update_config={"max_unavailable": 1},
+        launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
+        labels=node_labels(pool),
+        taints=node_taints(pool) or None,
+        tags=args.tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*attachments, *c.depends_on]),
+    )
 
 
 # ---------------------------------------------------------------------------------------

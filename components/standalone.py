@@ -22,7 +22,7 @@ boot (an instance cannot reference its own IP in its user data).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -467,22 +467,45 @@ class StandaloneCluster(pulumi.ComponentResource):
         key_name: str | None,
         tags: dict[str, str],
     ) -> None:
-        stack = args.stack
         prefix = f"{name}-{pool.name}"
         subnet = args.subnet_ids[pool.zone_id]
         groups: list[pulumi.Input[str]] = [self.security_group_id]
+        nics = network_interfaces(pool, subnet, groups)
+        lt = self._launch_template(prefix, pool, profile, key_name, nics, tags)
+        _check_user_data_fits(args.stack, pool, self.fsx is not None)
+        nodes = _PoolNodes(pool, lt, nics, subnet, groups, tags)
+        instances = self._instances(name, args.stack, nodes)
+        self.instance_ids[pool.name] = [i.id for i in instances]
+        self.private_ips[pool.name] = [i.private_ip for i in instances]
+        self.head_addresses[pool.name] = instances[0].private_ip
+
+    def _placement(
+        self, prefix: str, pool: ResolvedPool, tags: dict[str, str]
+    ) -> dict[str, Any] | None:
+        """A cluster placement group for the pool when `pool.placement_group`."""
+        if not pool.placement_group:
+            return None
+        pg = aws.ec2.PlacementGroup(
+            f"{prefix}-pg", strategy="cluster", tags=tags, opts=self._child()
+        )
+        return {"group_name": pg.name}
+
+    def _launch_template(
+        self,
+        prefix: str,
+        pool: ResolvedPool,
+        profile: aws.iam.InstanceProfile,
+        key_name: str | None,
+        nics: list[dict[str, Any]],
+        tags: dict[str, str],
+    ) -> aws.ec2.LaunchTemplate:
+        """The pool's launch template: DLAMI, EFA interfaces, IMDSv2, capacity, placement."""
         ami = aws.ssm.get_parameter_output(
             name=str(pool.device.standalone_ami_parameter),
             opts=pulumi.InvokeOutputOptions(parent=self),
         ).insecure_value
-        placement = None
-        if pool.placement_group:
-            pg = aws.ec2.PlacementGroup(
-                f"{prefix}-pg", strategy="cluster", tags=tags, opts=self._child()
-            )
-            placement = {"group_name": pg.name}
-        nics = network_interfaces(pool, subnet, groups)
-        lt = aws.ec2.LaunchTemplate(
+        placement = self._placement(prefix, pool, tags)
+        return aws.ec2.LaunchTemplate(
             f"{prefix}-lt",
             name=f"{prefix}-lt",
             description=f"accelstack standalone pool {pool.name} ({pool.instance_type})",
@@ -499,60 +522,85 @@ class StandaloneCluster(pulumi.ComponentResource):
             tags=tags,
             opts=self._child(),
         )
-        script_name, _ = launch_script(stack, pool, stack.compile_cache_bucket or "bucket")
-        # Fail before deploy when the user data cannot fit (placeholder head and bucket).
-        user_data(
-            stack,
-            pool,
-            0 if pool.nodes == 1 else 1,
-            HEAD_PLACEHOLDER,
-            script_name,
-            launch_script(stack, pool, "b" * 63)[1],
-            "s3://" + "b" * 63 + "/" + stack.compile_cache_prefix_for(pool.name),
-            ("fs-0123456789abcdef0.fsx.region.amazonaws.com", "abcdefgh") if self.fsx else None,
-        )
+
+    def _instances(self, name: str, stack: Stack, nodes: _PoolNodes) -> list[aws.ec2.Instance]:
+        """`pool.nodes` instances from the launch template; workers wait for the head's IP."""
+        pool = nodes.pool
         bucket: pulumi.Input[str | None] = (
             self.bucket_name if pool.compile_cache and self.bucket_name is not None else None
         )
         fsx: pulumi.Input[Any] = (
             pulumi.Output.all(self.fsx.dns_name, self.fsx.mount_name) if self.fsx else None
         )
+        lt = nodes.launch_template
         instances: list[aws.ec2.Instance] = []
         for rank in range(pool.nodes):
             head_ip: pulumi.Input[str | None] = instances[0].private_ip if rank else None
-
-            def render(a: list[Any], rank: int = rank, pool: ResolvedPool = pool) -> str:
-                head, bucket_value, fs = a
-                sname, script = launch_script(stack, pool, bucket_value)
-                url = stack.compile_cache_url(pool.name, bucket_value) if bucket_value else None
-                return user_data(
-                    stack,
-                    pool,
-                    rank,
-                    head,
-                    sname,
-                    script,
-                    url,
-                    (fs[0], fs[1]) if fs else None,
-                )
-
-            data = pulumi.Output.all(head_ip, bucket, fsx).apply(render)
+            data = pulumi.Output.all(head_ip, bucket, fsx).apply(
+                _user_data_renderer(stack, pool, rank)
+            )
             inst = aws.ec2.Instance(
                 instance_name(name, pool.name, rank),
                 launch_template={"name": lt.name, "version": lt.latest_version.apply(str)},
                 instance_type=pool.instance_type,
-                subnet_id=None if nics else subnet,
-                vpc_security_group_ids=None if nics else groups,
+                subnet_id=None if nodes.nics else nodes.subnet,
+                vpc_security_group_ids=None if nodes.nics else nodes.groups,
                 root_block_device=root_block_device(pool.root_volume_gib),
                 user_data=data,
                 tags=instance_tags(stack, pool, rank),
-                volume_tags=tags,
+                volume_tags=nodes.tags,
                 opts=self._child(),
             )
             instances.append(inst)
-        self.instance_ids[pool.name] = [i.id for i in instances]
-        self.private_ips[pool.name] = [i.private_ip for i in instances]
-        self.head_addresses[pool.name] = instances[0].private_ip
+        return instances
+
+
+@dataclass(frozen=True)
+class _PoolNodes:
+    """What a pool's instances are created from."""
+
+    pool: ResolvedPool
+    launch_template: aws.ec2.LaunchTemplate
+    nics: list[dict[str, Any]]
+    subnet: pulumi.Input[str]
+    groups: list[pulumi.Input[str]]
+    tags: dict[str, str]
+
+
+def _check_user_data_fits(stack: Stack, pool: ResolvedPool, with_fsx: bool) -> None:
+    """Fail before deploy when the user data cannot fit (placeholder head and bucket)."""
+    script_name, _ = launch_script(stack, pool, stack.compile_cache_bucket or "bucket")
+    user_data(
+        stack,
+        pool,
+        0 if pool.nodes == 1 else 1,
+        HEAD_PLACEHOLDER,
+        script_name,
+        launch_script(stack, pool, "b" * 63)[1],
+        "s3://" + "b" * 63 + "/" + stack.compile_cache_prefix_for(pool.name),
+        ("fs-0123456789abcdef0.fsx.region.amazonaws.com", "abcdefgh") if with_fsx else None,
+    )
+
+
+def _user_data_renderer(stack: Stack, pool: ResolvedPool, rank: int) -> Callable[[list[Any]], str]:
+    """Renders one node's user data from (head IP, bucket, (FSx DNS, mount name))."""
+
+    def render(a: list[Any]) -> str:
+        head, bucket_value, fs = a
+        sname, script = launch_script(stack, pool, bucket_value)
+        url = stack.compile_cache_url(pool.name, bucket_value) if bucket_value else None
+        return user_data(
+            stack,
+            pool,
+            rank,
+            head,
+            sname,
+            script,
+            url,
+            (fs[0], fs[1]) if fs else None,
+        )
+
+    return render
 
 
 # ---------------------------------------------------------------------------------------

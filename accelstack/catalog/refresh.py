@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -306,17 +306,14 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def refresh_text(
-    text: str,
-    source: PriceSource,
-    today: str,
-    regions: Sequence[str] | None = None,
-    types: Sequence[str] | None = None,
-) -> RefreshResult:
-    """Refresh the instance rows of prices.yaml text; returns the new text and what changed."""
-    lines = text.splitlines(keepends=True)
+#: (line index, indent, parsed row) of one instance row of prices.yaml.
+_Row = tuple[int, str, dict[str, Any]]
+
+
+def _instance_rows(lines: Sequence[str]) -> list[_Row]:
+    """The flow-mapping rows under the top-level `instances:` section."""
     section = None
-    rows: list[tuple[int, str, dict[str, Any]]] = []
+    rows: list[_Row] = []
     for i, line in enumerate(lines):
         if re.match(r"^[A-Za-z_]+:", line):
             section = line.split(":", 1)[0]
@@ -325,16 +322,29 @@ def refresh_text(
         if section == "instances" and m:
             row = yaml.safe_load("{" + m.group("body") + "}")
             rows.append((i, m.group("indent"), row))
+    return rows
+
+
+def _pairs_to_query(
+    rows: Sequence[_Row], regions: Sequence[str] | None, types: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """(region, type) pairs to quote: the selected rows', then every asked-for combination."""
 
     def wanted(region: str, itype: str) -> bool:
         return (not regions or region in regions) and (not types or itype in types)
 
-    have = {(r["region"], r["type"], r["option"]) for _, _, r in rows}
     pairs = sorted({(r["region"], r["type"]) for _, _, r in rows if wanted(r["region"], r["type"])})
     for t in types or ():
         for reg in regions or ():
             if (reg, t) not in pairs:
                 pairs.append((reg, t))
+    return pairs
+
+
+def _query_prices(
+    source: PriceSource, pairs: Sequence[tuple[str, str]], have: set[Key]
+) -> tuple[dict[Key, Quote], dict[Key, str], dict[Key, Quote]]:
+    """Quote every option of every pair: (updated, failed, added)."""
     updated: dict[Key, Quote] = {}
     failed: dict[Key, str] = {}
     added: dict[Key, Quote] = {}
@@ -352,47 +362,65 @@ def refresh_text(
                     failed[key] = f"AWS returned no {option} price"
                 continue
             (updated if key in have else added)[key] = q
+    return updated, failed, added
 
-    indent = rows[0][1] if rows else "  "
+
+def _quoted_row(key: Key, q: Quote, today: str) -> dict[str, Any]:
+    region, itype, option = key
+    return {
+        "region": region,
+        "type": itype,
+        "option": option,
+        "usd": q.usd,
+        "as_of": today,
+        "estimate": q.estimate,
+        "source": q.source,
+        "note": q.note,
+    }
+
+
+def _rewrite_rows(
+    lines: list[str],
+    rows: Sequence[_Row],
+    updated: Mapping[Key, Quote],
+    failed: Mapping[Key, str],
+    today: str,
+) -> None:
+    """Replace, in place, the lines of refreshed rows and mark the rows that failed."""
     for i, ind, row in rows:
         key = (row["region"], row["type"], row["option"])
         if key in updated:
-            q = updated[key]
-            new = {
-                "region": row["region"],
-                "type": row["type"],
-                "option": row["option"],
-                "usd": q.usd,
-                "as_of": today,
-                "estimate": q.estimate,
-                "source": q.source,
-                "note": q.note,
-            }
-            lines[i] = f"{ind}- {format_row(new)}\n"
+            lines[i] = f"{ind}- {format_row(_quoted_row(key, updated[key], today))}\n"
         elif key in failed:
             new = {**row, "note": f"not refreshed {today}: {failed[key]}"}
             lines[i] = f"{ind}- {format_row(new)}\n"
+
+
+def _added_lines(added: Mapping[Key, Quote], indent: str, today: str) -> list[str]:
+    extra = [f"{indent}# added by `accelstack prices refresh` on {today}\n"]
+    for key, q in sorted(added.items()):
+        extra.append(f"{indent}- " + format_row(_quoted_row(key, q, today)) + "\n")
+    return extra
+
+
+def refresh_text(
+    text: str,
+    source: PriceSource,
+    today: str,
+    regions: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+) -> RefreshResult:
+    """Refresh the instance rows of prices.yaml text; returns the new text and what changed."""
+    lines = text.splitlines(keepends=True)
+    rows = _instance_rows(lines)
+    have = {(r["region"], r["type"], r["option"]) for _, _, r in rows}
+    pairs = _pairs_to_query(rows, regions, types)
+    updated, failed, added = _query_prices(source, pairs, have)
+    _rewrite_rows(lines, rows, updated, failed, today)
     if added:
+        indent = rows[0][1] if rows else "  "
         last = rows[-1][0] if rows else len(lines) - 1
-        extra = [f"{indent}# added by `accelstack prices refresh` on {today}\n"]
-        for (region, itype, option), q in sorted(added.items()):
-            extra.append(
-                f"{indent}- "
-                + format_row(
-                    {
-                        "region": region,
-                        "type": itype,
-                        "option": option,
-                        "usd": q.usd,
-                        "as_of": today,
-                        "estimate": q.estimate,
-                        "source": q.source,
-                        "note": q.note,
-                    }
-                )
-                + "\n"
-            )
-        lines[last + 1 : last + 1] = extra
+        lines[last + 1 : last + 1] = _added_lines(added, indent, today)
     return RefreshResult(updated, failed, added, "".join(lines))
 
 

@@ -21,81 +21,81 @@ def _split(values: list[str] | None) -> list[str]:
     return out
 
 
+def price(
+    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Price the stack from its spec, estimate the training run, check the budget.
+
+    Exits 1 with a one-line reason when a budget limit is exceeded.
+    """
+    from accelstack.catalog import load_catalog
+    from accelstack.cost.guard import check_budget, render_report, verdict_json
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    catalog = load_catalog()
+    stack = resolve(load_spec(spec, catalog), catalog)
+    verdict = check_budget(stack)
+    typer.echo(verdict_json(verdict) if as_json else render_report(verdict), nl=False)
+    if not verdict.ok:
+        raise VerdictError(verdict.one_line())
+
+
+def compare(
+    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+    instance_types: Annotated[
+        list[str] | None,
+        typer.Option("--instance-types", help="candidate types (repeat or comma-separate)"),
+    ] = None,
+    deadline_hours: Annotated[
+        float | None, typer.Option("--deadline-hours", min=0.001, help="wall-hour limit")
+    ] = None,
+) -> None:
+    """Price the same workload on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest."""
+    from accelstack.catalog import load_catalog
+    from accelstack.cost.compare import compare as run_compare
+    from accelstack.cost.compare import render
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    catalog = load_catalog()
+    stack = resolve(load_spec(spec, catalog), catalog)
+    types = _split(instance_types) or None
+    if types:
+        for t in types:
+            catalog.instance(t)  # unknown type: exit 2 with did-you-mean
+    typer.echo(render(run_compare(stack, types, deadline_hours)), nl=False)
+
+
+def refresh(
+    region: Annotated[
+        list[str] | None, typer.Option("--region", help="regions to refresh (repeatable)")
+    ] = None,
+    types: Annotated[
+        list[str] | None,
+        typer.Option("--types", help="instance types (repeat or comma-separate)"),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show changes, write nothing")] = False,
+    prices_file: Annotated[
+        Path | None, typer.Option("--file", help="prices file (default: the catalog's)")
+    ] = None,
+) -> None:
+    """Refresh instance prices from the AWS Pricing API, spot history and Savings Plans."""
+    from accelstack.catalog.refresh import refresh_file
+
+    summary = refresh_file(
+        path=prices_file,
+        regions=_split(region) or None,
+        types=_split(types) or None,
+        dry_run=dry_run,
+    )
+    typer.echo(summary, nl=False)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def price(
-        spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-        as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
-    ) -> None:
-        """Price the stack from its spec, estimate the training run, check the budget.
-
-        Exits 1 with a one-line reason when a budget limit is exceeded.
-        """
-        from accelstack.catalog import load_catalog
-        from accelstack.cost.guard import check_budget, render_report, verdict_json
-        from accelstack.resolve import resolve
-        from accelstack.spec import load_spec
-
-        catalog = load_catalog()
-        stack = resolve(load_spec(spec, catalog), catalog)
-        verdict = check_budget(stack)
-        typer.echo(verdict_json(verdict) if as_json else render_report(verdict), nl=False)
-        if not verdict.ok:
-            raise VerdictError(verdict.one_line())
-
-    @app.command()
-    def compare(
-        spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-        instance_types: Annotated[
-            list[str] | None,
-            typer.Option("--instance-types", help="candidate types (repeat or comma-separate)"),
-        ] = None,
-        deadline_hours: Annotated[
-            float | None, typer.Option("--deadline-hours", min=0.001, help="wall-hour limit")
-        ] = None,
-    ) -> None:
-        """Price the same workload on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest."""
-        from accelstack.catalog import load_catalog
-        from accelstack.cost.compare import compare as run_compare
-        from accelstack.cost.compare import render
-        from accelstack.resolve import resolve
-        from accelstack.spec import load_spec
-
-        catalog = load_catalog()
-        stack = resolve(load_spec(spec, catalog), catalog)
-        types = _split(instance_types) or None
-        if types:
-            for t in types:
-                catalog.instance(t)  # unknown type: exit 2 with did-you-mean
-        typer.echo(render(run_compare(stack, types, deadline_hours)), nl=False)
-
+    app.command()(price)
+    app.command()(compare)
     prices_app = typer.Typer(help="Maintain the price catalog.", no_args_is_help=True)
-
-    @prices_app.command("refresh")
-    def refresh(
-        region: Annotated[
-            list[str] | None, typer.Option("--region", help="regions to refresh (repeatable)")
-        ] = None,
-        types: Annotated[
-            list[str] | None,
-            typer.Option("--types", help="instance types (repeat or comma-separate)"),
-        ] = None,
-        dry_run: Annotated[
-            bool, typer.Option("--dry-run", help="show changes, write nothing")
-        ] = False,
-        prices_file: Annotated[
-            Path | None, typer.Option("--file", help="prices file (default: the catalog's)")
-        ] = None,
-    ) -> None:
-        """Refresh instance prices from the AWS Pricing API, spot history and Savings Plans."""
-        from accelstack.catalog.refresh import refresh_file
-
-        summary = refresh_file(
-            path=prices_file,
-            regions=_split(region) or None,
-            types=_split(types) or None,
-            dry_run=dry_run,
-        )
-        typer.echo(summary, nl=False)
-
+    prices_app.command("refresh")(refresh)
     app.add_typer(prices_app, name="prices")

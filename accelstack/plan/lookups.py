@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import _short, normalise
@@ -126,100 +127,168 @@ class Answers:
     def new_resource(
         self, typ: str, name: str, inputs: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        region, acct = self.region, ACCOUNT_ID
-        rid = _digest(typ, name)
+        res = _NewResource.of(typ, name, inputs, self.region, self.stack.name)
+        build = _OUTPUT_BUILDERS.get(typ) or _builder_by_prefix(typ)
         out: dict[str, Any] = dict(inputs)
-        short = typ.split(":")[-1]
-        arn = f"arn:aws:{typ.split(':')[1].split('/')[0]}:{region}:{acct}:{short.lower()}/{name}"
-        if typ == "aws:eks/cluster:Cluster":
-            cname = inputs.get("name", name)
-            rid = cname
-            out.update(
-                {
-                    "arn": f"arn:aws:eks:{region}:{acct}:cluster/{cname}",
-                    "endpoint": f"https://{_digest('eks', cname, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
-                    "certificateAuthority": {
-                        "data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1PQ0sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
-                    },
-                    "kubernetesNetworkConfig": {
-                        "serviceIpv4Cidr": "172.20.0.0/16",
-                        "ipFamily": "ipv4",
-                    },
-                    "vpcConfig": {
-                        **inputs.get("vpcConfig", {}),
-                        "clusterSecurityGroupId": f"sg-{_digest('cluster-sg', cname)}",
-                        "vpcId": f"vpc-{_digest('vpc', self.stack.name)}",
-                    },
-                    "status": "ACTIVE",
-                }
-            )
-        elif typ == "aws:s3/bucket:Bucket":
-            b = inputs.get("bucket") or f"{name}-{rid[:7]}"
-            rid = b
-            out.update(
-                {
-                    "bucket": b,
-                    "arn": f"arn:aws:s3:::{b}",
-                    "bucketDomainName": f"{b}.s3.amazonaws.com",
-                    "region": region,
-                }
-            )
-        elif typ == "aws:iam/role:Role":
-            out.update({"arn": f"arn:aws:iam::{acct}:role/{name}", "name": name})
-            rid = name
-        elif typ == "aws:kms/key:Key":
-            rid = f"{_digest('kms', name, n=8)}-{_digest('k1', name, n=4)}-{_digest('k2', name, n=4)}-{_digest('k3', name, n=4)}-{_digest('k4', name, n=12)}"
-            out.update({"arn": f"arn:aws:kms:{region}:{acct}:key/{rid}", "keyId": rid})
-        elif typ == "aws:eks/nodeGroup:NodeGroup":
-            out.update(
-                {
-                    "nodeGroupName": inputs.get("nodeGroupName", name),
-                    "arn": f"arn:aws:eks:{region}:{acct}:nodegroup/{name}",
-                }
-            )
-        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            rid = f"lt-{rid}"
-            out.update({"latestVersion": 1, "arn": arn})
-        elif typ == "aws:ec2/placementGroup:PlacementGroup":
-            out.update({"name": name, "arn": arn})
-            rid = name
-        elif typ == "aws:fsx/lustreFileSystem:LustreFileSystem":
-            rid = f"fs-{rid}"
-            out.update(
-                {
-                    "dnsName": f"{rid}.fsx.{region}.amazonaws.com",
-                    "mountName": _digest("mount", name, n=8),
-                    "arn": arn,
-                }
-            )
-        elif typ == "aws:ec2/instance:Instance":
-            rid = f"i-{rid}"
-            h = int(_digest("ip", name, n=6), 16)
-            out.update(
-                {
-                    "arn": arn,
-                    "privateIp": f"10.42.{(h >> 8) % 32}.{h % 250 + 4}",
-                    "privateDns": f"ip-{name}.{region}.compute.internal",
-                }
-            )
-        elif typ.startswith("aws:ec2/") or typ.startswith("aws:vpc/"):
-            prefix = {
-                "vpc": "vpc",
-                "subnet": "subnet",
-                "securityGroup": "sg",
-                "internetGateway": "igw",
-                "natGateway": "nat",
-                "eip": "eipalloc",
-                "routeTable": "rtb",
-            }.get(typ.split("/")[1].split(":")[0], "r")
-            rid = f"{prefix}-{rid}"
-            out.update({"arn": arn})
-        elif typ.startswith("pulumi:providers:"):
-            rid = _digest("provider", name, n=36)
+        if build is None:
+            rid = res.rid
+            out.setdefault("arn", res.arn)
         else:
-            out.setdefault("arn", arn)
+            rid, extra = build(res)
+            out.update(extra)
         out.setdefault("id", rid)
         return rid, out
+
+
+# -- resource outputs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _NewResource:
+    """What an output builder knows about the resource being created."""
+
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    region: str
+    stack_name: str
+    rid: str  # the default physical id: a digest of type and name
+    arn: str  # the generic ARN: service from the type token, resource from its short name
+
+    @classmethod
+    def of(
+        cls, typ: str, name: str, inputs: dict[str, Any], region: str, stack_name: str
+    ) -> _NewResource:
+        short = typ.split(":")[-1]
+        service = typ.split(":")[1].split("/")[0]
+        arn = f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{short.lower()}/{name}"
+        return cls(typ, name, inputs, region, stack_name, _digest(typ, name), arn)
+
+
+#: A builder returns the resource's physical id and the outputs to add to its inputs.
+_OutputBuilder = Callable[[_NewResource], tuple[str, dict[str, Any]]]
+
+
+def _eks_cluster(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    region, acct = r.region, ACCOUNT_ID
+    cname = r.inputs.get("name", r.name)
+    return cname, {
+        "arn": f"arn:aws:eks:{region}:{acct}:cluster/{cname}",
+        "endpoint": f"https://{_digest('eks', cname, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
+        "certificateAuthority": {
+            "data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1PQ0sKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
+        },
+        "kubernetesNetworkConfig": {
+            "serviceIpv4Cidr": "172.20.0.0/16",
+            "ipFamily": "ipv4",
+        },
+        "vpcConfig": {
+            **r.inputs.get("vpcConfig", {}),
+            "clusterSecurityGroupId": f"sg-{_digest('cluster-sg', cname)}",
+            "vpcId": f"vpc-{_digest('vpc', r.stack_name)}",
+        },
+        "status": "ACTIVE",
+    }
+
+
+def _s3_bucket(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    b = r.inputs.get("bucket") or f"{r.name}-{r.rid[:7]}"
+    return b, {
+        "bucket": b,
+        "arn": f"arn:aws:s3:::{b}",
+        "bucketDomainName": f"{b}.s3.amazonaws.com",
+        "region": r.region,
+    }
+
+
+def _iam_role(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    return r.name, {"arn": f"arn:aws:iam::{ACCOUNT_ID}:role/{r.name}", "name": r.name}
+
+
+def _kms_key(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    n = r.name
+    rid = f"{_digest('kms', n, n=8)}-{_digest('k1', n, n=4)}-{_digest('k2', n, n=4)}-{_digest('k3', n, n=4)}-{_digest('k4', n, n=12)}"
+    return rid, {"arn": f"arn:aws:kms:{r.region}:{ACCOUNT_ID}:key/{rid}", "keyId": rid}
+
+
+def _eks_node_group(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    return r.rid, {
+        "nodeGroupName": r.inputs.get("nodeGroupName", r.name),
+        "arn": f"arn:aws:eks:{r.region}:{ACCOUNT_ID}:nodegroup/{r.name}",
+    }
+
+
+def _launch_template(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    return f"lt-{r.rid}", {"latestVersion": 1, "arn": r.arn}
+
+
+def _placement_group(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    return r.name, {"name": r.name, "arn": r.arn}
+
+
+def _lustre_file_system(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    rid = f"fs-{r.rid}"
+    return rid, {
+        "dnsName": f"{rid}.fsx.{r.region}.amazonaws.com",
+        "mountName": _digest("mount", r.name, n=8),
+        "arn": r.arn,
+    }
+
+
+def _ec2_instance(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    h = int(_digest("ip", r.name, n=6), 16)
+    return f"i-{r.rid}", {
+        "arn": r.arn,
+        "privateIp": f"10.42.{(h >> 8) % 32}.{h % 250 + 4}",
+        "privateDns": f"ip-{r.name}.{r.region}.compute.internal",
+    }
+
+
+#: Id prefix per EC2/VPC resource kind (the part between `/` and `:` of the type token).
+_EC2_ID_PREFIX = {
+    "vpc": "vpc",
+    "subnet": "subnet",
+    "securityGroup": "sg",
+    "internetGateway": "igw",
+    "natGateway": "nat",
+    "eip": "eipalloc",
+    "routeTable": "rtb",
+}
+
+
+def _ec2_generic(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    prefix = _EC2_ID_PREFIX.get(r.typ.split("/")[1].split(":")[0], "r")
+    return f"{prefix}-{r.rid}", {"arn": r.arn}
+
+
+def _provider(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    return _digest("provider", r.name, n=36), {}
+
+
+#: Output builders keyed on the exact Pulumi type token.
+_OUTPUT_BUILDERS: dict[str, _OutputBuilder] = {
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws:s3/bucket:Bucket": _s3_bucket,
+    "aws:iam/role:Role": _iam_role,
+    "aws:kms/key:Key": _kms_key,
+    "aws:eks/nodeGroup:NodeGroup": _eks_node_group,
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:ec2/placementGroup:PlacementGroup": _placement_group,
+    "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre_file_system,
+    "aws:ec2/instance:Instance": _ec2_instance,
+}
+
+#: Output builders for the types no exact token matches, by token prefix (first match wins).
+_PREFIX_BUILDERS: tuple[tuple[str, _OutputBuilder], ...] = (
+    ("aws:ec2/", _ec2_generic),
+    ("aws:vpc/", _ec2_generic),
+    ("pulumi:providers:", _provider),
+)
+
+
+def _builder_by_prefix(typ: str) -> _OutputBuilder | None:
+    """The prefix builder for `typ`; None: only a generic ARN is added."""
+    return next((b for p, b in _PREFIX_BUILDERS if typ.startswith(p)), None)
 
 
 # ---------------------------------------------------------------------------------------

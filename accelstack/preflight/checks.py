@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -445,95 +445,146 @@ def _fmt_time(value: object) -> str:
     return str(value)
 
 
-def judge_reservation(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> CheckResult:
-    """Pure: compare one DescribeCapacityReservations entry with the pool that targets it."""
-    rid = pool.reservation_id
-    subject = f"pool {pool.name}"
-    kind = "capacity block" if cr.get("ReservationType") == "capacity-block" else "reservation"
-    state = str(cr.get("State", "unknown"))
-    problems: list[tuple[str, str]] = []
-    if state not in RESERVATION_ACTIVE | RESERVATION_LATER:
-        problems.append(
-            (
-                f"is {state}",
-                f"buy a new capacity block or create a new reservation and set "
-                f"{_pool_field(stack, pool, 'purchase.reservation_id')} to its cr- id",
-            )
-        )
-    itype = cr.get("InstanceType")
-    if itype != pool.instance_type:
-        problems.append(
-            (
-                f"is for {itype}, not {pool.instance_type}",
-                f"set {_pool_field(stack, pool, 'instance_type')}: {itype}, or use a reservation "
-                f"for {pool.instance_type}",
-            )
-        )
-    total = int(cr.get("TotalInstanceCount", 0))
-    if total < pool.nodes:
-        problems.append(
-            (
-                f"holds {total} instance(s), fewer than the {pool.nodes} nodes asked for",
-                f"set {_pool_field(stack, pool, 'nodes')}: {total}, or extend the reservation "
-                f"to {pool.nodes} instances",
-            )
-        )
+#: One finding about a reservation: (what is wrong or notable, the fix); None when all is well.
+_Finding = tuple[str, str] | None
+
+
+def _reservation_kind(cr: dict[str, Any]) -> str:
+    return "capacity block" if cr.get("ReservationType") == "capacity-block" else "reservation"
+
+
+def _reservation_zone_id(stack: Stack, cr: dict[str, Any]) -> Any:
+    """The reservation's zone id, from its zone name (through the catalog) when AWS gave none."""
     zone_id = cr.get("AvailabilityZoneId")
     zone_name = cr.get("AvailabilityZone")
     if zone_id is None and zone_name:
         zone_id = stack.catalog.zone_id(stack.region, str(zone_name))
-    if zone_id is not None and zone_id != pool.zone_id:
-        problems.append(
-            (
-                f"is in {zone_id} ({zone_name}), not the pool's zone {pool.zone_id}",
-                f"set {_pool_field(stack, pool, 'availability_zone')}: {zone_id}",
-            )
-        )
-    if problems:
-        return CheckResult(
-            "reservation",
-            subject,
-            FAIL,
-            f"{kind} {rid} " + "; ".join(p for p, _ in problems),
-            "; ".join(f for _, f in problems),
-        )
+    return zone_id
+
+
+def _reservation_dead(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    state = str(cr.get("State", "unknown"))
+    if state in RESERVATION_ACTIVE | RESERVATION_LATER:
+        return None
+    return (
+        f"is {state}",
+        f"buy a new capacity block or create a new reservation and set "
+        f"{_pool_field(stack, pool, 'purchase.reservation_id')} to its cr- id",
+    )
+
+
+def _reservation_wrong_type(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    itype = cr.get("InstanceType")
+    if itype == pool.instance_type:
+        return None
+    return (
+        f"is for {itype}, not {pool.instance_type}",
+        f"set {_pool_field(stack, pool, 'instance_type')}: {itype}, or use a reservation "
+        f"for {pool.instance_type}",
+    )
+
+
+def _reservation_too_small(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    total = int(cr.get("TotalInstanceCount", 0))
+    if total >= pool.nodes:
+        return None
+    return (
+        f"holds {total} instance(s), fewer than the {pool.nodes} nodes asked for",
+        f"set {_pool_field(stack, pool, 'nodes')}: {total}, or extend the reservation "
+        f"to {pool.nodes} instances",
+    )
+
+
+def _reservation_wrong_zone(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    zone_id = _reservation_zone_id(stack, cr)
+    if zone_id is None or zone_id == pool.zone_id:
+        return None
+    return (
+        f"is in {zone_id} ({cr.get('AvailabilityZone')}), not the pool's zone {pool.zone_id}",
+        f"set {_pool_field(stack, pool, 'availability_zone')}: {zone_id}",
+    )
+
+
+def _reservation_not_started(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    if str(cr.get("State", "unknown")) not in RESERVATION_LATER:
+        return None
+    return (
+        "instances cannot launch until it is active",
+        f"deploy after it starts ({_fmt_time(cr.get('StartDate', 'its start date'))})",
+    )
+
+
+def _reservation_in_use(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    available = cr.get("AvailableInstanceCount")
+    if available is None or int(available) >= pool.nodes:
+        return None
+    total = int(cr.get("TotalInstanceCount", 0))
+    return (
+        f"only {available} of {total} are free (other instances use the rest)",
+        f"stop the instances using {pool.reservation_id}, or set "
+        f"{_pool_field(stack, pool, 'nodes')}: {available}",
+    )
+
+
+def _reservation_other_option(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
+    expected = "capacity-block" if pool.purchase_option == "capacity-block" else "default"
+    if cr.get("ReservationType", expected) == expected:
+        return None
+    return (
+        f"the pool says purchase.option '{pool.purchase_option}' but AWS "
+        f"reports reservation type '{cr.get('ReservationType')}' (prices may be wrong)",
+        f"set {_pool_field(stack, pool, 'purchase.option')}: "
+        + ("capacity-block" if cr.get("ReservationType") == "capacity-block" else "reservation"),
+    )
+
+
+_ReservationRule = Callable[["Stack", "ResolvedPool", dict[str, Any]], _Finding]
+#: What makes a reservation unusable for the pool (FAIL; all are reported together).
+_RESERVATION_PROBLEMS: tuple[_ReservationRule, ...] = (
+    _reservation_dead,
+    _reservation_wrong_type,
+    _reservation_too_small,
+    _reservation_wrong_zone,
+)
+#: What makes a usable reservation worth a warning (WARN; the first one is reported).
+_RESERVATION_WARNINGS: tuple[_ReservationRule, ...] = (
+    _reservation_not_started,
+    _reservation_in_use,
+    _reservation_other_option,
+)
+
+
+def _reservation_summary(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> str:
     window = ""
     if cr.get("StartDate") or cr.get("EndDate"):
         window = (
             f", {_fmt_time(cr.get('StartDate', '?'))} to {_fmt_time(cr.get('EndDate', 'open'))}"
         )
-    summary = f"{kind} {rid}: {state}, {total} x {itype} in {zone_id}{window}"
-    if state in RESERVATION_LATER:
+    state = str(cr.get("State", "unknown"))
+    total = int(cr.get("TotalInstanceCount", 0))
+    return (
+        f"{_reservation_kind(cr)} {pool.reservation_id}: {state}, {total} x "
+        f"{cr.get('InstanceType')} in {_reservation_zone_id(stack, cr)}{window}"
+    )
+
+
+def judge_reservation(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> CheckResult:
+    """Pure: compare one DescribeCapacityReservations entry with the pool that targets it."""
+    subject = f"pool {pool.name}"
+    problems = [p for rule in _RESERVATION_PROBLEMS if (p := rule(stack, pool, cr)) is not None]
+    if problems:
         return CheckResult(
             "reservation",
             subject,
-            WARN,
-            f"{summary}; instances cannot launch until it is active",
-            f"deploy after it starts ({_fmt_time(cr.get('StartDate', 'its start date'))})",
+            FAIL,
+            f"{_reservation_kind(cr)} {pool.reservation_id} " + "; ".join(p for p, _ in problems),
+            "; ".join(f for _, f in problems),
         )
-    available = cr.get("AvailableInstanceCount")
-    if available is not None and int(available) < pool.nodes:
-        return CheckResult(
-            "reservation",
-            subject,
-            WARN,
-            f"{summary}; only {available} of {total} are free (other instances use the rest)",
-            f"stop the instances using {rid}, or set "
-            f"{_pool_field(stack, pool, 'nodes')}: {available}",
-        )
-    expected = "capacity-block" if pool.purchase_option == "capacity-block" else "default"
-    if cr.get("ReservationType", expected) != expected:
-        return CheckResult(
-            "reservation",
-            subject,
-            WARN,
-            f"{summary}; the pool says purchase.option '{pool.purchase_option}' but AWS "
-            f"reports reservation type '{cr.get('ReservationType')}' (prices may be wrong)",
-            f"set {_pool_field(stack, pool, 'purchase.option')}: "
-            + (
-                "capacity-block" if cr.get("ReservationType") == "capacity-block" else "reservation"
-            ),
-        )
+    summary = _reservation_summary(stack, pool, cr)
+    for rule in _RESERVATION_WARNINGS:
+        warning = rule(stack, pool, cr)
+        if warning is not None:
+            return CheckResult("reservation", subject, WARN, f"{summary}; {warning[0]}", warning[1])
     return CheckResult("reservation", subject, PASS, summary)
 
 
@@ -602,65 +653,81 @@ def check_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:
         bucket = generated_bucket_name(stack.name, account)
     else:
         bucket = named
-    subject = f"bucket {bucket}"
     try:
         resp = clients.s3.head_bucket(Bucket=bucket)
     except Exception as exc:
         if not _is_client_error(exc):
             raise
-        code = _error_code(exc)
-        if code in ("404", "NoSuchBucket", "NotFound"):
-            if named is None:
-                return [
-                    CheckResult(
-                        "bucket", subject, PASS, f"{bucket} is free: accelstack will create it"
-                    )
-                ]
-            return [
-                CheckResult(
-                    "bucket",
-                    subject,
-                    FAIL,
-                    f"{bucket} does not exist; compile_cache.bucket names an existing bucket "
-                    "to use, and accelstack does not create it",
-                    f"create it (aws s3 mb s3://{bucket} --region {stack.region}), or drop "
-                    "compile_cache.bucket to let accelstack create one",
-                )
-            ]
-        if code in ("403", "AccessDenied", "Forbidden"):
-            fix = (
-                "choose another compile_cache.bucket name, or drop it to let accelstack create "
-                "one (if the bucket is yours, grant s3:ListBucket on it)"
-                if named
-                else "set compile_cache.bucket to an existing bucket of yours (if this bucket "
-                "is yours, grant s3:ListBucket on it)"
-            )
-            return [
-                CheckResult(
-                    "bucket",
-                    subject,
-                    FAIL,
-                    f"{bucket} exists and belongs to another account (HeadBucket: 403 Forbidden)",
-                    fix,
-                )
-            ]
-        return [_not_checked("bucket", subject, exc)]
+        return [_bucket_refused(stack, bucket, named, exc)]
+    return [_bucket_found(stack, bucket, named, resp)]
+
+
+#: HeadBucket error codes: the bucket does not exist / it belongs to another account.
+_BUCKET_MISSING_CODES = ("404", "NoSuchBucket", "NotFound")
+_BUCKET_TAKEN_CODES = ("403", "AccessDenied", "Forbidden")
+
+
+def _bucket_refused(stack: Stack, bucket: str, named: str | None, exc: Exception) -> CheckResult:
+    """HeadBucket answered with an error: free (or missing), taken, or not checked."""
+    code = _error_code(exc)
+    if code in _BUCKET_MISSING_CODES:
+        return _bucket_missing(stack, bucket, named)
+    if code in _BUCKET_TAKEN_CODES:
+        return _bucket_taken(bucket, named)
+    return _not_checked("bucket", f"bucket {bucket}", exc)
+
+
+def _bucket_missing(stack: Stack, bucket: str, named: str | None) -> CheckResult:
+    subject = f"bucket {bucket}"
+    if named is None:
+        return CheckResult("bucket", subject, PASS, f"{bucket} is free: accelstack will create it")
+    return CheckResult(
+        "bucket",
+        subject,
+        FAIL,
+        f"{bucket} does not exist; compile_cache.bucket names an existing bucket "
+        "to use, and accelstack does not create it",
+        f"create it (aws s3 mb s3://{bucket} --region {stack.region}), or drop "
+        "compile_cache.bucket to let accelstack create one",
+    )
+
+
+def _bucket_taken(bucket: str, named: str | None) -> CheckResult:
+    fix = (
+        "choose another compile_cache.bucket name, or drop it to let accelstack create "
+        "one (if the bucket is yours, grant s3:ListBucket on it)"
+        if named
+        else "set compile_cache.bucket to an existing bucket of yours (if this bucket "
+        "is yours, grant s3:ListBucket on it)"
+    )
+    return CheckResult(
+        "bucket",
+        f"bucket {bucket}",
+        FAIL,
+        f"{bucket} exists and belongs to another account (HeadBucket: 403 Forbidden)",
+        fix,
+    )
+
+
+def _bucket_found(
+    stack: Stack, bucket: str, named: str | None, resp: Mapping[str, Any]
+) -> CheckResult:
+    """HeadBucket answered 200: ours; a warning when it is in another region."""
+    subject = f"bucket {bucket}"
     region = resp.get("BucketRegion") or resp.get("ResponseMetadata", {}).get(
         "HTTPHeaders", {}
     ).get("x-amz-bucket-region")
     if region and region != stack.region:
-        return [
-            CheckResult(
-                "bucket",
-                subject,
-                WARN,
-                f"{bucket} is ours but in {region}, not {stack.region}: every cache read "
-                "crosses regions (latency and transfer charges)",
-                f"use a bucket in {stack.region}",
-            )
-        ]
+        return CheckResult(
+            "bucket",
+            subject,
+            WARN,
+            f"{bucket} is ours but in {region}, not {stack.region}: every cache read "
+            "crosses regions (latency and transfer charges)",
+            f"use a bucket in {stack.region}",
+        )
     how = "" if named else " (created by an earlier deploy)"
-    return [CheckResult("bucket", subject, PASS, f"{bucket} exists and is ours{how}")]
+    return CheckResult("bucket", subject, PASS, f"{bucket} exists and is ours{how}")
 
 
 def _eks_versions(clients: AwsClients) -> dict[str, str]:
@@ -680,72 +747,77 @@ def _eks_versions(clients: AwsClients) -> dict[str, str]:
         kwargs["nextToken"] = token
 
 
+#: The spec field that names the Kubernetes version.
+_KUBERNETES_FIELD = "cluster.kubernetes_version"
+
+
 def check_kubernetes(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     if stack.spec.orchestration != "eks":
         return []
-    version = stack.kubernetes_version
-    subject = f"kubernetes {version}"
-    field = "cluster.kubernetes_version"
     try:
         versions = _eks_versions(clients)
     except Exception as exc:
         if not (_is_client_error(exc) or isinstance(exc, AttributeError)):
             raise
-        known = stack.catalog.defaults.supported_kubernetes_versions
-        reason = _error_text(exc)
-        if version in known:
-            return [
-                CheckResult(
-                    "kubernetes",
-                    subject,
-                    WARN,
-                    f"EKS could not be asked ({reason}); the catalog lists {version} as "
-                    f"supported ({', '.join(known)})",
-                    f"confirm with aws eks describe-cluster-versions --region {stack.region} "
-                    f"({IAM_ACTIONS['kubernetes']})",
-                )
-            ]
-        return [
-            CheckResult(
-                "kubernetes",
-                subject,
-                FAIL,
-                f"{version} is not in the catalog's supported list ({', '.join(known)}); EKS "
-                f"could not be asked ({reason})",
-                f"set {field} to one of {', '.join(known)}",
-            )
-        ]
+        return [_kubernetes_from_catalog(stack, exc)]
+    return [_judge_kubernetes(stack, versions)]
+
+
+def _kubernetes_from_catalog(stack: Stack, exc: Exception) -> CheckResult:
+    """EKS could not be asked: the catalog's supported list decides (WARN at best)."""
+    version = stack.kubernetes_version
+    subject = f"kubernetes {version}"
+    known = stack.catalog.defaults.supported_kubernetes_versions
+    reason = _error_text(exc)
+    if version in known:
+        return CheckResult(
+            "kubernetes",
+            subject,
+            WARN,
+            f"EKS could not be asked ({reason}); the catalog lists {version} as "
+            f"supported ({', '.join(known)})",
+            f"confirm with aws eks describe-cluster-versions --region {stack.region} "
+            f"({IAM_ACTIONS['kubernetes']})",
+        )
+    return CheckResult(
+        "kubernetes",
+        subject,
+        FAIL,
+        f"{version} is not in the catalog's supported list ({', '.join(known)}); EKS "
+        f"could not be asked ({reason})",
+        f"set {_KUBERNETES_FIELD} to one of {', '.join(known)}",
+    )
+
+
+def _judge_kubernetes(stack: Stack, versions: dict[str, str]) -> CheckResult:
+    """Compare the spec's version with EKS's versions and their support status."""
+    version = stack.kubernetes_version
+    subject = f"kubernetes {version}"
     supported = sorted(
         (v for v, s in versions.items() if s in ("STANDARD_SUPPORT", "EXTENDED_SUPPORT")),
         key=_version_key,
     )
     status = versions.get(version)
     if status == "STANDARD_SUPPORT":
-        return [
-            CheckResult("kubernetes", subject, PASS, f"EKS offers {version} (standard support)")
-        ]
+        return CheckResult("kubernetes", subject, PASS, f"EKS offers {version} (standard support)")
     standard = [v for v in supported if versions[v] == "STANDARD_SUPPORT"]
     if status == "EXTENDED_SUPPORT":
-        return [
-            CheckResult(
-                "kubernetes",
-                subject,
-                WARN,
-                f"{version} is in EKS extended support: the control plane costs 0.60 USD/hour "
-                "instead of 0.10",
-                f"set {field} to a standard-support version ({', '.join(standard)})",
-            )
-        ]
-    what = "no longer supported" if status == "UNSUPPORTED" else "not offered"
-    return [
-        CheckResult(
+        return CheckResult(
             "kubernetes",
             subject,
-            FAIL,
-            f"{version} is {what} by EKS in {stack.region} (offered: {', '.join(supported)})",
-            f"set {field} to one of {', '.join(standard or supported)}",
+            WARN,
+            f"{version} is in EKS extended support: the control plane costs 0.60 USD/hour "
+            "instead of 0.10",
+            f"set {_KUBERNETES_FIELD} to a standard-support version ({', '.join(standard)})",
         )
-    ]
+    what = "no longer supported" if status == "UNSUPPORTED" else "not offered"
+    return CheckResult(
+        "kubernetes",
+        subject,
+        FAIL,
+        f"{version} is {what} by EKS in {stack.region} (offered: {', '.join(supported)})",
+        f"set {_KUBERNETES_FIELD} to one of {', '.join(standard or supported)}",
+    )
 
 
 def _version_key(v: str) -> tuple[int, ...]:

@@ -270,68 +270,81 @@ def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
     return environment().get_template("sbatch.sh.j2").render(ctx)
 
 
-def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
-    """Every launch artifact for the stack's workload pool, with an index (README.md)."""
-    p = stack.workload_pool
+def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
+    """The node script plus the PyTorchJob and plain-Job manifests that embed it."""
+    return [
+        Artifact(
+            launch_script_name(p),
+            f"node launch script for pool {p.name} (auto-detects PyTorchJob, Slurm or "
+            "standalone variables); the manifests embed the same script in a ConfigMap",
+            render_node_script(stack, p, "auto", bucket=bucket),
+            executable=True,
+        ),
+        Artifact(
+            "pytorchjob.yaml",
+            "Kubeflow PyTorchJob (training operator) plus the ConfigMap holding the script: "
+            "`kubectl apply -f pytorchjob.yaml`",
+            render_manifest(stack, "pytorchjob", bucket=bucket),
+        ),
+        Artifact(
+            "job.yaml",
+            "the same job without the training operator: ConfigMap, headless Service and an "
+            "indexed batch/v1 Job: `kubectl apply -f job.yaml`",
+            render_manifest(stack, "job", bucket=bucket),
+        ),
+    ]
+
+
+def _standalone_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
+    """The node script, plus a Slurm batch file when the stack installs Slurm."""
     script = launch_script_name(p)
-    out: list[Artifact] = []
-    if stack.spec.orchestration == "eks":
+    out = [
+        Artifact(
+            script,
+            f"node launch script for pool {p.name}: run it on every node with "
+            "ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR set",
+            render_node_script(stack, p, "standalone", bucket=bucket),
+            executable=True,
+        )
+    ]
+    if stack.spec.standalone.install_slurm:
         out.append(
             Artifact(
-                script,
-                f"node launch script for pool {p.name} (auto-detects PyTorchJob, Slurm or "
-                "standalone variables); the manifests embed the same script in a ConfigMap",
-                render_node_script(stack, p, "auto", bucket=bucket),
+                "train.sbatch",
+                f"Slurm batch file: `sbatch train.sbatch` runs {script} once per node",
+                render_sbatch(stack, bucket=bucket),
                 executable=True,
             )
         )
-        out.append(
-            Artifact(
-                "pytorchjob.yaml",
-                "Kubeflow PyTorchJob (training operator) plus the ConfigMap holding the script: "
-                "`kubectl apply -f pytorchjob.yaml`",
-                render_manifest(stack, "pytorchjob", bucket=bucket),
-            )
-        )
-        out.append(
-            Artifact(
-                "job.yaml",
-                "the same job without the training operator: ConfigMap, headless Service and an "
-                "indexed batch/v1 Job: `kubectl apply -f job.yaml`",
-                render_manifest(stack, "job", bucket=bucket),
-            )
-        )
-    else:
-        out.append(
-            Artifact(
-                script,
-                f"node launch script for pool {p.name}: run it on every node with "
-                "ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR set",
-                render_node_script(stack, p, "standalone", bucket=bucket),
-                executable=True,
-            )
-        )
-        if stack.spec.standalone.install_slurm:
-            out.append(
-                Artifact(
-                    "train.sbatch",
-                    f"Slurm batch file: `sbatch train.sbatch` runs {script} once per node",
-                    render_sbatch(stack, bucket=bucket),
-                    executable=True,
-                )
-            )
+    return out
+
+
+def _index_artifact(
+    stack: Stack, p: ResolvedPool, artifacts: list[Artifact], bucket: str | None
+) -> Artifact:
+    """README.md listing `artifacts`."""
     index = (
         environment()
         .get_template("index.md.j2")
         .render(
             stack=stack,
             pool=p,
-            artifacts=out,
+            artifacts=artifacts,
             cache_url=cache_url(stack, p, bucket),
             cache_url_var=CACHE_URL_VAR,
             namespace=stack.catalog.defaults.training_namespace,
             service_account=training_service_account(stack),
         )
     )
-    out.append(Artifact("README.md", "this index", index))
+    return Artifact("README.md", "this index", index)
+
+
+def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
+    """Every launch artifact for the stack's workload pool, with an index (README.md)."""
+    p = stack.workload_pool
+    if stack.spec.orchestration == "eks":
+        out = _eks_artifacts(stack, p, bucket)
+    else:
+        out = _standalone_artifacts(stack, p, bucket)
+    out.append(_index_artifact(stack, p, out, bucket))
     return out

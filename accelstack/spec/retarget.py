@@ -11,7 +11,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelstack.catalog import Catalog
+from accelstack.catalog import Catalog, DeviceKind
 from accelstack.catalog.sizing import memory_fit
 from accelstack.errors import Problem, SpecError, did_you_mean
 from accelstack.spec.loader import parse_spec
@@ -34,6 +34,173 @@ def _workload_pool(data: dict[str, Any]) -> dict[str, Any]:
     raise SpecError([Problem("preset", "workload.pool", f"'{name}' is not a pool")])
 
 
+def _check_target(catalog: Catalog, instance_type: str) -> None:
+    """Refuse a type the catalog does not know as an accelerated instance."""
+    if instance_type in catalog.instances and catalog.instances[instance_type].accelerated:
+        return
+    raise SpecError(
+        [
+            Problem(
+                "--instance-type",
+                "",
+                f"'{instance_type}' is not a known "
+                f"instance type{did_you_mean(instance_type, catalog.accelerated_types())}",
+            )
+        ]
+    )
+
+
+def _switch_framework(wl: dict[str, Any], old_kind: DeviceKind, new_kind: DeviceKind) -> str:
+    """Switch an explicit framework to the new kind's default; the note says what changed."""
+    if wl.get("framework") is not None:
+        note = f"workload.framework: {wl['framework']} -> {new_kind.default_framework}"
+        wl["framework"] = new_kind.default_framework
+        return note
+    return (
+        f"workload.framework (derived): {old_kind.default_framework} -> "
+        f"{new_kind.default_framework}"
+    )
+
+
+def _switch_image(
+    wl: dict[str, Any],
+    old_kind: DeviceKind,
+    new_kind: DeviceKind,
+    image: str | None,
+    notes: list[str],
+    refuse: list[str],
+) -> None:
+    """Follow the default image to the new kind; a custom image needs --image."""
+    old_image = wl.get("image")
+    if image is None and old_image not in (None, old_kind.default_image):
+        refuse.append(
+            f"workload.image '{old_image}' was built for "
+            f"{old_kind.default_framework}; pass --image with a "
+            f"{new_kind.default_framework} image"
+        )
+    elif old_image is not None and image is None:
+        wl["image"] = new_kind.default_image
+        notes.append(f"workload.image -> {new_kind.default_image}")
+
+
+def _drop_neuron_only(
+    pool: dict[str, Any], wl: dict[str, Any], new_kind: DeviceKind, notes: list[str]
+) -> None:
+    """Drop the Neuron-only keys when the new kind has no compile cache."""
+    if new_kind.compile_cache:
+        return
+    for key in ("logical_cores", "compile_cache"):
+        if key in pool:
+            notes.append(f"pools.{pool['name']}.{key}: dropped (Neuron only)")
+            pool.pop(key)
+    if "precompile_steps" in wl:
+        notes.append("workload.precompile_steps: dropped (Neuron only)")
+        wl.pop("precompile_steps")
+
+
+def _fit_efa(
+    pool: dict[str, Any],
+    catalog: Catalog,
+    old_type: str,
+    instance_type: str,
+    notes: list[str],
+    refuse: list[str],
+) -> None:
+    """Drop EFA keys the new type cannot honour; turn EFA back on where it now can be."""
+    name = pool["name"]
+    if catalog.instance(instance_type).efa_supported:
+        if pool.get("efa") is False and catalog.instance(old_type).efa_supported is False:
+            pool.pop("efa")
+            notes.append(f"pools.{name}.efa: now on by default ({instance_type} has EFA)")
+        return
+    if pool.get("efa") is True:
+        refuse.append(f"pool '{name}' asks for EFA, which {instance_type} does not have")
+    for key in ("efa", "efa_interface_style"):
+        if key in pool:
+            notes.append(f"pools.{name}.{key}: dropped ({instance_type} has no EFA)")
+            pool.pop(key)
+
+
+def _fit_logical_cores(
+    pool: dict[str, Any], catalog: Catalog, instance_type: str, notes: list[str]
+) -> None:
+    """Drop logical_cores that do not divide the new type's physical cores per chip."""
+    if "logical_cores" not in pool or not catalog.device_kind_of(instance_type).compile_cache:
+        return
+    if catalog.instance(instance_type).physical_cores_per_chip % int(pool["logical_cores"]):
+        pool.pop("logical_cores")
+        notes.append(f"pools.{pool['name']}.logical_cores: dropped (family default)")
+
+
+def _retype(
+    out: dict[str, Any],
+    pool: dict[str, Any],
+    catalog: Catalog,
+    instance_type: str,
+    image: str | None,
+    notes: list[str],
+    refuse: list[str],
+) -> None:
+    """Move the workload pool to `instance_type` and adjust what depends on it."""
+    _check_target(catalog, instance_type)
+    old_type = str(pool.get("instance_type"))
+    old_kind = catalog.device_kind_of(old_type)
+    new_kind = catalog.device_kind_of(instance_type)
+    pool["instance_type"] = instance_type
+    notes.append(f"pools.{pool['name']}.instance_type: {old_type} -> {instance_type}")
+    wl = out.setdefault("workload", {})
+    if old_kind.name != new_kind.name:
+        notes.append(_switch_framework(wl, old_kind, new_kind))
+        _switch_image(wl, old_kind, new_kind, image, notes, refuse)
+        _drop_neuron_only(pool, wl, new_kind, notes)
+    _fit_efa(pool, catalog, old_type, instance_type, notes, refuse)
+    _fit_logical_cores(pool, catalog, instance_type, notes)
+
+
+def _drop_orphan_compile_cache(out: dict[str, Any], catalog: Catalog, notes: list[str]) -> None:
+    """The top-level compile_cache goes when no Neuron pool is left."""
+    neuron_left = any(
+        p.get("instance_type") in catalog.instances
+        and catalog.device_kind_of(p["instance_type"]).compile_cache
+        for p in out.get("pools", [])
+    )
+    if "compile_cache" in out and not neuron_left:
+        out.pop("compile_cache")
+        notes.append("compile_cache: dropped (no Neuron pool left)")
+
+
+def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) -> Spec:
+    """Validate the cloned mapping; every problem says the retarget caused it."""
+    try:
+        return parse_spec(out, f"{source} -> {name}", catalog)
+    except SpecError as exc:
+        raise SpecError(
+            [Problem(p.file, p.path, f"cannot retarget: {p.message}") for p in exc.problems]
+        ) from None
+
+
+def _check_memory_fit(spec: Spec, catalog: Catalog, source: str) -> None:
+    """Refuse a workload pool too small to hold the model's training state."""
+    wl_pool = spec.workload_pool
+    fit = memory_fit(
+        catalog, wl_pool.instance_type, spec.workload.model.params_billion, spec.workload.precision
+    )
+    if fit.fits(wl_pool.nodes):
+        return
+    raise SpecError(
+        [
+            Problem(
+                source,
+                f"pools.{wl_pool.name}.nodes",
+                f"cannot hold the workload: {spec.workload.model.params_billion:g}B parameters need "
+                f"{fit.required_gib:,.0f} GiB of training state, {wl_pool.nodes} x "
+                f"{wl_pool.instance_type} give {wl_pool.nodes * fit.usable_gib_per_node:,.0f} GiB "
+                f"usable; use --nodes {fit.min_nodes} or more",
+            )
+        ]
+    )
+
+
 def retarget(
     data: dict[str, Any],
     catalog: Catalog,
@@ -49,118 +216,20 @@ def retarget(
     notes: list[str] = []
     out["name"] = name
     pool = _workload_pool(out)
-    old_type = str(pool.get("instance_type"))
     refuse: list[str] = []
-
-    if instance_type is not None and instance_type != old_type:
-        if (
-            instance_type not in catalog.instances
-            or not catalog.instances[instance_type].accelerated
-        ):
-            raise SpecError(
-                [
-                    Problem(
-                        "--instance-type",
-                        "",
-                        f"'{instance_type}' is not a known "
-                        f"instance type{did_you_mean(instance_type, catalog.accelerated_types())}",
-                    )
-                ]
-            )
-        old_kind = catalog.device_kind_of(old_type)
-        new_kind = catalog.device_kind_of(instance_type)
-        new_inst = catalog.instance(instance_type)
-        pool["instance_type"] = instance_type
-        notes.append(f"pools.{pool['name']}.instance_type: {old_type} -> {instance_type}")
-        wl = out.setdefault("workload", {})
-        if old_kind.name != new_kind.name:
-            if wl.get("framework") is not None:
-                notes.append(
-                    f"workload.framework: {wl['framework']} -> {new_kind.default_framework}"
-                )
-                wl["framework"] = new_kind.default_framework
-            else:
-                notes.append(
-                    f"workload.framework (derived): {old_kind.default_framework} -> "
-                    f"{new_kind.default_framework}"
-                )
-            old_image = wl.get("image")
-            if image is None and old_image not in (None, old_kind.default_image):
-                refuse.append(
-                    f"workload.image '{old_image}' was built for "
-                    f"{old_kind.default_framework}; pass --image with a "
-                    f"{new_kind.default_framework} image"
-                )
-            elif old_image is not None and image is None:
-                wl["image"] = new_kind.default_image
-                notes.append(f"workload.image -> {new_kind.default_image}")
-            for key in ("logical_cores", "compile_cache"):
-                if key in pool and not new_kind.compile_cache:
-                    notes.append(f"pools.{pool['name']}.{key}: dropped (Neuron only)")
-                    pool.pop(key)
-            if "precompile_steps" in wl and not new_kind.compile_cache:
-                notes.append("workload.precompile_steps: dropped (Neuron only)")
-                wl.pop("precompile_steps")
-        if pool.get("efa") is True and not new_inst.efa_supported:
-            refuse.append(
-                f"pool '{pool['name']}' asks for EFA, which {instance_type} does not have"
-            )
-        if not new_inst.efa_supported:
-            for key in ("efa", "efa_interface_style"):
-                if key in pool:
-                    notes.append(
-                        f"pools.{pool['name']}.{key}: dropped ({instance_type} has no EFA)"
-                    )
-                    pool.pop(key)
-        elif pool.get("efa") is False and catalog.instance(old_type).efa_supported is False:
-            pool.pop("efa")
-            notes.append(f"pools.{pool['name']}.efa: now on by default ({instance_type} has EFA)")
-        if "logical_cores" in pool and new_kind.compile_cache:
-            per_chip = new_inst.physical_cores_per_chip
-            if per_chip % int(pool["logical_cores"]):
-                pool.pop("logical_cores")
-                notes.append(f"pools.{pool['name']}.logical_cores: dropped (family default)")
+    if instance_type is not None and instance_type != str(pool.get("instance_type")):
+        _retype(out, pool, catalog, instance_type, image, notes, refuse)
     if image is not None:
         out.setdefault("workload", {})["image"] = image
         notes.append(f"workload.image -> {image}")
     if nodes is not None:
         pool["nodes"] = nodes
         notes.append(f"pools.{pool['name']}.nodes -> {nodes}")
-
-    neuron_left = any(
-        p.get("instance_type") in catalog.instances
-        and catalog.device_kind_of(p["instance_type"]).compile_cache
-        for p in out.get("pools", [])
-    )
-    if "compile_cache" in out and not neuron_left:
-        out.pop("compile_cache")
-        notes.append("compile_cache: dropped (no Neuron pool left)")
-
+    _drop_orphan_compile_cache(out, catalog, notes)
     if refuse:
         raise SpecError(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
-    try:
-        spec = parse_spec(out, f"{source} -> {name}", catalog)
-    except SpecError as exc:
-        raise SpecError(
-            [Problem(p.file, p.path, f"cannot retarget: {p.message}") for p in exc.problems]
-        ) from None
-    wl_pool = spec.workload_pool
-    fit = memory_fit(
-        catalog, wl_pool.instance_type, spec.workload.model.params_billion, spec.workload.precision
-    )
-    if not fit.fits(wl_pool.nodes):
-        raise SpecError(
-            [
-                Problem(
-                    source,
-                    f"pools.{wl_pool.name}.nodes",
-                    f"cannot hold the workload: {spec.workload.model.params_billion:g}B parameters need "
-                    f"{fit.required_gib:,.0f} GiB of training state, {wl_pool.nodes} x "
-                    f"{wl_pool.instance_type} give {wl_pool.nodes * fit.usable_gib_per_node:,.0f} GiB "
-                    f"usable; use --nodes {fit.min_nodes} or more",
-                )
-            ]
-        )
+    spec = _validated(out, catalog, source, name)
+    _check_memory_fit(spec, catalog, source)
     return Retargeted(out, spec, notes)
