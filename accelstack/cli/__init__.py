@@ -18,7 +18,6 @@ import typer
 from accelstack.errors import AccelstackError
 
 
-
 def _click_errors() -> tuple[type[Exception], ...]:
     """Usage-error classes of whichever click typer runs on: its vendored copy (typer >= 0.24
     no longer depends on click) and, when installed, click itself."""
@@ -32,6 +31,7 @@ def _click_errors() -> tuple[type[Exception], ...]:
 
 
 _CLICK_ERRORS = _click_errors()
+
 
 def _version(value: bool) -> None:
     if value:

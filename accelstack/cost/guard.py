@@ -305,9 +305,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "monthly_usd": round(c.monthly_usd, 4),
         "estimate": c.estimate,
         "items": [_item_dict(i) for i in c.items],
-        "options": {
-            pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()
-        },
+        "options": {pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()},
         "training": _training_dict(v.estimate, v.run),
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
