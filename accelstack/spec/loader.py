@@ -76,7 +76,7 @@ def _unknown_key(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
     key = str(loc[-1])
     owner = _model_at(loc)
     fields = list(owner.model_fields) if owner else []
-    msg = f"unknown key '{key}'{did_you_mean(key, fields)}"
+    msg = f"unknown key {shown(key)}{did_you_mean(key, fields)}"
     if fields:
         msg += f" (allowed: {', '.join(fields)})"
     return msg

@@ -115,7 +115,7 @@ def _region(ctx: Context) -> Iterator[Finding]:
         regions = ctx.catalog.regions
         yield (
             "region",
-            f"'{ctx.spec.region}' has no accelerated offerings in the catalog"
+            f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog"
             f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)})",
         )
 
@@ -132,7 +132,7 @@ def _zone(ctx: Context) -> Iterator[Finding]:
         names = [*zones, *zones.values()]
         yield (
             "availability_zone",
-            f"'{spec.availability_zone}' is not a zone of {spec.region}"
+            f"{shown(spec.availability_zone)} is not a zone of {spec.region}"
             f"{did_you_mean(spec.availability_zone, names)} (known: {allowed(names)})",
         )
 
@@ -149,7 +149,7 @@ def _pool_unique(ctx: Context) -> Iterator[Finding]:
         if names.index(name) != i:
             yield (
                 f"pools[{i}].name",
-                f"'{name}' is used by pools[{names.index(name)}] already; "
+                f"{shown(name)} is used by pools[{names.index(name)}] already; "
                 "pool names must be unique",
             )
 
@@ -174,13 +174,13 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
         if itype not in cat.instances:
             yield (
                 f"pools[{i}].instance_type",
-                f"'{itype}' is not a known instance type"
+                f"{shown(itype)} is not a known instance type"
                 f"{did_you_mean(itype, cat.accelerated_types())} (known: {known})",
             )
         elif not cat.instances[itype].accelerated:
             yield (
                 f"pools[{i}].instance_type",
-                f"'{itype}' is a CPU type; pools need an accelerated type (known: {known})",
+                f"{shown(itype)} is a CPU type; pools need an accelerated type (known: {known})",
             )
 
 
@@ -190,7 +190,7 @@ def _pool_preview(ctx: Context) -> Iterator[Finding]:
         if f.inst.preview and not ctx.spec.preview:
             yield (
                 f"{f.at}.instance_type",
-                f"'{f.pool.instance_type}' is a preview type whose facts are "
+                f"{shown(f.pool.instance_type)} is a preview type whose facts are "
                 "partly estimated; set 'preview: true' at the top level to use it",
             )
 
@@ -271,13 +271,13 @@ def _zone_findings(ctx: Context, f: PoolFacts, offered: Sequence[str]) -> Iterat
             zones = ctx.catalog.regions[spec.region].zones
             yield (
                 field,
-                f"'{zone}' is not a zone of {spec.region} (known: "
+                f"{shown(zone)} is not a zone of {spec.region} (known: "
                 f"{allowed([*zones, *zones.values()])})",
             )
     elif zid not in offered:
         yield (
             field,
-            f"zone '{zone}' ({zid}) does not offer {pool.instance_type}; "
+            f"zone {shown(zone)} ({zid}) does not offer {pool.instance_type}; "
             f"zones that do: {', '.join(offered)}",
         )
 
@@ -330,13 +330,13 @@ def _system_nodes(ctx: Context) -> Iterator[Finding]:
     if sys_type not in cat.instances:
         yield (
             "cluster.system_nodes.instance_type",
-            f"'{sys_type}' is not a known instance type{did_you_mean(sys_type, cat.instances)}",
+            f"{shown(sys_type)} is not a known instance type{did_you_mean(sys_type, cat.instances)}",
         )
     elif cat.instances[sys_type].accelerated:
         cpu = sorted(n for n, x in cat.instances.items() if not x.accelerated)
         yield (
             "cluster.system_nodes.instance_type",
-            f"'{sys_type}' is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
+            f"{shown(sys_type)} is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
         )
 
 
@@ -349,14 +349,14 @@ def _k8s_version(ctx: Context) -> Iterator[Finding]:
     if k8s not in versions:
         yield (
             "cluster.kubernetes_version",
-            f"'{k8s}' is not supported"
+            f"{shown(k8s)} is not supported"
             f"{did_you_mean(k8s, versions)} (allowed: {', '.join(versions)})",
         )
     elif versions[k8s].status(today()) == "ended":
         live = [v for v, w in versions.items() if w.status(today()) != "ended"]
         yield (
             "cluster.kubernetes_version",
-            f"'{k8s}' reached the end of EKS extended support on "
+            f"{shown(k8s)} reached the end of EKS extended support on "
             f"{versions[k8s].extended_support_end}; use one of {', '.join(live)}",
         )
 
@@ -539,7 +539,7 @@ def _workload_pool(ctx: Context) -> Iterator[Finding]:
     elif wl.pool is not None and wl.pool not in names:
         yield (
             "workload.pool",
-            f"'{wl.pool}' is not a pool of this stack{did_you_mean(wl.pool, names)}"
+            f"{shown(wl.pool)} is not a pool of this stack{did_you_mean(wl.pool, names)}"
             f" (pools: {', '.join(names)})",
         )
 
@@ -561,7 +561,7 @@ def _workload_framework(ctx: Context) -> Iterator[Finding]:
     every = sorted({x for k in ctx.catalog.device_kinds.values() for x in k.frameworks})
     yield (
         "workload.framework",
-        f"'{wl.framework}' cannot run on {f.pool.instance_type}"
+        f"{shown(wl.framework)} cannot run on {f.pool.instance_type}"
         f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(f.kind.frameworks)})",
     )
 
