@@ -6,7 +6,7 @@ STAMP = $(VENV)/.installed
 SRC = accelstack components policies __main__.py tests bench tools
 PRESET ?= stacks/llama3-70b-trn2.yaml
 
-.PHONY: install lint format typecheck test ci bench schema golden demo clean
+.PHONY: install lint format typecheck test fuzz ci bench schema golden demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz_spec.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)

@@ -7,11 +7,55 @@ Exit codes: 2 = bad input (spec, catalog lookup, impossible combination); 1 = a 
 from __future__ import annotations
 
 import difflib
+import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 EXIT_BAD_INPUT = 2
 EXIT_VERDICT = 1
+
+
+#: What could break a one-line message on a terminal: C0/C1 controls (newline, ESC, NUL),
+#: DEL, Unicode line/paragraph separators, and lone surrogates.
+_UNSAFE = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff]")
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A user value as it may appear in a message: repr-style, quoted, every control or
+    invisible character escaped (so a value cannot forge an extra `error:` line or move the
+    cursor), shortened to about `limit` characters."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return repr(text)
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that could start a new line or drive the terminal escaped
+    (a last guard for messages built from user values)."""
+    return _UNSAFE.sub(lambda m: _escape(m.group()), text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be a spec string (control character, lone surrogate), else None."""
+    for ch in value:
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            return f"contains a lone surrogate ({_escape(ch)}), which is not valid Unicode text"
+        if ch == "\t":
+            continue
+        if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029":
+            return (
+                f"contains the control character {_escape(ch)}; "
+                "spec strings are single lines of printable text"
+            )
+    return None
 
 
 def did_you_mean(value: object, choices: Iterable[str]) -> str:
@@ -62,7 +106,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.path}" if self.path else self.file
-        return f"{where}: {self.message}"
+        return one_line(f"{where}: {self.message}")
 
 
 class SpecError(AccelstackError):

@@ -56,6 +56,14 @@ def variant(name: str, **changes: Any) -> Stack:
     return resolve(Spec.model_validate(data), load_catalog())
 
 
+def unchecked_variant(name: str, **workload: Any) -> Stack:
+    """A preset with `workload` fields replaced WITHOUT validation: render's own quoting must
+    hold even for values validation refuses (newlines, C1 controls: defence in depth)."""
+    spec = load_spec(STACKS / f"{name}.yaml")
+    wl = spec.workload.model_copy(update=workload)
+    return resolve(spec.model_copy(update={"workload": wl}), load_catalog())
+
+
 def run_script(
     script: str, tmp: Path, env: dict[str, str], *, timeout: float = 20
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:

@@ -44,7 +44,7 @@ HOSTILE_ARGS = [
     "`id`",
     "it's",
     'say "hi"',
-    "two\nlines",
+    "two\tlines",  # newlines are refused by validation (one line per argument)
     "ünïcødé 😀",
     "",
     "*",

@@ -37,6 +37,7 @@ from .helpers_render import (
     preset_stack,
     run_script,
     torchrun_opts,
+    unchecked_variant,
     variant,
 )
 
@@ -485,7 +486,7 @@ def test_local_override_is_marked_and_production_value_kept() -> None:
 def test_render_errors() -> None:
     # a leading '-' entrypoint and reserved env names are spec rules (tests/test_spec.py)
     with pytest.raises(AccelstackError, match="NUL"):
-        render_node_script(variant("trn1-multinode", wl_args=["a\x00b"]))
+        render_node_script(unchecked_variant("trn1-multinode", args=("a\x00b",)))
     with pytest.raises(AccelstackError, match="not one of"):
         render_node_script(preset_stack("trn1-multinode"), None, "k8s")
     with pytest.raises(AccelstackError, match="no pool"):

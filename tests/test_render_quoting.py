@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from accelstack.render import render_manifest, render_node_script, shquote
 
-from .helpers_render import run_script, variant
+from .helpers_render import run_script, unchecked_variant
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same YAML 1.1
 HOSTILE = [
@@ -82,7 +82,7 @@ env_names = st.from_regex(r"\AUSER_[A-Z0-9_]{1,8}\Z")
 def test_user_values_reach_the_program_verbatim(
     entrypoint: str, args: list[str], env: dict[str, str], preset: str
 ) -> None:
-    stack = variant(preset, wl_entrypoint=entrypoint, wl_args=args, wl_env=env)
+    stack = unchecked_variant(preset, entrypoint=entrypoint, args=tuple(args), env=env)
     script = render_node_script(stack, None, "standalone", bucket="cache-bucket")
     with tempfile.TemporaryDirectory() as tmp:
         proc, dump = run_script(
@@ -104,7 +104,7 @@ def test_user_values_reach_the_program_verbatim(
 @given(args=st.lists(text, max_size=6), env=st.dictionaries(env_names, text, max_size=3))
 def test_manifests_carry_the_script_verbatim(args: list[str], env: dict[str, str]) -> None:
     """The ConfigMap in each manifest holds exactly the node script, whatever the values."""
-    stack = variant("llama3-70b-trn2", wl_args=args, wl_env=env)
+    stack = unchecked_variant("llama3-70b-trn2", args=tuple(args), env=env)
     for kind, orch in (("pytorchjob", "pytorchjob"), ("job", "standalone")):
         docs = list(yaml.load_all(render_manifest(stack, kind, bucket="b-1"), Loader=LOADER))
         (cm,) = [d for d in docs if d and d["kind"] == "ConfigMap"]

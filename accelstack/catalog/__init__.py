@@ -154,6 +154,8 @@ class Defaults(_Frozen):
     compile_cache_expire_days: int
     fsx_deployment_type: str
     fsx_throughput_per_tib: int
+    ec2_user_data_limit_bytes: int = Field(gt=0)
+    configmap_limit_bytes: int = Field(gt=0)
     training_namespace: str
     training_service_account: str
     hours_per_month: int
@@ -264,6 +266,12 @@ class Catalog(_Frozen):
 
     def has_rate(self, region: str, instance_type: str, option: str) -> bool:
         return (region, instance_type, RATE_ALIASES.get(option, option)) in self._rate_index
+
+    @staticmethod
+    def fsx_price_item(deployment_type: str, throughput_per_tib: int | None) -> str:
+        """The prices.yaml item of an FSx for Lustre file system (the cost guard prices it)."""
+        item = f"fsx-lustre-{deployment_type.lower().replace('_', '')}"
+        return item if throughput_per_tib is None else f"{item}-{throughput_per_tib}"
 
     def service_rate(self, region: str, item: str) -> Rate:
         for rate in self.service_rates:

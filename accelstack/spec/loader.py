@@ -16,9 +16,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
-from accelstack.errors import Problem, SpecError, did_you_mean
+from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.spec.models import Spec
 from accelstack.spec.rules import check_rules
+from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 
 # ---------------------------------------------------------------------------------------
 
@@ -75,7 +76,7 @@ def _unknown_key(err: ErrorDetails, found: Any, ctx: dict[str, Any]) -> str:
     key = str(loc[-1])
     owner = _model_at(loc)
     fields = list(owner.model_fields) if owner else []
-    msg = f"unknown key '{key}'{did_you_mean(key, fields)}"
+    msg = f"unknown key {shown(key)}{did_you_mean(key, fields)}"
     if fields:
         msg += f" (allowed: {', '.join(fields)})"
     return msg
@@ -167,24 +168,35 @@ def translate(exc: ValidationError, file: str) -> list[Problem]:
     return problems
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """Read a spec file as a mapping; every failure is a one-line SpecError."""
+def _read_text(path: Path) -> str:
     file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError([Problem(file, "", "no such file")]) from None
     except IsADirectoryError:
         raise SpecError([Problem(file, "", "is a directory, not a spec file")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError([Problem(file, "", f"cannot read: {exc}")]) from None
+
+
+def _parse(text: str, file: str) -> Any:
+    """YAML text to data through the hardened reader (`yamlsafe`); one-line SpecErrors."""
     try:
-        data = yaml.safe_load(text)
+        return load_yaml_text(text)
+    except YamlRefused as exc:
+        raise SpecError([Problem(file, exc.path, exc.message)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError([Problem(file, "", f"YAML syntax error at {where}{problem}")]) from None
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """Read a spec file as a mapping; every failure is a one-line SpecError."""
+    file = str(path)
+    data = _parse(_read_text(path), file)
     if data is None:
         raise SpecError(
             [
@@ -198,7 +210,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     bad_keys = [k for k in data if not isinstance(k, str)]
     if bad_keys:
         raise SpecError(
-            [Problem(file, "", f"top-level keys must be strings, found {bad_keys[0]!r}")]
+            [Problem(file, "", f"top-level keys must be strings, found {shown(bad_keys[0])}")]
         )
     return data
 
@@ -226,8 +238,8 @@ def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:
                 Problem(
                     str(p),
                     "name",
-                    f"'{spec.name}' does not match the file name "
-                    f"'{p.stem}' (the stack name); rename one so they agree",
+                    f"{shown(spec.name)} does not match the file name "
+                    f"{shown(p.stem)} (the stack name); rename one so they agree",
                 )
             ]
         )

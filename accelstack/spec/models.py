@@ -4,11 +4,13 @@ names and patterns the rules share. Cross-field rules live in `accelstack.spec.r
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from accelstack.catalog import PurchaseOption
+from accelstack.errors import shown, text_problem
 
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 POOL_RE = r"^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$"
@@ -23,6 +25,7 @@ OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
 #: NCCL_DEBUG).
 RESERVED_ENV_NAMES = frozenset(
     {
+        # the script's own variables (templates/node-base.sh.j2, neuron-node.sh.j2)
         "orchestrator",
         "nnodes",
         "node_rank",
@@ -37,19 +40,135 @@ RESERVED_ENV_NAMES = frozenset(
         "entrypoint",
         "workload_args",
         "cache_url_default",
-        "IFS",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
+        # where a node sits in the job: read by the script from the orchestrator (PyTorchJob
+        # sets WORLD_SIZE/RANK/MASTER_ADDR/MASTER_PORT) and set by torchrun for each worker
+        # (https://pytorch.org/docs/stable/elastic/run.html, "Environment Variables"); a value
+        # baked into the script would give every node the same rank
+        "RANK",
+        "LOCAL_RANK",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_NAME",
+        "NODE_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_WORLD_SIZE",
+        "ROLE_WORLD_SIZE",
+        "NNODES",
+        "NPROC_PER_NODE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        # bash: read-only or special variables (GNU Bash Reference Manual, 5.1 "Bourne Shell
+        # Variables" and 5.2 "Bash Variables",
+        # https://www.gnu.org/software/bash/manual/html_node/Bash-Variables.html)
+        "BASH",
         "BASHOPTS",
-        "PS4",
+        "BASHPID",
+        "CDPATH",
+        "DIRSTACK",
+        "ENV",
+        "EPOCHREALTIME",
+        "EPOCHSECONDS",
+        "EUID",
+        "FUNCNAME",
+        "FUNCNEST",
+        "GLOBIGNORE",
+        "GROUPS",
+        "HISTCMD",
+        "HOSTNAME",
+        "HOSTTYPE",
+        "IFS",
+        "LINENO",
+        "MACHTYPE",
+        "MAPFILE",
+        "OLDPWD",
+        "OPTARG",
+        "OPTERR",
+        "OPTIND",
+        "OSTYPE",
         "PATH",
+        "PIPESTATUS",
+        "POSIXLY_CORRECT",
+        "PPID",
+        "PS4",
+        "PWD",
+        "RANDOM",
+        "REPLY",
+        "SECONDS",
+        "SHELLOPTS",
+        "SHLVL",
+        "SRANDOM",
+        "UID",
     }
 )
+#: Name prefixes workload.env may not use: the scripts' own run-time overrides (ACCELSTACK_*),
+#: what they read from Slurm (SLURM_*), torchrun's environment form of its options (PET_*) and
+#: its agent variables (TORCHELASTIC_*), and bash's own BASH_* variables.
+RESERVED_ENV_PREFIXES = ("ACCELSTACK_", "SLURM_", "PET_", "TORCHELASTIC_", "BASH_")
+#: Tag keys the stack sets itself: run commands and the cost report find the stack's resources
+#: by them (components/common.py STABLE_TAG_KEYS), so user tags may not replace them; the
+#: prefixes are the stack's own label and tag namespaces.
+IDENTITY_TAG_KEYS = ("accelstack:stack", "managed-by")
+IDENTITY_TAG_PREFIXES = ("accelstack:", "accelstack.io/")
+#: Pool names the stack uses for its own resources (the EKS system node group is
+#: "<stack>-system", a pool is "<stack>-<pool>").
+RESERVED_POOL_NAMES = frozenset({"system"})
+#: Container image reference, after the grammar of distribution/reference
+#: (https://github.com/distribution/reference/blob/v0.5.0/reference.go, lines 4-26):
+#: [domain[:port]/]path[:tag][@algorithm:hex]; this spec also requires a tag or a digest.
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+IMAGE_RE = re.compile(
+    rf"(?P<name>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?",
+    re.ASCII,
+)
+#: distribution/reference NameTotalLengthMax
+IMAGE_NAME_MAX = 255
+
+
+def _text(value: str) -> str:
+    """Every spec string: no control characters (NUL, ESC, newline...) and no lone surrogates,
+    which break rendered scripts, YAML and the one-line messages."""
+    problem = text_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_text)]
+
+
+def _tag_char(ch: str) -> bool:
+    """AWS tag keys and values: letters, digits, spaces and + - = . _ : / @
+    (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html, "Tag naming
+    limits and requirements")."""
+    return ch in "+-=._:/@ " or unicodedata.category(ch)[0] in "LN"
+
+
+def _image(value: str) -> str:
+    m = IMAGE_RE.fullmatch(value)
+    if m is None or len(m.group("name")) > IMAGE_NAME_MAX:
+        raise ValueError(
+            "is not a container image reference: expected [registry/]repository:tag or "
+            "[registry/]repository@sha256:<digest> (lowercase repository path, name at most "
+            f"{IMAGE_NAME_MAX} characters)"
+        )
+    if m.group("tag") is None and m.group("digest") is None:
+        raise ValueError(
+            f"has no tag or digest; pin the image, e.g. {shown(value + ':TAG')} "
+            "(an implicit 'latest' changes under you)"
+        )
+    return value
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # allow_inf_nan=False: .inf and .nan are refused everywhere (they pass every bound)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 class Purchase(Strict):
@@ -69,7 +188,7 @@ class Pool(Strict):
     """One group of identical accelerator nodes."""
 
     name: str = Field(pattern=POOL_RE, description="pool name, used in resource names")
-    instance_type: str = Field(description="an accelerated type from the catalog")
+    instance_type: Text = Field(description="an accelerated type from the catalog")
     nodes: int = Field(ge=1, le=512, description="node count")
     purchase: Purchase = Field(default_factory=Purchase, description="how nodes are bought")
     efa: bool | None = Field(None, description="EFA on/off; default on where the type has it")
@@ -79,7 +198,7 @@ class Pool(Strict):
         "'efa-only' (saves IP addresses); card 0 is always 'efa'",
     )
     root_volume_gib: int | None = Field(None, ge=50, le=16384, description="gp3 root volume")
-    availability_zone: str | None = Field(
+    availability_zone: Text | None = Field(
         None,
         description="zone name or id for this pool; default: the stack's, else the first "
         "zone the catalog says offers the type",
@@ -95,7 +214,7 @@ class Pool(Strict):
 class SystemNodes(Strict):
     """The small CPU node group that runs cluster add-ons (untainted)."""
 
-    instance_type: str | None = Field(None, description="CPU type for cluster add-ons")
+    instance_type: Text | None = Field(None, description="CPU type for cluster add-ons")
     nodes: int | None = Field(None, ge=1, le=20, description="system node count")
     root_volume_gib: int | None = Field(None, ge=20, le=2048, description="gp3 root volume")
 
@@ -103,12 +222,12 @@ class SystemNodes(Strict):
 class Cluster(Strict):
     """EKS control plane settings (orchestration: eks)."""
 
-    kubernetes_version: str | None = Field(None, description="EKS Kubernetes version")
+    kubernetes_version: Text | None = Field(None, description="EKS Kubernetes version")
     endpoint_public_access: bool = Field(False, description="public API endpoint")
-    public_access_cidrs: tuple[str, ...] = Field(
+    public_access_cidrs: tuple[Text, ...] = Field(
         (), description="CIDRs allowed to reach a public endpoint; 0.0.0.0/0 is refused"
     )
-    admin_principal_arns: tuple[str, ...] = Field(
+    admin_principal_arns: tuple[Text, ...] = Field(
         (), description="IAM principals given cluster-admin through EKS access entries"
     )
     system_nodes: SystemNodes = Field(
@@ -119,8 +238,8 @@ class Cluster(Strict):
 class Standalone(Strict):
     """Settings for orchestration: ec2 (standalone instances on DLAMIs)."""
 
-    ssh_key_name: str | None = Field(None, description="EC2 key pair; default none (SSM only)")
-    ssh_cidrs: tuple[str, ...] = Field((), description="source CIDRs for SSH; needs ssh_key_name")
+    ssh_key_name: Text | None = Field(None, description="EC2 key pair; default none (SSM only)")
+    ssh_cidrs: tuple[Text, ...] = Field((), description="source CIDRs for SSH; needs ssh_key_name")
     install_slurm: bool = Field(False, description="also render an sbatch file")
 
 
@@ -128,7 +247,7 @@ class Network(Strict):
     """VPC: create one (private + public subnets, NAT) or use existing ids."""
 
     mode: Literal["create", "existing"] = Field("create", description="create a VPC or use one")
-    vpc_cidr: str | None = Field(None, description="CIDR for a created VPC")
+    vpc_cidr: Text | None = Field(None, description="CIDR for a created VPC")
     vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="existing VPC")
     private_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
         Field((), description="existing private subnets (nodes go here)")
@@ -145,7 +264,7 @@ class CompileCache(Strict):
     bucket: Annotated[str, Field(pattern=BUCKET_RE)] | None = Field(
         None, description="existing bucket to use; default: create one for the stack"
     )
-    prefix: str | None = Field(None, description="key prefix; each pool gets PREFIX/POOL/")
+    prefix: Text | None = Field(None, description="key prefix; each pool gets PREFIX/POOL/")
     expire_days: int | None = Field(None, ge=1, le=3650, description="expire stale objects")
 
     @field_validator("prefix")
@@ -181,7 +300,7 @@ class Storage(Strict):
 class Model(Strict):
     """The model being trained (sizes drive the estimate and the memory fit)."""
 
-    name: str | None = Field(None, max_length=64, description="label for reports")
+    name: Text | None = Field(None, max_length=64, description="label for reports")
     params_billion: float = Field(gt=0, le=10_000, description="parameters, in billions")
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
     hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
@@ -190,7 +309,7 @@ class Model(Strict):
 class Workload(Strict):
     """The training job: what runs, on which pool, how much data, at what precision."""
 
-    pool: str | None = Field(None, description="the pool the job runs on; default: the only pool")
+    pool: Text | None = Field(None, description="the pool the job runs on; default: the only pool")
     model: Model = Field(description="model size")
     tokens_billion: float = Field(gt=0, le=1_000_000, description="training tokens, billions")
     sequence_length: int | None = Field(
@@ -200,11 +319,16 @@ class Workload(Strict):
         "bf16", description="training precision; selects the peak FLOPS figure"
     )
     global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
-    entrypoint: str = Field(min_length=1, max_length=1024, description="script torchrun runs")
-    args: tuple[str, ...] = Field((), description="arguments, passed verbatim")
-    image: str | None = Field(None, description="container image; default per device kind")
-    framework: str | None = Field(None, description="default derived from the pool's family")
-    env: dict[Annotated[str, Field(pattern=ENV_NAME_RE)], str] = Field(
+    entrypoint: Text = Field(min_length=1, max_length=1024, description="script torchrun runs")
+    args: tuple[Text, ...] = Field(
+        (), max_length=4096, description="arguments, passed verbatim (one line each)"
+    )
+    image: Annotated[Text, AfterValidator(_image)] | None = Field(
+        None,
+        description="container image, [registry/]repo:tag or @sha256:...; default per device kind",
+    )
+    framework: Text | None = Field(None, description="default derived from the pool's family")
+    env: dict[Annotated[str, Field(pattern=ENV_NAME_RE)], Text] = Field(
         default_factory=dict, description="extra environment (no secrets: names are checked)"
     )
     precompile_steps: int | None = Field(
@@ -219,17 +343,19 @@ class Budget(Strict):
     max_hourly_usd: float | None = Field(None, gt=0, description="whole stack, per hour")
     max_monthly_usd: float | None = Field(None, gt=0, description="hourly x hours_per_month")
     max_run_usd: float | None = Field(None, gt=0, description="the estimated training run")
-    mfu: float | None = Field(None, gt=0, le=1, description="MFU override for the estimate")
+    mfu: float | None = Field(
+        None, ge=0.01, le=1, description="MFU override for the estimate (0.01 to 1)"
+    )
 
 
 class Spec(Strict):
     """A training stack: cluster, pools, workload and budget."""
 
     name: str = Field(pattern=NAME_RE, description="stack name; equals the file name")
-    region: str = Field(description="AWS region, e.g. us-east-2")
-    availability_zone: str | None = Field(None, description="zone name or id for EFA pools")
+    region: Text = Field(description="AWS region, e.g. us-east-2")
+    availability_zone: Text | None = Field(None, description="zone name or id for EFA pools")
     preview: bool = Field(False, description="must be true to use preview instance types")
-    tags: dict[str, str] = Field(
+    tags: dict[Text, Text] = Field(
         default_factory=dict, description="AWS tags on every resource (plus accelstack:stack)"
     )
     orchestration: Literal["eks", "ec2"] = Field(
@@ -255,9 +381,15 @@ class Spec(Strict):
     def _tags(cls, v: dict[str, str]) -> dict[str, str]:
         for key, value in v.items():
             if not key or len(key) > 128 or key.lower().startswith("aws:"):
-                raise ValueError(f"tag key '{key}' must be 1-128 characters, not 'aws:...'")
-            if len(str(value)) > 256:
-                raise ValueError(f"tag '{key}' value is longer than 256 characters")
+                raise ValueError(f"tag key {shown(key)} must be 1-128 characters, not 'aws:...'")
+            if len(value) > 256:
+                raise ValueError(f"tag {shown(key)} value is longer than 256 characters")
+            for text in (key, value):
+                if not all(_tag_char(ch) for ch in text):
+                    raise ValueError(
+                        f"tag {shown(key)}: {shown(text)} has characters AWS tags do not allow "
+                        "(letters, digits, spaces and + - = . _ : / @)"
+                    )
         return v
 
     def pool(self, name: str) -> Pool:

@@ -8,6 +8,8 @@ lists it); `check_rules` runs every rule and turns what they yield into `Problem
 from __future__ import annotations
 
 import ipaddress
+import re
+import shlex
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,14 +17,19 @@ from functools import cached_property
 from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType
 from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
-from accelstack.errors import CatalogError, Problem, allowed, did_you_mean
+from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
 from accelstack.spec.models import (
+    IDENTITY_TAG_KEYS,
+    IDENTITY_TAG_PREFIXES,
     OPEN_CIDRS,
     RESERVED_ENV_NAMES,
+    RESERVED_ENV_PREFIXES,
+    RESERVED_POOL_NAMES,
     SECRET_NAME_RE,
     Pool,
     Spec,
     Standalone,
+    Workload,
 )
 
 Finding = tuple[str, str]  # (YAML path, message)
@@ -108,7 +115,7 @@ def _region(ctx: Context) -> Iterator[Finding]:
         regions = ctx.catalog.regions
         yield (
             "region",
-            f"'{ctx.spec.region}' has no accelerated offerings in the catalog"
+            f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog"
             f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)})",
         )
 
@@ -125,7 +132,7 @@ def _zone(ctx: Context) -> Iterator[Finding]:
         names = [*zones, *zones.values()]
         yield (
             "availability_zone",
-            f"'{spec.availability_zone}' is not a zone of {spec.region}"
+            f"{shown(spec.availability_zone)} is not a zone of {spec.region}"
             f"{did_you_mean(spec.availability_zone, names)} (known: {allowed(names)})",
         )
 
@@ -142,8 +149,19 @@ def _pool_unique(ctx: Context) -> Iterator[Finding]:
         if names.index(name) != i:
             yield (
                 f"pools[{i}].name",
-                f"'{name}' is used by pools[{names.index(name)}] already; "
+                f"{shown(name)} is used by pools[{names.index(name)}] already; "
                 "pool names must be unique",
+            )
+
+
+@rule("pool-name-reserved", "a pool is not named like the stack's own node groups")
+def _pool_reserved(ctx: Context) -> Iterator[Finding]:
+    for i, name in enumerate(ctx.pool_names):
+        if name in RESERVED_POOL_NAMES:
+            yield (
+                f"pools[{i}].name",
+                f"{shown(name)} is the name of the stack's own system node group; "
+                "pick another pool name",
             )
 
 
@@ -156,13 +174,13 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
         if itype not in cat.instances:
             yield (
                 f"pools[{i}].instance_type",
-                f"'{itype}' is not a known instance type"
+                f"{shown(itype)} is not a known instance type"
                 f"{did_you_mean(itype, cat.accelerated_types())} (known: {known})",
             )
         elif not cat.instances[itype].accelerated:
             yield (
                 f"pools[{i}].instance_type",
-                f"'{itype}' is a CPU type; pools need an accelerated type (known: {known})",
+                f"{shown(itype)} is a CPU type; pools need an accelerated type (known: {known})",
             )
 
 
@@ -172,7 +190,7 @@ def _pool_preview(ctx: Context) -> Iterator[Finding]:
         if f.inst.preview and not ctx.spec.preview:
             yield (
                 f"{f.at}.instance_type",
-                f"'{f.pool.instance_type}' is a preview type whose facts are "
+                f"{shown(f.pool.instance_type)} is a preview type whose facts are "
                 "partly estimated; set 'preview: true' at the top level to use it",
             )
 
@@ -253,13 +271,13 @@ def _zone_findings(ctx: Context, f: PoolFacts, offered: Sequence[str]) -> Iterat
             zones = ctx.catalog.regions[spec.region].zones
             yield (
                 field,
-                f"'{zone}' is not a zone of {spec.region} (known: "
+                f"{shown(zone)} is not a zone of {spec.region} (known: "
                 f"{allowed([*zones, *zones.values()])})",
             )
     elif zid not in offered:
         yield (
             field,
-            f"zone '{zone}' ({zid}) does not offer {pool.instance_type}; "
+            f"zone {shown(zone)} ({zid}) does not offer {pool.instance_type}; "
             f"zones that do: {', '.join(offered)}",
         )
 
@@ -312,13 +330,13 @@ def _system_nodes(ctx: Context) -> Iterator[Finding]:
     if sys_type not in cat.instances:
         yield (
             "cluster.system_nodes.instance_type",
-            f"'{sys_type}' is not a known instance type{did_you_mean(sys_type, cat.instances)}",
+            f"{shown(sys_type)} is not a known instance type{did_you_mean(sys_type, cat.instances)}",
         )
     elif cat.instances[sys_type].accelerated:
         cpu = sorted(n for n, x in cat.instances.items() if not x.accelerated)
         yield (
             "cluster.system_nodes.instance_type",
-            f"'{sys_type}' is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
+            f"{shown(sys_type)} is an accelerated type; system nodes are CPU types ({allowed(cpu)})",
         )
 
 
@@ -331,33 +349,66 @@ def _k8s_version(ctx: Context) -> Iterator[Finding]:
     if k8s not in versions:
         yield (
             "cluster.kubernetes_version",
-            f"'{k8s}' is not supported"
+            f"{shown(k8s)} is not supported"
             f"{did_you_mean(k8s, versions)} (allowed: {', '.join(versions)})",
         )
     elif versions[k8s].status(today()) == "ended":
         live = [v for v, w in versions.items() if w.status(today()) != "ended"]
         yield (
             "cluster.kubernetes_version",
-            f"'{k8s}' reached the end of EKS extended support on "
+            f"{shown(k8s)} reached the end of EKS extended support on "
             f"{versions[k8s].extended_support_end}; use one of {', '.join(live)}",
         )
 
 
-def _cidr_findings(path: str, cidr: str) -> Iterator[Finding]:
+#: The widest union of access CIDRs accepted: a /8 worth of addresses. Wider sets (e.g.
+#: 0.0.0.0/1 + 128.0.0.0/1) open the port to (nearly) the whole internet.
+MAX_ACCESS_ADDRESSES = 2**24
+
+
+def _ipv4(path: str, cidr: str) -> Iterator[Finding | ipaddress.IPv4Network]:
+    """The IPv4 network of one CIDR field, or the finding that says why it is not one."""
     try:
         net = ipaddress.ip_network(cidr, strict=False)
     except ValueError:
-        yield (path, f"'{cidr}' is not a CIDR block")
+        yield (path, f"{shown(cidr)} is not a CIDR block (e.g. 203.0.113.0/24)")
         return
-    if str(net) in OPEN_CIDRS or net.prefixlen == 0:
-        yield (path, f"'{cidr}' opens the port to the whole internet; list your own ranges")
+    if not isinstance(net, ipaddress.IPv4Network):
+        yield (path, f"{shown(cidr)} is an IPv6 range; this field takes IPv4 CIDR blocks only")
+    elif str(net) in OPEN_CIDRS or net.prefixlen == 0:
+        yield (path, f"{shown(cidr)} opens the port to the whole internet; list your own ranges")
+    else:
+        yield net
+
+
+def _cidr_findings(field: str, cidrs: Sequence[str]) -> Iterator[Finding]:
+    """Each CIDR is IPv4 and not open; no duplicates; the union stays within a /8."""
+    nets: list[ipaddress.IPv4Network] = []
+    for j, cidr in enumerate(cidrs):
+        for got in _ipv4(f"{field}[{j}]", cidr):
+            if not isinstance(got, ipaddress.IPv4Network):
+                yield got
+            elif got in nets:
+                yield (
+                    f"{field}[{j}]",
+                    f"{shown(cidr)} is listed twice ({field}[{nets.index(got)}] is the same range)",
+                )
+            else:
+                nets.append(got)
+    total = sum(n.num_addresses for n in ipaddress.collapse_addresses(nets))
+    if total > MAX_ACCESS_ADDRESSES:
+        yield (
+            field,
+            f"together these ranges cover {total:,} addresses, more than a /8 "
+            f"({MAX_ACCESS_ADDRESSES:,}): that opens the port to much of the internet; "
+            "list your own ranges",
+        )
 
 
 @rule("api-access", "a public API endpoint lists its CIDRs, none of them open to everyone")
 def _api_access(ctx: Context) -> Iterator[Finding]:
     cluster = ctx.spec.cluster
-    for j, cidr in enumerate(cluster.public_access_cidrs):
-        yield from _cidr_findings(f"cluster.public_access_cidrs[{j}]", cidr)
+    yield from _cidr_findings("cluster.public_access_cidrs", cluster.public_access_cidrs)
     if cluster.public_access_cidrs and not cluster.endpoint_public_access:
         yield ("cluster.public_access_cidrs", "is set but endpoint_public_access is false")
     if cluster.endpoint_public_access and not cluster.public_access_cidrs:
@@ -367,11 +418,30 @@ def _api_access(ctx: Context) -> Iterator[Finding]:
         )
 
 
+#: An IAM role or user ARN in any partition (aws, aws-cn, aws-us-gov, ...); EKS access entries
+#: take IAM principals, and `*` or a malformed ARN must never reach cluster-admin.
+ADMIN_ARN_RE = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
+
+
+@rule("admin-arns", "admin_principal_arns are distinct IAM role or user ARNs (no wildcards)")
+def _admin_arns(ctx: Context) -> Iterator[Finding]:
+    arns = ctx.spec.cluster.admin_principal_arns
+    for j, arn in enumerate(arns):
+        at = f"cluster.admin_principal_arns[{j}]"
+        if not ADMIN_ARN_RE.fullmatch(arn) or "*" in arn:
+            yield (
+                at,
+                f"{shown(arn)} is not an IAM role or user ARN "
+                "(arn:aws:iam::123456789012:role/NAME or :user/NAME; no wildcards)",
+            )
+        elif arns.index(arn) != j:
+            yield (at, f"{shown(arn)} is listed twice (also at [{arns.index(arn)}])")
+
+
 @rule("ssh-access", "SSH CIDRs are narrow and need a key pair")
 def _ssh_access(ctx: Context) -> Iterator[Finding]:
     sa = ctx.spec.standalone
-    for j, cidr in enumerate(sa.ssh_cidrs):
-        yield from _cidr_findings(f"standalone.ssh_cidrs[{j}]", cidr)
+    yield from _cidr_findings("standalone.ssh_cidrs", sa.ssh_cidrs)
     if sa.ssh_cidrs and not sa.ssh_key_name:
         yield (
             "standalone.ssh_cidrs",
@@ -396,7 +466,7 @@ def _network_mode(ctx: Context) -> Iterator[Finding]:
             yield (f"network.{name}", "applies only when network.mode is 'existing'")
 
 
-@rule("vpc-cidr", "a created VPC's CIDR is a private /16 to /20")
+@rule("vpc-cidr", "a created VPC's CIDR is a private IPv4 /16 to /20")
 def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
     net = ctx.spec.network
     if net.mode != "create" or not net.vpc_cidr:
@@ -404,10 +474,12 @@ def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
     try:
         n = ipaddress.ip_network(net.vpc_cidr)
     except ValueError:
-        yield ("network.vpc_cidr", f"'{net.vpc_cidr}' is not a CIDR block")
+        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} is not a CIDR block (e.g. 10.42.0.0/16)")
         return
-    if not n.is_private or n.prefixlen > 20 or n.prefixlen < 16:
-        yield ("network.vpc_cidr", f"'{net.vpc_cidr}' must be a private /16 to /20")
+    if not isinstance(n, ipaddress.IPv4Network):
+        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} is IPv6; a VPC's primary CIDR is IPv4")
+    elif not n.is_private or n.prefixlen > 20 or n.prefixlen < 16:
+        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} must be a private /16 to /20")
 
 
 # ---------------------------------------------------------------------------------------
@@ -433,6 +505,29 @@ def _fsx(ctx: Context) -> Iterator[Finding]:
         yield ("storage.fsx_throughput_per_tib", "is set but storage.fsx_lustre_gib is not")
 
 
+@rule("fsx-priced", "the FSx for Lustre throughput has a sourced price (prices fail closed)")
+def _fsx_priced(ctx: Context) -> Iterator[Finding]:
+    storage, d = ctx.spec.storage, ctx.catalog.defaults
+    if not storage.fsx_lustre_gib or not ctx.region_ok:
+        return
+    tput = storage.fsx_throughput_per_tib or d.fsx_throughput_per_tib
+    item = ctx.catalog.fsx_price_item(d.fsx_deployment_type, tput)
+    try:
+        ctx.catalog.service_rate(ctx.spec.region, item)
+    except CatalogError:
+        priced = sorted(
+            r.item.rsplit("-", 1)[-1]
+            for r in ctx.catalog.service_rates
+            if r.item
+            and r.item.startswith(ctx.catalog.fsx_price_item(d.fsx_deployment_type, None) + "-")
+        )
+        yield (
+            "storage.fsx_throughput_per_tib",
+            f"{tput} MB/s per TiB has no price in the catalog (prices fail closed; "
+            f"priced: {', '.join(priced) or 'none'})",
+        )
+
+
 @rule("workload-pool", "workload.pool names a pool (required when there are several)")
 def _workload_pool(ctx: Context) -> Iterator[Finding]:
     wl, names = ctx.spec.workload, ctx.pool_names
@@ -444,7 +539,7 @@ def _workload_pool(ctx: Context) -> Iterator[Finding]:
     elif wl.pool is not None and wl.pool not in names:
         yield (
             "workload.pool",
-            f"'{wl.pool}' is not a pool of this stack{did_you_mean(wl.pool, names)}"
+            f"{shown(wl.pool)} is not a pool of this stack{did_you_mean(wl.pool, names)}"
             f" (pools: {', '.join(names)})",
         )
 
@@ -466,7 +561,7 @@ def _workload_framework(ctx: Context) -> Iterator[Finding]:
     every = sorted({x for k in ctx.catalog.device_kinds.values() for x in k.frameworks})
     yield (
         "workload.framework",
-        f"'{wl.framework}' cannot run on {f.pool.instance_type}"
+        f"{shown(wl.framework)} cannot run on {f.pool.instance_type}"
         f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(f.kind.frameworks)})",
     )
 
@@ -522,13 +617,20 @@ def _workload_entrypoint(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("workload-env-names", "workload.env sets no reserved or secret-looking names")
+def _env_name_reserved(name: str) -> bool:
+    return name in RESERVED_ENV_NAMES or name.startswith(RESERVED_ENV_PREFIXES)
+
+
+@rule(
+    "workload-env-names", "workload.env sets no reserved, rank/rendezvous or secret-looking names"
+)
 def _workload_env(ctx: Context) -> Iterator[Finding]:
     for name in ctx.spec.workload.env:
-        if name in RESERVED_ENV_NAMES:
+        if _env_name_reserved(name):
             yield (
                 f"workload.env.{name}",
-                "the launch script uses this variable itself; pick another name",
+                "the launch script uses this variable itself, or torchrun, the orchestrator "
+                "or bash sets it (rank, rendezvous, world size, shell specials); pick another name",
             )
         if SECRET_NAME_RE.search(name):
             yield (
@@ -536,6 +638,69 @@ def _workload_env(ctx: Context) -> Iterator[Finding]:
                 "looks like a secret; secrets never go into rendered "
                 "files: mount them from AWS Secrets Manager or a Kubernetes Secret instead",
             )
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def workload_text_bytes(wl: Workload) -> int:
+    """Bytes of user text the launch script carries: entrypoint, args, env names and values."""
+    return (
+        _utf8(wl.entrypoint)
+        + sum(_utf8(a) for a in wl.args)
+        + sum(_utf8(k) + _utf8(v) for k, v in wl.env.items())
+    )
+
+
+def quoted_workload_bytes(wl: Workload) -> int:
+    """The same text as the node script writes it (shell-quoted, one line each)."""
+    return (
+        _utf8(f"entrypoint={shlex.quote(wl.entrypoint)}\n")
+        + sum(_utf8(f"  {shlex.quote(a)}\n") for a in wl.args)
+        + sum(_utf8(f"export {k}={shlex.quote(v)}\n") for k, v in wl.env.items())
+    )
+
+
+#: The launch ConfigMap holds the node script once, written as a YAML string: quoting for the
+#: shell and then for YAML can grow user text up to 7 times ("'" -> '"'"' -> '\"'\"'),
+#: so user text is bounded at 1/16 of the ConfigMap limit (under half of it after growth).
+CONFIGMAP_SHARE = 16
+
+
+@rule("workload-size", "entrypoint, args and env fit far below the 1 MiB ConfigMap limit")
+def _workload_size(ctx: Context) -> Iterator[Finding]:
+    limit = ctx.catalog.defaults.configmap_limit_bytes // CONFIGMAP_SHARE
+    size = workload_text_bytes(ctx.spec.workload)
+    if size > limit:
+        yield (
+            "workload",
+            f"entrypoint, args and env add up to {size:,} bytes; at most {limit:,} are allowed "
+            "(the launch ConfigMap is limited to 1 MiB): pass a config file instead",
+        )
+
+
+#: Bytes of a standalone node's user data besides workload.entrypoint/args/env: header, the
+#: rank/rendezvous env file, the head-address lookup, the node script's fixed text, the run
+#: wrapper and the FSx mount, for the longest stack, pool and compile-cache names the spec
+#: allows, plus a margin. tests/test_reliability.py renders that worst case and checks it.
+USER_DATA_FIXED_BYTES = 12 * 1024
+
+
+@rule("standalone-user-data", "orchestration ec2: the node user data stays under the EC2 limit")
+def _standalone_user_data(ctx: Context) -> Iterator[Finding]:
+    if ctx.spec.orchestration != "ec2":
+        return
+    limit = ctx.catalog.defaults.ec2_user_data_limit_bytes
+    room = limit - USER_DATA_FIXED_BYTES
+    size = quoted_workload_bytes(ctx.spec.workload)
+    if size > room:
+        yield (
+            "workload",
+            f"entrypoint, args and env take {size:,} bytes shell-quoted; standalone nodes carry "
+            f"the launch script in EC2 user data ({limit:,} bytes), which leaves {room:,} for "
+            "them: pass a config file instead",
+        )
 
 
 @rule("model-shape", "model layers and hidden_size go together")
@@ -549,3 +714,15 @@ def _model_shape(ctx: Context) -> Iterator[Finding]:
 def _standalone(ctx: Context) -> Iterator[Finding]:
     if ctx.spec.orchestration == "eks" and ctx.spec.standalone != Standalone():
         yield ("standalone", "applies only when orchestration is 'ec2'")
+
+
+@rule("tags-identity", "user tags do not replace the stack's identity tags")
+def _tags_identity(ctx: Context) -> Iterator[Finding]:
+    for key in ctx.spec.tags:
+        if key in IDENTITY_TAG_KEYS or key.startswith(IDENTITY_TAG_PREFIXES):
+            yield (
+                f"tags.{key}",
+                f"{shown(key)} is a tag the stack sets itself (run commands and the cost report "
+                f"find its resources by it; reserved: {', '.join(IDENTITY_TAG_KEYS)}, "
+                f"{', '.join(p + '*' for p in IDENTITY_TAG_PREFIXES)}); pick another key",
+            )
