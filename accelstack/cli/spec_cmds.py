@@ -21,26 +21,34 @@ if TYPE_CHECKING:
     from accelstack.spec.retarget import Retargeted
 
 
+#: The presets shipped inside the package (a link to the repository's stacks/ in a checkout,
+#: package data in the wheel), so `new --from NAME` works from any directory.
+BUNDLED_PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
 def _preset_path(preset: str, stacks_dir: Path) -> Path:
+    """A path (ends in .yaml/.yml or exists) as given; else NAME in the project's stacks/,
+    then among the bundled presets."""
     p = Path(preset)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    candidate = stacks_dir / f"{preset}.yaml"
-    if not candidate.exists():
-        from accelstack.errors import did_you_mean
+    for where in (stacks_dir, BUNDLED_PRESETS):
+        candidate = where / f"{preset}.yaml"
+        if candidate.is_file():
+            return candidate
+    from accelstack.errors import did_you_mean
 
-        names = [x.stem for x in stacks_dir.glob("*.yaml")]
-        raise SpecError(
-            [
-                Problem(
-                    "--from",
-                    "",
-                    f"no preset '{preset}' in {stacks_dir}/"
-                    f"{did_you_mean(preset, names)} (presets: {', '.join(sorted(names))})",
-                )
-            ]
-        )
-    return candidate
+    names = sorted({x.stem for d in (stacks_dir, BUNDLED_PRESETS) for x in d.glob("*.yaml")})
+    raise SpecError(
+        [
+            Problem(
+                "--from",
+                "",
+                f"no preset '{preset}' in {stacks_dir}/ or the bundled presets"
+                f"{did_you_mean(preset, names)} (presets: {', '.join(names)})",
+            )
+        ]
+    )
 
 
 def _pool_notes(spec: Spec, catalog: Catalog) -> list[str]:
@@ -103,11 +111,15 @@ def validate(
         raise typer.Exit(max(e.exit_code for e in failed))
 
 
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
 def schema(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="write to a file")] = None,
 ) -> None:
     """Print the spec's JSON Schema (for editor validation)."""
-    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    text = schema_text()
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text)
@@ -181,6 +193,10 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         *[f"# - {n}" for n in result.notes],
     ]
     stacks_dir.mkdir(parents=True, exist_ok=True)
+    schema_file = directory / "schema" / "spec.schema.json"
+    if not schema_file.exists():  # what the header points editors at, in a new project too
+        schema_file.parent.mkdir(parents=True, exist_ok=True)
+        schema_file.write_text(schema_text())
     target.write_text("\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False))
     config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
     pulumi_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
@@ -190,7 +206,12 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
 
 
 _NameArg = Annotated[str, typer.Argument(help="new stack name (becomes stacks/NAME.yaml)")]
-_PresetOpt = Annotated[str, typer.Option("--from", help="preset name in stacks/ or a path")]
+_PresetOpt = Annotated[
+    str,
+    typer.Option(
+        "--from", help="preset name (the project's stacks/, then the bundled ones) or a path"
+    ),
+]
 _InstanceTypeOpt = Annotated[str | None, typer.Option(help="retarget the workload pool")]
 _NodesOpt = Annotated[
     int | None, typer.Option(min=1, max=512, help="node count of the workload pool")
