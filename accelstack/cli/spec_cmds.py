@@ -11,6 +11,7 @@ import typer
 import yaml
 
 from accelstack.catalog import load_catalog
+from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
 from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
@@ -82,33 +83,50 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return []
 
 
-def _report_ok(path: Path, spec: Spec, catalog: Catalog) -> None:
-    notes = [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
-    typer.echo(
-        f"ok: {path} ({spec.name}: {', '.join(f'{p.nodes} x {p.instance_type}' for p in spec.pools)})"
-    )
-    for note in notes:
-        typer.echo(f"  warning: {note}")
+def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
+    """One spec's result: ok with its pools and warnings, or its error lines and exit code."""
+    try:
+        spec = load_spec(path, catalog)
+    except AccelstackError as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        return {"file": str(path), "ok": False, "exit_code": exc.exit_code, "errors": lines}
+    return {
+        "file": str(path),
+        "ok": True,
+        "stack": spec.name,
+        "pools": [
+            {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
+        ],
+        "warnings": [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)],
+    }
+
+
+def _echo_validated(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        if r["ok"]:
+            pools = ", ".join(f"{p['nodes']} x {p['instance_type']}" for p in r["pools"])
+            typer.echo(f"ok: {r['file']} ({r['stack']}: {pools})")
+            for note in r["warnings"]:
+                typer.echo(f"  warning: {note}")
+    for r in results:
+        for line in r.get("errors", []):
+            typer.echo(f"error: {line}", err=True)
 
 
 def validate(
     specs: Annotated[list[Path], typer.Argument(help="spec files (stacks/NAME.yaml)")],
+    fmt: FormatOpt = "text",
 ) -> None:
     """Validate spec files: shape, catalog facts and cross-field rules."""
     catalog = load_catalog()
-    failed: list[AccelstackError] = []
-    for path in specs:
-        try:
-            spec = load_spec(path, catalog)
-        except AccelstackError as exc:
-            failed.append(exc)
-            continue
-        _report_ok(path, spec, catalog)
-    if failed:
-        for problem in failed:
-            for line in str(problem).splitlines():
-                typer.echo(f"error: {line}", err=True)
-        raise typer.Exit(max(e.exit_code for e in failed))
+    results = [_validate_one(path, catalog) for path in specs]
+    if fmt == "json":
+        echo_json({"ok": all(r["ok"] for r in results), "specs": results})
+    else:
+        _echo_validated(results)
+    codes = [r["exit_code"] for r in results if not r["ok"]]
+    if codes:
+        raise typer.Exit(max(codes))
 
 
 def schema_text() -> str:
