@@ -10,6 +10,7 @@ a test extra) is absent, as it would be after `pip install accelstack` from an i
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata as md
 import json
 import os
@@ -68,12 +69,27 @@ def _link(dists: dict[str, md.Distribution], site: Path) -> None:
                 target.symlink_to(src_site / top)
 
 
+def _source_copy(dst: Path) -> Path:
+    """What the wheel is built from, copied (links kept): an in-tree build would reuse a stale
+    build/lib and could ship files the checkout no longer has."""
+    import shutil
+
+    dst.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, dst / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("accelstack", "components", "templates", "stacks"):
+        shutil.copytree(ROOT / name, dst / name, symlinks=True, ignore=skip)
+    return dst
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
+    src = _source_copy(base / "src")
     pip = [sys.executable, "-m", "pip"]
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base), str(ROOT)],
+        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base), str(src)],
         check=True,
         capture_output=True,
     )
@@ -143,3 +159,44 @@ def test_installed_wheel_runs_every_offline_command_from_an_empty_directory(
         "schema",
         "stacks",
     ]
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """Top-level module names imported anywhere in `tree`, except under `if TYPE_CHECKING:`."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_every_import_of_the_package_is_a_declared_dependency() -> None:
+    """Lazy imports too (preflight's botocore, the components' Pulumi SDKs): each third-party
+    module the package imports belongs to a distribution in the declared dependency closure."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    closure = set(_closure(declared))
+    owners = md.packages_distributions()
+    modules: set[str] = set()
+    for path in (ROOT / "accelstack").rglob("*.py"):
+        modules |= _imports(ast.parse(path.read_text(), str(path)))
+    third_party = {m for m in modules if m != "accelstack" and m not in sys.stdlib_module_names}
+    missing = {
+        m: owners.get(m)
+        for m in sorted(third_party)
+        if not any(d.lower().replace("_", "-") in closure for d in owners.get(m, []))
+    }
+    assert third_party >= {"pulumi", "typer", "boto3", "botocore"}
+    assert missing == {}, f"imported but not declared in [project].dependencies: {missing}"
