@@ -197,3 +197,11 @@ def test_prices_refresh_json(
     assert doc["refreshed"] == [
         {"region": "us-east-1", "instance_type": "m6i.large", "option": "on-demand", "usd": 0.1}
     ]
+
+
+def test_check_prints_each_stacks_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "check", str(STACKS / "trn3-preview.yaml"), "--format", "json")
+    (row,) = strict(out)["stacks"]
+    assert code == 0 and any("preview type" in w for w in row["warnings"])
+    code, out, _ = run(capsys, "check", str(STACKS / "trn3-preview.yaml"))
+    assert "  warning: trn3: trn3.48xlarge is a preview type" in out

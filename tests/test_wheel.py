@@ -25,6 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from .conftest import ROOT
+from .helpers_wheel import build_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -69,31 +70,11 @@ def _link(dists: dict[str, md.Distribution], site: Path) -> None:
                 target.symlink_to(src_site / top)
 
 
-def _source_copy(dst: Path) -> Path:
-    """What the wheel is built from, copied (links kept): an in-tree build would reuse a stale
-    build/lib and could ship files the checkout no longer has."""
-    import shutil
-
-    dst.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, dst / name)
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("accelstack", "components", "templates", "stacks"):
-        shutil.copytree(ROOT / name, dst / name, symlinks=True, ignore=skip)
-    return dst
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
-    src = _source_copy(base / "src")
+    wheel = build_wheel(base)
     pip = [sys.executable, "-m", "pip"]
-    subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(base), str(src)],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = base.glob("accelstack-*.whl")
     env_dir = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"

@@ -43,9 +43,12 @@ def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
 
 
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
-    """Warnings `check` prints per stack. Seam for the offline policy pack (deploy rules):
-    its violations join here and in the JSON of `plan`/`check`."""
-    return []
+    """Warnings `check` prints per stack: those of `validate` (preview types, estimated
+    offerings, extended-support Kubernetes). Seam for the offline policy pack (deploy rules):
+    its warnings join here, in the JSON of `check` too."""
+    from accelstack.cli.spec_cmds import spec_warnings
+
+    return spec_warnings(stack.spec, stack.catalog)
 
 
 def verdict_doc(v: Verdict) -> dict[str, Any]:

@@ -83,6 +83,11 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return []
 
 
+def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
+    """What `validate` (and `check`) warn about a valid spec."""
+    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
+
+
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's result: ok with its pools and warnings, or its error lines and exit code."""
     try:
@@ -97,7 +102,7 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         "pools": [
             {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
         ],
-        "warnings": [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)],
+        "warnings": spec_warnings(spec, catalog),
     }
 
 
