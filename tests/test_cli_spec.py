@@ -337,6 +337,8 @@ def test_new_finds_bundled_presets_from_an_empty_directory(tmp_path, monkeypatch
     code, out, err = run(capsys, "new", "team-b", "--from", "trn1-finetune")
     assert code == 0, err
     assert load_spec(tmp_path / "stacks" / "team-b.yaml").name == "team-b"
+    header = (tmp_path / "stacks" / "team-b.yaml").read_text().splitlines()[1]
+    assert header == "# Cloned from the bundled preset trn1-finetune by `accelstack new`."
     # the header's $schema hint resolves in a new project too
     written = (tmp_path / "schema" / "spec.schema.json").read_text()
     assert written == (ROOT / "schema" / "spec.schema.json").read_text()

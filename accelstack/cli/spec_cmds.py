@@ -52,6 +52,13 @@ def _preset_path(preset: str, stacks_dir: Path) -> Path:
     )
 
 
+def _origin(src: Path) -> str:
+    """How the header names the source: a bundled preset by name, a file by its path."""
+    if src.parent == BUNDLED_PRESETS:
+        return f"the bundled preset {src.stem}"
+    return src.as_posix()
+
+
 def _pool_notes(spec: Spec, catalog: Catalog) -> list[str]:
     """Warnings on estimated catalog facts behind the spec's pools."""
     notes = []
@@ -212,7 +219,7 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
     header = [
         "# yaml-language-server: $schema=../schema/spec.schema.json",
-        f"# Cloned from {src.as_posix()} by `accelstack new`.",
+        f"# Cloned from {_origin(src)} by `accelstack new`.",
         *[f"# - {n}" for n in result.notes],
     ]
     stacks_dir.mkdir(parents=True, exist_ok=True)
