@@ -2,26 +2,38 @@
 # The two README commands are `make demo` and `make test`: both build the virtualenv first.
 VENV ?= .venv
 PY ?= $(VENV)/bin/python
-STAMP = $(VENV)/.installed
+# Two installs, each with its stamp: the runtime (what `make demo` and the wheel need) and
+# the development tools on top (test extras + the CPU torch, for `make test` and CI).
+RUNTIME_STAMP = $(VENV)/.installed-runtime
+STAMP = $(VENV)/.installed-test
 SRC = accelstack components policies __main__.py tests bench tools
 PRESET ?= stacks/llama3-70b-trn2.yaml
 
-.PHONY: install lint format typecheck test fuzz ci bench schema golden demo clean
+.PHONY: install install-runtime lint format typecheck test fuzz ci bench schema golden demo clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+$(RUNTIME_STAMP): pyproject.toml
+	@test -x $(PY) || { echo "==> creating the virtualenv $(VENV)"; python3 -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip; }
+	@echo "==> installing accelstack and its runtime dependencies into $(VENV) (no test tools, no torch)"
+	$(PY) -m pip install -q -e .
+	@touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP)
+	@echo "==> installing the test extras (pytest, moto, ruff, mypy, ...) into $(VENV)"
 	$(PY) -m pip install -q -e '.[test]'
-	# CPU build of torch from local disk, for the real torchrun runs of rendered scripts
+	@echo "==> installing the CPU build of torch, for the real torchrun runs of rendered scripts"
 	$(PY) -m pip install -q torch==2.13.0
-	touch $(STAMP)
+	@touch $(STAMP)
+
+install-runtime: $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
+	@echo "==> accelstack plan $(PRESET): offline under Pulumi mocks (no AWS account, no Pulumi CLI)"
 	$(PY) -m accelstack.cli plan $(PRESET)
 
 test: $(STAMP)
+	@echo "==> running the test suite"
 	$(PY) -m pytest -q
 
 # The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
@@ -42,11 +54,11 @@ typecheck: $(STAMP)
 
 ci: lint typecheck test
 
-bench: $(STAMP)
+bench: $(RUNTIME_STAMP)
 	$(PY) bench/plan.py
 	$(PY) bench/pricing.py
 
-schema: $(STAMP)
+schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
 	$(PY) -m accelstack.spec.docs
 

@@ -16,7 +16,7 @@ Policy config (`pulumi preview --policy-pack policies --policy-pack-config cfg.j
     {"accelstack-budget": {"region": "us-east-2", "max_hourly_usd": 700,
                            "max_monthly_usd": 500000, "max_run_usd": 300000,
                            "run_hours": 435.5, "pool_options": {"trn2": "savings-plan-1y"}}}
-`run_hours` is the wall-hour estimate `accelstack price --json` prints (training.wall_hours);
+`run_hours` is the wall-hour estimate `accelstack price --format json` prints (training.wall_hours);
 `pool_options` names purchase options the plan cannot show (savings plans bill ON_DEMAND
 capacity at a discount); without it ON_DEMAND node groups are priced on demand.
 """

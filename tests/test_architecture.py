@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers_wheel import build_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 60
 
@@ -63,23 +65,7 @@ def test_the_core_imports_no_pulumi() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_installs_only_the_accelstack_package(tmp_path: Path) -> None:
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("accelstack-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"accelstack"}

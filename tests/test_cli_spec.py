@@ -330,3 +330,39 @@ def test_usage_errors_are_one_line_exit_2(capsys):
     )
     code, _, err = run(capsys, "new", "x-y-z", "--from", "a", "--cheapst")
     assert code == 2 and err.count("\n") == 1 and "No such option: --cheapst" in err
+
+
+def test_new_finds_bundled_presets_from_an_empty_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "new", "team-b", "--from", "trn1-finetune")
+    assert code == 0, err
+    assert load_spec(tmp_path / "stacks" / "team-b.yaml").name == "team-b"
+    header = (tmp_path / "stacks" / "team-b.yaml").read_text().splitlines()[1]
+    assert header == "# Cloned from the bundled preset trn1-finetune by `accelstack new`."
+    # the header's $schema hint resolves in a new project too
+    written = (tmp_path / "schema" / "spec.schema.json").read_text()
+    assert written == (ROOT / "schema" / "spec.schema.json").read_text()
+
+
+def test_new_accepts_a_path_to_the_users_own_preset(tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(STACKS / "trn1-finetune.yaml", mine / "trn1-finetune.yaml")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, out, err = run(capsys, "new", "own-copy", "--from", str(mine / "trn1-finetune.yaml"))
+    assert code == 0, err
+    assert (
+        "Cloned from " + (mine / "trn1-finetune.yaml").as_posix()
+        in (work / "stacks" / "own-copy.yaml").read_text()
+    )
+
+
+def test_new_unknown_preset_lists_bundled_presets_from_an_empty_directory(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "new", "x-y", "--from", "trn1-multinod")
+    assert code == 2 and "did you mean 'trn1-multinode'?" in err
+    assert "llama3-70b-p5" in err and not (tmp_path / "stacks").exists()

@@ -297,6 +297,29 @@ class RefreshResult:
         )
         return "\n".join(lines) + "\n"
 
+    def to_dict(self, path: Path, dry_run: bool) -> dict[str, Any]:
+        """JSON-ready summary (`prices refresh --format json`)."""
+
+        def rows(found: dict[Key, Any], value: str) -> list[dict[str, Any]]:
+            return [
+                {
+                    "region": r,
+                    "instance_type": t,
+                    "option": o,
+                    value: v.usd if value == "usd" else v,
+                }
+                for (r, t, o), v in sorted(found.items())
+            ]
+
+        return {
+            "file": str(path),
+            "dry_run": dry_run,
+            "written": not dry_run,
+            "refreshed": rows(self.updated, "usd"),
+            "added": rows(self.added, "usd"),
+            "kept": rows(self.failed, "reason"),
+        }
+
 
 def _error_text(exc: Exception) -> str:
     resp = getattr(exc, "response", None)
@@ -431,8 +454,10 @@ def refresh_file(
     dry_run: bool = False,
     source: PriceSource | None = None,
     today: str | None = None,
+    as_json: bool = False,
 ) -> str:
-    """Refresh the prices file; returns the summary. The result must load as a catalog."""
+    """Refresh the prices file; returns the summary (text, or JSON with `as_json`). The
+    result must load as a catalog."""
     from accelstack.catalog import CATALOG_DIR, load_catalog
 
     target = path or CATALOG_DIR / "prices.yaml"
@@ -448,6 +473,10 @@ def refresh_file(
     _check_loads(result.text, CATALOG_DIR, load_catalog)
     if not dry_run:
         target.write_text(result.text)
+    if as_json:
+        from accelstack.jsonout import dumps
+
+        return dumps(result.to_dict(target, dry_run))
     return result.summary(target, dry_run)
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from accelstack.cli.output import FormatMdOpt, FormatOpt, JsonAliasOpt, chosen, echo_json
 from accelstack.errors import VerdictError
 
 
@@ -23,13 +24,15 @@ def _split(values: list[str] | None) -> list[str]:
 
 def price(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    fmt: FormatMdOpt = "text",
+    as_json: JsonAliasOpt = False,
 ) -> None:
     """Price the stack from its spec, estimate the training run, check the budget.
 
     Exits 1 with a one-line reason when a budget limit is exceeded.
     """
     from accelstack.catalog import load_catalog
+    from accelstack.cost.formats import verdict_markdown
     from accelstack.cost.guard import check_budget, render_report, verdict_json
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
@@ -37,7 +40,8 @@ def price(
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     verdict = check_budget(stack)
-    typer.echo(verdict_json(verdict) if as_json else render_report(verdict), nl=False)
+    render = {"json": verdict_json, "markdown": verdict_markdown, "text": render_report}
+    typer.echo(render[chosen(fmt, as_json)](verdict), nl=False)
     if not verdict.ok:
         raise VerdictError(verdict.one_line())
 
@@ -51,11 +55,13 @@ def compare(
     deadline_hours: Annotated[
         float | None, typer.Option("--deadline-hours", min=0.001, help="wall-hour limit")
     ] = None,
+    fmt: FormatMdOpt = "text",
 ) -> None:
     """Price the same workload on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest."""
     from accelstack.catalog import load_catalog
     from accelstack.cost.compare import compare as run_compare
     from accelstack.cost.compare import render
+    from accelstack.cost.formats import comparison_dict, comparison_markdown
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
@@ -65,7 +71,11 @@ def compare(
     if types:
         for t in types:
             catalog.instance(t)  # unknown type: exit 2 with did-you-mean
-    typer.echo(render(run_compare(stack, types, deadline_hours)), nl=False)
+    result = run_compare(stack, types, deadline_hours)
+    if fmt == "json":
+        echo_json(comparison_dict(result))
+    else:
+        typer.echo((comparison_markdown if fmt == "markdown" else render)(result), nl=False)
 
 
 def refresh(
@@ -80,6 +90,7 @@ def refresh(
     prices_file: Annotated[
         Path | None, typer.Option("--file", help="prices file (default: the catalog's)")
     ] = None,
+    fmt: FormatOpt = "text",
 ) -> None:
     """Refresh instance prices from the AWS Pricing API, spot history and Savings Plans."""
     from accelstack.catalog.refresh import refresh_file
@@ -89,6 +100,7 @@ def refresh(
         regions=_split(region) or None,
         types=_split(types) or None,
         dry_run=dry_run,
+        as_json=fmt == "json",
     )
     typer.echo(summary, nl=False)
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from accelstack.errors import AccelstackError, Problem, SpecError
+from accelstack.cli.output import FormatOpt, TextOrJson, echo_json
+from accelstack.errors import AccelstackError, Problem, SpecError, VerdictError
 
 if TYPE_CHECKING:
+    from accelstack.cost.guard import Verdict
     from accelstack.plan import Plan, Program
     from accelstack.resolve import Stack
-
-Format = Literal["text", "json"]
 
 
 def program() -> Program:
@@ -34,62 +34,138 @@ def price_note(plan: Plan, stack: Stack) -> str:
     return report_for_plan(stack, plan).rstrip("\n")
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def plan(
-        spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-        fmt: Annotated[
-            str, typer.Option("--format", help="text (resource tree) or json (stable document)")
-        ] = "text",
-    ) -> None:
-        """Plan a spec offline: run the Pulumi program under mocks and show every resource."""
-        from accelstack.catalog import load_catalog
-        from accelstack.plan import run_plan
-        from accelstack.resolve import resolve
-        from accelstack.spec import load_spec
+def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
+    """The budget verdict, priced from what the program declared."""
+    from accelstack.cost.guard import check_budget
+    from accelstack.cost.pricing import price_plan
 
-        if fmt not in ("text", "json"):
-            raise SpecError(
-                [Problem("--format", "", f"'{fmt}' is not allowed (allowed: text, json)")]
-            )
-        catalog = load_catalog()
-        stack = resolve(load_spec(spec, catalog), catalog)
-        result = run_plan(stack, program())
-        if fmt == "json":
-            typer.echo(result.to_json(), nl=False)
-            return
+    return check_budget(stack, price_plan(stack, plan.resources))
+
+
+def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
+    """Warnings `check` prints per stack: those of `validate` (preview types, estimated
+    offerings, extended-support Kubernetes). Seam for the offline policy pack (deploy rules):
+    its warnings join here, in the JSON of `check` too."""
+    from accelstack.cli.spec_cmds import spec_warnings
+
+    return spec_warnings(stack.spec, stack.catalog)
+
+
+def verdict_doc(v: Verdict) -> dict[str, Any]:
+    return {"ok": v.ok, "line": v.one_line(), "reasons": v.reasons}
+
+
+def _plan_stack(spec: Path) -> tuple[Stack, Plan]:
+    """Resolve and plan without the guard: the caller reports the verdict after the plan."""
+    from accelstack.catalog import load_catalog
+    from accelstack.plan import run_plan
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    catalog = load_catalog()
+    stack = resolve(load_spec(spec, catalog), catalog)
+    return stack, run_plan(stack, program(), guard=False)
+
+
+def plan(
+    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+    fmt: Annotated[
+        TextOrJson,
+        typer.Option("--format", help="text (resource tree + cost report) or json (document)"),
+    ] = "text",
+) -> None:
+    """Plan a spec offline: run the Pulumi program under mocks, show every resource and the
+    cost report, then the budget verdict (exit 1 when over budget)."""
+    from accelstack.cost.guard import render_report, verdict_dict
+
+    stack, result = _plan_stack(spec)
+    verdict = plan_verdict(result, stack)
+    if fmt == "json":
+        doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
+        echo_json(doc)
+    else:
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
-        typer.echo(price_note(result, stack))
+        typer.echo(render_report(verdict).rstrip("\n"))
+    if not verdict.ok:
+        raise VerdictError(verdict.one_line())
 
-    @app.command()
-    def check(
-        directory: Annotated[Path, typer.Argument(help="directory of specs (e.g. stacks/)")],
-    ) -> None:
-        """Validate and plan every *.yaml spec in DIR in one process; non-zero on any failure."""
-        from accelstack.catalog import load_catalog
-        from accelstack.plan import run_plan
-        from accelstack.resolve import resolve
-        from accelstack.spec import load_spec
 
-        if not directory.is_dir():
-            raise SpecError([Problem(str(directory), "", "is not a directory")])
-        files = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
-        if not files:
-            raise SpecError([Problem(str(directory), "", "has no *.yaml specs")])
-        catalog = load_catalog()
-        failures: list[AccelstackError] = []
-        for path in files:
-            try:
-                stack = resolve(load_spec(path, catalog), catalog)
-                result = run_plan(stack, program())
-            except AccelstackError as exc:
-                failures.append(exc)
-                typer.echo(f"FAIL {path}")
-                for line in str(exc).splitlines():
-                    typer.echo(f"  {line}", err=True)
-                continue
-            typer.echo(f"ok   {path}: {len(result.resources)} resources")
-        typer.echo(f"{len(files) - len(failures)} of {len(files)} specs passed")
-        if failures:
-            raise typer.Exit(max(e.exit_code for e in failures))
+def _spec_files(paths: list[Path]) -> list[Path]:
+    """Spec files from files and directories (*.yaml, *.yml); Pulumi stack files skipped."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise SpecError([Problem(str(path), "", "is neither a spec file nor a directory")])
+    files = [f for f in files if not f.name.startswith("Pulumi.")]
+    if not files:
+        raise SpecError([Problem(", ".join(map(str, paths)), "", "has no *.yaml specs")])
+    return files
+
+
+def _check_one(path: Path) -> dict[str, Any]:
+    """One spec's plan and verdict, or its error: the row `check` prints."""
+    try:
+        stack, result = _plan_stack(path)
+        verdict = plan_verdict(result, stack)
+    except AccelstackError as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        return {"file": str(path), "ok": False, "exit_code": exc.exit_code, "errors": lines}
+    return {
+        "file": str(path),
+        "stack": stack.name,
+        "ok": verdict.ok,
+        "exit_code": 0 if verdict.ok else VerdictError.exit_code,
+        "errors": [] if verdict.ok else [verdict.one_line()],
+        "resources": len(result.resources),
+        "hourly_usd": round(verdict.cost.hourly_usd, 4),
+        "monthly_usd": round(verdict.cost.monthly_usd, 2),
+        "run_usd": round(verdict.run.run_usd, 2),
+        "estimate": verdict.cost.estimate,
+        "warnings": stack_warnings(stack, result),
+        "verdict": verdict_doc(verdict),
+    }
+
+
+def _echo_checked(row: dict[str, Any]) -> None:
+    if "resources" in row:
+        est = " (estimate)" if row["estimate"] else ""
+        typer.echo(
+            f"{'ok  ' if row['ok'] else 'FAIL'} {row['file']}: {row['resources']} resources, "
+            f"${row['hourly_usd']:,.2f}/h, run ${row['run_usd']:,.0f}{est}"
+        )
+    else:
+        typer.echo(f"FAIL {row['file']}")
+    for note in row.get("warnings", []):
+        typer.echo(f"  warning: {note}")
+    for line in row["errors"]:
+        typer.echo(f"  {line}", err=True)
+
+
+def check(
+    paths: Annotated[
+        list[Path], typer.Argument(help="spec files or directories of specs (e.g. stacks/)")
+    ],
+    fmt: FormatOpt = "text",
+) -> None:
+    """Validate, plan and price every spec in one process: each stack's hourly and run cost
+    and warnings; non-zero on any failure (1 over budget, 2 bad spec)."""
+    rows = [_check_one(path) for path in _spec_files(paths)]
+    passed = sum(1 for r in rows if r["ok"])
+    if fmt == "json":
+        echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})
+    else:
+        for row in rows:
+            _echo_checked(row)
+        typer.echo(f"{passed} of {len(rows)} specs passed")
+    if passed < len(rows):
+        raise typer.Exit(max(r["exit_code"] for r in rows))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(plan)
+    app.command()(check)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
+from accelstack.cli.output import FormatOpt
 from accelstack.errors import VerdictError
 
 
@@ -21,9 +22,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--endpoint-url", help="send every AWS call here (an emulator)"),
         ] = None,
-        output_format: Annotated[
-            Literal["text", "json"], typer.Option("--format", help="text or json")
-        ] = "text",
+        output_format: FormatOpt = "text",
     ) -> None:
         """Check offerings, vCPU quotas, AMIs, reservations, the cache bucket and the
         Kubernetes version in the account. Exit 1 when any check fails."""

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.errors import AccelstackError, Problem, SpecError
 
 
@@ -26,6 +27,7 @@ def register(app: typer.Typer) -> None:
                 "otherwise the scripts read ACCELSTACK_COMPILE_CACHE_URL at run time)"
             ),
         ] = None,
+        fmt: FormatOpt = "text",
     ) -> None:
         """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
         import re
@@ -58,6 +60,10 @@ def register(app: typer.Typer) -> None:
                     target.chmod(0o755)
         except OSError as exc:
             raise OutputError(f"{output}: cannot write: {exc.strerror or exc}") from None
+        if fmt == "json":
+            files = [{"path": a.path, "executable": a.executable} for a in artifacts]
+            echo_json({"directory": str(output), "files": files})
+            return
         typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
         for art in artifacts:
             typer.echo(f"  {art.path}")

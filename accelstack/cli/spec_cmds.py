@@ -11,6 +11,7 @@ import typer
 import yaml
 
 from accelstack.catalog import load_catalog
+from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
 from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
@@ -21,26 +22,41 @@ if TYPE_CHECKING:
     from accelstack.spec.retarget import Retargeted
 
 
+#: The presets shipped inside the package (a link to the repository's stacks/ in a checkout,
+#: package data in the wheel), so `new --from NAME` works from any directory.
+BUNDLED_PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
 def _preset_path(preset: str, stacks_dir: Path) -> Path:
+    """A path (ends in .yaml/.yml or exists) as given; else NAME in the project's stacks/,
+    then among the bundled presets."""
     p = Path(preset)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    candidate = stacks_dir / f"{preset}.yaml"
-    if not candidate.exists():
-        from accelstack.errors import did_you_mean
+    for where in (stacks_dir, BUNDLED_PRESETS):
+        candidate = where / f"{preset}.yaml"
+        if candidate.is_file():
+            return candidate
+    from accelstack.errors import did_you_mean
 
-        names = [x.stem for x in stacks_dir.glob("*.yaml")]
-        raise SpecError(
-            [
-                Problem(
-                    "--from",
-                    "",
-                    f"no preset '{preset}' in {stacks_dir}/"
-                    f"{did_you_mean(preset, names)} (presets: {', '.join(sorted(names))})",
-                )
-            ]
-        )
-    return candidate
+    names = sorted({x.stem for d in (stacks_dir, BUNDLED_PRESETS) for x in d.glob("*.yaml")})
+    raise SpecError(
+        [
+            Problem(
+                "--from",
+                "",
+                f"no preset '{preset}' in {stacks_dir}/ or the bundled presets"
+                f"{did_you_mean(preset, names)} (presets: {', '.join(names)})",
+            )
+        ]
+    )
+
+
+def _origin(src: Path) -> str:
+    """How the header names the source: a bundled preset by name, a file by its path."""
+    if src.parent == BUNDLED_PRESETS:
+        return f"the bundled preset {src.stem}"
+    return src.as_posix()
 
 
 def _pool_notes(spec: Spec, catalog: Catalog) -> list[str]:
@@ -74,40 +90,66 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return []
 
 
-def _report_ok(path: Path, spec: Spec, catalog: Catalog) -> None:
-    notes = [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
-    typer.echo(
-        f"ok: {path} ({spec.name}: {', '.join(f'{p.nodes} x {p.instance_type}' for p in spec.pools)})"
-    )
-    for note in notes:
-        typer.echo(f"  warning: {note}")
+def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
+    """What `validate` (and `check`) warn about a valid spec."""
+    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
+
+
+def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
+    """One spec's result: ok with its pools and warnings, or its error lines and exit code."""
+    try:
+        spec = load_spec(path, catalog)
+    except AccelstackError as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        return {"file": str(path), "ok": False, "exit_code": exc.exit_code, "errors": lines}
+    return {
+        "file": str(path),
+        "ok": True,
+        "stack": spec.name,
+        "pools": [
+            {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
+        ],
+        "warnings": spec_warnings(spec, catalog),
+    }
+
+
+def _echo_validated(results: list[dict[str, Any]]) -> None:
+    for r in results:
+        if r["ok"]:
+            pools = ", ".join(f"{p['nodes']} x {p['instance_type']}" for p in r["pools"])
+            typer.echo(f"ok: {r['file']} ({r['stack']}: {pools})")
+            for note in r["warnings"]:
+                typer.echo(f"  warning: {note}")
+    for r in results:
+        for line in r.get("errors", []):
+            typer.echo(f"error: {line}", err=True)
 
 
 def validate(
     specs: Annotated[list[Path], typer.Argument(help="spec files (stacks/NAME.yaml)")],
+    fmt: FormatOpt = "text",
 ) -> None:
     """Validate spec files: shape, catalog facts and cross-field rules."""
     catalog = load_catalog()
-    failed: list[AccelstackError] = []
-    for path in specs:
-        try:
-            spec = load_spec(path, catalog)
-        except AccelstackError as exc:
-            failed.append(exc)
-            continue
-        _report_ok(path, spec, catalog)
-    if failed:
-        for problem in failed:
-            for line in str(problem).splitlines():
-                typer.echo(f"error: {line}", err=True)
-        raise typer.Exit(max(e.exit_code for e in failed))
+    results = [_validate_one(path, catalog) for path in specs]
+    if fmt == "json":
+        echo_json({"ok": all(r["ok"] for r in results), "specs": results})
+    else:
+        _echo_validated(results)
+    codes = [r["exit_code"] for r in results if not r["ok"]]
+    if codes:
+        raise typer.Exit(max(codes))
+
+
+def schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def schema(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="write to a file")] = None,
 ) -> None:
     """Print the spec's JSON Schema (for editor validation)."""
-    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    text = schema_text()
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text)
@@ -177,10 +219,14 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
     header = [
         "# yaml-language-server: $schema=../schema/spec.schema.json",
-        f"# Cloned from {src.as_posix()} by `accelstack new`.",
+        f"# Cloned from {_origin(src)} by `accelstack new`.",
         *[f"# - {n}" for n in result.notes],
     ]
     stacks_dir.mkdir(parents=True, exist_ok=True)
+    schema_file = directory / "schema" / "spec.schema.json"
+    if not schema_file.exists():  # what the header points editors at, in a new project too
+        schema_file.parent.mkdir(parents=True, exist_ok=True)
+        schema_file.write_text(schema_text())
     target.write_text("\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False))
     config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
     pulumi_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
@@ -190,7 +236,12 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
 
 
 _NameArg = Annotated[str, typer.Argument(help="new stack name (becomes stacks/NAME.yaml)")]
-_PresetOpt = Annotated[str, typer.Option("--from", help="preset name in stacks/ or a path")]
+_PresetOpt = Annotated[
+    str,
+    typer.Option(
+        "--from", help="preset name (the project's stacks/, then the bundled ones) or a path"
+    ),
+]
 _InstanceTypeOpt = Annotated[str | None, typer.Option(help="retarget the workload pool")]
 _NodesOpt = Annotated[
     int | None, typer.Option(min=1, max=512, help="node count of the workload pool")

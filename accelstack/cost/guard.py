@@ -13,7 +13,6 @@ wall hours of the training run).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ from accelstack.cost.pricing import (
     price_stack,
 )
 from accelstack.errors import VerdictError
+from accelstack.jsonout import dumps
 from accelstack.resolve import Stack
 
 EST = "*"  # mark printed next to every figure that used an estimated price
@@ -316,4 +316,4 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
 
 
 def verdict_json(v: Verdict) -> str:
-    return json.dumps(verdict_dict(v), indent=2, sort_keys=True) + "\n"
+    return dumps(verdict_dict(v))

@@ -88,7 +88,9 @@ class Plan:
 
     def to_json(self) -> str:
         """Stable document: sorted keys, resources sorted by (type, name), 2-space indent."""
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        from accelstack.jsonout import dumps
+
+        return dumps(self.to_dict())
 
     def to_text(self) -> str:
         return render_tree(self)

@@ -904,7 +904,7 @@ def format_text(stack: Stack, results: list[CheckResult]) -> str:
 
 
 def format_json(stack: Stack, results: list[CheckResult]) -> str:
-    import json
+    from accelstack.jsonout import dumps
 
     doc = {
         "stack": stack.name,
@@ -914,4 +914,4 @@ def format_json(stack: Stack, results: list[CheckResult]) -> str:
         "summary": summarize(results),
         "checks": [r.to_dict() for r in results],
     }
-    return json.dumps(doc, indent=2) + "\n"
+    return dumps(doc)

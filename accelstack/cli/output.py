@@ -1,0 +1,35 @@
+"""The one output option every reporting command takes: `--format text|json` (plus
+`markdown` where a table helps a pull-request comment). JSON goes through
+`accelstack.jsonout.dumps`, so it is always valid (no NaN/Infinity)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import typer
+
+from accelstack.jsonout import dumps
+
+TextOrJson = Literal["text", "json"]
+TextJsonMarkdown = Literal["text", "json", "markdown"]
+
+FormatOpt = Annotated[
+    TextOrJson, typer.Option("--format", help="text (for people) or json (for tools)")
+]
+FormatMdOpt = Annotated[
+    TextJsonMarkdown,
+    typer.Option("--format", help="text (for people), json (for tools) or markdown (PR comments)"),
+]
+#: The per-command `--json` flag of earlier versions: hidden, means `--format json`.
+JsonAliasOpt = Annotated[
+    bool, typer.Option("--json", hidden=True, help="deprecated: use --format json")
+]
+
+
+def chosen(fmt: str, as_json: bool) -> str:
+    """The format, honouring the deprecated `--json` alias."""
+    return "json" if as_json else fmt
+
+
+def echo_json(value: Any) -> None:
+    typer.echo(dumps(value), nl=False)

@@ -1,0 +1,109 @@
+"""Machine-readable and Markdown forms of the cost reports (`price`, `compare`).
+
+The text forms live next to the data (guard.render_report, compare.render); these are for
+tools (`--format json`, through accelstack.jsonout) and pull-request comments
+(`--format markdown`). `*` marks a figure that uses an estimated price, as in the text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from accelstack.cost.compare import Comparison
+from accelstack.cost.guard import Verdict
+
+
+def _usd(x: float, est: bool = False, digits: int = 2) -> str:
+    return f"${x:,.{digits}f}" + ("\\*" if est else "")
+
+
+def _cell(text: str) -> str:
+    """Markdown table cell: pipes escaped, one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def verdict_markdown(v: Verdict) -> str:
+    """The cost report as a Markdown section: totals, budget, line items, verdict."""
+    c, est = v.cost, v.cost.estimate
+    lines = [
+        f"### Cost: `{v.stack}` ({c.region})",
+        "",
+        "| | cost | limit | |",
+        "|---|---:|---:|---|",
+    ]
+    for chk in v.checks:
+        digits = 0 if chk.label == "training run" else 2
+        limit = _usd(chk.limit, digits=digits) if chk.limit is not None else "none"
+        state = "ok" if chk.ok else "**over**"
+        lines.append(f"| {chk.label} | {_usd(chk.actual, est, digits)} | {limit} | {state} |")
+    lines += ["", "| pool / category | what | USD per hour |", "|---|---|---:|"]
+    for it in c.items:
+        where = it.pool or it.category
+        lines.append(f"| {_cell(where)} | {_cell(it.what)} | {_usd(it.hourly_usd, it.estimate)} |")
+    verdict = "within budget" if v.ok else "over budget: " + "; ".join(v.reasons)
+    lines += ["", f"**Verdict:** {_cell(verdict)}"]
+    if est:
+        lines.append("\n\\* uses an estimated price or usage assumption")
+    return "\n".join(lines) + "\n"
+
+
+def comparison_dict(cmp: Comparison) -> dict[str, Any]:
+    """JSON-ready form of a comparison: every candidate and option, the two picks."""
+    return {
+        "stack": cmp.stack,
+        "region": cmp.region,
+        "deadline_hours": cmp.deadline_hours,
+        "candidates": [
+            {**asdict(c), "available": c.available, "options": [_option(o) for o in c.options]}
+            for c in cmp.candidates
+        ],
+        "cheapest": asdict(cmp.cheapest) if cmp.cheapest else None,
+        "fastest": asdict(cmp.fastest) if cmp.fastest else None,
+    }
+
+
+def _option(o: Any) -> dict[str, Any]:
+    return {**asdict(o), "over": list(o.over), "fits_budget": o.fits_budget}
+
+
+def _marks(cmp: Comparison, instance_type: str, option: str) -> list[str]:
+    return [
+        label
+        for label, p in (("cheapest", cmp.cheapest), ("fastest", cmp.fastest))
+        if p and p.instance_type == instance_type and p.option == option
+    ]
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    """One table row per (type, option), marks for the cheapest and fastest."""
+    deadline = f", deadline {cmp.deadline_hours:g} h" if cmp.deadline_hours is not None else ""
+    lines = [
+        f"### Compare: `{cmp.stack}` ({cmp.region}{deadline})",
+        "",
+        "| type | nodes | wall h | option | stack $/h | run $ | notes |",
+        "|---|---:|---:|---|---:|---:|---|",
+    ]
+    for c in cmp.candidates:
+        if not c.available:
+            lines.append(f"| {c.instance_type} | | | | | | {_cell(c.reason or '')} |")
+            continue
+        for o in c.options:
+            notes = _marks(cmp, c.instance_type, o.option)
+            if o.over:
+                notes.append("over budget: " + "; ".join(o.over))
+            lines.append(
+                f"| {c.instance_type} | {c.nodes} | {c.wall_hours:,.1f} | {o.option} "
+                f"| {_usd(o.hourly_usd, o.estimate)} | {_usd(o.run_usd, o.estimate, 0)} "
+                f"| {_cell(', '.join(notes))} |"
+            )
+    lines.append("")
+    for label, p in (("Cheapest", cmp.cheapest), ("Fastest", cmp.fastest)):
+        if p is None:
+            lines.append(f"**{label}:** nothing fits the budget")
+            continue
+        lines.append(
+            f"**{label}:** {p.nodes} x {p.instance_type} ({p.option}), "
+            f"{p.wall_hours:,.1f} h, {_usd(p.run_usd, digits=0)}"
+        )
+    return "\n".join(lines) + "\n"

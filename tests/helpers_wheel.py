@@ -1,0 +1,33 @@
+"""Build the wheel from a copy of the sources.
+
+An in-tree `pip wheel` reuses the checkout's build/lib, so a file deleted from the sources
+could still ship; building from a fresh copy (links kept: accelstack/components, templates and
+presets are links) tests exactly what is checked in."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_wheel(work: Path) -> Path:
+    """Copy the package sources under `work`/src and build the wheel into `work`."""
+    src = work / "src"
+    src.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for name in ("accelstack", "components", "templates", "stacks"):
+        shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=skip)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
+    subprocess.run(
+        [*pip_wheel, "-q", "-w", str(work), str(src)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = work.glob("accelstack-*.whl")
+    return wheel

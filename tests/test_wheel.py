@@ -1,0 +1,183 @@
+"""The built wheel, installed into a clean virtualenv, works from an empty directory.
+
+Tests never reach the network and the machine's local package index lacks the Pulumi SDKs,
+so the venv gets its dependencies another way: `python -m venv` (no system site-packages),
+the wheel installed with `pip --no-deps`, then exactly the wheel's declared dependency
+closure (its Requires-Dist, followed transitively through the installed metadata) linked in
+from the test environment. Anything the code imports but the wheel does not declare (click,
+a test extra) is absent, as it would be after `pip install accelstack` from an index.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as md
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from .conftest import ROOT
+from .helpers_wheel import build_wheel
+
+pytestmark = pytest.mark.slow
+
+
+def _requires(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = Parser().parsestr(zf.read(name).decode())
+    return meta.get_all("Requires-Dist") or []
+
+
+def _closure(requires: list[str]) -> dict[str, md.Distribution]:
+    """Installed distributions needed by `requires` (no extras of the root), transitively."""
+    found: dict[str, md.Distribution] = {}
+    todo = [(r, "") for r in requires]
+    while todo:
+        text, extra = todo.pop()
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        dist = md.distribution(req.name)
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        extras = sorted(req.extras)
+        if key in found and not extras:
+            continue
+        found[key] = dist
+        for sub in dist.requires or []:
+            todo.extend((sub, e) for e in ["", *extras])
+    return found
+
+
+def _link(dists: dict[str, md.Distribution], site: Path) -> None:
+    """Symlink each distribution's top-level entries (and its .dist-info) into `site`."""
+    src_site = Path(sysconfig.get_paths()["purelib"])
+    for dist in dists.values():
+        tops = {Path(str(f)).parts[0] for f in dist.files or []}
+        for top in sorted(tops):
+            if top in ("..", "__pycache__") or top.endswith(".pth"):
+                continue
+            target = site / top
+            if not target.exists() and (src_site / top).exists():
+                target.symlink_to(src_site / top)
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(base)
+    pip = [sys.executable, "-m", "pip"]
+    env_dir = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [*pip, "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+    _link(_closure(_requires(wheel)), site)
+    return env_dir
+
+
+def _run(venv: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
+    return subprocess.run(
+        [str(venv / "bin" / "accelstack"), *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_clean_venv_has_no_undeclared_packages(venv: Path, tmp_path: Path) -> None:
+    """The fixture itself is clean: test extras and click are not importable there."""
+    probe = "import importlib.util as u; print([m for m in ('click', 'pytest', 'moto') if u.find_spec(m)])"
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_installed_wheel_runs_every_offline_command_from_an_empty_directory(
+    venv: Path, tmp_path: Path
+) -> None:
+    version = _run(venv, tmp_path, "--version")
+    assert version.returncode == 0 and version.stdout.strip() == "accelstack 0.1.0", version.stderr
+    new = _run(venv, tmp_path, "new", "team-w", "--from", "trn1-finetune")
+    assert new.returncode == 0, new.stderr
+    spec = "stacks/team-w.yaml"
+    assert (tmp_path / "schema" / "spec.schema.json").is_file()
+    plan = _run(venv, tmp_path, "plan", spec, "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["stack"] == "team-w"
+    price = _run(venv, tmp_path, "price", spec)
+    assert price.returncode == 0 and "verdict: " in price.stdout, price.stderr
+    render = _run(venv, tmp_path, "render", spec, "-o", "out")
+    assert render.returncode == 0, render.stderr
+    assert (tmp_path / "out" / "README.md").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "Pulumi.team-w.yaml",
+        "out",
+        "schema",
+        "stacks",
+    ]
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    """Top-level module names imported anywhere in `tree`, except under `if TYPE_CHECKING:`."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_every_import_of_the_package_is_a_declared_dependency() -> None:
+    """Lazy imports too (preflight's botocore, the components' Pulumi SDKs): each third-party
+    module the package imports belongs to a distribution in the declared dependency closure."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    closure = set(_closure(declared))
+    owners = md.packages_distributions()
+    modules: set[str] = set()
+    for path in (ROOT / "accelstack").rglob("*.py"):
+        modules |= _imports(ast.parse(path.read_text(), str(path)))
+    third_party = {m for m in modules if m != "accelstack" and m not in sys.stdlib_module_names}
+    missing = {
+        m: owners.get(m)
+        for m in sorted(third_party)
+        if not any(d.lower().replace("_", "-") in closure for d in owners.get(m, []))
+    }
+    assert third_party >= {"pulumi", "typer", "boto3", "botocore"}
+    assert missing == {}, f"imported but not declared in [project].dependencies: {missing}"
