@@ -432,3 +432,20 @@ def test_valid_image_references(image: str):
 def test_invalid_image_references(image: str, words: str):
     (line,) = refused(lambda d: d["workload"].update(image=image))
     assert "workload.image" in line and words in line
+
+
+@pytest.mark.parametrize("tput", [125, 250, 500, 1000])
+def test_fsx_throughput_is_refused_or_priced(tput: int):
+    """The rule and the cost guard name the FSx price row the same way."""
+    from accelstack.cost.guard import check_budget
+
+    data = {
+        **copy.deepcopy(BASE),
+        "storage": {"fsx_lustre_gib": 2400, "fsx_throughput_per_tib": tput},
+    }
+    try:
+        spec = parse_spec(data, FILE)
+    except SpecError as exc:
+        assert "has no price in the catalog" in str(exc)
+        return
+    assert check_budget(resolve(spec)).cost.hourly_usd > 0
