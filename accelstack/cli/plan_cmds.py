@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from accelstack.cli.boundary import as_failure
 from accelstack.errors import AccelstackError, Problem, SpecError
 
 if TYPE_CHECKING:
@@ -83,10 +84,10 @@ def register(app: typer.Typer) -> None:
             try:
                 stack = resolve(load_spec(path, catalog), catalog)
                 result = run_plan(stack, program())
-            except AccelstackError as exc:
-                failures.append(exc)
+            except Exception as exc:  # one broken spec must not hide the rest
+                failures.append(failure := as_failure(exc, f"check {path}"))
                 typer.echo(f"FAIL {path}")
-                for line in str(exc).splitlines():
+                for line in str(failure).splitlines():
                     typer.echo(f"  {line}", err=True)
                 continue
             typer.echo(f"ok   {path}: {len(result.resources)} resources")

@@ -7,11 +7,7 @@ from typing import Annotated
 
 import typer
 
-from accelstack.errors import AccelstackError, Problem, SpecError
-
-
-class OutputError(AccelstackError):
-    """The output directory cannot be written."""
+from accelstack.errors import Problem, SpecError
 
 
 def register(app: typer.Typer) -> None:
@@ -26,12 +22,21 @@ def register(app: typer.Typer) -> None:
                 "otherwise the scripts read ACCELSTACK_COMPILE_CACHE_URL at run time)"
             ),
         ] = None,
+        force: Annotated[
+            bool,
+            typer.Option(
+                "--force",
+                help="write into a non-empty directory that render did not write "
+                "(files of the same name are replaced; symlinks are still refused)",
+            ),
+        ] = False,
     ) -> None:
         """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
         import re
 
         from accelstack.catalog import load_catalog
         from accelstack.render import render as render_all
+        from accelstack.render.output import write_artifacts
         from accelstack.resolve import resolve
         from accelstack.spec import BUCKET_RE, load_spec
 
@@ -49,15 +54,11 @@ def register(app: typer.Typer) -> None:
         catalog = load_catalog()
         stack = resolve(load_spec(spec, catalog), catalog)
         artifacts = render_all(stack, bucket)
-        try:
-            output.mkdir(parents=True, exist_ok=True)
-            for art in artifacts:
-                target = output / art.path
-                target.write_text(art.content, encoding="utf-8")
-                if art.executable:
-                    target.chmod(0o755)
-        except OSError as exc:
-            raise OutputError(f"{output}: cannot write: {exc.strerror or exc}") from None
+        done = write_artifacts(output, artifacts, force)
         typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
         for art in artifacts:
             typer.echo(f"  {art.path}")
+        for name in done.removed:
+            typer.echo(f"  removed {name} (stale: written by an earlier render)")
+        for name in done.kept:
+            typer.echo(f"  kept {name} (stale, but changed since an earlier render wrote it)")

@@ -11,8 +11,10 @@ import typer
 import yaml
 
 from accelstack.catalog import load_catalog
+from accelstack.cli.boundary import as_failure, echo_error
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
+from accelstack.files import check_target, make_dirs, write_bytes_atomic, write_text_atomic
 from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
 
 if TYPE_CHECKING:
@@ -92,14 +94,13 @@ def validate(
     for path in specs:
         try:
             spec = load_spec(path, catalog)
-        except AccelstackError as exc:
-            failed.append(exc)
+        except Exception as exc:  # one broken spec must not hide the verdict on the rest
+            failed.append(as_failure(exc, f"validate {path}"))
             continue
         _report_ok(path, spec, catalog)
     if failed:
         for problem in failed:
-            for line in str(problem).splitlines():
-                typer.echo(f"error: {line}", err=True)
+            echo_error(str(problem).splitlines())
         raise typer.Exit(max(e.exit_code for e in failed))
 
 
@@ -109,8 +110,8 @@ def schema(
     """Print the spec's JSON Schema (for editor validation)."""
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text)
+        make_dirs(output.parent)
+        write_text_atomic(output, text)
         typer.echo(f"wrote {output}")
     else:
         typer.echo(text, nl=False)
@@ -173,6 +174,7 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
     target = stacks_dir / f"{name}.yaml"
     pulumi_file = directory / f"Pulumi.{name}.yaml"
     for f in (target, pulumi_file):
+        check_target(f)  # a symlink or a directory is refused even with --force
         if f.exists() and not force:
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
     header = [
@@ -180,10 +182,19 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         f"# Cloned from {src.as_posix()} by `accelstack new`.",
         *[f"# - {n}" for n in result.notes],
     ]
-    stacks_dir.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False))
+    make_dirs(stacks_dir)
     config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
-    pulumi_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    spec_text = "\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False)
+    previous = target.read_bytes() if target.exists() else None
+    write_text_atomic(target, spec_text)
+    try:
+        write_text_atomic(pulumi_file, yaml.safe_dump({"config": config}, sort_keys=False))
+    except AccelstackError:  # both files or neither: put the spec file back as it was
+        if previous is None:
+            target.unlink(missing_ok=True)
+        else:
+            write_bytes_atomic(target, previous)
+        raise
     typer.echo(f"wrote {target} and {pulumi_file}")
     for n in result.notes:
         typer.echo(f"  {n}")
