@@ -262,6 +262,33 @@ def test_repeated_value_in_one_name_is_bad_input(tiny_stack: Stack) -> None:
     assert err.value.exit_code == 2
 
 
+def test_input_caused_plan_failure_exits_2_on_the_cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def repeated(stack: Stack) -> dict[str, Any]:
+        import pulumi_aws as aws
+
+        for _ in range(2):
+            aws.eks.AccessEntry("admin-1", cluster_name="c", principal_arn="arn:aws:iam::1:role/a")
+        return {}
+
+    monkeypatch.setattr("accelstack.cli.plan_cmds.program", lambda: repeated)
+    code, _, err = run(capsys, "plan", str(TINY))
+    assert code == 2
+    assert "AccessEntry 'admin-1' is declared twice with the same inputs" in one_line(err)
+
+
+def test_debug_shows_the_plan_failure_cause(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("accelstack.cli.plan_cmds.program", lambda: _failing_apply_program(2))
+    code, _, err = run(capsys, "--debug", "plan", str(TINY))
+    gc.collect()
+    assert code == 1
+    assert "Traceback (most recent call last):" in err and "in bad_cidr" in err
+    assert err.splitlines()[-1].startswith("error: trn1-finetune: the program failed: ValueError")
+
+
 def _ssm_program(parameter: str) -> Callable[[Stack], dict[str, Any]]:
     def build(stack: Stack) -> dict[str, Any]:
         import pulumi
@@ -582,6 +609,41 @@ def test_killed_render_leaves_no_truncated_script(
     assert leftovers(out) == []
     code, _, err = _render(capsys, MULTI, out)  # what a killed render wrote is render's own
     assert code == 0, err
+
+
+def test_render_of_unencodable_text_creates_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accelstack.render import Artifact
+
+    def rendered(stack: Stack, bucket: Any) -> list[Artifact]:
+        return [
+            Artifact("README.md", "index", "ok\n"),
+            Artifact("launch-x.sh", "script", "echo '\udc80'\n", executable=True),
+        ]
+
+    monkeypatch.setattr("accelstack.render.render", rendered)
+    code, _, err = _render(capsys, TINY, tmp_path / "out")
+    assert code == 2 and "launch-x.sh: cannot write: holds '\\udc80'" in one_line(err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_render_refuses_a_symlinked_folder_on_the_way(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accelstack.render import Artifact
+
+    monkeypatch.setattr(
+        "accelstack.render.render",
+        lambda stack, bucket: [Artifact("sub/run.sh", "script", "true\n", executable=True)],
+    )
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (out / "sub").symlink_to(elsewhere)
+    code, _, err = _render(capsys, TINY, out, "--force")
+    assert code == 2 and f"{out / 'sub'}: cannot write: is a symbolic link" in one_line(err)
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_render_ignores_names_outside_dir_in_a_manifest(

@@ -152,9 +152,15 @@ def _read(path: Path) -> str:
 def write_artifacts(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
     """Write `artifacts` into `directory` (see the module docstring); raises WriteError."""
     names = [a.path for a in artifacts]
-    for name in names:
-        if _safe_name(name) is None:
-            raise WriteError(directory / name, "is not a name inside the output directory")
+    for art in artifacts:  # refuse what cannot be written before anything is created
+        if _safe_name(art.path) is None:
+            raise WriteError(directory / art.path, "is not a name inside the output directory")
+        if not art.content.isascii():
+            try:
+                art.content.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = art.content[exc.start : exc.end]
+                raise WriteError(directory / art.path, f"holds {bad!r}, not valid UTF-8") from None
     make_dirs(directory)
     previous = _previous(directory, names, force)
     for name in names:  # refuse symlinks and directories before anything is written
