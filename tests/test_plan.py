@@ -491,7 +491,10 @@ def test_program_exception_fails_cleanly(tiny_stack: Stack) -> None:
     def build(stack: Stack) -> dict[str, Any]:
         raise ValueError("boom\nsecond line")
 
-    with pytest.raises(PlanError, match=r"^trn1-finetune: the program failed: ValueError: boom$"):
+    with pytest.raises(
+        PlanError,
+        match=r"^trn1-finetune: the program failed: ValueError: boom \(at tests/test_plan\.py:\d+ in build\)$",
+    ):
         run_plan(tiny_stack, build=build)
 
 

@@ -526,7 +526,14 @@ def test_cli_render_writes_artifacts_and_index(
     )
     assert rc == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["README.md", "job.yaml", "launch-trn2.sh", "pytorchjob.yaml"]
+    assert names == [
+        ".accelstack-render.json",  # render's manifest (tests/test_reliability_io.py)
+        "README.md",
+        "job.yaml",
+        "launch-trn2.sh",
+        "pytorchjob.yaml",
+    ]
+    names.remove(".accelstack-render.json")
     index = (out / "README.md").read_text()
     for n in names:
         assert f"`{n}`" in index

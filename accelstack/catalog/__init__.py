@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import (
     CatalogError,
@@ -280,14 +280,36 @@ class Catalog(_Frozen):
         raise MissingPrice(f"no price for '{item}' in {region} in the catalog")
 
 
+#: The catalog file each top-level field of `Catalog` comes from (for one-line errors).
+_FIELD_FILES = {
+    "device_kinds": "instances.yaml",
+    "quotas": "instances.yaml",
+    "families": "instances.yaml",
+    "instances": "instances.yaml",
+    "defaults": "instances.yaml",
+    "regions": "offerings.yaml",
+    "offerings_source": "offerings.yaml",
+    "instance_rates": "prices.yaml",
+    "service_rates": "prices.yaml",
+    "hours_per_month": "prices.yaml",
+}
+
+
 def _read(name: str, base: Path) -> dict[str, object]:
     path = base / name
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise CatalogError(
+            f"{path}: cannot read catalog file: {exc.problem or exc.context}{where}"
+        ) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise CatalogError(f"{path}: cannot read catalog file: {reason}") from None
     if not isinstance(data, dict):
-        raise CatalogError(f"{path}: catalog file must be a mapping")
+        raise CatalogError(f"{path}: catalog file must be a mapping (is it truncated?)")
     return data
 
 
@@ -295,13 +317,7 @@ def _named(items: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
     return {k: {**v, "name": k} for k, v in items.items()}
 
 
-@lru_cache(maxsize=4)
-def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
-    """Load and validate the catalog files; cached per directory."""
-    inst = _read("instances.yaml", base)
-    offer = _read("offerings.yaml", base)
-    extra = _read("offerings_extra.yaml", base)
-    prices = _read("prices.yaml", base)
+def _regions(offer: dict[str, object], extra: dict[str, object]) -> dict[str, dict[str, object]]:
     regions: dict[str, dict[str, object]] = {}
     for region, body in dict(offer["regions"]).items():  # type: ignore[call-overload]
         regions[region] = {"zones": dict(body["zones"]), "types": dict(body["types"])}
@@ -310,8 +326,20 @@ def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
         reg["zones"] = {**reg["zones"], **body.get("zones", {})}  # type: ignore[dict-item]
         reg["types"] = {**reg["types"], **body.get("types", {})}  # type: ignore[dict-item]
         reg["estimated_types"] = tuple(body.get("types", {}))
-    catalog = Catalog.model_validate(
-        {
+    return regions
+
+
+def _fields(base: Path) -> dict[str, object]:
+    """The catalog's fields from its files; a missing or misshapen section names its file."""
+    inst = _read("instances.yaml", base)
+    offer = _read("offerings.yaml", base)
+    extra = _read("offerings_extra.yaml", base)
+    prices = _read("prices.yaml", base)
+    name = "offerings.yaml"
+    try:
+        regions = _regions(offer, extra)
+        name = "instances.yaml"
+        fields: dict[str, object] = {
             "device_kinds": _named(inst["device_kinds"]),  # type: ignore[arg-type]
             "quotas": inst["quotas"],
             "families": _named(inst["families"]),  # type: ignore[arg-type]
@@ -319,12 +347,41 @@ def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
             "defaults": inst["defaults"],
             "regions": regions,
             "offerings_source": offer["source"],
-            "instance_rates": prices["instances"],
-            "service_rates": prices["services"],
-            "hours_per_month": prices["hours_per_month"],
         }
-    )
-    _check_integrity(catalog)
+        name = "prices.yaml"
+        for key in ("instances", "services", "hours_per_month"):
+            fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
+                prices[key]
+            )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        what = f"no section {exc}" if isinstance(exc, KeyError) else "a section has the wrong shape"
+        raise CatalogError(f"{base / name}: {what} (is the file truncated?)") from None
+    return fields
+
+
+def load_catalog(base: Path | None = None) -> Catalog:
+    """Load and validate the catalog files (default: the ones beside this module); cached per
+    directory. A broken file is one CatalogError line naming it."""
+    return _load(base or CATALOG_DIR)
+
+
+@lru_cache(maxsize=4)
+def _load(base: Path) -> Catalog:
+    fields = _fields(base)
+    try:
+        catalog = Catalog.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(x) for x in err["loc"]]
+        file = base / _FIELD_FILES.get(loc[0] if loc else "", "instances.yaml")
+        raise CatalogError(
+            f"{file}: {'.'.join(loc)}: {err['msg']} ({exc.error_count()} problems in all)"
+        ) from None
+    try:
+        _check_integrity(catalog)
+    except CatalogError as exc:
+        name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
+        raise CatalogError(f"{base / name}: {exc}") from None
     return catalog
 
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import yaml
 
 from accelstack.errors import AccelstackError
+from accelstack.files import check_target, write_text_atomic
 
 OPTIONS = ("on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block")
 YEAR_SECONDS = {"savings-plan-1y": 31_536_000, "savings-plan-3y": 94_608_000}
@@ -461,9 +462,11 @@ def refresh_file(
     from accelstack.catalog import CATALOG_DIR, load_catalog
 
     target = path or CATALOG_DIR / "prices.yaml"
+    current = _read_prices(target)
+    _check_loads(current, CATALOG_DIR, load_catalog, f"{target}: cannot refresh a broken file")
     day = today or dt.date.today().isoformat()
     src = source or AwsPriceSource.from_boto3(day)
-    result = refresh_text(target.read_text(), src, day, regions, types)
+    result = refresh_text(current, src, day, regions, types)
     if not result.updated and not result.added and result.failed:
         first = next(iter(sorted(result.failed.items())))
         raise AccelstackError(
@@ -472,7 +475,7 @@ def refresh_file(
         )
     _check_loads(result.text, CATALOG_DIR, load_catalog)
     if not dry_run:
-        target.write_text(result.text)
+        write_text_atomic(target, result.text)
     if as_json:
         from accelstack.jsonout import dumps
 
@@ -480,8 +483,23 @@ def refresh_file(
     return result.summary(target, dry_run)
 
 
-def _check_loads(text: str, catalog_dir: Path, loader: Callable[..., Any]) -> None:
-    """Validate the rewritten file with the catalog loader before writing it."""
+def _read_prices(target: Path) -> str:
+    """The prices file to refresh, refused before any AWS call when it cannot be rewritten."""
+    check_target(target)
+    try:
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise AccelstackError(f"{target}: cannot read the prices file: {reason}") from None
+
+
+def _check_loads(
+    text: str,
+    catalog_dir: Path,
+    loader: Callable[..., Any],
+    what: str = "refreshed prices do not load",
+) -> None:
+    """Validate a prices file (the current one, the rewritten one) with the catalog loader."""
     import shutil
     import tempfile
 
@@ -493,4 +511,5 @@ def _check_loads(text: str, catalog_dir: Path, loader: Callable[..., Any]) -> No
         try:
             loader(base)
         except AccelstackError as exc:
-            raise AccelstackError(f"refreshed prices do not load: {exc}") from None
+            reason = str(exc).replace(f"{base}/", "")  # name the file, not the scratch copy
+            raise AccelstackError(f"{what}: {reason}") from None

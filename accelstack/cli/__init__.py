@@ -2,8 +2,10 @@
 
 Commands live in small modules under `accelstack/cli/`; each exposes `register(app)`.
 Heavy imports (pulumi, boto3) happen inside the command functions so `--help` stays fast.
-Errors: every `AccelstackError` prints one line per problem on stderr and exits with its code
-(2 bad input, 1 verdict); nothing is created.
+Errors (`accelstack.cli.boundary`): every `AccelstackError` prints one line per problem on
+stderr and exits with its code (2 bad input, 1 verdict); nothing is created. Any other
+exception is a bug: one line naming the command and its input, exit 1; `accelstack --debug`
+(or ACCELSTACK_DEBUG=1) adds the traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report, track
 from accelstack.errors import AccelstackError
 
 
@@ -71,48 +74,67 @@ def _root(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="print the version"),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help="on an internal error, print the traceback (also ACCELSTACK_DEBUG=1)"
+        ),
+    ] = False,
 ) -> None:
     """One workload spec to a priced, budget-checked AWS training cluster."""
+    if debug:
+        CURRENT.debug = True
 
 
 def fail(exc: AccelstackError) -> typer.Exit:
-    for line in str(exc).splitlines() or [type(exc).__name__]:
-        typer.echo(f"error: {line}", err=True)
+    echo_error(str(exc).splitlines() or [type(exc).__name__])
     return typer.Exit(exc.exit_code)
 
 
 def _register_all() -> None:
     for mod in COMMAND_MODULES:
         importlib.import_module(mod).register(app)
+    track(app)
 
 
 _register_all()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code (also used by tests in-process)."""
+def _usage_error(exc: Exception) -> int:
+    """Usage errors: one line, exit 2, no traceback."""
+    fmt = getattr(exc, "format_message", None)
+    message = fmt() if callable(fmt) else str(exc)
+    echo_error([f"{message} (see 'accelstack --help')"])
+    return int(getattr(exc, "exit_code", 2))
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         rv = app(args=argv, standalone_mode=False)
-        if isinstance(rv, int):
-            return rv
-    except AccelstackError as exc:
-        for line in str(exc).splitlines():
-            typer.echo(f"error: {line}", err=True)
-        return exc.exit_code
-    except typer.Exit as exc:
+    except (typer.Exit, typer.Abort) as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):  # typer/click wrap Ctrl-C
+            return report(exc.__cause__)
+        if isinstance(exc, typer.Abort):
+            typer.echo("aborted", err=True)
+            return 1
         return int(exc.exit_code or 0)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 1
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except _CLICK_ERRORS as exc:  # usage errors: one line, exit 2, no traceback
-        hint = " (see 'accelstack --help')"
-        fmt = getattr(exc, "format_message", None)
-        message = fmt() if callable(fmt) else str(exc)
-        typer.echo(f"error: {message}{hint}", err=True)
-        return int(getattr(exc, "exit_code", 2))
-    return 0
+    except _CLICK_ERRORS as exc:
+        return _usage_error(exc)
+    return rv if isinstance(rv, int) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (also used by tests in-process). The error boundary:
+    nothing escapes as a traceback (see `accelstack.cli.boundary`)."""
+    CURRENT.reset()
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        return broken_pipe()
+    except (Exception, KeyboardInterrupt) as exc:  # the one boundary
+        return report(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import FormatOpt, TextOrJson, echo_json
-from accelstack.errors import AccelstackError, Problem, SpecError, VerdictError
+from accelstack.errors import Problem, SpecError, VerdictError
 
 if TYPE_CHECKING:
+    from accelstack.catalog import Catalog
     from accelstack.cost.guard import Verdict
     from accelstack.plan import Plan, Program
     from accelstack.resolve import Stack
@@ -55,14 +57,14 @@ def verdict_doc(v: Verdict) -> dict[str, Any]:
     return {"ok": v.ok, "line": v.one_line(), "reasons": v.reasons}
 
 
-def _plan_stack(spec: Path) -> tuple[Stack, Plan]:
+def _plan_stack(spec: Path, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
     """Resolve and plan without the guard: the caller reports the verdict after the plan."""
     from accelstack.catalog import load_catalog
     from accelstack.plan import run_plan
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
-    catalog = load_catalog()
+    catalog = catalog or load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     return stack, run_plan(stack, program(), guard=False)
 
@@ -107,14 +109,15 @@ def _spec_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def _check_one(path: Path) -> dict[str, Any]:
+def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's plan and verdict, or its error: the row `check` prints."""
     try:
-        stack, result = _plan_stack(path)
+        stack, result = _plan_stack(path, catalog)
         verdict = plan_verdict(result, stack)
-    except AccelstackError as exc:
-        lines = str(exc).splitlines() or [type(exc).__name__]
-        return {"file": str(path), "ok": False, "exit_code": exc.exit_code, "errors": lines}
+    except Exception as exc:  # one broken spec must not hide the rest
+        failure = as_failure(exc, f"check {path}")
+        lines = str(failure).splitlines() or [type(failure).__name__]
+        return {"file": str(path), "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
         "file": str(path),
         "stack": stack.name,
@@ -154,7 +157,11 @@ def check(
 ) -> None:
     """Validate, plan and price every spec in one process: each stack's hourly and run cost
     and warnings; non-zero on any failure (1 over budget, 2 bad spec)."""
-    rows = [_check_one(path) for path in _spec_files(paths)]
+    from accelstack.catalog import load_catalog
+
+    files = _spec_files(paths)
+    catalog = load_catalog()  # a broken catalog is one line, not one per spec
+    rows = [_check_one(path, catalog) for path in files]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
         echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})

@@ -2,68 +2,94 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from accelstack.cli.output import FormatOpt, echo_json
-from accelstack.errors import AccelstackError, Problem, SpecError
+from accelstack.errors import Problem, SpecError
+
+if TYPE_CHECKING:
+    from accelstack.render import Artifact
+    from accelstack.render.output import Written
+
+_BucketOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="compile-cache bucket (default: the spec's compile_cache.bucket; "
+        "otherwise the scripts read ACCELSTACK_COMPILE_CACHE_URL at run time)"
+    ),
+]
+_ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="write into a non-empty directory that render did not write "
+        "(files of the same name are replaced; symlinks are still refused)",
+    ),
+]
 
 
-class OutputError(AccelstackError):
-    """The output directory cannot be written."""
+def _check_bucket(bucket: str | None) -> None:
+    from accelstack.spec import BUCKET_RE
+
+    if bucket is not None and not re.fullmatch(BUCKET_RE, bucket):
+        raise SpecError(
+            [
+                Problem(
+                    "--bucket",
+                    "",
+                    f"'{bucket}' is not a valid S3 bucket name "
+                    "(3-63 lowercase letters, digits, '.' and '-')",
+                )
+            ]
+        )
+
+
+def _echo_written(output: Path, artifacts: list[Artifact], done: Written, fmt: str) -> None:
+    if fmt == "json":
+        files = [{"path": a.path, "executable": a.executable} for a in artifacts]
+        echo_json(
+            {
+                "directory": str(output),
+                "files": files,
+                "removed": list(done.removed),
+                "kept": list(done.kept),
+            }
+        )
+        return
+    typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
+    for art in artifacts:
+        typer.echo(f"  {art.path}")
+    for name in done.removed:
+        typer.echo(f"  removed {name} (stale: written by an earlier render)")
+    for name in done.kept:
+        typer.echo(f"  kept {name} (stale, but changed since an earlier render wrote it)")
+
+
+def render(
+    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="directory to write to")],
+    bucket: _BucketOpt = None,
+    fmt: FormatOpt = "text",
+    force: _ForceOpt = False,
+) -> None:
+    """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
+    from accelstack.catalog import load_catalog
+    from accelstack.render import render as render_all
+    from accelstack.render.output import write_artifacts
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    _check_bucket(bucket)
+    catalog = load_catalog()
+    stack = resolve(load_spec(spec, catalog), catalog)
+    artifacts = render_all(stack, bucket)
+    done = write_artifacts(output, artifacts, force)
+    _echo_written(output, artifacts, done, fmt)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command()
-    def render(
-        spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-        output: Annotated[Path, typer.Option("-o", "--output", help="directory to write to")],
-        bucket: Annotated[
-            str | None,
-            typer.Option(
-                help="compile-cache bucket (default: the spec's compile_cache.bucket; "
-                "otherwise the scripts read ACCELSTACK_COMPILE_CACHE_URL at run time)"
-            ),
-        ] = None,
-        fmt: FormatOpt = "text",
-    ) -> None:
-        """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
-        import re
-
-        from accelstack.catalog import load_catalog
-        from accelstack.render import render as render_all
-        from accelstack.resolve import resolve
-        from accelstack.spec import BUCKET_RE, load_spec
-
-        if bucket is not None and not re.fullmatch(BUCKET_RE, bucket):
-            raise SpecError(
-                [
-                    Problem(
-                        "--bucket",
-                        "",
-                        f"'{bucket}' is not a valid S3 bucket name "
-                        "(3-63 lowercase letters, digits, '.' and '-')",
-                    )
-                ]
-            )
-        catalog = load_catalog()
-        stack = resolve(load_spec(spec, catalog), catalog)
-        artifacts = render_all(stack, bucket)
-        try:
-            output.mkdir(parents=True, exist_ok=True)
-            for art in artifacts:
-                target = output / art.path
-                target.write_text(art.content, encoding="utf-8")
-                if art.executable:
-                    target.chmod(0o755)
-        except OSError as exc:
-            raise OutputError(f"{output}: cannot write: {exc.strerror or exc}") from None
-        if fmt == "json":
-            files = [{"path": a.path, "executable": a.executable} for a in artifacts]
-            echo_json({"directory": str(output), "files": files})
-            return
-        typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
-        for art in artifacts:
-            typer.echo(f"  {art.path}")
+    app.command()(render)

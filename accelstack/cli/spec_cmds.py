@@ -11,9 +11,11 @@ import typer
 import yaml
 
 from accelstack.catalog import load_catalog
+from accelstack.cli.boundary import as_failure, echo_error
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
+from accelstack.files import check_target, make_dirs, write_bytes_atomic, write_text_atomic
 from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
 
 if TYPE_CHECKING:
@@ -99,9 +101,10 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's result: ok with its pools and warnings, or its error lines and exit code."""
     try:
         spec = load_spec(path, catalog)
-    except AccelstackError as exc:
-        lines = str(exc).splitlines() or [type(exc).__name__]
-        return {"file": str(path), "ok": False, "exit_code": exc.exit_code, "errors": lines}
+    except Exception as exc:  # one broken spec must not hide the verdict on the rest
+        failure = as_failure(exc, f"validate {path}")
+        lines = str(failure).splitlines() or [type(failure).__name__]
+        return {"file": str(path), "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
         "file": str(path),
         "ok": True,
@@ -121,8 +124,7 @@ def _echo_validated(results: list[dict[str, Any]]) -> None:
             for note in r["warnings"]:
                 typer.echo(f"  warning: {note}")
     for r in results:
-        for line in r.get("errors", []):
-            typer.echo(f"error: {line}", err=True)
+        echo_error(r.get("errors", []))
 
 
 def validate(
@@ -151,8 +153,8 @@ def schema(
     """Print the spec's JSON Schema (for editor validation)."""
     text = schema_text()
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text)
+        make_dirs(output.parent)
+        write_text_atomic(output, text)
         typer.echo(f"wrote {output}")
     else:
         typer.echo(text, nl=False)
@@ -215,6 +217,7 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
     target = stacks_dir / f"{name}.yaml"
     pulumi_file = directory / f"Pulumi.{name}.yaml"
     for f in (target, pulumi_file):
+        check_target(f)  # a symlink or a directory is refused even with --force
         if f.exists() and not force:
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
     header = [
@@ -222,14 +225,23 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         f"# Cloned from {_origin(src)} by `accelstack new`.",
         *[f"# - {n}" for n in result.notes],
     ]
-    stacks_dir.mkdir(parents=True, exist_ok=True)
+    make_dirs(stacks_dir)
     schema_file = directory / "schema" / "spec.schema.json"
     if not schema_file.exists():  # what the header points editors at, in a new project too
-        schema_file.parent.mkdir(parents=True, exist_ok=True)
-        schema_file.write_text(schema_text())
-    target.write_text("\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False))
+        make_dirs(schema_file.parent)
+        write_text_atomic(schema_file, schema_text())
     config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
-    pulumi_file.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
+    spec_text = "\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False)
+    previous = target.read_bytes() if target.exists() else None
+    write_text_atomic(target, spec_text)
+    try:
+        write_text_atomic(pulumi_file, yaml.safe_dump({"config": config}, sort_keys=False))
+    except AccelstackError:  # both files or neither: put the spec file back as it was
+        if previous is None:
+            target.unlink(missing_ok=True)
+        else:
+            write_bytes_atomic(target, previous)
+        raise
     typer.echo(f"wrote {target} and {pulumi_file}")
     for n in result.notes:
         typer.echo(f"  {n}")

@@ -1,7 +1,14 @@
 """The plan stage: run the Pulumi program under mocks (`engine`), answer its lookups offline
 (`lookups`), and describe what it declared (`document`)."""
 
-from accelstack.plan.document import SECRET_MARK, Plan, PlanError, PlannedResource, render_tree
+from accelstack.plan.document import (
+    SECRET_MARK,
+    Plan,
+    PlanError,
+    PlanInputError,
+    PlannedResource,
+    render_tree,
+)
 from accelstack.plan.engine import Program, run_plan
 from accelstack.plan.lookups import ACCOUNT_ID, Answers, fake_ami
 
@@ -11,6 +18,7 @@ __all__ = [
     "Answers",
     "Plan",
     "PlanError",
+    "PlanInputError",
     "PlannedResource",
     "Program",
     "fake_ami",

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelstack.errors import AccelstackError, VerdictError
+from accelstack.errors import EXIT_BAD_INPUT, AccelstackError, VerdictError
 
 SECRET_MARK = "[secret]"
 #: The Pulumi secret sentinel key in deserialized values.
@@ -20,9 +20,17 @@ _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 
 
 class PlanError(AccelstackError):
-    """The program could not be planned (a lookup with no answer, duplicate names, a raise)."""
+    """The program could not be planned because of a bug in it (a lookup the offline answers
+    do not model, two different resources under one name, an exception): exit 1."""
 
     exit_code = VerdictError.exit_code
+
+
+class PlanInputError(PlanError):
+    """The spec made the plan impossible (a lookup refused for a value the spec wrote, a value
+    repeated into one resource name): bad input, exit 2."""
+
+    exit_code = EXIT_BAD_INPUT
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,22 @@ imports the components itself (the CLI and the Pulumi program wire them in). No 
 credentials: every provider lookup is answered by `accelstack.plan.lookups`, and an unknown
 lookup fails the plan. Pulumi is imported lazily inside functions so that `accelstack` imports
 without it.
+
+A failed plan is one line (`PlanError`), naming the first real cause and who is to blame:
+
+* bad input, exit 2: an `AccelstackError` raised by the program or the guard keeps its own
+  code (a catalog refusal is 2, an over-budget verdict 1); a lookup refused because of a value
+  the spec wrote (`Answers.input_errors`); two registrations of one type and name with the
+  same inputs (the spec repeated a value, e.g. the same admin ARN twice): `PlanInputError`.
+* a program bug, exit 1: any other exception (named with the file, line and function that
+  raised it, unwrapped from Pulumi's "While processing resource" wrappers so that the line
+  blames the cause, not a resource that merely consumed its output), a lookup the offline
+  answers do not model, two different resources under one name: `PlanError`.
+
+Pulumi leaves the failed outputs of every dependent resource as futures whose exception is
+never retrieved; asyncio would log each one ("Future exception was never retrieved", thousands
+of tracebacks). The plan's event loops get an exception handler that drops those: the one
+line above already says what failed. `ACCELSTACK_PLAN_DEBUG=1` lets both through unchanged.
 """
 
 from __future__ import annotations
@@ -14,13 +30,21 @@ import asyncio
 import json
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from accelstack.cost.guard import enforce
 from accelstack.errors import AccelstackError
-from accelstack.plan.document import SECRET_MARK, Plan, PlanError, PlannedResource, normalise
+from accelstack.plan.document import (
+    SECRET_MARK,
+    Plan,
+    PlanError,
+    PlanInputError,
+    PlannedResource,
+    normalise,
+)
 from accelstack.plan.lookups import Answers
 
 if TYPE_CHECKING:
@@ -66,7 +90,7 @@ class _Recorder:
         self.lock = threading.Lock()
         self.records: dict[tuple[str, str], PlannedResource] = {}
         self.options: dict[tuple[str, str], dict[str, Any]] = {}
-        self.duplicates: list[str] = []
+        self.duplicates: list[tuple[str, bool]] = []  # (type 'name', same inputs)
         self.urn_names: dict[str, str] = {}
         self.loop = loop
         self.thread_loops: set[asyncio.AbstractEventLoop] = set()
@@ -75,7 +99,8 @@ class _Recorder:
         key = (request.type, request.name)
         with self.lock:
             if key in self.records:
-                self.duplicates.append(f"{request.type} '{request.name}'")
+                same = self.records[key].inputs == inputs
+                self.duplicates.append((f"{request.type} '{request.name}'", same))
             parent = self.urn_names.get(request.parent) if request.parent else None
             self.records[key] = PlannedResource(request.type, request.name, parent, inputs)
             opts = {k: True for k in ("protect", "retainOnDelete") if getattr(request, k)}
@@ -95,12 +120,24 @@ class _Recorder:
             return
         if thread_loop is not self.loop:
             with self.lock:
+                if thread_loop not in self.thread_loops:
+                    quiet(thread_loop)
                 self.thread_loops.add(thread_loop)
 
     def close_thread_loops(self) -> None:
         for thread_loop in self.thread_loops:
             if not thread_loop.is_running():
                 thread_loop.close()
+
+
+def _drop(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The plan's loop exception handler: failures are reported once, by `_failure`."""
+
+
+def quiet(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop the loop's unretrieved-exception reports (see the module docstring)."""
+    if not os.environ.get("ACCELSTACK_PLAN_DEBUG"):
+        loop.set_exception_handler(_drop)
 
 
 def _deserialize(obj: Any) -> dict[str, Any]:
@@ -159,6 +196,7 @@ def _start_runtime(stack: Stack, answers: Answers, rec: _Recorder) -> None:
     from pulumi.runtime import settings
 
     asyncio.set_event_loop(rec.loop)
+    quiet(rec.loop)
     settings.ROOT.set(None)  # a fresh root stack resource per plan
     the_mocks = _mocks(answers)
     pulumi.runtime.set_mocks(
@@ -214,22 +252,69 @@ def _execute(stack: Stack, build: Program, guard: bool) -> dict[str, tuple[Any, 
     }
 
 
-def _failure(stack: Stack, answers: Answers, exc: Exception) -> PlanError:
-    """One line for a failed program: the lookup with no answer, else the program's error."""
+def root_cause(exc: BaseException) -> BaseException:
+    """The exception that started it all: Pulumi re-raises a failed input as "While processing
+    resource: 'x'" (`raise ... from e`) for the resource that consumed it."""
+    seen = {id(exc)}
+    while exc.__cause__ is not None and id(exc.__cause__) not in seen:
+        exc = exc.__cause__
+        seen.add(id(exc))
+    return exc
+
+
+def raised_at(exc: BaseException) -> str:
+    """`file:line in function` of the innermost frame outside Pulumi and asyncio."""
+    skip = ("/pulumi/", "/pulumi_aws/", "/pulumi_kubernetes/", "/asyncio/", "/grpc/")
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = code.co_filename.replace("\\", "/")
+        if not any(part in path for part in skip):
+            where = f"{_short_path(path)}:{tb.tb_lineno} in {code.co_name}"
+        tb = tb.tb_next
+    return where
+
+
+def _short_path(path: str) -> str:
+    """A path relative to the accelstack package (or its checkout) when it lies inside."""
+    for root in sorted({p for p in sys.path if p}, key=len, reverse=True):
+        if path.startswith(root.rstrip("/") + "/"):
+            return path[len(root.rstrip("/")) + 1 :]
+    return path
+
+
+def _failure(stack: Stack, answers: Answers, exc: Exception) -> AccelstackError:
+    """One line for a failed program: the first refused lookup, else the root cause."""
+    if answers.input_errors:
+        return PlanInputError(f"{stack.name}: {answers.input_errors[0]}")
     if answers.errors:
         return PlanError(f"{stack.name}: {answers.errors[0]}")
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return PlanError(f"{stack.name}: the program failed: {type(exc).__name__}: {first}")
+    cause = root_cause(exc)
+    if isinstance(cause, AccelstackError):
+        return cause
+    first = next(iter(str(cause).strip().splitlines()), "")
+    what = f"{type(cause).__name__}: {first}" if first else type(cause).__name__
+    where = raised_at(cause)
+    return PlanError(
+        f"{stack.name}: the program failed: {what}" + (f" (at {where})" if where else "")
+    )
 
 
 def _assemble(
     stack: Stack, answers: Answers, rec: _Recorder, exports: dict[str, tuple[Any, bool]]
 ) -> Plan:
     if answers.errors:
-        raise PlanError(f"{stack.name}: {answers.errors[0]}")
+        raise _failure(stack, answers, PlanError(""))
     if rec.duplicates:
+        name, same = rec.duplicates[0]
+        if same:
+            raise PlanInputError(
+                f"{stack.name}: {name} is declared twice with the same inputs; a value in "
+                "the spec is probably repeated"
+            )
         raise PlanError(
-            f"{stack.name}: two resources share the name {rec.duplicates[0]}; "
+            f"{stack.name}: two resources share the name {name}; "
             "logical names must be unique per type"
         )
     outputs = {
@@ -255,12 +340,13 @@ def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
         _start_runtime(stack, answers, rec)
         try:
             exports = _execute(stack, build, guard)
-        except AccelstackError:
-            raise
         except Exception as exc:  # the program raised, or a lookup had no answer
             if os.environ.get("ACCELSTACK_PLAN_DEBUG"):
                 raise
-            raise _failure(stack, answers, exc) from None
+            failure, cause = _failure(stack, answers, exc), root_cause(exc)
+            if failure is exc:
+                raise
+            raise failure from (None if failure is cause else cause)
         finally:
             _stop_runtime(rec)
         plan = _assemble(stack, answers, rec, exports)

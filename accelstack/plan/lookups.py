@@ -29,18 +29,38 @@ def fake_ami(parameter: str) -> str:
     return f"ami-{_digest('ami', parameter)}"
 
 
+def _eks_ami_version(parameter: str) -> str | None:
+    """The Kubernetes version in an EKS-optimized AMI parameter name, else None."""
+    prefix = "/aws/service/eks/optimized-ami/"
+    if not parameter.startswith(prefix):
+        return None
+    return parameter[len(prefix) :].split("/", 1)[0]
+
+
 def _zones(stack: Stack) -> dict[str, str]:
     return dict(stack.catalog.region(stack.region).zones)
 
 
 class Answers:
-    """Invoke answers and resource outputs for one stack. Unknown tokens raise."""
+    """Invoke answers and resource outputs for one stack. Unknown tokens raise.
+
+    A refused lookup is recorded in `errors` (in the order they happened). It is also in
+    `input_errors` when the value that made it impossible is one the spec itself wrote (the
+    plan then fails as bad input, exit 2); otherwise the program asked for something the
+    offline answers do not model (a bug, exit 1)."""
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
         self.region = stack.region
         self.errors: list[str] = []
+        self.input_errors: list[str] = []
         self.lookups: set[str] = set()
+
+    def refuse(self, msg: str, *, input_caused: bool = False) -> LookupError:
+        self.errors.append(msg)
+        if input_caused:
+            self.input_errors.append(msg)
+        return LookupError(msg)
 
     # -- invokes ------------------------------------------------------------------------
     def call(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -49,8 +69,7 @@ class Answers:
         handler = self._calls().get(token)
         if handler is None:
             msg = f"no offline answer for lookup '{token}' (args: {_short(normalise(args), 120)})"
-            self.errors.append(msg)
-            raise LookupError(msg)
+            raise self.refuse(msg)
         return handler(args)
 
     def _calls(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
@@ -90,10 +109,17 @@ class Answers:
 
     def _ssm(self, args: dict[str, Any]) -> dict[str, Any]:
         name = str(args.get("name"))
-        if not name.endswith("/image_id"):
-            msg = f"no offline answer for SSM parameter '{name}'"
-            self.errors.append(msg)
-            raise LookupError(msg)
+        catalog = self.stack.catalog
+        known = {k.standalone_ami_parameter for k in catalog.device_kinds.values()}
+        if not name.endswith("/image_id") and name not in known:
+            raise self.refuse(f"no offline answer for SSM parameter '{name}'")
+        version = _eks_ami_version(name)
+        if version is not None and version not in catalog.defaults.eks_versions:
+            raise self.refuse(
+                f"no EKS-optimized AMI for Kubernetes {version} (SSM parameter '{name}'); "
+                f"known versions: {', '.join(sorted(catalog.defaults.eks_versions))}",
+                input_caused=version == self.stack.spec.cluster.kubernetes_version,
+            )
         ami = fake_ami(name)
         return {
             "name": name,
