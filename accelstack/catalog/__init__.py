@@ -6,6 +6,7 @@ nothing else knows a number about an instance type.
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from accelstack.catalog.records import TrainingRecord, load_records
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -71,16 +73,53 @@ class DeviceKind(_Frozen):
     default_image: str | None
 
 
+class MfuCurve(_Frozen):
+    """MFU as a function of model size for some precisions of one family.
+
+    mfu = intercept + slope x log10(params_billion clamped to params_range): linear in the
+    decade of model size inside the sizes the records cover, flat outside them.
+    basis "records": coefficients fitted to `records` (tests/test_records.py refits them);
+    basis "estimate": no public record; the coefficients are `copy_of` another family's curve
+    for the same precision, and `reason` says why.
+    """
+
+    precisions: tuple[Precision, ...] = Field(min_length=1)
+    basis: Literal["records", "estimate"]
+    intercept: float | None = None
+    slope: float | None = None
+    params_range: tuple[float, float] | None = None
+    records: tuple[str, ...] = ()
+    copy_of: str | None = None
+    reason: str = Field(min_length=1)
+
+    def mfu(self, params_billion: float) -> float:
+        if self.intercept is None or self.slope is None or self.params_range is None:
+            raise CatalogError("MFU curve has no coefficients (resolve copy_of first)")
+        lo, hi = self.params_range
+        size = min(max(params_billion, lo), hi)
+        return self.intercept + self.slope * math.log10(size)
+
+    @property
+    def label(self) -> str:
+        """What the estimate prints as its MFU source."""
+        if self.basis == "records":
+            return "fitted to records"
+        return "estimate (no public record)"
+
+
 class Family(_Frozen):
     name: str = ""
     accelerator: str
     device_kind: str
     peak_tflops: dict[str, float]
     peak_source: str
-    default_mfu: float | None
-    mfu_source: str
+    peak_as_of: str
+    mfu_curves: tuple[MfuCurve, ...] = ()
     default_logical_cores: int = Field(ge=1)
     default_root_volume_gib: int = Field(ge=8)
+
+    def curve_for(self, precision: str) -> MfuCurve | None:
+        return next((c for c in self.mfu_curves if precision in c.precisions), None)
 
 
 class InstanceType(_Frozen):
@@ -185,6 +224,7 @@ class Catalog(_Frozen):
     instance_rates: tuple[Rate, ...]
     service_rates: tuple[Rate, ...]
     hours_per_month: int
+    records: tuple[TrainingRecord, ...]
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -217,6 +257,25 @@ class Catalog(_Frozen):
                 f"{inst.physical_cores_per_chip} cores per chip of {instance_type}"
             )
         return inst.chips * inst.physical_cores_per_chip // lnc
+
+    def mfu_curve(self, family: str, precision: str) -> MfuCurve:
+        """The family's MFU curve for `precision`, with an estimate's copied coefficients."""
+        fam = self.families[family]
+        curve = fam.curve_for(precision)
+        if curve is None:
+            raise CatalogError(f"family {family} has no MFU curve for {precision}; set budget.mfu")
+        if curve.copy_of is None:
+            return curve
+        base = self.families[curve.copy_of].curve_for(precision)
+        if base is None or base.copy_of is not None:
+            raise CatalogError(f"families.{family}.mfu_curves: copy_of {curve.copy_of} broken")
+        return curve.model_copy(
+            update={
+                "intercept": base.intercept,
+                "slope": base.slope,
+                "params_range": base.params_range,
+            }
+        )
 
     # ---- offerings --------------------------------------------------------------------
     def region(self, region: str) -> RegionOfferings:
@@ -314,10 +373,41 @@ def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
             "instance_rates": prices["instances"],
             "service_rates": prices["services"],
             "hours_per_month": prices["hours_per_month"],
+            "records": load_records(base / "records.yaml"),
         }
     )
     _check_integrity(catalog)
     return catalog
+
+
+def _check_curves(c: Catalog) -> None:
+    """Every accelerated family has one curve per precision it has a peak for; a fitted curve
+    names records of its family and precision; an estimate copies a fitted curve."""
+    records = {r.id: r for r in c.records}
+    for name, fam in c.families.items():
+        for precision in fam.peak_tflops:
+            if sum(precision in cur.precisions for cur in fam.mfu_curves) != 1:
+                raise CatalogError(f"families.{name}.mfu_curves: need exactly one for {precision}")
+        for i, cur in enumerate(fam.mfu_curves):
+            where = f"families.{name}.mfu_curves[{i}]"
+            fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
+            if cur.basis == "records" and (not fitted or not cur.records or cur.copy_of):
+                raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
+            if cur.basis == "estimate" and (cur.copy_of not in c.families or cur.records):
+                raise CatalogError(f"{where}: an estimate needs copy_of a known family")
+            for rid in cur.records:
+                rec = records.get(rid)
+                if rec is None:
+                    raise CatalogError(
+                        f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}"
+                    )
+                if rec.family != name or rec.precision not in cur.precisions:
+                    raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
+            for precision in cur.precisions:
+                c.mfu_curve(name, precision)
+    for rec in c.records:
+        if rec.family not in c.families:
+            raise CatalogError(f"records: {rec.id}: unknown family '{rec.family}'")
 
 
 def _check_integrity(c: Catalog) -> None:
@@ -325,6 +415,7 @@ def _check_integrity(c: Catalog) -> None:
     for name, fam in c.families.items():
         if fam.device_kind not in c.device_kinds:
             raise CatalogError(f"families.{name}.device_kind: unknown '{fam.device_kind}'")
+    _check_curves(c)
     for name, inst in c.instances.items():
         if inst.family not in c.families:
             raise CatalogError(f"instances.{name}.family: unknown '{inst.family}'")
