@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
-from accelstack.catalog import load_catalog
+from accelstack.catalog import CATALOG_DIR, load_catalog
+from accelstack.errors import CatalogError
 
 CATALOG = load_catalog()
 RATES = CATALOG.instance_rates
@@ -62,3 +65,14 @@ def test_observed_spot_differs_per_region() -> None:
     }
     assert len(set(p5.values())) == 3
     assert not CATALOG.has_rate("us-east-2", "p5.4xlarge", "spot")  # none observed: refused
+
+
+@pytest.mark.parametrize("as_of", ["", "late 2024", "2024/12"])
+def test_a_row_without_a_date_does_not_load(tmp_path: Path, as_of: str) -> None:
+    for f in CATALOG_DIR.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (tmp_path / "prices.yaml").read_text()
+    text = text.replace('as_of: "2024-12"', f'as_of: "{as_of}"', 1)
+    (tmp_path / "prices.yaml").write_text(text)
+    with pytest.raises(CatalogError, match="every row needs a source and as_of"):
+        load_catalog(tmp_path)

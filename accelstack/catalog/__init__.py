@@ -7,6 +7,7 @@ nothing else knows a number about an instance type.
 from __future__ import annotations
 
 import math
+import re
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -25,6 +26,7 @@ from accelstack.errors import (
 )
 
 CATALOG_DIR = Path(__file__).resolve().parent
+_AS_OF = re.compile(r"^\d{4}(-\d{2}){0,2}$")
 
 PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
@@ -424,6 +426,12 @@ def _check_integrity(c: Catalog) -> None:
         for field in (*inst.dit_exceptions, *inst.estimated_fields):
             if field not in InstanceType.model_fields:
                 raise CatalogError(f"instances.{name}: unknown field '{field}' in exceptions")
+    for rate in (*c.instance_rates, *c.service_rates):
+        if not _AS_OF.match(rate.as_of) or not rate.source.strip():
+            raise CatalogError(
+                f"prices: {rate.type or rate.item} in {rate.region}: every row needs a source "
+                f"and as_of YYYY, YYYY-MM or YYYY-MM-DD (found as_of '{rate.as_of}')"
+            )
     seen: set[tuple[str, str, str]] = set()
     for rate in c.instance_rates:
         key = (rate.region, rate.type or "", rate.option or "")
