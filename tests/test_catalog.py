@@ -122,7 +122,9 @@ def test_every_row_has_a_source(catalog):
     for rate in (*catalog.instance_rates, *catalog.service_rates):
         assert rate.source.strip() and rate.as_of.strip(), rate
     for fam in catalog.families.values():
-        assert fam.peak_source and fam.mfu_source
+        assert fam.peak_source and fam.peak_as_of
+        for curve in fam.mfu_curves:
+            assert curve.reason and (curve.records or curve.copy_of)
 
 
 def test_estimates_are_marked(catalog):

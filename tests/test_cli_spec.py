@@ -230,16 +230,16 @@ def test_new_refuses_capacity_block_retarget_without_price(project: Path, capsys
     code, _, err = run(
         capsys,
         "new",
-        "cb-trn2",
+        "cb-trn1n",
         "--from",
         "p5e-capacity-block",
         "--instance-type",
-        "trn2.48xlarge",
+        "trn1n.32xlarge",
         "--dir",
         str(project),
     )
     assert code == 2
-    assert "no capacity-block price for trn2.48xlarge in us-east-2" in err
+    assert "no capacity-block price for trn1n.32xlarge in us-east-2" in err
 
 
 def test_new_unknown_preset_did_you_mean(project: Path, capsys):

@@ -87,7 +87,7 @@ def test_report_for_plan_ends_with_the_verdict() -> None:
     stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
     text = report_for_plan(stack, SimpleNamespace(resources=billable_resources(stack)))
     assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
-    assert "MFU used: 0.35 (family default" in text
+    assert "(MFU source = fitted to records: trainium bf16 curve" in text
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
@@ -102,7 +102,7 @@ def test_report_marks_estimates_and_says_which_mfu() -> None:
     assert "47.5/instance-hour" in text
     line = next(x for x in text.splitlines() if "8 x trn3.48xlarge (on-demand)" in x)
     assert "*" in line  # the trn3 price is an estimate
-    assert "MFU used: 0.40 (family default: estimate" in text
+    assert "(MFU source = estimate (no public record): trainium3 " in text
     assert "capacity-block   not priced: no capacity-block price for trn3.48xlarge" in text
 
 
@@ -122,7 +122,8 @@ def test_cli_price_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["ok"] is True and doc["workload_pool"] == "h200"
     ng = [i for i in doc["items"] if i["pool"] == "h200" and i["unit"] == "instance-hour"]
     assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 43.26
-    assert doc["training"]["mfu"] == 0.42
+    assert doc["training"]["mfu_basis"] == "estimate (no public record)"  # no H200 record
+    assert 0.2 < doc["training"]["mfu"] < 0.5 and doc["training"]["mfu_from_spec"] is False
 
 
 def test_cli_price_over_budget_exits_1_with_one_line(

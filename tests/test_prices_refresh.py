@@ -327,7 +327,7 @@ def test_refresh_text_rewrites_marks_and_adds() -> None:
         "source": "AWS Price List API x",
     }
     spot = rows[("us-west-2", "trn1.32xlarge", "spot")]
-    assert spot["usd"] == 6.45 and spot["as_of"] == "2025-06"  # untouched figures
+    assert spot["usd"] == 3.72 and spot["as_of"] == "2026-08"  # untouched figures
     assert spot["note"] == f"not refreshed {TODAY}: AccessDeniedException: no"
     assert rows[("us-west-2", "trn1.32xlarge", "capacity-block")]["usd"] == 15.49
     # every other row is byte-for-byte the same; comments survive

@@ -227,10 +227,13 @@ def test_reservation_id_with_on_demand():
 def test_missing_price_fails_closed():
     msg = one(
         lambda d: d["pools"][0].update(
-            purchase={"option": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+            instance_type="trn1n.32xlarge",
+            purchase={"option": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
         )
     )
-    assert "pools[0].purchase.option: no capacity-block price for trn2.48xlarge in us-east-2" in msg
+    assert (
+        "pools[0].purchase.option: no capacity-block price for trn1n.32xlarge in us-east-2" in msg
+    )
 
 
 def test_reservation_is_billed_on_demand(catalog):

@@ -6,6 +6,8 @@ nothing else knows a number about an instance type.
 
 from __future__ import annotations
 
+import math
+import re
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -14,6 +16,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog.records import TrainingRecord, load_records
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -23,6 +26,7 @@ from accelstack.errors import (
 )
 
 CATALOG_DIR = Path(__file__).resolve().parent
+_AS_OF = re.compile(r"^\d{4}(-\d{2}){0,2}$")
 
 PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
@@ -71,16 +75,53 @@ class DeviceKind(_Frozen):
     default_image: str | None
 
 
+class MfuCurve(_Frozen):
+    """MFU as a function of model size for some precisions of one family.
+
+    mfu = intercept + slope x log10(params_billion clamped to params_range): linear in the
+    decade of model size inside the sizes the records cover, flat outside them.
+    basis "records": coefficients fitted to `records` (tests/test_records.py refits them);
+    basis "estimate": no public record; the coefficients are `copy_of` another family's curve
+    for the same precision, and `reason` says why.
+    """
+
+    precisions: tuple[Precision, ...] = Field(min_length=1)
+    basis: Literal["records", "estimate"]
+    intercept: float | None = None
+    slope: float | None = None
+    params_range: tuple[float, float] | None = None
+    records: tuple[str, ...] = ()
+    copy_of: str | None = None
+    reason: str = Field(min_length=1)
+
+    def mfu(self, params_billion: float) -> float:
+        if self.intercept is None or self.slope is None or self.params_range is None:
+            raise CatalogError("MFU curve has no coefficients (resolve copy_of first)")
+        lo, hi = self.params_range
+        size = min(max(params_billion, lo), hi)
+        return self.intercept + self.slope * math.log10(size)
+
+    @property
+    def label(self) -> str:
+        """What the estimate prints as its MFU source."""
+        if self.basis == "records":
+            return "fitted to records"
+        return "estimate (no public record)"
+
+
 class Family(_Frozen):
     name: str = ""
     accelerator: str
     device_kind: str
     peak_tflops: dict[str, float]
     peak_source: str
-    default_mfu: float | None
-    mfu_source: str
+    peak_as_of: str
+    mfu_curves: tuple[MfuCurve, ...] = ()
     default_logical_cores: int = Field(ge=1)
     default_root_volume_gib: int = Field(ge=8)
+
+    def curve_for(self, precision: str) -> MfuCurve | None:
+        return next((c for c in self.mfu_curves if precision in c.precisions), None)
 
 
 class InstanceType(_Frozen):
@@ -187,6 +228,7 @@ class Catalog(_Frozen):
     instance_rates: tuple[Rate, ...]
     service_rates: tuple[Rate, ...]
     hours_per_month: int
+    records: tuple[TrainingRecord, ...]
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -219,6 +261,25 @@ class Catalog(_Frozen):
                 f"{inst.physical_cores_per_chip} cores per chip of {instance_type}"
             )
         return inst.chips * inst.physical_cores_per_chip // lnc
+
+    def mfu_curve(self, family: str, precision: str) -> MfuCurve:
+        """The family's MFU curve for `precision`, with an estimate's copied coefficients."""
+        fam = self.families[family]
+        curve = fam.curve_for(precision)
+        if curve is None:
+            raise CatalogError(f"family {family} has no MFU curve for {precision}; set budget.mfu")
+        if curve.copy_of is None:
+            return curve
+        base = self.families[curve.copy_of].curve_for(precision)
+        if base is None or base.copy_of is not None:
+            raise CatalogError(f"families.{family}.mfu_curves: copy_of {curve.copy_of} broken")
+        return curve.model_copy(
+            update={
+                "intercept": base.intercept,
+                "slope": base.slope,
+                "params_range": base.params_range,
+            }
+        )
 
     # ---- offerings --------------------------------------------------------------------
     def region(self, region: str) -> RegionOfferings:
@@ -289,6 +350,7 @@ _FIELD_FILES = {
     "defaults": "instances.yaml",
     "regions": "offerings.yaml",
     "offerings_source": "offerings.yaml",
+    "records": "records.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -348,6 +410,8 @@ def _fields(base: Path) -> dict[str, object]:
             "regions": regions,
             "offerings_source": offer["source"],
         }
+        name = "records.yaml"
+        fields["records"] = load_records(base / name)
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
@@ -385,11 +449,42 @@ def _load(base: Path) -> Catalog:
     return catalog
 
 
+def _check_curves(c: Catalog) -> None:
+    """Every accelerated family has one curve per precision it has a peak for; a fitted curve
+    names records of its family and precision; an estimate copies a fitted curve."""
+    records = {r.id: r for r in c.records}
+    for name, fam in c.families.items():
+        for precision in fam.peak_tflops:
+            if sum(precision in cur.precisions for cur in fam.mfu_curves) != 1:
+                raise CatalogError(f"families.{name}.mfu_curves: need exactly one for {precision}")
+        for i, cur in enumerate(fam.mfu_curves):
+            where = f"families.{name}.mfu_curves[{i}]"
+            fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
+            if cur.basis == "records" and (not fitted or not cur.records or cur.copy_of):
+                raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
+            if cur.basis == "estimate" and (cur.copy_of not in c.families or cur.records):
+                raise CatalogError(f"{where}: an estimate needs copy_of a known family")
+            for rid in cur.records:
+                rec = records.get(rid)
+                if rec is None:
+                    raise CatalogError(
+                        f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}"
+                    )
+                if rec.family != name or rec.precision not in cur.precisions:
+                    raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
+            for precision in cur.precisions:
+                c.mfu_curve(name, precision)
+    for rec in c.records:
+        if rec.family not in c.families:
+            raise CatalogError(f"records: {rec.id}: unknown family '{rec.family}'")
+
+
 def _check_integrity(c: Catalog) -> None:
     """Cross-references inside the catalog; a broken catalog must not load."""
     for name, fam in c.families.items():
         if fam.device_kind not in c.device_kinds:
             raise CatalogError(f"families.{name}.device_kind: unknown '{fam.device_kind}'")
+    _check_curves(c)
     for name, inst in c.instances.items():
         if inst.family not in c.families:
             raise CatalogError(f"instances.{name}.family: unknown '{inst.family}'")
@@ -398,6 +493,12 @@ def _check_integrity(c: Catalog) -> None:
         for field in (*inst.dit_exceptions, *inst.estimated_fields):
             if field not in InstanceType.model_fields:
                 raise CatalogError(f"instances.{name}: unknown field '{field}' in exceptions")
+    for rate in (*c.instance_rates, *c.service_rates):
+        if not _AS_OF.match(rate.as_of) or not rate.source.strip():
+            raise CatalogError(
+                f"prices: {rate.type or rate.item} in {rate.region}: every row needs a source "
+                f"and as_of YYYY, YYYY-MM or YYYY-MM-DD (found as_of '{rate.as_of}')"
+            )
     seen: set[tuple[str, str, str]] = set()
     for rate in c.instance_rates:
         key = (rate.region, rate.type or "", rate.option or "")

@@ -9,7 +9,9 @@ Formulas (docs/cost.md has the worked derivation):
   2022, appendix F) counts attention slightly differently; we follow PaLM because MFU figures
   (PaLM, Llama 3) are reported against it.
 * Wall hours = FLOPs / (chips x peak dense FLOPS at the precision x MFU) / 3600 x the catalog's training_overhead_factor.
-* MFU: `budget.mfu` when set, else the family's `default_mfu` with its `mfu_source`.
+* MFU: `budget.mfu` when set, else the family's MFU curve for the precision, evaluated at the
+  model size (instances.yaml `mfu_curves`: fitted to records.yaml, or an explicit estimate where
+  no public record exists; accelstack.cost.mfu fits them). The estimate says which.
 * Run cost = the whole stack's hourly cost (every pool, control plane, system nodes, NAT,
   storage prorated per hour) x wall hours; the workload-pool-only figure is shown beside it.
 """
@@ -17,12 +19,16 @@ Formulas (docs/cost.md has the worked derivation):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from accelstack.catalog import Catalog
 from accelstack.errors import CatalogError
 from accelstack.spec import Workload
 
 FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
+
+#: Where an estimate's MFU came from (printed as "MFU source = ...").
+MfuBasis = Literal["fitted to records", "estimate (no public record)", "budget.mfu"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,7 @@ class TrainingEstimate:
     precision: str
     peak_tflops_per_chip: float
     mfu: float
-    mfu_source: str  # "spec budget.mfu" or the family's mfu_source
+    mfu_source: str  # "spec budget.mfu" or the curve's description
     mfu_from_spec: bool
     flops: Flops
     compute_hours: float
@@ -71,6 +77,14 @@ class TrainingEstimate:
     overhead_source: str
     wall_hours: float
     min_nodes: int  # memory fit
+    mfu_basis: MfuBasis = "budget.mfu"
+
+    @property
+    def mfu_origin(self) -> str:
+        """One line for reports: the basis, then the detail."""
+        if self.mfu_from_spec:
+            return "MFU source = budget.mfu"
+        return f"MFU source = {self.mfu_basis}: {self.mfu_source}"
 
     @property
     def accelerator_hours(self) -> float:
@@ -105,13 +119,8 @@ def estimate_training(
             f"no {workload.precision} peak figure for {fam.accelerator} "
             f"(have: {', '.join(fam.peak_tflops)})"
         )
-    if mfu is not None:
-        used_mfu, source, from_spec = mfu, "spec budget.mfu", True
-    elif fam.default_mfu is not None:
-        used_mfu, source, from_spec = fam.default_mfu, fam.mfu_source, False
-    else:
-        raise CatalogError(f"family {fam.name} has no default MFU; set budget.mfu")
     m = workload.model
+    used_mfu, source, basis = _mfu(catalog, fam.name, workload.precision, m.params_billion, mfu)
     flops = training_flops(
         m.params_billion,
         workload.tokens_billion,
@@ -131,14 +140,31 @@ def estimate_training(
         peak_tflops_per_chip=peak,
         mfu=used_mfu,
         mfu_source=source,
-        mfu_from_spec=from_spec,
+        mfu_from_spec=mfu is not None,
         flops=flops,
         compute_hours=compute_hours,
         overhead_factor=catalog.defaults.training_overhead_factor,
         overhead_source=catalog.defaults.training_overhead_source,
         wall_hours=compute_hours * catalog.defaults.training_overhead_factor,
         min_nodes=fit.min_nodes,
+        mfu_basis=basis,
     )
+
+
+def _mfu(
+    catalog: Catalog, family: str, precision: str, params_billion: float, override: float | None
+) -> tuple[float, str, MfuBasis]:
+    """budget.mfu when given, else the family's curve at this model size."""
+    if override is not None:
+        return override, "spec budget.mfu", "budget.mfu"
+    curve = catalog.mfu_curve(family, precision)
+    lo, hi = curve.params_range or (0.0, 0.0)
+    where = f"{family} {precision} curve at {params_billion:g}B (sizes {lo:g}-{hi:g}B"
+    if curve.basis == "records":
+        detail = f"{where}, {len(curve.records)} records in records.yaml)"
+        return curve.mfu(params_billion), detail, "fitted to records"
+    detail = f"{where}, copied from {curve.copy_of}; measure, then set budget.mfu)"
+    return curve.mfu(params_billion), detail, "estimate (no public record)"
 
 
 @dataclass(frozen=True)

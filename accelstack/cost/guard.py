@@ -192,7 +192,7 @@ def _option_lines(c: StackCost, refs: _SourceRefs) -> list[str]:
 
 def _training_lines(v: Verdict) -> list[str]:
     c, e, r = v.cost, v.estimate, v.run
-    origin = "spec budget.mfu" if e.mfu_from_spec else f"family default: {e.mfu_source}"
+    origin = e.mfu_origin
     pest = c.pool_estimate(v.pool)
     return [
         f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)",
@@ -282,6 +282,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu": e.mfu,
         "mfu_source": e.mfu_source,
         "mfu_from_spec": e.mfu_from_spec,
+        "mfu_basis": e.mfu_basis,
         "total_flops": e.flops.total,
         "compute_hours": e.compute_hours,
         "overhead_factor": e.overhead_factor,

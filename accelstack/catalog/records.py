@@ -1,0 +1,71 @@
+"""Public training records (records.yaml): the evidence the MFU curves are fitted to.
+
+Each record is one published run or benchmark line with what it reports (accelerator-hours,
+tokens per chip-second or TFLOPS per chip) and whether that figure includes run overheads.
+This module only types and loads them; the FLOPs arithmetic and the fit live in
+accelstack.cost.mfu (the catalog never computes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from accelstack.errors import CatalogError
+
+RecordKind = Literal["accelerator_hours", "tokens_per_chip_second", "tflops_per_chip"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Reported(_Frozen):
+    kind: RecordKind
+    value: float = Field(gt=0)
+    value_as_published: str | None = None
+
+
+class TrainingRecord(_Frozen):
+    id: str
+    model: str
+    family: str
+    precision: Literal["bf16", "fp16", "fp8"]
+    params_billion: float = Field(gt=0)
+    layers: int | None = Field(default=None, ge=1)
+    hidden_size: int | None = Field(default=None, ge=1)
+    sequence_length: int | None = Field(default=None, ge=1)
+    tokens_billion: float = Field(gt=0)
+    chips: int | None = Field(default=None, ge=1)
+    reported: Reported
+    overheads_included: bool
+    source: str = Field(min_length=1)
+    date: str = Field(min_length=4)
+    note: str | None = None
+
+
+def load_records(path: Path) -> tuple[TrainingRecord, ...]:
+    """Read and validate records.yaml; a broken file is a CatalogError naming the row."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    rows = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise CatalogError(f"{path}: 'records' must be a non-empty list")
+    out: list[TrainingRecord] = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(TrainingRecord.model_validate(row))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CatalogError(f"{path}: records[{i}].{where}: {err['msg']}") from None
+    ids = [r.id for r in out]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise CatalogError(f"{path}: duplicate record id(s): {', '.join(dupes)}")
+    return tuple(out)
