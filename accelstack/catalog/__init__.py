@@ -168,6 +168,45 @@ class Defaults(_Frozen):
         return tuple(self.eks_versions)
 
 
+class PodFacts(_Frozen):
+    """What a training pod asks for (launch.yaml `pods`; sources there)."""
+
+    kube_reserved_cpu_tiers: tuple[tuple[int, float], ...]
+    kube_reserved_memory_mib_per_pod: int = Field(ge=0)
+    kube_reserved_memory_mib_base: int = Field(ge=0)
+    max_pods_small: int = Field(ge=1)
+    max_pods_large: int = Field(ge=1)
+    max_pods_small_up_to_vcpus: int = Field(ge=1)
+    eviction_hard_memory_mib: int = Field(ge=0)
+    vm_memory_overhead_fraction: float = Field(ge=0, lt=1)
+    daemonset_reserve_millicores: int = Field(ge=0)
+    daemonset_reserve_mib: int = Field(ge=0)
+    efa_hugepages_2mi_mib: int = Field(ge=0)
+    efa_node_hugepages_mib: int = Field(ge=0)
+    efa_add_capabilities: tuple[str, ...]
+
+
+class FaultTolerance(_Frozen):
+    job_restarts: int = Field(ge=1)
+    torchrun_max_restarts: int = Field(ge=1)
+
+
+class PythonEnv(_Frozen):
+    """A DLAMI Python environment the sbatch file activates."""
+
+    device_kind: str
+    path: str
+    families: tuple[str, ...]
+    activate: str
+    source: str
+
+
+class LaunchFacts(_Frozen):
+    pods: PodFacts
+    fault_tolerance: FaultTolerance
+    dlami_python_envs: tuple[PythonEnv, ...]
+
+
 class RegionOfferings(_Frozen):
     zones: dict[str, str]  # zone name -> zone id
     types: dict[str, tuple[str, ...]]  # instance type -> zone ids
@@ -185,6 +224,7 @@ class Catalog(_Frozen):
     instance_rates: tuple[Rate, ...]
     service_rates: tuple[Rate, ...]
     hours_per_month: int
+    launch: LaunchFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -294,6 +334,7 @@ def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
     offer = _read("offerings.yaml", base)
     extra = _read("offerings_extra.yaml", base)
     prices = _read("prices.yaml", base)
+    launch = _read("launch.yaml", base)
     regions: dict[str, dict[str, object]] = {}
     for region, body in dict(offer["regions"]).items():  # type: ignore[call-overload]
         regions[region] = {"zones": dict(body["zones"]), "types": dict(body["types"])}
@@ -314,9 +355,11 @@ def load_catalog(base: Path = CATALOG_DIR) -> Catalog:
             "instance_rates": prices["instances"],
             "service_rates": prices["services"],
             "hours_per_month": prices["hours_per_month"],
+            "launch": launch,
         }
     )
     _check_integrity(catalog)
+    _check_launch(catalog)
     return catalog
 
 
@@ -347,3 +390,26 @@ def _check_integrity(c: Catalog) -> None:
         raise CatalogError("defaults.kubernetes_version is not in defaults.eks_versions")
     if c.defaults.system_instance_type not in c.instances:
         raise CatalogError("defaults.system_instance_type is not in instances")
+
+
+def _check_launch(c: Catalog) -> None:
+    """launch.yaml: every Python environment names a known device kind and family, and every
+    accelerated family has exactly one default environment."""
+    defaults: dict[str, int] = {}
+    for i, env in enumerate(c.launch.dlami_python_envs):
+        if env.device_kind not in c.device_kinds:
+            raise CatalogError(
+                f"launch.dlami_python_envs[{i}].device_kind: unknown '{env.device_kind}'"
+            )
+        for fam in env.families:
+            if c.families.get(fam) is None or c.families[fam].device_kind != env.device_kind:
+                raise CatalogError(
+                    f"launch.dlami_python_envs[{i}].families: '{fam}' is not a "
+                    f"{env.device_kind} family"
+                )
+            defaults[fam] = defaults.get(fam, 0) + 1
+    for name, family in c.families.items():
+        if c.device_kinds[family.device_kind].device_resource and defaults.get(name) != 1:
+            raise CatalogError(
+                f"launch.dlami_python_envs: family '{name}' needs exactly one default environment"
+            )

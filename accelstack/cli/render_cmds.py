@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
 
         from accelstack.catalog import load_catalog
         from accelstack.render import render as render_all
+        from accelstack.render import render_warnings
         from accelstack.resolve import resolve
         from accelstack.spec import BUCKET_RE, load_spec
 
@@ -61,3 +62,5 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
         for art in artifacts:
             typer.echo(f"  {art.path}")
+        for warning in render_warnings(stack):
+            typer.echo(f"warning: {warning}")
