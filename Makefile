@@ -5,6 +5,10 @@ PY ?= $(VENV)/bin/python
 STAMP = $(VENV)/.installed
 SRC = accelstack components policies __main__.py tests bench tools
 PRESET ?= stacks/llama3-70b-trn2.yaml
+# checkov (the Kubernetes scanner of tests/test_k8s_scan.py) in its own virtualenv: it pins old
+# boto3/botocore and others that the test extra must not be downgraded to
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV = $(CHECKOV_VENV)/bin/checkov
 
 .PHONY: install lint format typecheck test ci bench schema golden demo clean
 
@@ -16,13 +20,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q torch==2.13.0
 	touch $(STAMP)
 
-install: $(STAMP)
+$(CHECKOV): pyproject.toml
+	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q "$$(sed -n 's/^scan = \["\(checkov[^"]*\)"\]/\1/p' pyproject.toml)"
+	touch $(CHECKOV)
+
+install: $(STAMP) $(CHECKOV)
 
 demo: $(STAMP)
 	$(PY) -m accelstack.cli plan $(PRESET)
 
-test: $(STAMP)
-	$(PY) -m pytest -q
+test: $(STAMP) $(CHECKOV)
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
@@ -50,4 +59,4 @@ golden: $(STAMP)
 	ACCELSTACK_UPDATE_GOLDEN=1 $(PY) -m pytest -q -k golden
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache
