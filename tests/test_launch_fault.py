@@ -91,17 +91,20 @@ def _start(script: Path, out: Path, extra: dict[str, str]) -> list[subprocess.Po
             **extra,
         }
     )
-    return [
-        subprocess.Popen(
-            ["bash", str(script)],
-            env={**env, "ACCELSTACK_NODE_RANK": str(rank)},
-            stdout=(out / f"node{rank}.log").open("wb"),
-            stderr=subprocess.STDOUT,
-            cwd=out,
-            start_new_session=True,
-        )
-        for rank in range(NODES)
-    ]
+    procs = []
+    for rank in range(NODES):
+        with (out / f"node{rank}.log").open("wb") as log:  # the child keeps its own copy
+            procs.append(
+                subprocess.Popen(
+                    ["bash", str(script)],
+                    env={**env, "ACCELSTACK_NODE_RANK": str(rank)},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=out,
+                    start_new_session=True,
+                )
+            )
+    return procs
 
 
 def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
