@@ -8,6 +8,10 @@ RUNTIME_STAMP = $(VENV)/.installed-runtime
 STAMP = $(VENV)/.installed-test
 SRC = accelstack components policies __main__.py tests bench tools
 PRESET ?= stacks/llama3-70b-trn2.yaml
+# checkov (the Kubernetes scanner of tests/test_k8s_scan.py) in its own virtualenv: it pins old
+# boto3/botocore and others that the test extra must not be downgraded to
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV = $(CHECKOV_VENV)/bin/checkov
 
 .PHONY: install install-runtime lint format typecheck test fuzz ci bench schema golden demo clean
 
@@ -26,15 +30,20 @@ $(STAMP): $(RUNTIME_STAMP)
 
 install-runtime: $(RUNTIME_STAMP)
 
-install: $(STAMP)
+$(CHECKOV): pyproject.toml
+	test -x $(CHECKOV_VENV)/bin/python || python3 -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q "$$(sed -n 's/^scan = \["\(checkov[^"]*\)"\]/\1/p' pyproject.toml)"
+	touch $(CHECKOV)
+
+install: $(STAMP) $(CHECKOV)
 
 demo: $(RUNTIME_STAMP)
 	@echo "==> accelstack plan $(PRESET): offline under Pulumi mocks (no AWS account, no Pulumi CLI)"
 	$(PY) -m accelstack.cli plan $(PRESET)
 
-test: $(STAMP)
+test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
-	$(PY) -m pytest -q
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q
 
 # The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
 fuzz: $(STAMP)
@@ -66,4 +75,4 @@ golden: $(STAMP)
 	ACCELSTACK_UPDATE_GOLDEN=1 $(PY) -m pytest -q -k golden
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(CHECKOV_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -214,7 +214,9 @@ def test_pytorchjob_matches_catalog(preset: str) -> None:
         want = {pool.device.device_resource: pool.instance.chips}
         if pool.efa:
             want["vpc.amazonaws.com/efa"] = pool.instance.efa_interfaces
-        assert c["resources"]["limits"] == want == c["resources"]["requests"]
+        limits, requests = c["resources"]["limits"], c["resources"]["requests"]
+        assert {k: limits[k] for k in want} == want == {k: requests[k] for k in want}
+        assert "cpu" not in limits and requests["cpu"]  # tests/test_render_pods.py: sizes
         assert {
             "name": "pytorchjob-port",
             "containerPort": stack.spec.workload.rdzv_port,
@@ -226,7 +228,10 @@ def test_pytorchjob_matches_catalog(preset: str) -> None:
             {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
         ]
         assert pod["nodeSelector"] == {"accelstack.io/pool": pool.name}
-        assert pod["serviceAccountName"] == training_service_account(stack)
+        if pool.compile_cache:
+            assert pod["serviceAccountName"] == training_service_account(stack)
+        else:
+            assert "serviceAccountName" not in pod  # the cache role is for Neuron pods only
         vols = {v["name"]: v for v in pod["volumes"]}
         assert vols["dshm"]["emptyDir"] == {"medium": "Memory"}
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
@@ -315,11 +320,10 @@ def test_counts_follow_the_catalog() -> None:
     script = render_node_script(stack, None, "auto")
     assert f"--nproc_per_node={12 * inst.physical_cores_per_chip}" in script
     assert "# EFA: 5 interfaces" in script
-    docs = _docs(render_manifest(stack, "pytorchjob"))
-    limits = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0][
-        "resources"
-    ]["limits"]
-    assert limits == {"aws.amazon.com/neuron": 12, "vpc.amazonaws.com/efa": 5}
+    (job,) = [d for d in _docs(render_manifest(stack, "pytorchjob")) if d["kind"] == "PyTorchJob"]
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
+    assert (limits["aws.amazon.com/neuron"], limits["vpc.amazonaws.com/efa"]) == (12, 5)
 
 
 def test_templates_hold_no_catalog_numbers() -> None:

@@ -211,6 +211,45 @@ class Defaults(_Frozen):
         return tuple(self.eks_versions)
 
 
+class PodFacts(_Frozen):
+    """What a training pod asks for (launch.yaml `pods`; sources there)."""
+
+    kube_reserved_cpu_tiers: tuple[tuple[int, float], ...]
+    kube_reserved_memory_mib_per_pod: int = Field(ge=0)
+    kube_reserved_memory_mib_base: int = Field(ge=0)
+    max_pods_small: int = Field(ge=1)
+    max_pods_large: int = Field(ge=1)
+    max_pods_small_up_to_vcpus: int = Field(ge=1)
+    eviction_hard_memory_mib: int = Field(ge=0)
+    vm_memory_overhead_fraction: float = Field(ge=0, lt=1)
+    daemonset_reserve_millicores: int = Field(ge=0)
+    daemonset_reserve_mib: int = Field(ge=0)
+    efa_hugepages_2mi_mib: int = Field(ge=0)
+    efa_node_hugepages_mib: int = Field(ge=0)
+    efa_add_capabilities: tuple[str, ...]
+
+
+class FaultTolerance(_Frozen):
+    job_restarts: int = Field(ge=1)
+    torchrun_max_restarts: int = Field(ge=1)
+
+
+class PythonEnv(_Frozen):
+    """A DLAMI Python environment the sbatch file activates."""
+
+    device_kind: str
+    path: str
+    families: tuple[str, ...]
+    activate: str
+    source: str
+
+
+class LaunchFacts(_Frozen):
+    pods: PodFacts
+    fault_tolerance: FaultTolerance
+    dlami_python_envs: tuple[PythonEnv, ...]
+
+
 class RegionOfferings(_Frozen):
     zones: dict[str, str]  # zone name -> zone id
     types: dict[str, tuple[str, ...]]  # instance type -> zone ids
@@ -229,6 +268,7 @@ class Catalog(_Frozen):
     service_rates: tuple[Rate, ...]
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
+    launch: LaunchFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -351,6 +391,7 @@ _FIELD_FILES = {
     "regions": "offerings.yaml",
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
+    "launch": "launch.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -397,6 +438,7 @@ def _fields(base: Path) -> dict[str, object]:
     offer = _read("offerings.yaml", base)
     extra = _read("offerings_extra.yaml", base)
     prices = _read("prices.yaml", base)
+    launch = _read("launch.yaml", base)
     name = "offerings.yaml"
     try:
         regions = _regions(offer, extra)
@@ -410,6 +452,7 @@ def _fields(base: Path) -> dict[str, object]:
             "regions": regions,
             "offerings_source": offer["source"],
         }
+        fields["launch"] = launch
         name = "records.yaml"
         fields["records"] = load_records(base / name)
         name = "prices.yaml"
@@ -446,6 +489,10 @@ def _load(base: Path) -> Catalog:
     except CatalogError as exc:
         name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
         raise CatalogError(f"{base / name}: {exc}") from None
+    try:
+        _check_launch(catalog)
+    except CatalogError as exc:
+        raise CatalogError(f"{base / 'launch.yaml'}: {exc}") from None
     return catalog
 
 
@@ -513,3 +560,26 @@ def _check_integrity(c: Catalog) -> None:
         raise CatalogError("defaults.kubernetes_version is not in defaults.eks_versions")
     if c.defaults.system_instance_type not in c.instances:
         raise CatalogError("defaults.system_instance_type is not in instances")
+
+
+def _check_launch(c: Catalog) -> None:
+    """launch.yaml: every Python environment names a known device kind and family, and every
+    accelerated family has exactly one default environment."""
+    defaults: dict[str, int] = {}
+    for i, env in enumerate(c.launch.dlami_python_envs):
+        if env.device_kind not in c.device_kinds:
+            raise CatalogError(
+                f"launch.dlami_python_envs[{i}].device_kind: unknown '{env.device_kind}'"
+            )
+        for fam in env.families:
+            if c.families.get(fam) is None or c.families[fam].device_kind != env.device_kind:
+                raise CatalogError(
+                    f"launch.dlami_python_envs[{i}].families: '{fam}' is not a "
+                    f"{env.device_kind} family"
+                )
+            defaults[fam] = defaults.get(fam, 0) + 1
+    for name, family in c.families.items():
+        if c.device_kinds[family.device_kind].device_resource and defaults.get(name) != 1:
+            raise CatalogError(
+                f"launch.dlami_python_envs: family '{name}' needs exactly one default environment"
+            )

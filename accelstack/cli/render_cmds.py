@@ -48,7 +48,9 @@ def _check_bucket(bucket: str | None) -> None:
         )
 
 
-def _echo_written(output: Path, artifacts: list[Artifact], done: Written, fmt: str) -> None:
+def _echo_written(
+    output: Path, artifacts: list[Artifact], done: Written, fmt: str, warnings: list[str]
+) -> None:
     if fmt == "json":
         files = [{"path": a.path, "executable": a.executable} for a in artifacts]
         echo_json(
@@ -57,6 +59,7 @@ def _echo_written(output: Path, artifacts: list[Artifact], done: Written, fmt: s
                 "files": files,
                 "removed": list(done.removed),
                 "kept": list(done.kept),
+                "warnings": warnings,
             }
         )
         return
@@ -67,6 +70,8 @@ def _echo_written(output: Path, artifacts: list[Artifact], done: Written, fmt: s
         typer.echo(f"  removed {name} (stale: written by an earlier render)")
     for name in done.kept:
         typer.echo(f"  kept {name} (stale, but changed since an earlier render wrote it)")
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
 
 
 def render(
@@ -79,6 +84,7 @@ def render(
     """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
     from accelstack.catalog import load_catalog
     from accelstack.render import render as render_all
+    from accelstack.render import render_warnings
     from accelstack.render.output import write_artifacts
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
@@ -88,7 +94,7 @@ def render(
     stack = resolve(load_spec(spec, catalog), catalog)
     artifacts = render_all(stack, bucket)
     done = write_artifacts(output, artifacts, force)
-    _echo_written(output, artifacts, done, fmt)
+    _echo_written(output, artifacts, done, fmt, list(render_warnings(stack)))
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,13 @@ from typing import Literal
 import jinja2
 
 from accelstack.errors import AccelstackError
+from accelstack.render.pods import (
+    backoff_limit,
+    image_warnings,
+    pod_resources,
+    python_env,
+    torchrun_max_restarts,
+)
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -208,6 +215,10 @@ def _context(
         "script_dir": SCRIPT_MOUNT_DIR,
         "efa_resource": "vpc.amazonaws.com/efa",
         "pool_label": POOL_LABEL,
+        "pod": pod_resources(stack, pool),
+        "backoff_limit": backoff_limit(stack, pool),
+        "max_restarts": torchrun_max_restarts(stack),
+        "python_env": python_env(stack, pool),
     }
 
 
@@ -334,9 +345,16 @@ def _index_artifact(
             cache_url_var=CACHE_URL_VAR,
             namespace=stack.catalog.defaults.training_namespace,
             service_account=training_service_account(stack),
+            warnings=render_warnings(stack),
         )
     )
     return Artifact("README.md", "this index", index)
+
+
+def render_warnings(stack: Stack) -> list[str]:
+    """Things the rendered files cannot fix and the user should (printed by `render`, listed
+    in the index): a mutable image reference."""
+    return image_warnings(stack.image)
 
 
 def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
