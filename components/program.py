@@ -45,7 +45,9 @@ def _compile_cache(
         return {}
     cache = CompileCache(
         f"{stack.name}-compile-cache",
-        CompileCacheArgs.from_stack(stack, cluster.cluster_name, account_id, partition),
+        CompileCacheArgs.from_stack(
+            stack, cluster.cluster_name, account_id, partition, cluster.cluster.arn
+        ),
         opts=top,
     )
     return {
@@ -116,7 +118,9 @@ def build(stack: Stack) -> dict[str, Any]:
         network.private_subnet_ids[z] for z in sorted(network.private_subnet_ids)
     ]
     cluster = Cluster(
-        f"{name}-cluster", ClusterArgs.from_stack(stack, all_private, partition), opts=top
+        f"{name}-cluster",
+        ClusterArgs.from_stack(stack, all_private, partition, account_id),
+        opts=top,
     )
     ref = ClusterRef(
         name=cluster.cluster_name,
