@@ -389,3 +389,42 @@ def test_crossguard_pack_runs_the_same_rules() -> None:
         _StackArgs(resources, {"spec": "nope.yaml"}), lambda m, urn=None: reports.append(m)
     )
     assert "cannot read the spec" in reports[-1]
+
+
+def test_cli_plan_and_check_print_one_line_per_violation_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    import json
+    import shutil
+
+    from accelstack.cli import main
+    from accelstack.plan import rules
+
+    monkeypatch.setattr(rules, "RULES", list(rules.RULES))
+
+    @deploy_rule("always-fails", "https://example.invalid/doc", "test")
+    def _fails(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+        yield (f"stack '{plan.stack}'", "is refused for the test")
+
+    spec = ROOT / "stacks" / "trn1-finetune.yaml"
+    assert main(["plan", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "violation: stack 'trn1-finetune': is refused for the test "
+        "[always-fails; https://example.invalid/doc]" in err
+    )
+    assert main(["plan", str(spec), "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["violations"] == [
+        {
+            "rule": "always-fails",
+            "resource": "stack 'trn1-finetune'",
+            "message": "is refused for the test",
+            "source": "https://example.invalid/doc",
+        }
+    ]
+    shutil.copy(spec, tmp_path / spec.name)
+    assert main(["check", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "FAIL" in captured.out and "0 of 1 specs passed" in captured.out
+    assert "[always-fails; https://example.invalid/doc]" in captured.err
