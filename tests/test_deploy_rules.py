@@ -428,3 +428,25 @@ def test_cli_plan_and_check_print_one_line_per_violation_and_exit_1(
     captured = capsys.readouterr()
     assert "FAIL" in captured.out and "0 of 1 specs passed" in captured.out
     assert "[always-fails; https://example.invalid/doc]" in captured.err
+
+
+def test_rules_hold_on_documents_without_dependencies() -> None:
+    """Plans recorded before dependsOn existed (or a preview that lacks them): the rules find
+    a node group's launch template, a role's attachments and FSx's rules by parent."""
+    plan, stack = preset("llama3-70b-p5")
+    bare = dataclasses.replace(
+        plan, resources=[dataclasses.replace(r, depends_on=()) for r in plan.resources]
+    )
+    found = {v.rule for v in evaluate(bare, stack)}
+    assert "fsx-after-security-group-rules" in found  # FSx no longer waits for anything
+    lt = next(r for r in bare.of_type(LT) if r.name.endswith("-h100-lt"))
+    md = {**lt.inputs["metadataOptions"], "httpPutResponseHopLimit": 2}
+    v = only(evaluate(with_inputs(bare, lt, metadataOptions=md), stack), "imds-hop-limit-1")
+    assert_line(v, lt.name)
+    node = next(
+        r
+        for r in bare.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if "node-role" in r.name
+    )
+    bad = with_inputs(bare, node, policyArn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy")
+    assert_line(only(evaluate(bad, stack), "cni-through-pod-identity"), node.name)

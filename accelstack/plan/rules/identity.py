@@ -72,8 +72,12 @@ def _cni(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     for a in plan.of_type(ATTACHMENT):
         if not str(a.inputs.get("policyArn", "")).endswith(f"/{CNI_POLICY}"):
             continue
-        for name in a.depends_on:
-            if name in roles and "ec2.amazonaws.com" in trusted_services(roles[name].inputs):
+        role_input = a.inputs.get("role")
+        for name, role in roles.items():
+            named = role_input in (name, role.inputs.get("name"))
+            if not (name in a.depends_on or named):
+                continue
+            if "ec2.amazonaws.com" in trusted_services(role.inputs):
                 yield (
                     ref(a),
                     f"gives the node role {name} {CNI_POLICY}; bind it to aws-node "

@@ -17,13 +17,16 @@ DESIRED_SIZE = "scalingConfig.desiredSize"
 
 
 def launch_template_of(plan: Plan, ng: PlannedResource) -> PlannedResource | None:
-    """The node group's launch template: the one it depends on (its `launchTemplate.id`)."""
+    """The node group's launch template: the one it depends on (its `launchTemplate.id`), else
+    the only launch template beside it (same parent), for documents without dependencies."""
     if not ng.inputs.get("launchTemplate"):
         return None
-    for lt in plan.of_type(LAUNCH_TEMPLATE):
+    lts = plan.of_type(LAUNCH_TEMPLATE)
+    for lt in lts:
         if lt.name in ng.depends_on:
             return lt
-    return None
+    siblings = [lt for lt in lts if ng.parent is not None and lt.parent == ng.parent]
+    return siblings[0] if len(siblings) == 1 else None
 
 
 @deploy_rule(

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
 LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 RULE_TYPES = (
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
@@ -27,15 +26,9 @@ RULE_TYPES = (
     "or creation fails with InvalidNetworkSettings",
 )
 def _fsx_after_rules(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    groups = {r.name: r for r in plan.of_type(SECURITY_GROUP)}
     for fs in plan.of_type(LUSTRE):
-        own = {n for n in fs.depends_on if n in groups and groups[n].parent == fs.parent}
-        rules = [
-            r
-            for t in RULE_TYPES
-            for r in plan.of_type(t)
-            if r.parent == fs.parent and own & set(r.depends_on)
-        ]
+        # its own security group's rules: those its component (the same parent) creates
+        rules = [r for t in RULE_TYPES for r in plan.of_type(t) if r.parent == fs.parent]
         late = sorted(r.name for r in rules if r.name not in fs.depends_on)
         if late:
             yield (
