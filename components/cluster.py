@@ -119,6 +119,7 @@ class Cluster(pulumi.ComponentResource):
     cluster_security_group_id: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     early_addons: list[aws.eks.Addon]
+    access: list[aws.eks.AccessPolicyAssociation]
 
     def __init__(
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -128,8 +129,10 @@ class Cluster(pulumi.ComponentResource):
         role, attachments = _cluster_role(name, args, child)
         key = _secrets_key(name, args, self)
         cluster = _eks_cluster(name, args, role, attachments, key, self)
-        for arn in args.admin_principal_arns:
-            _admin_access(name, args, cluster, arn, self)
+        #: what Kubernetes resources wait for: the admins' access (the deployer is one of them)
+        self.access = [
+            _admin_access(name, args, cluster, arn, self) for arn in args.admin_principal_arns
+        ]
         self.early_addons = _early_addons(name, args, cluster, child)
         self.cluster = cluster
         self.cluster_name = cluster.name
@@ -226,7 +229,7 @@ def _eks_cluster(
 
 def _admin_access(
     name: str, args: ClusterArgs, cluster: aws.eks.Cluster, arn: str, parent: pulumi.Resource
-) -> None:
+) -> aws.eks.AccessPolicyAssociation:
     """An access entry for one admin principal and its cluster-admin policy association."""
     suffix = short_hash(arn)
     entry = aws.eks.AccessEntry(
@@ -237,7 +240,7 @@ def _admin_access(
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    aws.eks.AccessPolicyAssociation(
+    return aws.eks.AccessPolicyAssociation(
         f"{name}-admin-{suffix}-policy",
         cluster_name=cluster.name,
         principal_arn=arn,

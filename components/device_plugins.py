@@ -95,10 +95,16 @@ class DevicePluginsArgs:
     service_account: str
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    #: the admins' access entries: no Kubernetes call before the deployer may make it
+    access: list[pulumi.Resource] = field(default_factory=list)
 
     @classmethod
     def from_stack(
-        cls, stack: Stack, kubeconfig: pulumi.Input[str], depends_on: list[pulumi.Resource]
+        cls,
+        stack: Stack,
+        kubeconfig: pulumi.Input[str],
+        depends_on: list[pulumi.Resource],
+        access: list[pulumi.Resource] | None = None,
     ) -> DevicePluginsArgs:
         return cls(
             kubeconfig=kubeconfig,
@@ -107,6 +113,7 @@ class DevicePluginsArgs:
             namespace=stack.catalog.defaults.training_namespace,
             service_account=stack.training_service_account,
             depends_on=depends_on,
+            access=list(access or []),
             labels={
                 "app.kubernetes.io/managed-by": "accelstack",
                 "accelstack.io/stack": stack.name,
@@ -125,9 +132,11 @@ class DevicePlugins(pulumi.ComponentResource):
             f"{name}-k8s",
             kubeconfig=args.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.access),
         )
-        kopts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=args.depends_on)
+        kopts = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=[*args.depends_on, *args.access]
+        )
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={"name": args.namespace, "labels": args.labels},

@@ -160,7 +160,9 @@ def build(stack: Stack) -> dict[str, Any]:
 
     plugins = DevicePlugins(
         f"{name}-device-plugins",
-        DevicePluginsArgs.from_stack(stack, cluster.kubeconfig, depends_on=[system.node_group]),
+        DevicePluginsArgs.from_stack(
+            stack, cluster.kubeconfig, depends_on=[system.node_group], access=cluster.access
+        ),
         opts=top,
     )
 

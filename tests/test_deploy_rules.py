@@ -450,3 +450,23 @@ def test_rules_hold_on_documents_without_dependencies() -> None:
     )
     bad = with_inputs(bare, node, policyArn="arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy")
     assert_line(only(evaluate(bad, stack), "cni-through-pod-identity"), node.name)
+
+
+def test_kubernetes_objects_wait_for_the_deployers_access() -> None:
+    plan, stack = preset("trn1-finetune")
+    access = {
+        r.name for r in plan.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    }
+    assert access
+    ns = plan.get("kubernetes:core/v1:Namespace", "trn1-finetune-device-plugins-namespace")
+    assert access <= set(ns.depends_on)
+    racy = dataclasses.replace(
+        plan,
+        resources=[
+            dataclasses.replace(r, depends_on=tuple(n for n in r.depends_on if n not in access))
+            for r in plan.resources
+        ],
+    )
+    v = only(evaluate(racy, stack), "kubernetes-after-cluster-access")
+    assert_line(v, "trn1-finetune-device-plugins")
+    assert "access-entries.html" in v.line()

@@ -51,3 +51,43 @@ def _endpoint(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 "endpointPrivateAccess is off: nodes reach the API through the NAT and the "
                 "public CIDR list must include its addresses; keep the private endpoint on",
             )
+
+
+ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
+
+
+def upstream(plan: Plan, name: str) -> set[str]:
+    """Every logical name `name` waits for, directly or through others."""
+    deps = {r.name: r.depends_on for r in plan.resources}
+    seen: set[str] = set()
+    todo = list(deps.get(name, ()))
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(deps.get(n, ()))
+    return seen
+
+
+@deploy_rule(
+    "kubernetes-after-cluster-access",
+    "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html",
+    "without the creator's implicit admin, every Kubernetes object waits for the admins' access "
+    "policy associations (the deployer is one of them)",
+)
+def _after_access(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    creator = any(
+        (c.inputs.get("accessConfig") or {}).get("bootstrapClusterCreatorAdminPermissions")
+        for c in plan.of_type(CLUSTER)
+    )
+    access = {r.name for r in plan.of_type(ASSOCIATION)}
+    if creator or not access:
+        return
+    for r in plan.resources:
+        if r.type.startswith("kubernetes:") and not access <= upstream(plan, r.name):
+            missing = sorted(access - upstream(plan, r.name))
+            yield (
+                ref(r),
+                f"may reach the API before the deployer's access exists (does not wait for "
+                f"{', '.join(missing)}): Unauthorized on the first `pulumi up`",
+            )
