@@ -134,6 +134,7 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "aws:eks/cluster:Cluster": ("name", "version", "enabledClusterLogTypes"),
     "aws:eks/nodeGroup:NodeGroup": ("instanceTypes", "capacityType", "scalingConfig", "taints"),
     "aws:ec2/launchTemplate:LaunchTemplate": (
+        "instanceType",
         "imageId",
         "placement",
         "capacityReservationSpecification",
