@@ -1,6 +1,7 @@
 """Cluster: the EKS control plane (API auth mode, access entries, all control-plane logs,
-KMS secrets encryption, endpoint access per spec), its IAM role, and the node-independent
-add-ons (vpc-cni, kube-proxy, eks-pod-identity-agent; coredns waits for the system nodes)."""
+KMS secrets encryption, private endpoint plus a public one limited to the deployer's CIDRs),
+its IAM role, and the node-independent add-ons (eks-pod-identity-agent first, then vpc-cni with
+its permissions through Pod Identity, kube-proxy; coredns waits for the system nodes)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pulumi_aws as aws
 from accelstack.components.common import (
     assume_role_policy,
     managed_policy_output,
+    pod_identity_trust_output,
     short_hash,
     stable_tags,
 )
@@ -20,6 +22,12 @@ from accelstack.resolve import Stack
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 #: Add-ons that run before any node exists (coredns is in SystemNodeGroup: it needs nodes).
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+#: The Pod Identity agent, which must run before an add-on uses a Pod Identity association
+#: (EKS user guide, add-ons-iam.html).
+POD_IDENTITY_AGENT = "eks-pod-identity-agent"
+#: vpc-cni's service account and the policy it gets through Pod Identity instead of the node
+#: role (aws-node supports Pod Identity from v1.15.5; EKS user guide, add-ons-iam.html).
+CNI_ADDON, CNI_SERVICE_ACCOUNT, CNI_POLICY = "vpc-cni", "aws-node", "AmazonEKS_CNI_Policy"
 CLUSTER_ROLE_POLICIES = ("AmazonEKSClusterPolicy",)
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
@@ -71,18 +79,26 @@ class ClusterArgs:
     region: str
     kubernetes_version: str
     subnet_ids: list[pulumi.Input[str]]
-    endpoint_public_access: bool = False
+    endpoint_public_access: bool = True
     public_access_cidrs: tuple[str, ...] = ()
     admin_principal_arns: tuple[str, ...] = ()
+    creator_admin: bool = False
     partition: pulumi.Input[str] = "aws"
+    account_id: pulumi.Input[str] = ""
     tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_stack(
-        cls, stack: Stack, subnet_ids: list[pulumi.Input[str]], partition: pulumi.Input[str]
+        cls,
+        stack: Stack,
+        subnet_ids: list[pulumi.Input[str]],
+        partition: pulumi.Input[str],
+        account_id: pulumi.Input[str] = "",
     ) -> ClusterArgs:
         c = stack.spec.cluster
         return cls(
+            creator_admin=c.creator_admin,
+            account_id=account_id,
             cluster_name=stack.name,
             region=stack.region,
             kubernetes_version=stack.kubernetes_version,
@@ -103,6 +119,7 @@ class Cluster(pulumi.ComponentResource):
     cluster_security_group_id: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
     early_addons: list[aws.eks.Addon]
+    access: list[aws.eks.AccessPolicyAssociation]
 
     def __init__(
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -112,8 +129,10 @@ class Cluster(pulumi.ComponentResource):
         role, attachments = _cluster_role(name, args, child)
         key = _secrets_key(name, args, self)
         cluster = _eks_cluster(name, args, role, attachments, key, self)
-        for arn in args.admin_principal_arns:
-            _admin_access(name, args, cluster, arn, self)
+        #: what Kubernetes resources wait for: the admins' access (the deployer is one of them)
+        self.access = [
+            _admin_access(name, args, cluster, arn, self) for arn in args.admin_principal_arns
+        ]
         self.early_addons = _early_addons(name, args, cluster, child)
         self.cluster = cluster
         self.cluster_name = cluster.name
@@ -196,8 +215,9 @@ def _eks_cluster(
         },
         access_config={
             "authentication_mode": "API",
-            # the identity running `pulumi up` must reach the API to install the device plugins
-            "bootstrap_cluster_creator_admin_permissions": True,
+            # only when the spec asks (cluster.creator_admin); otherwise the deploying identity
+            # is one of cluster.admin_principal_arns (validation requires one or the other)
+            "bootstrap_cluster_creator_admin_permissions": args.creator_admin,
         },
         bootstrap_self_managed_addons=False,
         enabled_cluster_log_types=list(LOG_TYPES),
@@ -209,7 +229,7 @@ def _eks_cluster(
 
 def _admin_access(
     name: str, args: ClusterArgs, cluster: aws.eks.Cluster, arn: str, parent: pulumi.Resource
-) -> None:
+) -> aws.eks.AccessPolicyAssociation:
     """An access entry for one admin principal and its cluster-admin policy association."""
     suffix = short_hash(arn)
     entry = aws.eks.AccessEntry(
@@ -220,7 +240,7 @@ def _admin_access(
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    aws.eks.AccessPolicyAssociation(
+    return aws.eks.AccessPolicyAssociation(
         f"{name}-admin-{suffix}-policy",
         cluster_name=cluster.name,
         principal_arn=arn,
@@ -232,19 +252,53 @@ def _admin_access(
     )
 
 
+def _cni_role(
+    name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
+) -> tuple[aws.iam.Role, aws.iam.RolePolicyAttachment]:
+    """aws-node's role, assumed through Pod Identity (so the node role needs no CNI policy)."""
+    role = aws.iam.Role(
+        f"{name}-cni-role",
+        assume_role_policy=pod_identity_trust_output(
+            args.account_id, cluster.arn, "kube-system", CNI_SERVICE_ACCOUNT
+        ),
+        tags=args.tags,
+        opts=child,
+    )
+    attachment = aws.iam.RolePolicyAttachment(
+        f"{name}-cni-role-{CNI_POLICY}",
+        role=role.name,
+        policy_arn=managed_policy_output(args.partition, CNI_POLICY),
+        opts=child,
+    )
+    return role, attachment
+
+
 def _early_addons(
     name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
 ) -> list[aws.eks.Addon]:
-    """The add-ons that run before any node exists."""
-    return [
-        aws.eks.Addon(
+    """The add-ons that run before any node exists: the Pod Identity agent first, then
+    vpc-cni bound to its role through a Pod Identity association, and kube-proxy."""
+    out: dict[str, aws.eks.Addon] = {}
+    for addon in sorted(EARLY_ADDONS, key=lambda a: a != POD_IDENTITY_AGENT):
+        extra: dict[str, object] = {}
+        opts = child
+        if addon == CNI_ADDON:
+            role, attachment = _cni_role(name, args, cluster, child)
+            extra["pod_identity_associations"] = [
+                {"role_arn": role.arn, "service_account": CNI_SERVICE_ACCOUNT}
+            ]
+            opts = pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(depends_on=[out[POD_IDENTITY_AGENT], attachment]),
+            )
+        out[addon] = aws.eks.Addon(
             f"{name}-addon-{addon}",
             cluster_name=cluster.name,
             addon_name=addon,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=child,
+            opts=opts,
+            **extra,  # type: ignore[arg-type]
         )
-        for addon in EARLY_ADDONS
-    ]
+    return [out[a] for a in EARLY_ADDONS]

@@ -51,3 +51,49 @@ def managed_policy_output(partition: Any, name: str) -> Any:
         return managed_policy_arn(part, name)
 
     return pulumi.Output.from_input(partition).apply(arn)
+
+
+#: EKS Pod Identity's service principal (EKS user guide, pod-id-role.html).
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
+def pod_identity_trust_policy(
+    account_id: str, cluster_arn: str, namespace: str, service_account: str
+) -> dict[str, Any]:
+    """Trust for one service account of one cluster through EKS Pod Identity.
+
+    `aws:RequestTag/*`: the session tags Pod Identity sets (documented in the EKS user guide,
+    pod-id-role.html, pod-id-abac.html): this cluster, namespace and service account only.
+    `aws:SourceAccount` / `aws:SourceArn`: confused-deputy protection (IAM user guide,
+    confused-deputy.html). The EKS guide does not document that Pod Identity sends these keys,
+    so they are `...IfExists`: enforced when present, never locking the role out."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-arn": cluster_arn,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    },
+                    "StringEqualsIfExists": {"aws:SourceAccount": account_id},
+                    "ArnEqualsIfExists": {"aws:SourceArn": cluster_arn},
+                },
+            }
+        ],
+    }
+
+
+def pod_identity_trust_output(
+    account_id: Any, cluster_arn: Any, namespace: str, service_account: str
+) -> Any:
+    """`pod_identity_trust_policy` as JSON, for Pulumi inputs (lazy import of pulumi)."""
+    import pulumi
+
+    return pulumi.Output.all(account_id, cluster_arn).apply(
+        lambda a: policy_json(pod_identity_trust_policy(a[0], a[1], namespace, service_account))
+    )

@@ -13,7 +13,14 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from accelstack.components.common import policy_json, stable_tags
+from accelstack.components.common import (
+    pod_identity_trust_output,
+    pod_identity_trust_policy,
+    policy_json,
+    stable_tags,
+)
+
+__all__ = ["pod_identity_trust_policy"]  # re-exported: tests and docs name it here
 from accelstack.resolve import Stack
 
 
@@ -38,19 +45,6 @@ def bucket_policy_document(arn: str) -> dict[str, Any]:
                 "Action": "s3:*",
                 "Resource": [arn, f"{arn}/*"],
                 "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def pod_identity_trust_policy() -> dict[str, Any]:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
             }
         ],
     }
@@ -95,6 +89,7 @@ def lifecycle_rules(prefix: str, expire_days: int) -> list[Any]:
 class CompileCacheArgs:
     stack_name: str
     cluster_name: pulumi.Input[str]
+    cluster_arn: pulumi.Input[str]
     namespace: str
     prefix: str
     expire_days: int
@@ -111,10 +106,12 @@ class CompileCacheArgs:
         cluster_name: pulumi.Input[str],
         account_id: pulumi.Input[str],
         partition: pulumi.Input[str],
+        cluster_arn: pulumi.Input[str] = "",
     ) -> CompileCacheArgs:
         return cls(
             stack_name=stack.name,
             cluster_name=cluster_name,
+            cluster_arn=cluster_arn,
             namespace=stack.catalog.defaults.training_namespace,
             prefix=stack.compile_cache_prefix,
             expire_days=stack.compile_cache_expire_days,
@@ -152,7 +149,9 @@ class CompileCache(pulumi.ComponentResource):
         )
         role = aws.iam.Role(
             f"{name}-pod-role",
-            assume_role_policy=policy_json(pod_identity_trust_policy()),
+            assume_role_policy=pod_identity_trust_output(
+                args.account_id, args.cluster_arn, args.namespace, args.service_account
+            ),
             tags=args.tags,
             opts=child,
         )

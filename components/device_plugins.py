@@ -10,27 +10,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from accelstack.catalog import Catalog, HelmChart
 from accelstack.components.nodegroup import EFA_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
-
-@dataclass(frozen=True)
-class Chart:
-    chart: str
-    version: str
-    repo: str | None  # None: chart is an OCI reference
-    namespace: str
-
-
-#: Pinned charts (sources: eks-charts and NVIDIA k8s-device-plugin releases; Neuron's OCI chart
-#: as published in public.ecr.aws/neuron). Bump deliberately; plans show the version.
-NEURON_CHART = Chart("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.1.1", None, "kube-system")
-EFA_CHART = Chart(
-    "aws-efa-k8s-device-plugin", "v0.5.7", "https://aws.github.io/eks-charts", "kube-system"
-)
-NVIDIA_CHART = Chart(
-    "nvidia-device-plugin", "0.17.1", "https://nvidia.github.io/k8s-device-plugin", "kube-system"
-)
+#: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
+#: (pinned version, source, values keys). Bump there deliberately; plans show the version.
+NEURON, EFA, NVIDIA = "neuron", "efa", "nvidia"
 
 
 def tolerations(pools: list[ResolvedPool]) -> list[dict[str, str]]:
@@ -57,34 +43,42 @@ def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
     return {key: value}
 
 
-def plugin_releases(pools: tuple[ResolvedPool, ...]) -> dict[str, tuple[Chart, dict[str, Any]]]:
+def plugin_releases(
+    pools: tuple[ResolvedPool, ...], catalog: Catalog
+) -> dict[str, tuple[HelmChart, dict[str, Any]]]:
     """role -> (chart, values): which device plugins the pools need, each restricted to the
-    nodes that have the device and tolerating exactly those nodes' taints."""
-    out: dict[str, tuple[Chart, dict[str, Any]]] = {}
+    nodes that have the device and tolerating exactly those nodes' taints. Values use only the
+    keys the catalog records for the chart; instance lists come from the catalog's types."""
+    out: dict[str, tuple[HelmChart, dict[str, Any]]] = {}
     neuron = [p for p in pools if p.device.compile_cache]
     gpu = [p for p in pools if p.device.device_resource and not p.device.compile_cache]
     efa = [p for p in pools if p.efa]
+    charts = catalog.charts
     if neuron:
-        out["neuron"] = (
-            NEURON_CHART,
+        out[NEURON] = (
+            charts[NEURON],
             {
+                "neuronInstances": catalog.chart_instance_types(NEURON),
                 "npd": {"enabled": False},
-                "devicePlugin": {"tolerations": tolerations(neuron)},
-                "nodeSelector": node_selector_for(neuron),
+                "devicePlugin": {
+                    "nodeSelector": node_selector_for(neuron),
+                    "tolerations": tolerations(neuron),
+                },
             },
         )
     if gpu:
-        out["nvidia"] = (
-            NVIDIA_CHART,
-            {
-                "nodeSelector": node_selector_for(gpu),
-                "tolerations": tolerations(gpu),
-            },
+        out[NVIDIA] = (
+            charts[NVIDIA],
+            {"nodeSelector": node_selector_for(gpu), "tolerations": tolerations(gpu)},
         )
     if efa:
-        out["efa"] = (
-            EFA_CHART,
+        out[EFA] = (
+            charts[EFA],
             {
+                "supportedInstanceLabels": {
+                    "keys": ["node.kubernetes.io/instance-type"],
+                    "values": catalog.chart_instance_types(EFA),
+                },
                 "nodeSelector": {EFA_LABEL: "true"},
                 "tolerations": tolerations(efa),
             },
@@ -96,21 +90,30 @@ def plugin_releases(pools: tuple[ResolvedPool, ...]) -> dict[str, tuple[Chart, d
 class DevicePluginsArgs:
     kubeconfig: pulumi.Input[str]
     pools: tuple[ResolvedPool, ...]
+    catalog: Catalog
     namespace: str
     service_account: str
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    #: the admins' access entries: no Kubernetes call before the deployer may make it
+    access: list[pulumi.Resource] = field(default_factory=list)
 
     @classmethod
     def from_stack(
-        cls, stack: Stack, kubeconfig: pulumi.Input[str], depends_on: list[pulumi.Resource]
+        cls,
+        stack: Stack,
+        kubeconfig: pulumi.Input[str],
+        depends_on: list[pulumi.Resource],
+        access: list[pulumi.Resource] | None = None,
     ) -> DevicePluginsArgs:
         return cls(
             kubeconfig=kubeconfig,
             pools=stack.pools,
+            catalog=stack.catalog,
             namespace=stack.catalog.defaults.training_namespace,
             service_account=stack.training_service_account,
             depends_on=depends_on,
+            access=list(access or []),
             labels={
                 "app.kubernetes.io/managed-by": "accelstack",
                 "accelstack.io/stack": stack.name,
@@ -129,9 +132,11 @@ class DevicePlugins(pulumi.ComponentResource):
             f"{name}-k8s",
             kubeconfig=args.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.access),
         )
-        kopts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=args.depends_on)
+        kopts = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=[*args.depends_on, *args.access]
+        )
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={"name": args.namespace, "labels": args.labels},
@@ -149,7 +154,7 @@ class DevicePlugins(pulumi.ComponentResource):
         self.provider = provider
         self.namespace = ns
         self.releases = {}
-        for role, (chart, values) in plugin_releases(args.pools).items():
+        for role, (chart, values) in plugin_releases(args.pools, args.catalog).items():
             self.releases[role] = k8s.helm.v3.Release(
                 f"{name}-{role}",
                 name=f"{role}-device-plugin",

@@ -66,25 +66,32 @@ class FileSystem(pulumi.ComponentResource):
         sources: list[tuple[str, pulumi.Input[str]]] = [("self", sg.id)] + [
             (f"nodes{i}", sid) for i, sid in enumerate(args.client_security_group_ids)
         ]
+        # FSx checks its security group's rules when it creates the file system
+        # (InvalidNetworkSettings otherwise): it waits for every rule below.
+        rules: list[pulumi.Resource] = []
         for label, source in sources:
             for lo, hi in LUSTRE_PORTS:
-                aws.vpc.SecurityGroupIngressRule(
-                    f"{name}-{label}-{lo}",
-                    security_group_id=sg.id,
-                    ip_protocol="tcp",
-                    from_port=lo,
-                    to_port=hi,
-                    referenced_security_group_id=source,
-                    description=f"Lustre {lo}-{hi}",
-                    opts=child,
+                rules.append(
+                    aws.vpc.SecurityGroupIngressRule(
+                        f"{name}-{label}-{lo}",
+                        security_group_id=sg.id,
+                        ip_protocol="tcp",
+                        from_port=lo,
+                        to_port=hi,
+                        referenced_security_group_id=source,
+                        description=f"Lustre {lo}-{hi}",
+                        opts=child,
+                    )
                 )
-        aws.vpc.SecurityGroupEgressRule(
-            f"{name}-egress-self",
-            security_group_id=sg.id,
-            ip_protocol="-1",
-            referenced_security_group_id=sg.id,
-            description="Lustre to itself",
-            opts=child,
+        rules.append(
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-egress-self",
+                security_group_id=sg.id,
+                ip_protocol="-1",
+                referenced_security_group_id=sg.id,
+                description="Lustre to itself",
+                opts=child,
+            )
         )
         fs = aws.fsx.LustreFileSystem(
             f"{name}-lustre",
@@ -97,7 +104,7 @@ class FileSystem(pulumi.ComponentResource):
             security_group_ids=[sg.id],
             file_system_type_version="2.15",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True),
+            opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=rules),
         )
         self.file_system_id = fs.id
         self.dns_name = fs.dns_name

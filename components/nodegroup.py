@@ -18,10 +18,11 @@ import pulumi_aws as aws
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
 from accelstack.resolve import ResolvedPool, Stack
 
+#: The node role: no AmazonEKS_CNI_Policy (aws-node gets it through Pod Identity, see
+#: cluster.py), so a pod that reaches IMDS anyway cannot manage ENIs with the node's role.
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonEKS_CNI_Policy",
     "AmazonSSMManagedInstanceCore",
 )
 POOL_LABEL = "accelstack.io/pool"
@@ -47,6 +48,14 @@ IMDS: Any = {
     "http_tokens": "required",
     "http_put_response_hop_limit": 2,
 }
+#: EKS nodes: IMDSv2 with hop limit 1, so pods (not on the host network) cannot reach the node
+#: role (EKS best practices, "Restrict access to the instance profile assigned to the worker
+#: node"). The device plugins need no IMDS: NVIDIA and Neuron use no AWS credentials, EFA runs
+#: on the host network (docs/plan.md).
+EKS_NODE_IMDS: Any = {**IMDS, "http_put_response_hop_limit": 1}
+#: Pulumi must not fight EKS over the desired size: the Capacity Block scale-down before the
+#: reservation ends, or an autoscaler (terraform-aws-eks eks-managed-node-group ignores it too).
+NODE_GROUP_IGNORE = ["scalingConfig.desiredSize"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -77,10 +86,13 @@ def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
     ]
 
 
-def node_labels(pool: ResolvedPool) -> dict[str, str]:
+def node_labels(pool: ResolvedPool, plugin_labels: dict[str, str] | None = None) -> dict[str, str]:
+    """Pool, device-kind and EFA labels, plus what the device-plugin chart's default affinity
+    requires (`charts.<name>.node_labels` in the catalog, e.g. nvidia.com/gpu.present)."""
     labels = {POOL_LABEL: pool.name, pool.device.node_label.key: pool.device.node_label.value}
     if pool.efa:
         labels[EFA_LABEL] = "true"
+    labels.update(plugin_labels or {})
     return labels
 
 
@@ -105,6 +117,15 @@ def market_options(pool: ResolvedPool) -> Any:
     if pool.purchase_option == "capacity-block":
         return {"market_type": "capacity-block"}
     return None
+
+
+def instance_type_placement(pool: ResolvedPool) -> tuple[str | None, list[str] | None]:
+    """(launch template instance type, node group instance types): a Capacity Block node group
+    takes its type from the launch template and none on the node group (EKS "Capacity Blocks
+    for ML" with managed node groups); every other pool sets it on the node group."""
+    if capacity_type(pool) == "CAPACITY_BLOCK":
+        return pool.instance_type, None
+    return None, [pool.instance_type]
 
 
 def root_volume(size_gib: int) -> list[Any]:
@@ -243,6 +264,7 @@ class AcceleratorNodeGroupArgs:
     subnet_id: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)  # stable tags for resource inputs
     instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
+    plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
 
     @classmethod
     def from_stack(
@@ -255,6 +277,7 @@ class AcceleratorNodeGroupArgs:
             subnet_id=subnet_id,
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
+            plugin_labels=stack.catalog.chart_node_labels(pool.device.name),
         )
 
 
@@ -325,7 +348,7 @@ def _pool_launch_template(
     """The pool's launch template: EKS AMI, nodeadm user data, EFA interfaces, capacity."""
     pool, c = args.pool, args.cluster
     placement = _placement(parent, name, pool, args.tags)
-    labels, taints = node_labels(pool), node_taints(pool)
+    labels, taints = node_labels(pool, args.plugin_labels), node_taints(pool)
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
     ).apply(lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints)))
@@ -336,9 +359,10 @@ def _pool_launch_template(
         f"{name}-lt",
         description=f"accelstack pool {pool.name}",
         image_id=ami,
+        instance_type=instance_type_placement(pool)[0],
         user_data=user_data,
         update_default_version=True,
-        metadata_options=IMDS,
+        metadata_options=EKS_NODE_IMDS,
         block_device_mappings=root_volume(pool.root_volume_gib),
         network_interfaces=interfaces or None,
         vpc_security_group_ids=None if interfaces else security_groups,
@@ -366,7 +390,7 @@ def _pool_node_group(
         cluster_name=c.name,
         node_role_arn=role_arn,
         subnet_ids=[args.subnet_id],
-        instance_types=[pool.instance_type],
+        instance_types=instance_type_placement(pool)[1],
         capacity_type=capacity_type(pool),
         scaling_config={
             "desired_size": pool.nodes,
@@ -375,10 +399,14 @@ def _pool_node_group(
         },
         update_config={"max_unavailable": 1},
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-        labels=node_labels(pool),
+        labels=node_labels(pool, args.plugin_labels),
         taints=node_taints(pool) or None,
         tags=args.tags,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*attachments, *c.depends_on]),
+        opts=pulumi.ResourceOptions(
+            parent=parent,
+            depends_on=[*attachments, *c.depends_on],
+            ignore_changes=NODE_GROUP_IGNORE,
+        ),
     )
 
 
@@ -429,7 +457,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             f"{name}-lt",
             description="accelstack system nodes",
             update_default_version=True,
-            metadata_options=IMDS,
+            metadata_options=EKS_NODE_IMDS,
             block_device_mappings=root_volume(args.root_volume_gib),
             tag_specifications=_tag_specs(args.instance_tags, name),
             tags=args.tags,
@@ -452,7 +480,11 @@ class SystemNodeGroup(pulumi.ComponentResource):
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             labels=args.label,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *c.depends_on]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*attachments, *c.depends_on],
+                ignore_changes=NODE_GROUP_IGNORE,
+            ),
         )
         aws.eks.Addon(
             f"{name}-addon-coredns",

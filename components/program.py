@@ -45,7 +45,9 @@ def _compile_cache(
         return {}
     cache = CompileCache(
         f"{stack.name}-compile-cache",
-        CompileCacheArgs.from_stack(stack, cluster.cluster_name, account_id, partition),
+        CompileCacheArgs.from_stack(
+            stack, cluster.cluster_name, account_id, partition, cluster.cluster.arn
+        ),
         opts=top,
     )
     return {
@@ -104,6 +106,20 @@ def _file_system(
     }
 
 
+def _device_plugins(
+    stack: Stack, cluster: Cluster, system: SystemNodeGroup, top: pulumi.ResourceOptions
+) -> DevicePlugins:
+    """Device plugins, namespace and service account: after the system nodes (they run the
+    charts' controllers) and the admins' access (the deployer makes these API calls)."""
+    return DevicePlugins(
+        f"{stack.name}-device-plugins",
+        DevicePluginsArgs.from_stack(
+            stack, cluster.kubeconfig, depends_on=[system.node_group], access=cluster.access
+        ),
+        opts=top,
+    )
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
@@ -116,7 +132,9 @@ def build(stack: Stack) -> dict[str, Any]:
         network.private_subnet_ids[z] for z in sorted(network.private_subnet_ids)
     ]
     cluster = Cluster(
-        f"{name}-cluster", ClusterArgs.from_stack(stack, all_private, partition), opts=top
+        f"{name}-cluster",
+        ClusterArgs.from_stack(stack, all_private, partition, account_id),
+        opts=top,
     )
     ref = ClusterRef(
         name=cluster.cluster_name,
@@ -154,11 +172,7 @@ def build(stack: Stack) -> dict[str, Any]:
 
     outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
 
-    plugins = DevicePlugins(
-        f"{name}-device-plugins",
-        DevicePluginsArgs.from_stack(stack, cluster.kubeconfig, depends_on=[system.node_group]),
-        opts=top,
-    )
+    plugins = _device_plugins(stack, cluster, system, top)
 
     outputs.update(_file_system(stack, network, cluster, plugins, system, top))
     return outputs

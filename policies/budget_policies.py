@@ -11,6 +11,8 @@ blocks); tests import this module and call each policy's `validate` directly.
 * `imdsv2-required`: launch templates and instances set metadataOptions.httpTokens=required.
 * `s3-public-access-block`: every public access block has all four settings true, and every
   bucket of the stack has one.
+* `accelstack-deploy-rules` (stack policy, mandatory; `deploy_rules.py`): the deploy rules of
+  `accelstack.plan.rules`, the same `evaluate` that `accelstack plan` and `check` run offline.
 
 Policy config (`pulumi preview --policy-pack policies --policy-pack-config cfg.json`):
     {"accelstack-budget": {"region": "us-east-2", "max_hourly_usd": 700,
@@ -201,4 +203,13 @@ s3_buckets_blocked = StackValidationPolicy(
     validate=validate_buckets_have_blocks,
 )
 
-POLICIES = [budget, no_open_ingress, imdsv2_required, s3_public_access_block, s3_buckets_blocked]
+from policies.deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
+
+POLICIES = [
+    budget,
+    no_open_ingress,
+    imdsv2_required,
+    s3_public_access_block,
+    s3_buckets_blocked,
+    deploy_rules,
+]

@@ -36,6 +36,7 @@ def test_validate_bad_spec_exit_2_one_line_per_problem(tmp_path: Path, capsys):
     f.write_text(
         "name: bad\nregion: us-east-2\npools:\n  - {name: a, instance_type: trn2.48xl, nodes: 1}\n"
         "workload: {model: {params_billion: 1}, tokens_billion: 1, entrypoint: t.py}\n"
+        "cluster: {public_access_cidrs: [203.0.113.0/24], creator_admin: true}\n"
     )
     code, out, err = run(capsys, "validate", str(f))
     assert code == 2

@@ -17,12 +17,7 @@ from accelstack.components.compile_cache import (
     pod_identity_policy,
     pod_identity_trust_policy,
 )
-from accelstack.components.device_plugins import (
-    EFA_CHART,
-    NEURON_CHART,
-    NVIDIA_CHART,
-    plugin_releases,
-)
+from accelstack.components.device_plugins import plugin_releases
 from accelstack.components.network import subnet_cidrs
 from accelstack.components.nodegroup import (
     EFA_LABEL,
@@ -53,6 +48,10 @@ def small_spec(catalog: Catalog, instance_type: str, **pool: Any) -> dict[str, A
                 return {
                     "name": "t-" + instance_type.replace(".", "-"),
                     "region": region,
+                    "cluster": {
+                        "public_access_cidrs": ["203.0.113.0/24"],
+                        "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
+                    },
                     "preview": catalog.instances[instance_type].preview,
                     "pools": [
                         {
@@ -169,9 +168,14 @@ def test_pod_identity_policy_names_only_the_bucket_and_prefix() -> None:
     assert listing["Condition"]["StringLike"]["s3:prefix"] == ["neuron-cache/", "neuron-cache/*"]
     assert sorted(objects["Action"]) == ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
     assert "*" not in json.dumps(doc).replace("neuron-cache/*", "")
-    trust = pod_identity_trust_policy()["Statement"][0]
+    cluster = "arn:aws:eks:us-east-1:123456789012:cluster/c"
+    trust = pod_identity_trust_policy("123456789012", cluster, "training", "sa")["Statement"][0]
     assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    cond = trust["Condition"]
+    assert cond["StringEqualsIfExists"] == {"aws:SourceAccount": "123456789012"}
+    assert cond["ArnEqualsIfExists"] == {"aws:SourceArn": cluster}
+    assert cond["StringEquals"]["aws:RequestTag/kubernetes-service-account"] == "sa"
 
 
 def test_bucket_policy_denies_plain_http() -> None:
@@ -201,21 +205,26 @@ def test_network_spans_pool_zones_plus_a_second_for_the_control_plane(catalog: C
 
 
 def test_device_plugins_follow_the_pools(catalog: Catalog) -> None:
+    charts = catalog.charts
     trn = stack_for(catalog, "trn1.32xlarge")
-    rel = plugin_releases(trn.pools)
+    rel = plugin_releases(trn.pools, catalog)
     assert set(rel) == {"neuron", "efa"}
-    assert rel["neuron"][0] == NEURON_CHART and rel["efa"][0] == EFA_CHART
+    assert rel["neuron"][0] == charts["neuron"] and rel["efa"][0] == charts["efa"]
+    neuron_values = rel["neuron"][1]
+    assert neuron_values["devicePlugin"]["nodeSelector"] == {"accelstack.io/accelerator": "neuron"}
+    assert "trn1.32xlarge" in neuron_values["neuronInstances"]
+    assert "trn1.32xlarge" in rel["efa"][1]["supportedInstanceLabels"]["values"]
     assert rel["efa"][1]["nodeSelector"] == {EFA_LABEL: "true"}
     assert rel["efa"][1]["tolerations"][0]["key"] == "aws.amazon.com/neuron"
-    p5 = plugin_releases(stack_for(catalog, "p5.48xlarge").pools)
-    assert set(p5) == {"nvidia", "efa"} and p5["nvidia"][0] == NVIDIA_CHART
+    p5 = plugin_releases(stack_for(catalog, "p5.48xlarge").pools, catalog)
+    assert set(p5) == {"nvidia", "efa"} and p5["nvidia"][0] == charts["nvidia"]
     assert p5["nvidia"][1]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
-    solo = plugin_releases(stack_for(catalog, "trn1.2xlarge", efa=False).pools)
+    solo = plugin_releases(stack_for(catalog, "trn1.2xlarge", efa=False).pools, catalog)
     assert set(solo) == {"neuron"}
-    for chart in (NEURON_CHART, EFA_CHART, NVIDIA_CHART):
-        assert chart.version  # pinned
+    for chart in charts.values():
+        assert chart.version and "@" in chart.source and "@" in chart.values_source
 
 
 def test_kubeconfig_uses_exec_auth_not_static_credentials() -> None:

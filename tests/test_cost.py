@@ -33,6 +33,10 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 BASE: dict[str, Any] = {
     "name": "demo",
     "region": "us-east-2",
+    "cluster": {
+        "public_access_cidrs": ["203.0.113.0/24"],
+        "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
+    },
     "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
     "workload": {"model": {"params_billion": 8}, "tokens_billion": 10, "entrypoint": "t.py"},
 }

@@ -17,6 +17,10 @@ from .conftest import PRESETS, preset_ids
 BASE: dict[str, Any] = {
     "name": "demo",
     "region": "us-east-2",
+    "cluster": {
+        "public_access_cidrs": ["203.0.113.0/24"],
+        "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
+    },
     "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
     "workload": {
         "model": {"params_billion": 8},
@@ -39,6 +43,23 @@ def one(mutate: Any) -> str:
     found = problems(mutate)
     assert len(found) == 1, found
     return found[0]
+
+
+def test_eks_needs_an_admin_and_a_reachable_endpoint():
+    msg = one(lambda d: d["cluster"].pop("admin_principal_arns"))
+    assert "cluster.admin_principal_arns: is empty and creator_admin is false" in msg
+    assert problems_none(lambda d: d["cluster"].update(admin_principal_arns=[], creator_admin=True))
+    msg = one(lambda d: d["cluster"].update(endpoint_public_access=False))
+    assert "cluster.endpoint_public_access: is false" in msg
+    # standalone clusters have no API endpoint
+    assert problems_none(lambda d: d.update(orchestration="ec2", cluster={}))
+
+
+def problems_none(mutate: Any) -> bool:
+    data = copy.deepcopy(BASE)
+    mutate(data)
+    parse_spec(data, "stacks/demo.yaml")
+    return True
 
 
 def test_base_spec_is_valid(catalog):
@@ -332,14 +353,14 @@ def test_secret_like_env_refused():
 
 def test_open_cidr_refused():
     def mut(d: dict[str, Any]) -> None:
-        d["cluster"] = {"endpoint_public_access": True, "public_access_cidrs": ["0.0.0.0/0"]}
+        d["cluster"] = {**d["cluster"], "public_access_cidrs": ["0.0.0.0/0"]}
 
     msg = one(mut)
     assert "cluster.public_access_cidrs[0]: '0.0.0.0/0' opens the port to the whole internet" in msg
 
 
 def test_public_endpoint_needs_cidrs():
-    msg = one(lambda d: d.update(cluster={"endpoint_public_access": True}))
+    msg = one(lambda d: d["cluster"].pop("public_access_cidrs"))
     assert "cluster.public_access_cidrs: must list the CIDRs" in msg
 
 
@@ -355,12 +376,16 @@ def test_vpc_cidr_must_be_private():
 
 
 def test_unsupported_kubernetes_version():
-    msg = one(lambda d: d.update(cluster={"kubernetes_version": "1.3"}))
+    msg = one(lambda d: d.update(cluster={**d["cluster"], **{"kubernetes_version": "1.3"}}))
     assert "cluster.kubernetes_version: '1.3' is not supported" in msg
 
 
 def test_system_nodes_must_be_cpu():
-    msg = one(lambda d: d.update(cluster={"system_nodes": {"instance_type": "p5.48xlarge"}}))
+    msg = one(
+        lambda d: d.update(
+            cluster={**d["cluster"], **{"system_nodes": {"instance_type": "p5.48xlarge"}}}
+        )
+    )
     assert "cluster.system_nodes.instance_type: 'p5.48xlarge' is an accelerated type" in msg
 
 
@@ -449,7 +474,7 @@ def test_reserved_env_names():
 
 def test_kubernetes_version_past_extended_support(monkeypatch):
     monkeypatch.setenv("ACCELSTACK_TODAY", "2027-04-01")
-    msg = one(lambda d: d.update(cluster={"kubernetes_version": "1.32"}))
+    msg = one(lambda d: d.update(cluster={**d["cluster"], **{"kubernetes_version": "1.32"}}))
     assert "cluster.kubernetes_version: '1.32' reached the end of EKS extended support on " in msg
     assert "2027-03-23; use one of 1.33, 1.34, 1.35" in msg
 
@@ -461,7 +486,7 @@ def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catal
     from accelstack.cost.pricing import price_stack
 
     data = copy.deepcopy(BASE)
-    data["cluster"] = {"kubernetes_version": "1.33"}
+    data["cluster"] = {**data["cluster"], "kubernetes_version": "1.33"}
     f = tmp_path / "demo.yaml"
     f.write_text(yaml.safe_dump(data))
     assert main(["validate", str(f)]) == 0
@@ -470,7 +495,7 @@ def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catal
     old = price_stack(resolve(load_spec(f), catalog))
     (eks,) = [i for i in old.items if i.category == "control-plane"]
     assert eks.unit_usd == catalog.service_rate("us-east-2", "eks-cluster-extended").usd
-    data["cluster"] = {"kubernetes_version": "1.35"}
+    data["cluster"] = {**data["cluster"], "kubernetes_version": "1.35"}
     f.write_text(yaml.safe_dump(data))
     new = price_stack(resolve(load_spec(f), catalog))
     (eks,) = [i for i in new.items if i.category == "control-plane"]

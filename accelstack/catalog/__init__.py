@@ -250,6 +250,22 @@ class LaunchFacts(_Frozen):
     dlami_python_envs: tuple[PythonEnv, ...]
 
 
+class HelmChart(_Frozen):
+    """A device-plugin chart: pinned version, source, and the values keys accelstack sets."""
+
+    name: str = ""
+    chart: str
+    version: str
+    repo: str | None
+    namespace: str
+    device_kind: str | None  # installed for pools of this device kind; None: for EFA pools
+    source: str
+    values_keys: tuple[str, ...]
+    values_source: str
+    instance_list_key: str | None  # the values key that lists the instance types it serves
+    node_labels: dict[str, str] = Field(default_factory=dict)  # its default affinity needs
+
+
 class RegionOfferings(_Frozen):
     zones: dict[str, str]  # zone name -> zone id
     types: dict[str, tuple[str, ...]]  # instance type -> zone ids
@@ -262,6 +278,7 @@ class Catalog(_Frozen):
     families: dict[str, Family]
     instances: dict[str, InstanceType]
     defaults: Defaults
+    charts: dict[str, HelmChart]
     regions: dict[str, RegionOfferings]
     offerings_source: str
     instance_rates: tuple[Rate, ...]
@@ -288,6 +305,26 @@ class Catalog(_Frozen):
 
     def device_kind_of(self, instance_type: str) -> DeviceKind:
         return self.device_kinds[self.family_of(instance_type).device_kind]
+
+    def chart_instance_types(self, chart: str) -> list[str]:
+        """The instance types a device-plugin chart must serve, from the instance table: the
+        chart's device kind, or (no device kind: the EFA chart) every type with EFA."""
+        c = self.charts[chart]
+        if c.device_kind is None:
+            return sorted(n for n, i in self.instances.items() if i.efa_interfaces > 0)
+        return sorted(
+            n
+            for n, i in self.instances.items()
+            if self.families[i.family].device_kind == c.device_kind
+        )
+
+    def chart_node_labels(self, device_kind: str) -> dict[str, str]:
+        """Node labels the charts of a device kind require by their default affinity."""
+        out: dict[str, str] = {}
+        for c in self.charts.values():
+            if c.device_kind == device_kind:
+                out.update(c.node_labels)
+        return out
 
     def neuron_cores(self, instance_type: str, logical_cores: int | None = None) -> int:
         """Cores torchrun starts one process per (NeuronCores at the logical-core setting;
@@ -449,6 +486,7 @@ def _fields(base: Path) -> dict[str, object]:
             "families": _named(inst["families"]),  # type: ignore[arg-type]
             "instances": _named(inst["instances"]),  # type: ignore[arg-type]
             "defaults": inst["defaults"],
+            "charts": _named(inst["charts"]),  # type: ignore[arg-type]
             "regions": regions,
             "offerings_source": offer["source"],
         }
@@ -556,6 +594,9 @@ def _check_integrity(c: Catalog) -> None:
         if key in seen:
             raise CatalogError(f"prices: duplicate row {key}")
         seen.add(key)
+    for name, chart in c.charts.items():
+        if chart.device_kind is not None and chart.device_kind not in c.device_kinds:
+            raise CatalogError(f"charts.{name}.device_kind: unknown '{chart.device_kind}'")
     if c.defaults.kubernetes_version not in c.defaults.eks_versions:
         raise CatalogError("defaults.kubernetes_version is not in defaults.eks_versions")
     if c.defaults.system_instance_type not in c.instances:

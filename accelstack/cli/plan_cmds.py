@@ -9,12 +9,13 @@ import typer
 
 from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import FormatOpt, TextOrJson, echo_json
-from accelstack.errors import Problem, SpecError, VerdictError
+from accelstack.errors import EXIT_VERDICT, Problem, SpecError, VerdictError
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.cost.guard import Verdict
     from accelstack.plan import Plan, Program
+    from accelstack.plan.rules import Violation
     from accelstack.resolve import Stack
 
 
@@ -46,11 +47,22 @@ def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
 
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
     """Warnings `check` prints per stack: those of `validate` (preview types, estimated
-    offerings, extended-support Kubernetes). Seam for the offline policy pack (deploy rules):
-    its warnings join here, in the JSON of `check` too."""
+    offerings, extended-support Kubernetes). Deploy-rule violations are errors, not warnings:
+    `_check_one` reports them with the budget verdict."""
     from accelstack.cli.spec_cmds import spec_warnings
 
     return spec_warnings(stack.spec, stack.catalog)
+
+
+def violations_of(plan: Plan, stack: Stack) -> list[Violation]:
+    """The deploy rules' verdict on a plan (none: deployable)."""
+    from accelstack.plan.rules import evaluate
+
+    return evaluate(plan, stack)
+
+
+def violation_doc(v: Violation) -> dict[str, str]:
+    return {"rule": v.rule, "resource": v.resource, "message": v.message, "source": v.source}
 
 
 def verdict_doc(v: Verdict) -> dict[str, Any]:
@@ -77,20 +89,27 @@ def plan(
     ] = "text",
 ) -> None:
     """Plan a spec offline: run the Pulumi program under mocks, show every resource and the
-    cost report, then the budget verdict (exit 1 when over budget)."""
+    cost report, then the deploy rules and the budget verdict (exit 1 on a violation or when
+    over budget)."""
     from accelstack.cost.guard import render_report, verdict_dict
 
     stack, result = _plan_stack(spec)
     verdict = plan_verdict(result, stack)
+    found = violations_of(result, stack)
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
+        doc["violations"] = [violation_doc(v) for v in found]
         echo_json(doc)
     else:
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
         typer.echo(render_report(verdict).rstrip("\n"))
+        for v in found:
+            typer.echo(f"violation: {v.line()}", err=True)
     if not verdict.ok:
         raise VerdictError(verdict.one_line())
+    if found:
+        raise typer.Exit(EXIT_VERDICT)
 
 
 def _spec_files(paths: list[Path]) -> list[Path]:
@@ -114,6 +133,7 @@ def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     try:
         stack, result = _plan_stack(path, catalog)
         verdict = plan_verdict(result, stack)
+        found = [v.line() for v in violations_of(result, stack)]
     except Exception as exc:  # one broken spec must not hide the rest
         failure = as_failure(exc, f"check {path}")
         lines = str(failure).splitlines() or [type(failure).__name__]
@@ -121,9 +141,10 @@ def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     return {
         "file": str(path),
         "stack": stack.name,
-        "ok": verdict.ok,
-        "exit_code": 0 if verdict.ok else VerdictError.exit_code,
-        "errors": [] if verdict.ok else [verdict.one_line()],
+        "ok": verdict.ok and not found,
+        "exit_code": 0 if verdict.ok and not found else VerdictError.exit_code,
+        "errors": ([] if verdict.ok else [verdict.one_line()]) + found,
+        "violations": found,
         "resources": len(result.resources),
         "hourly_usd": round(verdict.cost.hourly_usd, 4),
         "monthly_usd": round(verdict.cost.monthly_usd, 2),

@@ -445,6 +445,10 @@ def _launch_template_for(res: ResourceLike, ctx: PricingContext) -> ResourceLike
 def price_node_group(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     inputs = res.inputs
     types = inputs.get("instanceTypes") or []
+    if not types and res.inputs.get("launchTemplate") is not None:
+        # a Capacity Block node group takes its instance type from its launch template
+        lt_type = (_launch_template_for(res, ctx) or res).inputs.get("instanceType")
+        types = [lt_type] if lt_type else []
     if not types or not all(isinstance(t, str) for t in types):
         raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceTypes is {types!r}")
     nodes = _num(_get(inputs, "scalingConfig", "desiredSize"), "scalingConfig.desiredSize", res)

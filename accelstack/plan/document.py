@@ -2,8 +2,10 @@
 dependencies, plus the lookups it made and its outputs (see docs/plan.md). Pure data and
 presentation; no Pulumi import.
 
-`Plan.resources`: sorted `PlannedResource(type, name, parent, inputs)`; inputs are camelCase as
-the provider receives them, whole numbers as ints. `Plan.outputs`: the program's exports.
+`Plan.resources`: sorted `PlannedResource(type, name, parent, inputs, depends_on)`; inputs are
+camelCase as the provider receives them, whole numbers as ints; `depends_on` the logical names of
+the resources it waits for. `Plan.options`: protect, retainOnDelete, deleteBeforeReplace,
+ignoreChanges per resource. `Plan.outputs`: the program's exports.
 """
 
 from __future__ import annotations
@@ -39,9 +41,19 @@ class PlannedResource:
     name: str
     parent: str | None  # the parent's logical name; None for top-level resources
     inputs: dict[str, Any]
+    #: logical names of explicit `depends_on` and property dependencies (sorted, unique)
+    depends_on: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": self.inputs}
+        out: dict[str, Any] = {
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "inputs": self.inputs,
+        }
+        if self.depends_on:
+            out["dependsOn"] = list(self.depends_on)
+        return out
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,8 @@ class Plan:
     region: str
     resources: list[PlannedResource]
     outputs: dict[str, Any] = field(default_factory=dict)
-    #: resource options that matter for review, keyed by (type, name): protect, retainOnDelete
+    #: resource options that matter for review, keyed by (type, name): protect, retainOnDelete,
+    #: deleteBeforeReplace (only when true), ignoreChanges (sorted, only when any)
     options: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     #: every provider lookup the program made: {"token": ..., "args": {...}}, sorted, unique
     lookups: list[dict[str, Any]] = field(default_factory=list)
@@ -131,6 +144,7 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "aws:eks/cluster:Cluster": ("name", "version", "enabledClusterLogTypes"),
     "aws:eks/nodeGroup:NodeGroup": ("instanceTypes", "capacityType", "scalingConfig", "taints"),
     "aws:ec2/launchTemplate:LaunchTemplate": (
+        "instanceType",
         "imageId",
         "placement",
         "capacityReservationSpecification",

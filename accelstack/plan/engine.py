@@ -102,10 +102,19 @@ class _Recorder:
                 same = self.records[key].inputs == inputs
                 self.duplicates.append((f"{request.type} '{request.name}'", same))
             parent = self.urn_names.get(request.parent) if request.parent else None
-            self.records[key] = PlannedResource(request.type, request.name, parent, inputs)
-            opts = {k: True for k in ("protect", "retainOnDelete") if getattr(request, k)}
+            self.records[key] = PlannedResource(
+                request.type, request.name, parent, inputs, self._dependencies(request)
+            )
+            opts = _options(request)
             if opts:
                 self.options[key] = opts
+
+    def _dependencies(self, request: Any) -> tuple[str, ...]:
+        """Explicit `depends_on` and property dependencies, as logical names (lock held)."""
+        urns = set(request.dependencies)
+        for deps in request.propertyDependencies.values():
+            urns.update(deps.urns)
+        return tuple(sorted({self.urn_names.get(u, u) for u in urns}))
 
     def name_urn(self, urn: str, name: str) -> None:
         with self.lock:
@@ -138,6 +147,17 @@ def quiet(loop: asyncio.AbstractEventLoop) -> None:
     """Drop the loop's unretrieved-exception reports (see the module docstring)."""
     if not os.environ.get("ACCELSTACK_PLAN_DEBUG"):
         loop.set_exception_handler(_drop)
+
+
+def _options(request: Any) -> dict[str, Any]:
+    """The resource options worth reviewing: protect, retainOnDelete, deleteBeforeReplace (when
+    set), ignoreChanges (sorted, when any)."""
+    opts: dict[str, Any] = {
+        k: True for k in ("protect", "retainOnDelete", "deleteBeforeReplace") if getattr(request, k)
+    }
+    if request.ignoreChanges:
+        opts["ignoreChanges"] = sorted(request.ignoreChanges)
+    return opts
 
 
 def _deserialize(obj: Any) -> dict[str, Any]:

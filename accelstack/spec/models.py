@@ -223,12 +223,25 @@ class Cluster(Strict):
     """EKS control plane settings (orchestration: eks)."""
 
     kubernetes_version: Text | None = Field(None, description="EKS Kubernetes version")
-    endpoint_public_access: bool = Field(False, description="public API endpoint")
+    endpoint_public_access: bool = Field(
+        True,
+        description="public API endpoint, limited to public_access_cidrs (the same `pulumi up` "
+        "installs the device plugins through it); the private endpoint is always on",
+    )
     public_access_cidrs: tuple[Text, ...] = Field(
-        (), description="CIDRs allowed to reach a public endpoint; 0.0.0.0/0 is refused"
+        (),
+        description="the deployer's egress CIDRs (laptop, CI runner) allowed to reach the "
+        "public endpoint; 0.0.0.0/0 is refused",
     )
     admin_principal_arns: tuple[Text, ...] = Field(
-        (), description="IAM principals given cluster-admin through EKS access entries"
+        (),
+        description="IAM principals given cluster-admin through EKS access entries; include "
+        "the identity that runs `pulumi up` unless creator_admin is true",
+    )
+    creator_admin: bool = Field(
+        False,
+        description="also give the identity that creates the cluster cluster-admin "
+        "(bootstrapClusterCreatorAdminPermissions)",
     )
     system_nodes: SystemNodes = Field(
         default_factory=SystemNodes, description="CPU node group for add-ons"

@@ -405,12 +405,22 @@ def _cidr_findings(field: str, cidrs: Sequence[str]) -> Iterator[Finding]:
         )
 
 
-@rule("api-access", "a public API endpoint lists its CIDRs, none of them open to everyone")
+@rule(
+    "api-access",
+    "EKS: the public API endpoint is on, limited to the deployer's CIDRs (none open to everyone)",
+)
 def _api_access(ctx: Context) -> Iterator[Finding]:
     cluster = ctx.spec.cluster
+    if ctx.spec.orchestration != "eks":
+        return
+    if not cluster.endpoint_public_access:
+        yield (
+            "cluster.endpoint_public_access",
+            "is false, but `pulumi up` installs the device plugins, namespace and volume "
+            "through the API from outside the VPC; set it to true and list your CIDRs in "
+            "public_access_cidrs (README: how the Kubernetes layer reaches the API)",
+        )
     yield from _cidr_findings("cluster.public_access_cidrs", cluster.public_access_cidrs)
-    if cluster.public_access_cidrs and not cluster.endpoint_public_access:
-        yield ("cluster.public_access_cidrs", "is set but endpoint_public_access is false")
     if cluster.endpoint_public_access and not cluster.public_access_cidrs:
         yield (
             "cluster.public_access_cidrs",
@@ -436,6 +446,19 @@ def _admin_arns(ctx: Context) -> Iterator[Finding]:
             )
         elif arns.index(arn) != j:
             yield (at, f"{shown(arn)} is listed twice (also at [{arns.index(arn)}])")
+
+
+@rule("cluster-admin", "EKS: someone is given cluster-admin (an admin principal or creator_admin)")
+def _cluster_admin(ctx: Context) -> Iterator[Finding]:
+    cluster = ctx.spec.cluster
+    if ctx.spec.orchestration == "eks" and not (
+        cluster.admin_principal_arns or cluster.creator_admin
+    ):
+        yield (
+            "cluster.admin_principal_arns",
+            "is empty and creator_admin is false: nobody could reach the cluster, not even "
+            "`pulumi up`; list the deploying identity's ARN (or set creator_admin: true)",
+        )
 
 
 @rule("ssh-access", "SSH CIDRs are narrow and need a key pair")

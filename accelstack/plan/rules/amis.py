@@ -1,0 +1,1 @@
+"""Deploy rules (amis): owned by helper 10B; placeholder until merged."""

@@ -1,0 +1,1 @@
+"""Deploy rules (names): owned by helper 10B; placeholder until merged."""

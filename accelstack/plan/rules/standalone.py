@@ -1,0 +1,1 @@
+"""Deploy rules (standalone): owned by helper 10B; placeholder until merged."""

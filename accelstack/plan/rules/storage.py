@@ -1,0 +1,38 @@
+"""Deploy rules: FSx for Lustre (defect 4 of issue 10, EKS and shared part)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from accelstack.plan.document import Plan
+from accelstack.plan.rules import deploy_rule, ref
+
+if TYPE_CHECKING:
+    from accelstack.resolve import Stack
+
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+RULE_TYPES = (
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
+    "aws:ec2/securityGroupRule:SecurityGroupRule",
+)
+
+
+@deploy_rule(
+    "fsx-after-security-group-rules",
+    "https://docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html",
+    "FSx for Lustre is created after the rules of its own security group (988, 1018-1023), "
+    "or creation fails with InvalidNetworkSettings",
+)
+def _fsx_after_rules(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for fs in plan.of_type(LUSTRE):
+        # its own security group's rules: those its component (the same parent) creates
+        rules = [r for t in RULE_TYPES for r in plan.of_type(t) if r.parent == fs.parent]
+        late = sorted(r.name for r in rules if r.name not in fs.depends_on)
+        if late:
+            yield (
+                ref(fs),
+                f"does not wait for its security-group rules ({', '.join(late)}); "
+                "add them to depends_on",
+            )

@@ -1,0 +1,97 @@
+"""The deploy rules (accelstack.plan.rules) as a CrossGuard stack policy: the same `evaluate`
+that `accelstack plan` / `check` run offline, over `pulumi preview`'s resources.
+
+Policy config names the spec the stack deploys (rules read spec facts such as
+`cluster.creator_admin` and the pools):
+
+    {"accelstack-deploy-rules": {"spec": "stacks/llama3-70b-trn2.yaml"}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, PolicyConfigSchema, StackValidationPolicy
+
+from accelstack.errors import AccelstackError
+from accelstack.plan.document import Plan, PlannedResource, normalise
+from accelstack.plan.rules import evaluate
+
+ReportViolation = Callable[..., None]
+
+SCHEMA = PolicyConfigSchema(
+    properties={"spec": {"type": "string", "description": "the spec file this stack deploys"}},
+    required=["spec"],
+)
+
+
+def _depends_on(r: Any) -> tuple[str, ...]:
+    names = {d.name for d in getattr(r, "dependencies", None) or []}
+    for deps in (getattr(r, "property_dependencies", None) or {}).values():
+        names.update(d.name for d in deps)
+    return tuple(sorted(n for n in names if isinstance(n, str)))
+
+
+def _options(r: Any) -> dict[str, Any]:
+    opts = getattr(r, "opts", None)
+    out: dict[str, Any] = {}
+    if opts is None:
+        return out
+    if getattr(opts, "protect", False):
+        out["protect"] = True
+    if getattr(opts, "delete_before_replace", False):
+        out["deleteBeforeReplace"] = True
+    if getattr(opts, "ignore_changes", None):
+        out["ignoreChanges"] = sorted(opts.ignore_changes)
+    return out
+
+
+def plan_of(resources: list[Any], stack_name: str, region: str) -> Plan:
+    """pulumi_policy resources as the plan document the rules read (inputs are the same
+    camelCase provider inputs; parents and dependencies by logical name)."""
+    planned: list[PlannedResource] = []
+    options: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in resources:
+        if r.resource_type.startswith("pulumi:"):
+            continue
+        parent = getattr(r, "parent", None)
+        planned.append(
+            PlannedResource(
+                r.resource_type,
+                r.name,
+                getattr(parent, "name", None),
+                normalise(dict(r.props or {})),
+                _depends_on(r),
+            )
+        )
+        if opts := _options(r):
+            options[(r.resource_type, r.name)] = opts
+    planned.sort(key=lambda p: (p.type, p.name))
+    return Plan(stack=stack_name, region=region, resources=planned, options=options)
+
+
+def validate_deploy_rules(args: Any, report_violation: ReportViolation) -> None:
+    """Stack policy: every deploy rule over the preview; one report per violation."""
+    from accelstack.catalog import load_catalog
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    cfg: Mapping[str, Any] = args.get_config() or {}
+    try:
+        catalog = load_catalog()
+        stack = resolve(load_spec(str(cfg.get("spec") or ""), catalog), catalog)
+    except AccelstackError as exc:
+        report_violation(f"cannot read the spec named in policy config, so it is refused: {exc}")
+        return
+    for v in evaluate(plan_of(list(args.resources), stack.name, stack.region), stack):
+        report_violation(v.line())
+
+
+deploy_rules = StackValidationPolicy(
+    name="accelstack-deploy-rules",
+    description="The deploy rules of accelstack.plan.rules (the same ones `accelstack plan` runs).",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=validate_deploy_rules,
+    config_schema=SCHEMA,
+)
