@@ -30,6 +30,11 @@ BASE: dict[str, Any] = {
     "region": "us-east-2",
     "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
     "workload": {"model": {"params_billion": 8}, "tokens_billion": 10, "entrypoint": "train.py"},
+    # what every EKS spec needs since issue 10: the deployer's CIDRs and an admin
+    "cluster": {
+        "public_access_cidrs": ["203.0.113.0/24"],
+        "admin_principal_arns": ["arn:aws:iam::123456789012:role/deployer"],
+    },
 }
 
 
@@ -240,9 +245,7 @@ def test_ipv6_vpc_cidr_is_refused():
 
 
 def _public(cidrs: list[str]) -> Any:
-    return lambda d: d.update(
-        cluster={"endpoint_public_access": True, "public_access_cidrs": cidrs}
-    )
+    return lambda d: d["cluster"].update(endpoint_public_access=True, public_access_cidrs=cidrs)
 
 
 def test_access_cidrs_union_wider_than_a_slash_8_is_refused():
@@ -253,7 +256,9 @@ def test_access_cidrs_union_wider_than_a_slash_8_is_refused():
 
 
 def _cluster(cidrs: list[str]) -> dict[str, Any]:
-    return {"cluster": {"endpoint_public_access": True, "public_access_cidrs": cidrs}}
+    return {
+        "cluster": {**BASE["cluster"], "endpoint_public_access": True, "public_access_cidrs": cidrs}
+    }
 
 
 def test_access_cidrs_family_and_duplicates():
@@ -275,14 +280,16 @@ def test_access_cidrs_family_and_duplicates():
     "arn", ["*", "", "not-an-arn", "arn:aws:iam::123456789012:role/*", "arn:aws:iam::*:root"]
 )
 def test_admin_principal_arns_must_be_iam_roles_or_users(arn: str):
-    (line,) = refused(lambda d: d.update(cluster={"admin_principal_arns": [arn]}))
+    (line,) = refused(lambda d: d["cluster"].update(admin_principal_arns=[arn]))
     assert "cluster.admin_principal_arns[0]" in line and "is not an IAM role or user ARN" in line
 
 
 def test_admin_principal_arns_valid_and_duplicate():
     ok = "arn:aws-us-gov:iam::123456789012:role/team/Admin"
-    parse_spec({**copy.deepcopy(BASE), "cluster": {"admin_principal_arns": [ok]}}, FILE)
-    (line,) = refused(lambda d: d.update(cluster={"admin_principal_arns": [ok, ok]}))
+    parse_spec(
+        {**copy.deepcopy(BASE), "cluster": {**BASE["cluster"], "admin_principal_arns": [ok]}}, FILE
+    )
+    (line,) = refused(lambda d: d["cluster"].update(admin_principal_arns=[ok, ok]))
     assert "admin_principal_arns[1]" in line and "listed twice" in line
 
 

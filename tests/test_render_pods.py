@@ -168,11 +168,11 @@ def test_render_warns_on_a_latest_image(tmp_path: Path, capsys: pytest.CaptureFi
     (index,) = [a for a in render(stack) if a.path == "README.md"]
     assert "Warnings:" in index.content and "myrepo/train:latest" in index.content
     spec = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
-    spec["workload"]["image"] = "myrepo/train"
+    spec["workload"]["image"] = "myrepo/train:latest"  # (validation refuses an untagged image)
     path = tmp_path / "llama3-70b-p5.yaml"
     path.write_text(yaml.safe_dump(spec))
     assert main(["render", str(path), "-o", str(tmp_path / "o")]) == 0
-    assert "warning: image myrepo/train has no tag" in capsys.readouterr().out
+    assert "warning: image myrepo/train:latest has the tag ':latest'" in capsys.readouterr().out
     plain = [a for a in render(preset_stack("llama3-70b-trn2")) if a.path == "README.md"]
     assert "Warnings:" not in plain[0].content
 
