@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.amis import image_id
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -269,10 +270,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
         role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
-        ami = aws.ssm.get_parameter_output(
-            name=ami_parameter_name(args.kubernetes_version, args.pool.device.eks_ami_variant),
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).insecure_value
+        ami = image_id(self, args.pool)  # the AMI pinned in the stack config (issue 10)
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
         efa_sg = _efa_security_group(self, name, args)
         self.security_group_id = None

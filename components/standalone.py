@@ -29,6 +29,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
     managed_policy_arn,
@@ -500,10 +501,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         tags: dict[str, str],
     ) -> aws.ec2.LaunchTemplate:
         """The pool's launch template: DLAMI, EFA interfaces, IMDSv2, capacity, placement."""
-        ami = aws.ssm.get_parameter_output(
-            name=str(pool.device.standalone_ami_parameter),
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).insecure_value
+        ami = image_id(self, pool)
         placement = self._placement(prefix, pool, tags)
         return aws.ec2.LaunchTemplate(
             f"{prefix}-lt",

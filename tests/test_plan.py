@@ -172,7 +172,11 @@ def test_ami_from_the_family_ssm_parameter(stem: str, pool: str, variant: str) -
     plan = preset_plan(stem)
     k8s = resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")).kubernetes_version
     param = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/{variant}/recommended/image_id"
-    assert {"token": "aws:ssm/getParameter:getParameter", "args": {"name": param}} in plan.lookups
+    # pinned (the offline plan simulates `accelstack amis pin`): the alias is not looked up
+    assert {
+        "token": "aws:ssm/getParameter:getParameter",
+        "args": {"name": param},
+    } not in plan.lookups
     assert pool_lt(plan, pool).inputs["imageId"] == fake_ami(param)
 
 
@@ -592,8 +596,13 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
     stack = resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml"))
 
     def program(_: Stack) -> dict[str, Any]:
+        multinode = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
+        pins = {p: fake_ami(p) for p in multinode.ami_parameters}  # as `accelstack amis pin`
         pulumi.runtime.set_all_config(
-            {"accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml")}
+            {
+                "accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml"),
+                "accelstack:amis": json.dumps(pins),
+            }
         )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

@@ -150,6 +150,7 @@ class Defaults(_Frozen):
     system_root_volume_gib: int
     vpc_cidr: str
     efa_interface_style: Literal["efa", "efa-only"]
+    eks_ami_parameter: str  # format string: {kubernetes_version}, {variant}
     compile_cache_prefix: str
     compile_cache_expire_days: int
     fsx_deployment_type: str

@@ -29,6 +29,24 @@ def fake_ami(parameter: str) -> str:
     return f"ami-{_digest('ami', parameter)}"
 
 
+#: Public SSM parameters that hold an AMI id: the EKS-optimized and Neuron DLAMI ones end in
+#: `/image_id`, the GPU DLAMI ones in `/ami-id`
+#: (/aws/service/deeplearning/ami/x86_64/<name>/latest/ami-id).
+AMI_PARAMETER_SUFFIXES = ("/image_id", "/ami-id")
+#: `Stack.amis_source` of a stack whose pins the offline plan simulated.
+SIMULATED_PINS = "simulated by the offline plan (accelstack:amis)"
+
+
+def with_offline_ami_pins(stack: Stack) -> Stack:
+    """The stack as `pulumi up` sees it after `accelstack amis pin`: every pool's AMI parameter
+    pinned (to the same stable fake id the SSM lookup would answer). A stack whose pins were
+    read from a stack config (or deliberately left empty) is returned unchanged."""
+    if stack.amis_source is not None:
+        return stack
+    pins = {p: fake_ami(p) for p in stack.ami_parameters}
+    return stack.with_ami_pins(pins, allow_unpinned=False, source=SIMULATED_PINS)
+
+
 def _zones(stack: Stack) -> dict[str, str]:
     return dict(stack.catalog.region(stack.region).zones)
 
@@ -90,7 +108,7 @@ class Answers:
 
     def _ssm(self, args: dict[str, Any]) -> dict[str, Any]:
         name = str(args.get("name"))
-        if not name.endswith("/image_id"):
+        if not name.endswith(AMI_PARAMETER_SUFFIXES):
             msg = f"no offline answer for SSM parameter '{name}'"
             self.errors.append(msg)
             raise LookupError(msg)

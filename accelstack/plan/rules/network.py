@@ -1,0 +1,1 @@
+"""Deploy rules (issue 10, helper 10B): network."""
