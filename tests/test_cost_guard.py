@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import runpy
@@ -174,6 +175,8 @@ def test_program_registers_zero_resources_when_over_budget(tmp_path: Path) -> No
             return {}, None
 
     spec = _over_budget_spec(tmp_path)
+    # an event loop of its own: an earlier offline plan leaves none set (run_plan clears it)
+    asyncio.set_event_loop(asyncio.new_event_loop())
     pulumi.runtime.set_mocks(Mocks(), project="accelstack", stack="trn1-multinode", preview=False)
     pulumi.runtime.set_all_config({"accelstack:spec": str(spec)})
     try:

@@ -62,6 +62,7 @@ class DeviceKind(_Frozen):
     default_framework: str | None
     eks_ami_variant: str
     standalone_ami_parameter: str | None
+    standalone_root_device: str | None = None  # the root device name of that AMI
     device_resource: str | None
     core_resource: str | None
     taint: Taint | None
@@ -94,6 +95,7 @@ class InstanceType(_Frozen):
     network_cards: int = Field(ge=1)
     efa_interfaces: int = Field(ge=0)
     efa_gbps: int = Field(ge=0)
+    ipv4_per_interface: int = Field(ge=1)
     preview: bool = False
     estimated_fields: tuple[str, ...] = ()
     source: str
@@ -163,6 +165,8 @@ class Defaults(_Frozen):
     training_overhead_factor: float = Field(ge=1)
     training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
+    vpc_cni_warm_enis: int = Field(ge=0)
+    subnet_reserved_ips: int = Field(ge=0)
 
     @property
     def supported_kubernetes_versions(self) -> tuple[str, ...]:

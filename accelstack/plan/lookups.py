@@ -262,6 +262,28 @@ def _ec2_instance(r: _NewResource) -> tuple[str, dict[str, Any]]:
     }
 
 
+def _ec2_fleet(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    """An instant fleet answers with the instances it launched (all of them: the offline plan
+    assumes the capacity is there)."""
+    n = int((r.inputs.get("targetCapacitySpecification") or {}).get("totalTargetCapacity") or 0)
+    ids = [f"i-{_digest('fleet', r.name, str(i))}" for i in range(n)]
+    itype = None
+    for cfg in r.inputs.get("launchTemplateConfigs") or []:
+        for o in cfg.get("overrides") or []:
+            itype = itype or o.get("instanceType")
+    return f"fleet-{r.rid[:8]}-{_digest('f2', r.name, n=4)}-{_digest('f3', r.name, n=4)}", {
+        "fleetInstanceSets": [
+            {"instanceIds": ids, "instanceType": itype, "lifecycle": "on-demand"}
+        ],
+        "arn": r.arn,
+    }
+
+
+def _ssm_document(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    name = r.inputs.get("name") or f"{r.name}-{r.rid[:7]}"
+    return name, {"name": name, "latestVersion": "1", "defaultVersion": "1", "arn": r.arn}
+
+
 #: Id prefix per EC2/VPC resource kind (the part between `/` and `:` of the type token).
 _EC2_ID_PREFIX = {
     "vpc": "vpc",
@@ -294,6 +316,8 @@ _OUTPUT_BUILDERS: dict[str, _OutputBuilder] = {
     "aws:ec2/placementGroup:PlacementGroup": _placement_group,
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre_file_system,
     "aws:ec2/instance:Instance": _ec2_instance,
+    "aws:ec2/fleet:Fleet": _ec2_fleet,
+    "aws:ssm/document:Document": _ssm_document,
 }
 
 #: Output builders for the types no exact token matches, by token prefix (first match wins).
