@@ -96,6 +96,12 @@ class Stack:
         return replace(self, pools=pools, amis_source=source)
 
     @property
+    def addon_versions(self) -> dict[str, str]:
+        """EKS add-on -> the version the catalog pins for this Kubernetes version (may be
+        empty: those add-ons start at EKS's default for the version, see instances.yaml)."""
+        return dict(self.catalog.defaults.eks_addon_versions.get(self.kubernetes_version, {}))
+
+    @property
     def ami_parameters(self) -> dict[str, list[str]]:
         """AMI parameter name -> the pools that boot from it."""
         out: dict[str, list[str]] = {}

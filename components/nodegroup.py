@@ -395,6 +395,7 @@ class SystemNodeGroupArgs:
     label: dict[str, str]
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
 
     @classmethod
     def from_stack(
@@ -410,6 +411,7 @@ class SystemNodeGroupArgs:
             label={kind.node_label.key: kind.node_label.value},
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
+            addon_versions=stack.addon_versions,
         )
 
 
@@ -456,6 +458,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             f"{name}-addon-coredns",
             cluster_name=c.name,
             addon_name="coredns",
+            addon_version=args.addon_versions.get("coredns"),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

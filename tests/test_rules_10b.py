@@ -356,3 +356,43 @@ def test_an_entrypoint_on_fsx_needs_fsx() -> None:
         variant("trn1-standalone", on_fsx)
     assert not preset("trn1-standalone").spec.workload.entrypoint.startswith("/fsx/")
     variant("trn1-standalone", with_fsx)  # with FSx it is fine
+
+
+# -- EKS upgrade policy and add-on versions (defect 11) --------------------------------------
+
+CLUSTER = "aws:eks/cluster:Cluster"
+ADDON = "aws:eks/addon:Addon"
+
+
+def test_clusters_default_to_standard_support_and_extended_is_a_choice() -> None:
+    stack = preset("trn1-finetune")
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type(CLUSTER)
+    assert cluster.inputs["upgradePolicy"] == {"supportType": "STANDARD"}
+    unset = edit(plan, CLUSTER, lambda i: {k: v for k, v in i.items() if k != "upgradePolicy"})
+    (v,) = fired(unset, stack, "eks-upgrade-policy")
+    assert_one_line(v, f"{CLUSTER} 'trn1-finetune-cluster-eks'", "API_UpgradePolicyRequest")
+    ext = variant("trn1-finetune", lambda d: d.update(cluster={"support_type": "EXTENDED"}))
+    ext_plan = plan_stack(ext, guard=False)
+    assert ext_plan.of_type(CLUSTER)[0].inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
+    assert not fired(ext_plan, ext, "eks-upgrade-policy")
+
+
+def test_addons_carry_the_catalog_version_where_one_is_pinned() -> None:
+    """Kubernetes 1.33 has sourced rows for vpc-cni and coredns; 1.35 has none (EKS default)."""
+    stack = variant("trn1-finetune", lambda d: d.update(cluster={"kubernetes_version": "1.33"}))
+    plan = plan_stack(stack, guard=False)
+    versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in plan.of_type(ADDON)}
+    assert versions["vpc-cni"] == "v1.20.1-eksbuild.3"
+    assert versions["coredns"] == "v1.12.3-eksbuild.1"
+    assert not fired(plan, stack, "eks-addon-pinned")
+
+    def unpin(inputs: dict[str, Any]) -> dict[str, Any]:
+        inputs.pop("addonVersion", None)
+        return inputs
+
+    lines = fired(edit(plan, ADDON, unpin), stack, "eks-addon-pinned")
+    assert {v.resource for v in lines} >= {f"{ADDON} 'trn1-finetune-cluster-addon-vpc-cni'"}
+    assert "managing-add-ons" in lines[0].line()
+    latest = preset("trn1-finetune")  # 1.35: nothing pinned, nothing to report
+    assert latest.addon_versions == {}

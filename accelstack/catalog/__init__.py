@@ -166,6 +166,8 @@ class Defaults(_Frozen):
     training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)
+    #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
+    eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
     subnet_reserved_ips: int = Field(ge=0)
 
     @property

@@ -113,6 +113,11 @@ class Cluster(Strict):
     admin_principal_arns: tuple[str, ...] = Field(
         (), description="IAM principals given cluster-admin through EKS access entries"
     )
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        "STANDARD",
+        description="EKS upgrade policy: STANDARD upgrades the cluster when standard support "
+        "ends; EXTENDED keeps the version in paid extended support",
+    )
     system_nodes: SystemNodes = Field(
         default_factory=SystemNodes, description="CPU node group for add-ons"
     )

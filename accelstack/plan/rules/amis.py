@@ -64,3 +64,42 @@ def _ami_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"imageId {image} is not one of the AMIs pinned in {stack.amis_source} "
                 f"({', '.join(sorted(pinned))})",
             )
+
+
+CLUSTER = "aws:eks/cluster:Cluster"
+ADDON = "aws:eks/addon:Addon"
+
+
+@deploy_rule(
+    "eks-upgrade-policy",
+    "https://docs.aws.amazon.com/eks/latest/APIReference/API_UpgradePolicyRequest.html",
+    "an EKS cluster states its upgrade policy (the API default, EXTENDED, drifts into paid "
+    "extended support); STANDARD unless the spec asks for EXTENDED",
+)
+def _upgrade_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for r in plan.of_type(CLUSTER):
+        got = get_in(r.inputs, "upgradePolicy", "supportType")
+        want = stack.spec.cluster.support_type
+        if got != want:
+            yield (
+                rid(r),
+                f"upgradePolicy.supportType is {got!r}, the spec asks for {want!r} "
+                "(unset means EXTENDED: paid extended support after standard support ends)",
+            )
+
+
+@deploy_rule(
+    "eks-addon-pinned",
+    "https://docs.aws.amazon.com/eks/latest/userguide/managing-add-ons.html",
+    "EKS add-ons carry the version the catalog pins for the cluster's Kubernetes version",
+)
+def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    pins = stack.addon_versions
+    for r in plan.of_type(ADDON):
+        name = str(r.inputs.get("addonName"))
+        if name in pins and r.inputs.get("addonVersion") != pins[name]:
+            yield (
+                rid(r),
+                f"{name} version is {r.inputs.get('addonVersion')!r}; the catalog pins "
+                f"{pins[name]} for Kubernetes {stack.kubernetes_version}",
+            )
