@@ -152,3 +152,20 @@ def test_the_offline_plan_simulates_pins_and_answers_ami_id_parameters() -> None
         lt.inputs.get("imageId") for lt in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
     }
     assert fake_ami(stack.pools[0].ami_parameter or "") in images
+
+
+def test_the_gpu_dlami_ami_id_parameter_has_an_offline_answer() -> None:
+    """Issue 10 defect 9: the standalone p5 path plans when it looks the alias up (the GPU
+    DLAMI parameter ends in /ami-id, not /image_id)."""
+    data = yaml.safe_load((ROOT / "stacks" / "p5e-capacity-block.yaml").read_text())
+    data["orchestration"] = "ec2"
+    from accelstack.spec import parse_spec
+
+    stack = resolve(parse_spec(data, "p5e-capacity-block.yaml"))
+    param = stack.pools[0].ami_parameter or ""
+    assert param.endswith("/ami-id")
+    moving = stack.with_ami_pins({}, allow_unpinned=True, source="Pulumi.x.yaml")
+    plan = plan_stack(moving, guard=False)
+    assert {"token": "aws:ssm/getParameter:getParameter", "args": {"name": param}} in plan.lookups
+    (lt,) = plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+    assert lt.inputs["imageId"] == fake_ami(param)
