@@ -273,27 +273,34 @@ def p5_in(vpc: str, nodes: int, style: str | None = None) -> Any:
     return edit
 
 
-def test_a_slash_20_holds_five_p5_nodes_not_six() -> None:
+def test_a_slash_20_holds_four_p5_nodes_not_five() -> None:
     """A /20 VPC gives each zone a /23 private subnet: 512 - 5 = 507 addresses; an EKS p5 node
-    holds 2 ENIs x 50 (VPC CNI warm ENI) with efa-only extra cards: 5 fit, 6 do not."""
-    ok = variant("llama3-70b-p5", p5_in("10.0.0.0/20", 5))
+    holds 2 ENIs x 50 (VPC CNI warm ENI) with efa-only extra cards, and the zone carries one of
+    the two m6i.xlarge system nodes (2 x 15): 4 p5 (430) fit, 5 (530) do not."""
+    ok = variant("llama3-70b-p5", p5_in("10.0.0.0/20", 4))
     assert not fired(plan_stack(ok, guard=False), ok, "subnet-ip-budget")
     with pytest.raises(
         SpecError,
-        match=r"pools\[0\]\.nodes: .*need 600 private addresses .* /23 private subnet with 507",
+        match=r"pools\[0\]\.nodes: .*need 530 private addresses \(pools\[0\]: 500, "
+        r"system nodes: 30; .* /23 private subnet with 507",
     ):
-        variant("llama3-70b-p5", p5_in("10.0.0.0/20", 6))
+        variant("llama3-70b-p5", p5_in("10.0.0.0/20", 5))
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    p5_in("10.0.0.0/20", 5)(data)
+    bad = unvalidated(data)
+    (v,) = fired(plan_stack(bad, guard=False), bad, "subnet-ip-budget")
+    assert "need 530" in v.message
 
 
 def test_sixteen_p5_nodes_in_a_slash_20_are_refused_and_the_rule_names_the_subnet() -> None:
-    with pytest.raises(SpecError, match="need 1600 private addresses"):
+    with pytest.raises(SpecError, match="need 1630 private addresses"):
         variant("llama3-70b-p5", p5_in("10.0.0.0/20", 16))
     data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
     p5_in("10.0.0.0/20", 16)(data)
     bad = unvalidated(data)
     (v,) = fired(plan_stack(bad, guard=False), bad, "subnet-ip-budget")
     assert v.resource.startswith("aws:ec2/subnet:Subnet 'llama3-70b-p5-network-private-")
-    assert "10.0.0.0/23 offers 507 addresses; pools h100 need 1600" in v.message
+    assert "10.0.0.0/23 offers 507 addresses; pools h100 and system nodes need 1630" in v.message
     assert "subnet-sizing" in v.line()
 
 

@@ -644,7 +644,8 @@ def _pool_zone(ctx: Context, f: PoolFacts) -> str:
 
 
 def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
-    """Per zone of a created VPC: (pool, addresses its nodes take)."""
+    """Per zone of a created VPC: (who, addresses its nodes take). EKS system nodes spread
+    over the zones (at least two): each zone counts its share, rounded up."""
     from accelstack.catalog.ipbudget import node_ips
 
     cat, d = ctx.catalog, ctx.catalog.defaults
@@ -654,8 +655,15 @@ def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
         efa = f.inst.efa_interfaces if f.pool.efa is not False else 0
         style = f.pool.efa_interface_style or d.efa_interface_style
         per = node_ips(cat, f.inst, efa, style, kubernetes)
-        zone = _pool_zone(ctx, f)
-        out.setdefault(zone, []).append((f.at, per * f.pool.nodes))
+        out.setdefault(_pool_zone(ctx, f), []).append((f.at, per * f.pool.nodes))
+    system = cat.instances.get(
+        ctx.spec.cluster.system_nodes.instance_type or d.system_instance_type
+    )
+    if kubernetes and system is not None and out:
+        count = ctx.spec.cluster.system_nodes.nodes or d.system_nodes
+        share = -(-count // max(len(out), 2))
+        for demand in out.values():
+            demand.append(("system nodes", share * node_ips(cat, system, 0, "efa-only", True)))
     return out
 
 

@@ -159,18 +159,26 @@ def _node_ips(plan: Plan, stack: Stack, pool: Any) -> int:
 )
 def _ip_budget(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     reserved = stack.catalog.defaults.subnet_reserved_ips
-    for subnet in plan.of_type(SUBNET):
-        tags = subnet.inputs.get("tags") or {}
-        cidr = subnet.inputs.get("cidrBlock")
-        if tags.get(PRIVATE_SUBNET_TAG) != "1" or not isinstance(cidr, str):
-            continue
+    private = [
+        s
+        for s in plan.of_type(SUBNET)
+        if (s.inputs.get("tags") or {}).get(PRIVATE_SUBNET_TAG) == "1"
+        and isinstance(s.inputs.get("cidrBlock"), str)
+    ]
+    system = 0  # EKS system nodes spread over the private subnets: each its share, rounded up
+    if plan.of_type(NODE_GROUP) and private:
+        inst = stack.catalog.instances[stack.system_instance_type]
+        per = (1 + stack.catalog.defaults.vpc_cni_warm_enis) * inst.ipv4_per_interface
+        system = -(-stack.system_nodes // len(private)) * per
+    for subnet in private:
+        cidr = str(subnet.inputs.get("cidrBlock"))
         zone = subnet.inputs.get("availabilityZoneId")
         pools = [p for p in stack.pools if p.zone_id == zone]
-        need = sum(p.nodes * _node_ips(plan, stack, p) for p in pools)
+        need = system + sum(p.nodes * _node_ips(plan, stack, p) for p in pools)
         usable = ipaddress.IPv4Network(cidr).num_addresses - reserved
         if need > usable:
             yield (
                 rid(subnet),
                 f"{cidr} offers {usable} addresses; pools {', '.join(p.name for p in pools)} "
-                f"need {need}: use a larger VPC CIDR, fewer nodes or 'efa-only' interfaces",
+                f"and system nodes need {need}: use a larger VPC CIDR, fewer nodes or 'efa-only' interfaces",
             )
