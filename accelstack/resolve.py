@@ -6,7 +6,8 @@ guard read `Stack` and never look up instance facts or defaults themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
 from accelstack.spec import Pool, Spec
@@ -34,6 +35,13 @@ class ResolvedPool:
     procs_per_node: int  # torchrun --nproc_per_node: NeuronCores at the LNC setting, or GPUs
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
+    #: AL2023 image for orchestration eks, the DLAMI for orchestration ec2.
+    ami_parameter: str | None = None
+    #: The AMI id pinned for `ami_parameter` in the Pulumi stack config (`accelstack:amis`);
+    #: None: not pinned (the program refuses unless `allow_unpinned_ami`).
+    image_id: str | None = None
+    allow_unpinned_ami: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -65,10 +73,42 @@ class Stack:
     framework: str
     image: str
     tags: dict[str, str] = field(default_factory=dict)
+    #: Where the pools' AMI pins came from (`Pulumi.<stack>.yaml`, or the offline plan's
+    #: simulation); None: no stack config was read (see `with_ami_pins`).
+    amis_source: str | None = None
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def with_ami_pins(self, pins: Mapping[str, str], allow_unpinned: bool, source: str) -> Stack:
+        """The stack with each pool's AMI taken from `pins` (SSM parameter -> AMI id, the
+        stack config `accelstack:amis`); a pool whose parameter has no pin keeps image_id
+        None and boots only when `allow_unpinned` (`accelstack:allowUnpinnedAmis`)."""
+        pools = tuple(
+            replace(
+                p,
+                image_id=pins.get(p.ami_parameter) if p.ami_parameter else None,
+                allow_unpinned_ami=allow_unpinned,
+            )
+            for p in self.pools
+        )
+        return replace(self, pools=pools, amis_source=source)
+
+    @property
+    def addon_versions(self) -> dict[str, str]:
+        """EKS add-on -> the version the catalog pins for this Kubernetes version (may be
+        empty: those add-ons start at EKS's default for the version, see instances.yaml)."""
+        return dict(self.catalog.defaults.eks_addon_versions.get(self.kubernetes_version, {}))
+
+    @property
+    def ami_parameters(self) -> dict[str, list[str]]:
+        """AMI parameter name -> the pools that boot from it."""
+        out: dict[str, list[str]] = {}
+        for p in self.pools:
+            if p.ami_parameter:
+                out.setdefault(p.ami_parameter, []).append(p.name)
+        return out
 
     @property
     def region(self) -> str:
@@ -118,6 +158,15 @@ class Stack:
         return tuple(zones)
 
 
+def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) -> str | None:
+    """The public SSM parameter a pool's AMI comes from (catalog facts, no branching on types)."""
+    if spec.orchestration == "ec2":
+        return device.standalone_ami_parameter
+    return catalog.defaults.eks_ami_parameter.format(
+        kubernetes_version=k8s, variant=device.eks_ami_variant
+    )
+
+
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
     offered = catalog.zones_offering(spec.region, pool.instance_type)
     wanted = pool.availability_zone or spec.availability_zone
@@ -132,6 +181,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     """Fill defaults from the catalog. The spec must have passed `check_rules`."""
     cat = catalog or load_catalog()
     d = cat.defaults
+    k8s = spec.cluster.kubernetes_version or d.kubernetes_version
     pools = []
     for p in spec.pools:
         inst = cat.instance(p.instance_type)
@@ -159,6 +209,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
                 procs_per_node=procs,
                 compile_cache=dev.compile_cache and p.compile_cache is not False,
                 placement_group=efa and p.purchase.reservation_id is None,
+                ami_parameter=ami_parameter(spec, cat, dev, k8s),
             )
         )
     cc = spec.compile_cache
@@ -170,7 +221,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
         spec=spec,
         catalog=cat,
         pools=tuple(pools),
-        kubernetes_version=spec.cluster.kubernetes_version or d.kubernetes_version,
+        kubernetes_version=k8s,
         system_instance_type=spec.cluster.system_nodes.instance_type or d.system_instance_type,
         system_nodes=spec.cluster.system_nodes.nodes or d.system_nodes,
         system_root_volume_gib=spec.cluster.system_nodes.root_volume_gib

@@ -86,6 +86,8 @@ class ClusterArgs:
     partition: pulumi.Input[str] = "aws"
     account_id: pulumi.Input[str] = ""
     tags: dict[str, str] = field(default_factory=dict)
+    support_type: str = "STANDARD"  # EKS upgrade policy (issue 10)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
 
     @classmethod
     def from_stack(
@@ -108,6 +110,8 @@ class ClusterArgs:
             admin_principal_arns=c.admin_principal_arns,
             partition=partition,
             tags=stable_tags(stack.tags),
+            support_type=c.support_type,
+            addon_versions=stack.addon_versions,
         )
 
 
@@ -220,6 +224,9 @@ def _eks_cluster(
             "bootstrap_cluster_creator_admin_permissions": args.creator_admin,
         },
         bootstrap_self_managed_addons=False,
+        # STANDARD: EKS upgrades the cluster when standard support ends instead of moving it
+        # into paid extended support (the API default is EXTENDED); cluster.support_type
+        upgrade_policy={"support_type": args.support_type},
         enabled_cluster_log_types=list(LOG_TYPES),
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
         tags=args.tags,
@@ -295,6 +302,7 @@ def _early_addons(
             f"{name}-addon-{addon}",
             cluster_name=cluster.name,
             addon_name=addon,
+            addon_version=args.addon_versions.get(addon),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

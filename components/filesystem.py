@@ -107,6 +107,7 @@ class FileSystem(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=rules),
         )
         self.file_system_id = fs.id
+        self.security_group_id = sg.id  # clients add their egress to it (standalone nodes)
         self.dns_name = fs.dns_name
         self.mount_name = fs.mount_name
         self.register_outputs({"fileSystemId": fs.id, "dnsName": fs.dns_name})

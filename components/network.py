@@ -31,7 +31,8 @@ class NetworkArgs:
     cluster_name: str
     zone_ids: tuple[str, ...]
     vpc_cidr: str
-    single_nat_gateway: bool = True
+    single_nat_gateway: bool = False
+    region: str = ""
     existing_vpc_id: str | None = None
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
@@ -46,6 +47,7 @@ class NetworkArgs:
             zone_ids=stack.network_zone_ids,
             vpc_cidr=stack.vpc_cidr,
             single_nat_gateway=net.single_nat_gateway,
+            region=stack.region,
             existing_vpc_id=net.vpc_id if existing else None,
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),
@@ -125,7 +127,8 @@ class Network(pulumi.ComponentResource):
         igw, public_rt = _public_routing(name, args, vpc, child)
         public, private = _zone_subnets(name, args, vpc, public_rt, child)
         nats = _nat_gateways(name, args, public, igw, self)
-        _private_routing(name, args, vpc, private, nats, child)
+        tables = _private_routing(name, args, vpc, private, nats, child)
+        _s3_gateway_endpoint(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
         self.public_subnet_ids = [s.id for s in public.values()]
 
@@ -214,7 +217,11 @@ def _nat_gateways(
     igw: aws.ec2.InternetGateway,
     parent: pulumi.Resource,
 ) -> dict[str, aws.ec2.NatGateway]:
-    """One NAT gateway (and its Elastic IP) in the first zone, or in every zone."""
+    """A NAT gateway (and its Elastic IP) in every zone, so no zone's traffic crosses to
+    another zone's NAT (inter-AZ data charges); the first zone's only with single_nat_gateway.
+    AWS now also offers regional NAT gateways (one gateway across zones,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AvailabilityZoneAddress.html);
+    accelstack keeps zonal ones, which pulumi-aws 7 and the cost guard model."""
     child = pulumi.ResourceOptions(parent=parent)
     nats: dict[str, aws.ec2.NatGateway] = {}
     for zone in _nat_zones(args):
@@ -241,10 +248,11 @@ def _private_routing(
     private: dict[str, aws.ec2.Subnet],
     nats: dict[str, aws.ec2.NatGateway],
     child: pulumi.ResourceOptions,
-) -> None:
+) -> list[aws.ec2.RouteTable]:
     """Per zone: a private route table whose default route goes to the zone's NAT gateway
-    (or the first zone's), associated with the zone's private subnet."""
+    (or the first zone's with single_nat_gateway), associated with the zone's private subnet."""
     first_nat = nats[_nat_zones(args)[0]]
+    tables: list[aws.ec2.RouteTable] = []
     for zone in args.zone_ids:
         nat = nats.get(zone, first_nat)
         rt = aws.ec2.RouteTable(
@@ -266,3 +274,26 @@ def _private_routing(
             route_table_id=rt.id,
             opts=child,
         )
+        tables.append(rt)
+    return tables
+
+
+def _s3_gateway_endpoint(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    tables: list[aws.ec2.RouteTable],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.VpcEndpoint:
+    """An S3 gateway endpoint on every private route table: compile-cache and checkpoint
+    traffic to S3 in the region skips the NAT gateway (and its per-GB charge); gateway
+    endpoints carry no charge (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html)."""
+    return aws.ec2.VpcEndpoint(
+        f"{name}-s3",
+        vpc_id=vpc.id,
+        service_name=f"com.amazonaws.{args.region}.s3",
+        vpc_endpoint_type="Gateway",
+        route_table_ids=[t.id for t in tables],
+        tags={**args.tags, "Name": f"{name}-s3"},
+        opts=child,
+    )

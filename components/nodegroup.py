@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.amis import image_id
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -292,10 +293,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
         role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
-        ami = aws.ssm.get_parameter_output(
-            name=ami_parameter_name(args.kubernetes_version, args.pool.device.eks_ami_variant),
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).insecure_value
+        ami = image_id(self, args.pool)  # the AMI pinned in the stack config (issue 10)
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
         efa_sg = _efa_security_group(self, name, args)
         self.security_group_id = None
@@ -425,6 +423,7 @@ class SystemNodeGroupArgs:
     label: dict[str, str]
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
 
     @classmethod
     def from_stack(
@@ -440,6 +439,7 @@ class SystemNodeGroupArgs:
             label={kind.node_label.key: kind.node_label.value},
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
+            addon_versions=stack.addon_versions,
         )
 
 
@@ -490,6 +490,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             f"{name}-addon-coredns",
             cluster_name=c.name,
             addon_name="coredns",
+            addon_version=args.addon_versions.get("coredns"),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

@@ -1,26 +1,35 @@
 """StandaloneCluster (orchestration: ec2): N instances per pool on the Neuron DLAMI or the AWS
 Deep Learning AMI (GPU), no Kubernetes.
 
-Per pool: a launch template with the DLAMI (public SSM parameter from the device kind), every
-EFA interface (card 0 device index 0 type 'efa', the others device index 1 in the pool's
-style), IMDSv2 required, the pool's capacity reservation or block, and a cluster placement
-group when `pool.placement_group`; then `pool.nodes` instances in the pool zone's one private
-subnet, each with an encrypted gp3 root volume and user data that installs the rendered node
-launch script and the node's rank and rendezvous environment (/etc/accelstack/env).
+Per pool: a launch template with the pinned DLAMI (components/amis.py), every EFA interface
+(card 0 device index 0 type 'efa', the others device index 1 in the pool's style), IMDSv2
+required, an encrypted gp3 root volume, the pool's capacity reservation or block, a cluster
+placement group when `pool.placement_group`, and instance tags; then ONE EC2 Fleet request
+of type `instant` for all `pool.nodes` instances with `minTargetCapacity = nodes`: EC2
+launches all of them or none (a placement group is filled in one request, not node by node).
+
+What runs on the nodes is delivered through SSM, not user data (a user-data edit stops and
+restarts every instance, and cloud-init runs user data on first boot only): an SSM Command
+document per pool installs the rendered launch script, the run wrapper and the pool's
+environment (/etc/accelstack/env) and mounts FSx, and a State Manager association targeting
+the stack and pool tags applies it to every instance when it registers and again whenever the
+document changes (the association follows the document's latest version). The instances
+carry no user data.
+
+Rendezvous: all instances are identical; `accelstack-run` finds this node's rank at start as
+its position among the pool's running instances sorted by private IP (ec2:DescribeInstances
+on the stack and pool tags), and the head (rank 0) is the lowest address.
 
 Access is through SSM Session Manager (instance profile with AmazonSSMManagedInstanceCore);
 there is no SSH ingress unless the spec names a key pair and source CIDRs (then a warning).
-The instance profile may also read and write the compile-cache prefix of one bucket, nothing
-else. The job starts with one command per node (`accelstack-run`) or one SSM Run Command
-(the `runCommands` output).
-
-Rendezvous: instance 0 of each pool is the head. Workers get its private IP through
-`Output.apply` (so they are created after it); the head reads its own address from IMDSv2 at
-boot (an instance cannot reference its own IP in its user data).
+The instance profile may also read and write the compile-cache prefix of one bucket and
+describe instances (rank discovery), nothing else. The job starts with one command per node
+(`accelstack-run`) or one SSM Run Command (the `runCommands` output).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -29,6 +38,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
     managed_policy_arn,
@@ -56,15 +66,32 @@ ENV_FILE = "/etc/accelstack/env"
 SCRIPT_DIR = "/opt/accelstack"
 RUN_COMMAND = "/usr/local/bin/accelstack-run"
 FSX_MOUNT = "/fsx"
-RANK_TAG = "accelstack.io/node-rank"
+STACK_TAG = "accelstack:stack"
+#: `accelstack-run` finds its rank among the pool's instances; DescribeInstances supports no
+#: resource-level permissions (Service Authorization Reference, Amazon EC2 actions), so "*".
+DESCRIBE_INSTANCES_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"}],
+}
 INSTANCE_ROLE_POLICIES = ("AmazonSSMManagedInstanceCore",)
-#: EC2 refuses user data over 16 KiB (before base64).
-USER_DATA_LIMIT = 16 * 1024
-#: Stands in for the head address while checking the user-data size before deploy.
-HEAD_PLACEHOLDER = "255.255.255.255"
-#: What a worker's env says when the head's private IP is not known (the offline plan's mocks
-#: give instances no IP; in a deploy the IP is always known when the user data is built).
-HEAD_UNKNOWN = "HEAD-PRIVATE-IP-UNKNOWN"
+#: SSM Command documents hold at most 64 KB of content (AWS Systems Manager quotas,
+#: https://docs.aws.amazon.com/general/latest/gr/ssm.html "Maximum size of a document").
+DOCUMENT_LIMIT = 64 * 1024
+#: Fleet capacity type by purchase option (botocore ec2 `DefaultTargetCapacityType` enum:
+#: spot | on-demand | capacity-block | reserved-capacity). Savings plans bill on-demand use; an
+#: on-demand capacity reservation is used through the fleet's capacity reservation options.
+FLEET_CAPACITY_TYPES = {
+    "on-demand": "on-demand",
+    "savings-plan-1y": "on-demand",
+    "savings-plan-3y": "on-demand",
+    "reservation": "on-demand",
+    "spot": "spot",
+    "capacity-block": "capacity-block",
+}
+#: The Lustre ports an FSx client must reach (FSx for Lustre user guide, "File system access
+#: control with Amazon VPC": inbound and outbound TCP 988 and 1018-1023,
+#: https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html).
+LUSTRE_PORTS = ((988, 988), (1018, 1023))
 #: Egress the nodes need: HTTPS (SSM, S3, package mirrors) and HTTP (package mirrors), through
 #: the NAT gateway. Traffic between nodes is covered by the self rules.
 EGRESS_PORTS = (443, 80)
@@ -81,23 +108,30 @@ def standalone_network_args(stack: Stack) -> NetworkArgs:
     return replace(NetworkArgs.from_stack(stack), zone_ids=stack.zone_ids)
 
 
-def instance_name(stack_name: str, pool: str, rank: int) -> str:
-    return f"{stack_name}-{pool}-{rank}"
-
-
-def market_options(pool: ResolvedPool) -> dict[str, Any] | None:
-    """Instance market for standalone instances (EKS sets spot through the node group)."""
-    if pool.purchase_option == "capacity-block":
-        return {"market_type": "capacity-block"}
-    if pool.purchase_option == "spot":
-        return {
-            "market_type": "spot",
-            "spot_options": {
-                "spot_instance_type": "one-time",
-                "instance_interruption_behavior": "terminate",
-            },
-        }
-    return None
+def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
+    """The fleet's capacity: all `pool.nodes` in one request, all or nothing, one zone, one
+    type, in the pool's market (spot and capacity blocks through the fleet, not the LT)."""
+    market = FLEET_CAPACITY_TYPES[pool.purchase_option]
+    all_or_nothing: dict[str, Any] = {
+        "single_instance_type": True,
+        "single_availability_zone": True,
+        "min_target_capacity": pool.nodes,
+    }
+    out: dict[str, Any] = {
+        "target_capacity_specification": {
+            "default_target_capacity_type": market,
+            "total_target_capacity": pool.nodes,
+        },
+    }
+    if market == "spot":
+        out["spot_options"] = all_or_nothing
+    else:
+        if pool.purchase_option == "reservation":
+            all_or_nothing["capacity_reservation_options"] = {
+                "usage_strategy": "use-capacity-reservations-first"
+            }
+        out["on_demand_options"] = all_or_nothing
+    return out
 
 
 def network_interfaces(
@@ -110,15 +144,20 @@ def network_interfaces(
     ]
 
 
-def root_block_device(size_gib: int) -> dict[str, Any]:
-    """The root volume on the instance itself: it resizes whatever device the AMI boots from
-    (/dev/sda1 on the Ubuntu Neuron DLAMI, /dev/xvda on Amazon Linux)."""
-    return {
-        "volume_size": size_gib,
-        "volume_type": "gp3",
-        "encrypted": True,
-        "delete_on_termination": True,
-    }
+def root_block_device(pool: ResolvedPool) -> list[dict[str, Any]]:
+    """The root volume in the launch template, on the device the pool's DLAMI boots from
+    (catalog: device_kinds.*.standalone_root_device)."""
+    return [
+        {
+            "device_name": pool.device.standalone_root_device,
+            "ebs": {
+                "volume_size": pool.root_volume_gib,
+                "volume_type": "gp3",
+                "encrypted": "true",
+                "delete_on_termination": "true",
+            },
+        }
+    ]
 
 
 def ssh_access(stack: Stack) -> tuple[str | None, tuple[str, ...], str | None]:
@@ -139,22 +178,18 @@ def ssh_access(stack: Stack) -> tuple[str | None, tuple[str, ...], str | None]:
     return sa.ssh_key_name, sa.ssh_cidrs, warning
 
 
-def node_env(
-    stack: Stack, pool: ResolvedPool, rank: int, head_addr: str | None, cache_url: str | None
-) -> dict[str, str]:
-    """/etc/accelstack/env for one node, read by the rendered launch script (standalone mode).
-    Rank 0 is the head: it reads its own address from IMDSv2 at boot (see `user_data`), so
-    its file has no ACCELSTACK_HEAD_ADDR here; workers get the head's private IP."""
+def node_env(stack: Stack, pool: ResolvedPool, cache_url: str | None) -> dict[str, str]:
+    """/etc/accelstack/env for every node of the pool, read by `accelstack-run` and the
+    rendered launch script (standalone mode). The node's rank and the head address are found
+    by `accelstack-run` at start (see `run_wrapper`): every instance of a fleet is identical."""
     env = {
         "ACCELSTACK_STACK": stack.name,
         "ACCELSTACK_POOL": pool.name,
+        "ACCELSTACK_REGION": stack.region,
         "ACCELSTACK_ORCHESTRATOR": "standalone",
         "ACCELSTACK_NNODES": str(pool.nodes),
-        "ACCELSTACK_NODE_RANK": str(rank),
         "ACCELSTACK_RDZV_PORT": str(stack.spec.workload.rdzv_port),
     }
-    if rank > 0:
-        env["ACCELSTACK_HEAD_ADDR"] = head_addr or HEAD_UNKNOWN
     if cache_url is not None:
         env["ACCELSTACK_COMPILE_CACHE_URL"] = cache_url
     return env
@@ -183,18 +218,41 @@ def _heredoc(path: str, text: str, mode: str, marker: str) -> str:
 
 
 def run_wrapper(script_path: str) -> str:
-    """`accelstack-run`: load the node's environment, find torchrun, start the launch script."""
+    """`accelstack-run`: load the node's environment, find its rank and the head (the pool's
+    running instances by private IP), find torchrun, start the launch script."""
     return f"""#!/usr/bin/env bash
 # accelstack-run: start this node's part of the job (run on every node, or through SSM).
 set -euo pipefail
 set -a
 . {ENV_FILE}
 set +a
+die() {{ echo "accelstack: $*" >&2; exit 2; }}
+if [[ -z "${{ACCELSTACK_NODE_RANK:-}}" && "$ACCELSTACK_NNODES" != 1 ]]; then
+  # rank = position of this node's private IP among the pool's running instances (IMDSv2)
+  imds_token=$(curl -sS -X PUT http://169.254.169.254/latest/api/token \\
+    -H 'X-aws-ec2-metadata-token-ttl-seconds: 300')
+  my_ip=$(curl -sS -H "X-aws-ec2-metadata-token: $imds_token" \\
+    http://169.254.169.254/latest/meta-data/local-ipv4)
+  mapfile -t ips < <(aws ec2 describe-instances --region "$ACCELSTACK_REGION" \\
+    --filters "Name=tag:{STACK_TAG},Values=$ACCELSTACK_STACK" \\
+    "Name=tag:{POOL_LABEL},Values=$ACCELSTACK_POOL" Name=instance-state-name,Values=running \\
+    --query 'Reservations[].Instances[].PrivateIpAddress' --output text \\
+    | tr '\\t' '\\n' | sed '/^$/d' | sort -t . -k1,1n -k2,2n -k3,3n -k4,4n)
+  (( ${{#ips[@]}} == ACCELSTACK_NNODES )) \\
+    || die "found ${{#ips[@]}} running instances in pool $ACCELSTACK_POOL, expected $ACCELSTACK_NNODES"
+  for i in "${{!ips[@]}}"; do
+    if [[ "${{ips[$i]}}" == "$my_ip" ]]; then export ACCELSTACK_NODE_RANK=$i; fi
+  done
+  [[ -n "${{ACCELSTACK_NODE_RANK:-}}" ]] || die "this node ($my_ip) is not among the pool's instances"
+  export ACCELSTACK_HEAD_ADDR="${{ips[0]}}"
+fi
 if [[ -n "${{ACCELSTACK_VENV:-}}" ]]; then
   . "$ACCELSTACK_VENV/bin/activate"
 elif ! command -v "${{ACCELSTACK_TORCHRUN:-torchrun}}" >/dev/null; then
   # DLAMIs keep PyTorch in a virtualenv: the newest Neuron one, else the GPU DLAMI's.
-  for venv in $(ls -d /opt/aws_neuronx_venv_pytorch* 2>/dev/null | sort -V -r) /opt/pytorch; do
+  mapfile -t venvs < <(find /opt -maxdepth 1 -type d -name 'aws_neuronx_venv_pytorch*' \\
+    2>/dev/null | sort -V -r)
+  for venv in "${{venvs[@]}}" /opt/pytorch; do
     if [[ -f "$venv/bin/activate" ]]; then . "$venv/bin/activate"; break; fi
   done
 fi
@@ -206,59 +264,64 @@ exec {script_path} "$@"
 """
 
 
-def user_data(
+def install_script(
     stack: Stack,
     pool: ResolvedPool,
-    rank: int,
-    head_addr: str | None,
     script_name: str,
     script: str,
     cache_url: str | None,
     fsx: tuple[str, str] | None = None,
 ) -> str:
-    """The bash user data of one node (cloud-init runs it once, as root, at first boot)."""
-    env = node_env(stack, pool, rank, head_addr, cache_url)
-    env_text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in env.items())
+    """What the pool's SSM document runs on every node (as root, idempotent): the environment,
+    the launch script, `accelstack-run`, and the FSx mount. Starts nothing."""
+    env_text = "".join(
+        f"{k}={shlex.quote(v)}\n" for k, v in node_env(stack, pool, cache_url).items()
+    )
     script_path = f"{SCRIPT_DIR}/{script_name}"
     parts = [
         "#!/bin/bash\n",
-        f"# accelstack standalone node: stack {stack.name}, pool {pool.name}, node {rank} of "
-        f"{pool.nodes} ({pool.instance_type}).\n",
-        "# Installs the launch script and the rank/rendezvous environment; starts nothing.\n",
+        f"# accelstack standalone: stack {stack.name}, pool {pool.name}, {pool.nodes} x "
+        f"{pool.instance_type}. Installs the launch script and the environment; starts nothing.\n",
         f"# Start the job: run `sudo {RUN_COMMAND}` on every node, or one SSM Run Command.\n",
         "set -euo pipefail\n",
         f"install -d -m 0755 /etc/accelstack {SCRIPT_DIR}\n",
         _heredoc(ENV_FILE, env_text, "0644", "ACCELSTACK_ENV_EOF"),
-    ]
-    if rank == 0:
-        parts.append(
-            "# head node: the rendezvous address is this node's own private IP (IMDSv2)\n"
-            "imds_token=$(curl -sS -X PUT http://169.254.169.254/latest/api/token "
-            "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')\n"
-            'head_addr=$(curl -sS -H "X-aws-ec2-metadata-token: $imds_token" '
-            "http://169.254.169.254/latest/meta-data/local-ipv4)\n"
-            f'echo "ACCELSTACK_HEAD_ADDR=$head_addr" >> {ENV_FILE}\n'
-        )
-    parts += [
         _heredoc(script_path, script, "0755", "ACCELSTACK_SCRIPT_EOF"),
         _heredoc(RUN_COMMAND, run_wrapper(script_path), "0755", "ACCELSTACK_RUN_EOF"),
         f"echo 'set -a; . {ENV_FILE}; set +a' > /etc/profile.d/accelstack.sh\n",
     ]
     if fsx is not None:
         dns, mount_name = fsx
+        line = f"{dns}@tcp:/{mount_name} {FSX_MOUNT} lustre defaults,noatime,flock,_netdev 0 0"
         parts.append(
-            f"# FSx for Lustre at {FSX_MOUNT}\n"
+            f"# FSx for Lustre at {FSX_MOUNT} (once in fstab; mounted unless it already is)\n"
             f"install -d -m 0755 {FSX_MOUNT}\n"
-            f"echo {shlex.quote(f'{dns}@tcp:/{mount_name} {FSX_MOUNT} lustre defaults,noatime,flock,_netdev 0 0')} >> /etc/fstab\n"
-            f"mount {FSX_MOUNT} || echo 'accelstack: FSx mount failed; retry with: sudo mount {FSX_MOUNT}' >&2\n"
+            f"grep -qxF {shlex.quote(line)} /etc/fstab || echo {shlex.quote(line)} >> /etc/fstab\n"
+            f"mountpoint -q {FSX_MOUNT} || mount {FSX_MOUNT}\n"
         )
-    text = "".join(parts)
-    if len(text.encode()) > USER_DATA_LIMIT:
+    return "".join(parts)
+
+
+def ssm_document(text: str) -> str:
+    """The SSM Command document (schema 2.2) that runs `text` with aws:runShellScript."""
+    doc = {
+        "schemaVersion": "2.2",
+        "description": "accelstack: install the launch script and environment (starts nothing)",
+        "mainSteps": [
+            {
+                "action": "aws:runShellScript",
+                "name": "install",
+                "inputs": {"runCommand": text.splitlines(), "timeoutSeconds": "600"},
+            }
+        ],
+    }
+    content = json.dumps(doc, indent=1, sort_keys=True)
+    if len(content.encode()) > DOCUMENT_LIMIT:
         raise ValueError(
-            f"user data for {pool.name} node {rank} is {len(text.encode())} bytes; EC2 allows "
-            f"{USER_DATA_LIMIT} (shorten workload.args or workload.env)"
+            f"the SSM document is {len(content.encode())} bytes; SSM allows {DOCUMENT_LIMIT} "
+            "(shorten workload.args or workload.env)"
         )
-    return text
+    return content
 
 
 def run_command(stack: Stack, pool: ResolvedPool) -> str:
@@ -273,12 +336,10 @@ def run_command(stack: Stack, pool: ResolvedPool) -> str:
     )
 
 
-def instance_tags(stack: Stack, pool: ResolvedPool, rank: int) -> dict[str, str]:
-    return {
-        **stable_tags(stack.tags, instance_name(stack.name, pool.name, rank)),
-        POOL_LABEL: pool.name,
-        RANK_TAG: str(rank),
-    }
+def instance_tags(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
+    """Tags every instance of the pool gets from the launch template: the stack and pool tags
+    the SSM association and rank discovery select on (a fleet does not pass its own tags on)."""
+    return {**stable_tags(stack.tags, f"{stack.name}-{pool.name}"), POOL_LABEL: pool.name}
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,9 +376,7 @@ class StandaloneCluster(pulumi.ComponentResource):
     """Instances per pool, their security group, instance profile and compile cache."""
 
     security_group_id: pulumi.Output[str]
-    instance_ids: dict[str, list[pulumi.Output[str]]]
-    head_addresses: dict[str, pulumi.Output[str]]
-    private_ips: dict[str, list[pulumi.Output[str]]]
+    instance_ids: dict[str, pulumi.Output[list[str]]]
     bucket_name: pulumi.Output[str] | None
     fsx: FileSystem | None
 
@@ -334,15 +393,12 @@ class StandaloneCluster(pulumi.ComponentResource):
         self.bucket_name = self._cache_bucket(name, args, tags)
         profile = self._instance_profile(name, args, tags)
         self.fsx = self._filesystem(name, args)
-        self.instance_ids, self.head_addresses, self.private_ips = {}, {}, {}
+        self._fsx_rules = self._fsx_egress(name)
+        self.instance_ids = {}
         for pool in stack.pools:
-            self._pool(name, args, pool, profile, key_name, tags)
+            self._pool(name, args, pool, profile, key_name)
         self.register_outputs(
-            {
-                "securityGroupId": self.security_group_id,
-                "instanceIds": self.instance_ids,
-                "headAddresses": self.head_addresses,
-            }
+            {"securityGroupId": self.security_group_id, "instanceIds": self.instance_ids}
         )
 
     def _child(self, **kw: Any) -> pulumi.ResourceOptions:
@@ -430,6 +486,12 @@ class StandaloneCluster(pulumi.ComponentResource):
                 ),
                 opts=self._child(),
             )
+        aws.iam.RolePolicy(
+            f"{name}-node-describe-policy",
+            role=role.id,
+            policy=policy_json(DESCRIBE_INSTANCES_POLICY),
+            opts=self._child(),
+        )
         if self.bucket_name is not None:
             prefix = args.stack.compile_cache_prefix
             arn = pulumi.Output.all(args.partition, self.bucket_name).apply(
@@ -458,6 +520,25 @@ class StandaloneCluster(pulumi.ComponentResource):
             return None
         return FileSystem(f"{name}-fsx", fs_args, opts=self._child())
 
+    def _fsx_egress(self, name: str) -> list[aws.vpc.SecurityGroupEgressRule]:
+        """The nodes reach FSx for Lustre: egress TCP 988 and 1018-1023 to the file system's
+        security group (the node group allows only HTTP(S) out otherwise)."""
+        if self.fsx is None:
+            return []
+        return [
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-lustre-egress-{lo}",
+                security_group_id=self.security_group_id,
+                ip_protocol="tcp",
+                from_port=lo,
+                to_port=hi,
+                referenced_security_group_id=self.fsx.security_group_id,
+                description=f"Lustre {lo}-{hi} to FSx",
+                opts=self._child(),
+            )
+            for lo, hi in LUSTRE_PORTS
+        ]
+
     def _pool(
         self,
         name: str,
@@ -465,19 +546,18 @@ class StandaloneCluster(pulumi.ComponentResource):
         pool: ResolvedPool,
         profile: aws.iam.InstanceProfile,
         key_name: str | None,
-        tags: dict[str, str],
     ) -> None:
         prefix = f"{name}-{pool.name}"
         subnet = args.subnet_ids[pool.zone_id]
-        groups: list[pulumi.Input[str]] = [self.security_group_id]
-        nics = network_interfaces(pool, subnet, groups)
-        lt = self._launch_template(prefix, pool, profile, key_name, nics, tags)
-        _check_user_data_fits(args.stack, pool, self.fsx is not None)
-        nodes = _PoolNodes(pool, lt, nics, subnet, groups, tags)
-        instances = self._instances(name, args.stack, nodes)
-        self.instance_ids[pool.name] = [i.id for i in instances]
-        self.private_ips[pool.name] = [i.private_ip for i in instances]
-        self.head_addresses[pool.name] = instances[0].private_ip
+        nics = network_interfaces(pool, subnet, [self.security_group_id])
+        lt = self._launch_template(prefix, args.stack, pool, profile, key_name, nics)
+        # the document first: instances that register before the association exists still
+        # get it (State Manager applies an association to every matching managed node)
+        self._delivery(prefix, args.stack, pool)
+        fleet = self._fleet(prefix, args.stack, pool, lt, subnet if not nics else None)
+        self.instance_ids[pool.name] = fleet.fleet_instance_sets.apply(
+            lambda sets: [i for s in sets or [] for i in (s.instance_ids or [])]
+        )
 
     def _placement(
         self, prefix: str, pool: ResolvedPool, tags: dict[str, str]
@@ -493,112 +573,114 @@ class StandaloneCluster(pulumi.ComponentResource):
     def _launch_template(
         self,
         prefix: str,
+        stack: Stack,
         pool: ResolvedPool,
         profile: aws.iam.InstanceProfile,
         key_name: str | None,
         nics: list[dict[str, Any]],
-        tags: dict[str, str],
     ) -> aws.ec2.LaunchTemplate:
-        """The pool's launch template: DLAMI, EFA interfaces, IMDSv2, capacity, placement."""
-        ami = aws.ssm.get_parameter_output(
-            name=str(pool.device.standalone_ami_parameter),
-            opts=pulumi.InvokeOutputOptions(parent=self),
-        ).insecure_value
-        placement = self._placement(prefix, pool, tags)
+        """The pool's launch template: pinned DLAMI, EFA interfaces, IMDSv2, root volume,
+        capacity reservation, placement, instance tags. No user data (see `_delivery`)."""
+        tags = stable_tags(stack.tags)
+        itags = instance_tags(stack, pool)
         return aws.ec2.LaunchTemplate(
             f"{prefix}-lt",
             name=f"{prefix}-lt",
             description=f"accelstack standalone pool {pool.name} ({pool.instance_type})",
-            image_id=ami,
+            image_id=image_id(self, pool),
             instance_type=pool.instance_type,
             key_name=key_name,
             iam_instance_profile={"arn": profile.arn},
             update_default_version=True,
             metadata_options=IMDS,
             network_interfaces=nics or None,
-            placement=placement,
+            vpc_security_group_ids=None if nics else [self.security_group_id],
+            block_device_mappings=root_block_device(pool),
+            placement=self._placement(prefix, pool, tags),
             capacity_reservation_specification=capacity_reservation(pool),
-            instance_market_options=market_options(pool),
+            tag_specifications=[
+                {"resource_type": "instance", "tags": itags},
+                {"resource_type": "volume", "tags": itags},
+            ],
             tags=tags,
             opts=self._child(),
         )
 
-    def _instances(self, name: str, stack: Stack, nodes: _PoolNodes) -> list[aws.ec2.Instance]:
-        """`pool.nodes` instances from the launch template; workers wait for the head's IP."""
-        pool = nodes.pool
+    def _fleet(
+        self,
+        prefix: str,
+        stack: Stack,
+        pool: ResolvedPool,
+        lt: aws.ec2.LaunchTemplate,
+        subnet: pulumi.Input[str] | None,
+    ) -> aws.ec2.Fleet:
+        """All of the pool's instances in one EC2 Fleet request (type instant): EC2 launches
+        `pool.nodes` instances or none. The subnet comes from the EFA interfaces when the LT
+        has them (an override may not name it then)."""
+        override: dict[str, Any] = {"instance_type": pool.instance_type}
+        if subnet is not None:
+            override["subnet_id"] = subnet
+        return aws.ec2.Fleet(
+            f"{prefix}-fleet",
+            type="instant",
+            launch_template_configs=[
+                {
+                    "launch_template_specification": {
+                        "launch_template_name": lt.name,
+                        "version": lt.latest_version.apply(str),
+                    },
+                    "overrides": [override],
+                }
+            ],
+            terminate_instances=True,
+            **fleet_capacity(pool),
+            tags={**stable_tags(stack.tags), POOL_LABEL: pool.name},
+            opts=self._child(depends_on=list(self._fsx_rules)),
+        )
+
+    def _delivery(self, prefix: str, stack: Stack, pool: ResolvedPool) -> None:
+        """The pool's SSM document (launch script, environment, FSx mount) and the State
+        Manager association that applies it to the pool's instances by tag, again whenever the
+        document changes (it follows the document's latest version)."""
         bucket: pulumi.Input[str | None] = (
             self.bucket_name if pool.compile_cache and self.bucket_name is not None else None
         )
         fsx: pulumi.Input[Any] = (
             pulumi.Output.all(self.fsx.dns_name, self.fsx.mount_name) if self.fsx else None
         )
-        lt = nodes.launch_template
-        instances: list[aws.ec2.Instance] = []
-        for rank in range(pool.nodes):
-            head_ip: pulumi.Input[str | None] = instances[0].private_ip if rank else None
-            data = pulumi.Output.all(head_ip, bucket, fsx).apply(
-                _user_data_renderer(stack, pool, rank)
-            )
-            inst = aws.ec2.Instance(
-                instance_name(name, pool.name, rank),
-                launch_template={"name": lt.name, "version": lt.latest_version.apply(str)},
-                instance_type=pool.instance_type,
-                subnet_id=None if nodes.nics else nodes.subnet,
-                vpc_security_group_ids=None if nodes.nics else nodes.groups,
-                root_block_device=root_block_device(pool.root_volume_gib),
-                user_data=data,
-                tags=instance_tags(stack, pool, rank),
-                volume_tags=nodes.tags,
-                opts=self._child(),
-            )
-            instances.append(inst)
-        return instances
+        content = pulumi.Output.all(bucket, fsx).apply(_document_renderer(stack, pool))
+        doc = aws.ssm.Document(
+            f"{prefix}-install",
+            document_type="Command",
+            document_format="JSON",
+            content=content,
+            tags=stable_tags(stack.tags),
+            opts=self._child(),
+        )
+        aws.ssm.Association(
+            f"{prefix}-install",
+            name=doc.name,
+            document_version=doc.latest_version,
+            targets=[
+                {"key": f"tag:{STACK_TAG}", "values": [stack.name]},
+                {"key": f"tag:{POOL_LABEL}", "values": [pool.name]},
+            ],
+            max_concurrency="100%",
+            max_errors="0",
+            compliance_severity="HIGH",
+            opts=self._child(),
+        )
 
 
-@dataclass(frozen=True)
-class _PoolNodes:
-    """What a pool's instances are created from."""
-
-    pool: ResolvedPool
-    launch_template: aws.ec2.LaunchTemplate
-    nics: list[dict[str, Any]]
-    subnet: pulumi.Input[str]
-    groups: list[pulumi.Input[str]]
-    tags: dict[str, str]
-
-
-def _check_user_data_fits(stack: Stack, pool: ResolvedPool, with_fsx: bool) -> None:
-    """Fail before deploy when the user data cannot fit (placeholder head and bucket)."""
-    script_name, _ = launch_script(stack, pool, stack.compile_cache_bucket or "bucket")
-    user_data(
-        stack,
-        pool,
-        0 if pool.nodes == 1 else 1,
-        HEAD_PLACEHOLDER,
-        script_name,
-        launch_script(stack, pool, "b" * 63)[1],
-        "s3://" + "b" * 63 + "/" + stack.compile_cache_prefix_for(pool.name),
-        ("fs-0123456789abcdef0.fsx.region.amazonaws.com", "abcdefgh") if with_fsx else None,
-    )
-
-
-def _user_data_renderer(stack: Stack, pool: ResolvedPool, rank: int) -> Callable[[list[Any]], str]:
-    """Renders one node's user data from (head IP, bucket, (FSx DNS, mount name))."""
+def _document_renderer(stack: Stack, pool: ResolvedPool) -> Callable[[list[Any]], str]:
+    """Renders the pool's SSM document from (bucket, (FSx DNS, mount name))."""
 
     def render(a: list[Any]) -> str:
-        head, bucket_value, fs = a
+        bucket_value, fs = a
         sname, script = launch_script(stack, pool, bucket_value)
         url = stack.compile_cache_url(pool.name, bucket_value) if bucket_value else None
-        return user_data(
-            stack,
-            pool,
-            rank,
-            head,
-            sname,
-            script,
-            url,
-            (fs[0], fs[1]) if fs else None,
-        )
+        fsx = (fs[0], fs[1]) if fs else None
+        return ssm_document(install_script(stack, pool, sname, script, url, fsx))
 
     return render
 
@@ -624,8 +706,6 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
         "vpcId": network.vpc_id,
         "securityGroupId": cluster.security_group_id,
         "instanceIds": cluster.instance_ids,
-        "privateIps": cluster.private_ips,
-        "headAddresses": cluster.head_addresses,
         "runCommands": {p.name: run_command(stack, p) for p in stack.pools},
     }
     if cluster.bucket_name is not None:

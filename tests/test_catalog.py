@@ -51,6 +51,7 @@ def _dit_facts(row: dict) -> dict[str, float]:
         "vcpus": row["VCpuInfo"]["DefaultVCpus"],
         "memory_gib": row["MemoryInfo"]["SizeInMiB"] / 1024,
         "network_cards": net.get("MaximumNetworkCards", 1),
+        "ipv4_per_interface": net["Ipv4AddressesPerInterface"],
         "efa_interfaces": net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0)
         if net.get("EfaSupported")
         else 0,

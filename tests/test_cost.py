@@ -273,7 +273,7 @@ def test_every_preset_prices_from_the_spec(preset: Any) -> None:
     if stack.spec.orchestration == "eks":
         assert {"aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"} <= types
     else:
-        assert "aws:ec2/instance:Instance" in types and "aws:eks/cluster:Cluster" not in types
+        assert "aws:ec2/fleet:Fleet" in types and "aws:eks/cluster:Cluster" not in types
     for pool in stack.pools:
         assert (
             cost.pool_hourly_usd(pool.name)
@@ -298,6 +298,8 @@ def test_hand_built_plan_equals_spec_pricing() -> None:
         Resource("aws:ec2/vpc:Vpc", f"{n}-vpc", {"cidrBlock": "10.42.0.0/16"}),
         Resource("aws:ec2/eip:Eip", f"{n}-nat-eip", {"domain": "vpc"}),
         Resource("aws:ec2/natGateway:NatGateway", f"{n}-nat", {}),
+        Resource("aws:ec2/eip:Eip", f"{n}-nat-2-eip", {"domain": "vpc"}),  # one NAT per zone
+        Resource("aws:ec2/natGateway:NatGateway", f"{n}-nat-2", {}),
         launch_template(f"{n}-system-lt", 100, f"{n}-system"),
         node_group(f"{n}-system-ng", "m6i.xlarge", 2, parent=f"{n}-system"),
         launch_template(f"{n}-trn2-lt", 1024, f"{n}-trn2"),

@@ -34,7 +34,7 @@ def test_every_planned_type_has_a_rule_or_is_free(preset: Path) -> None:
     )
     billable = {r.type for r in plan.resources if r.type in RULES}
     assert "aws:ec2/natGateway:NatGateway" in billable
-    assert billable & {"aws:eks/nodeGroup:NodeGroup", "aws:ec2/instance:Instance"}
+    assert billable & {"aws:eks/nodeGroup:NodeGroup", "aws:ec2/fleet:Fleet"}
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())

@@ -105,7 +105,8 @@ def test_cost_engineer_fields_are_readable() -> None:
     assert ng.inputs["capacityType"] == "ON_DEMAND"
     assert pool_lt(plan, "trn2").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 1024
     assert plan.of_type(FSX)[0].inputs["storageCapacity"] == 4800
-    assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == 1
+    # one NAT gateway per zone in use (issue 10: no inter-AZ data charges)
+    assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == 2
 
 
 # ---------------------------------------------------------------------------------------
@@ -172,7 +173,11 @@ def test_ami_from_the_family_ssm_parameter(stem: str, pool: str, variant: str) -
     plan = preset_plan(stem)
     k8s = resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")).kubernetes_version
     param = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/{variant}/recommended/image_id"
-    assert {"token": "aws:ssm/getParameter:getParameter", "args": {"name": param}} in plan.lookups
+    # pinned (the offline plan simulates `accelstack amis pin`): the alias is not looked up
+    assert {
+        "token": "aws:ssm/getParameter:getParameter",
+        "args": {"name": param},
+    } not in plan.lookups
     assert pool_lt(plan, pool).inputs["imageId"] == fake_ami(param)
 
 
@@ -181,11 +186,10 @@ def test_imdsv2_and_encrypted_gp3_on_every_launch_template() -> None:
         plan = preset_plan(path.stem)
         lts = plan.of_type(LT)
         assert lts, path
-        roots = [i.inputs["rootBlockDevice"] for i in plan.of_type("aws:ec2/instance:Instance")]
         if path in eks_presets():
             assert len(lts) == len(plan.of_type(NG))
             assert all("launchTemplate" in ng.inputs for ng in plan.of_type(NG))
-            roots = [lt.inputs["blockDeviceMappings"][0]["ebs"] for lt in lts]
+        roots = [lt.inputs["blockDeviceMappings"][0]["ebs"] for lt in lts]
         for lt in lts:
             md = lt.inputs["metadataOptions"]
             # EKS nodes: hop limit 1 (pods cannot reach the node role); standalone keeps 2
@@ -598,8 +602,13 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
     stack = resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml"))
 
     def program(_: Stack) -> dict[str, Any]:
+        multinode = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
+        pins = {p: fake_ami(p) for p in multinode.ami_parameters}  # as `accelstack amis pin`
         pulumi.runtime.set_all_config(
-            {"accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml")}
+            {
+                "accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml"),
+                "accelstack:amis": json.dumps(pins),
+            }
         )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

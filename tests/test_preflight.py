@@ -55,7 +55,7 @@ EKS_NEURON_133 = (
 EKS_NVIDIA_133 = (
     "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
 )
-NEURON_DLAMI = "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"
+NEURON_DLAMI = "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
 GPU_DLAMI = "/aws/service/deeplearning/ami/x86_64/oss-nvidia-driver-gpu-pytorch-2.11-amazon-linux-2023/latest/ami-id"
 
 

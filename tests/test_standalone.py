@@ -1,8 +1,8 @@
 """Standalone clusters (orchestration: ec2): the trn1-standalone preset and variants planned
 offline under Pulumi mocks, with the EKS path's assertions (EFA count, placement group rules,
 IMDSv2, encrypted gp3 roots, no 0.0.0.0/0 ingress), plus what is standalone's own: the DLAMI,
-one private subnet, SSM-only access, the instance profile, the user data and its rank and
-rendezvous environment."""
+one private subnet, SSM-only access, the instance profile, one EC2 Fleet request per pool and
+the SSM document + association that deliver the launch script and environment (issue 10)."""
 
 from __future__ import annotations
 
@@ -17,19 +17,20 @@ import pytest
 from accelstack.catalog import load_catalog
 from accelstack.components.compile_cache import bucket_name
 from accelstack.components.standalone import (
+    DOCUMENT_LIMIT,
     ENV_FILE,
-    HEAD_UNKNOWN,
     RUN_COMMAND,
-    USER_DATA_LIMIT,
     _heredoc,
-    market_options,
+    fleet_capacity,
+    install_script,
     node_env,
     run_command,
+    run_wrapper,
     ssh_access,
-    user_data,
+    ssm_document,
 )
 from accelstack.cost.pricing import price_plan, price_stack
-from accelstack.plan import ACCOUNT_ID, Answers, Plan, PlannedResource, fake_ami
+from accelstack.plan import ACCOUNT_ID, Plan, PlannedResource, fake_ami
 from accelstack.render import render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
@@ -41,6 +42,10 @@ from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS
 PRESET = "trn1-standalone"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
+FLEET = "aws:ec2/fleet:Fleet"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+DOCUMENT = "aws:ssm/document:Document"
+ASSOCIATION = "aws:ssm/association:Association"
 PG = "aws:ec2/placementGroup:PlacementGroup"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -72,26 +77,6 @@ def finetune_standalone(data: dict[str, Any]) -> None:
     data["orchestration"] = "ec2"
 
 
-@pytest.fixture(autouse=True)
-def gpu_dlami_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The offline plan answers SSM parameters ending in /image_id only; the GPU DLAMI's ends in
-    /ami-id (a change requested in accelstack/plan.py). Answer it here the same way."""
-    original = Answers._ssm
-
-    def _ssm(self: Answers, args: dict[str, Any]) -> dict[str, Any]:
-        name = str(args.get("name"))
-        if name.endswith("/ami-id"):
-            return original(self, {**args, "name": name[: -len("/ami-id")] + "/image_id"}) | {
-                "name": name,
-                "value": fake_ami(name),
-                "insecureValue": fake_ami(name),
-                "id": name,
-            }
-        return original(self, args)
-
-    monkeypatch.setattr(Answers, "_ssm", _ssm)
-
-
 @cache
 def plan_of(key: str) -> Plan:
     stacks = {
@@ -114,8 +99,16 @@ def lt_of(plan: Plan, pool: str) -> PlannedResource:
     return plan.get(LT, f"{plan.stack}-{pool}-lt")
 
 
-def instances(plan: Plan) -> list[PlannedResource]:
-    return plan.of_type(INSTANCE)
+def fleet_of(plan: Plan, pool: str) -> PlannedResource:
+    return plan.get(FLEET, f"{plan.stack}-{pool}-fleet")
+
+
+def document_of(plan: Plan, pool: str) -> dict[str, Any]:
+    return json.loads(plan.get(DOCUMENT, f"{plan.stack}-{pool}-install").inputs["content"])
+
+
+def install_text(plan: Plan, pool: str) -> str:
+    return "\n".join(document_of(plan, pool)["mainSteps"][0]["inputs"]["runCommand"]) + "\n"
 
 
 # ---------------------------------------------------------------------------------------
@@ -131,18 +124,31 @@ def test_golden_plan_of_the_standalone_preset() -> None:
     assert len(plan.of_type("accelstack:standalone:StandaloneCluster")) == 1
 
 
-def test_instances_per_pool_with_rank_tags_and_names() -> None:
+def test_one_fleet_request_per_pool_all_or_nothing() -> None:
+    """Issue 10 defect 10: the pool's instances launch in one request (EC2 Fleet, instant),
+    all `nodes` or none, not one aws:ec2/instance per node."""
     plan = plan_of(PRESET)
-    insts = instances(plan)
-    assert [i.name for i in insts] == [f"{PRESET}-trn1-0", f"{PRESET}-trn1-1"]
-    for rank, inst in enumerate(insts):
-        assert inst.inputs["instanceType"] == "trn1.32xlarge"
-        assert inst.inputs["tags"]["accelstack.io/pool"] == "trn1"
-        assert inst.inputs["tags"]["accelstack.io/node-rank"] == str(rank)
-        assert inst.inputs["tags"]["accelstack:stack"] == PRESET
-        assert inst.inputs["launchTemplate"]["name"] == f"{PRESET}-trn1-lt"
-        assert inst.parent == PRESET
+    assert plan.of_type(INSTANCE) == []
+    fleet = fleet_of(plan, "trn1").inputs
+    assert fleet["type"] == "instant" and fleet["terminateInstances"] is True
+    assert fleet["targetCapacitySpecification"] == {
+        "defaultTargetCapacityType": "on-demand",
+        "totalTargetCapacity": 2,
+    }
+    assert fleet["onDemandOptions"] == {
+        "minTargetCapacity": 2,
+        "singleAvailabilityZone": True,
+        "singleInstanceType": True,
+    }
+    (cfg,) = fleet["launchTemplateConfigs"]
+    assert cfg["launchTemplateSpecification"]["launchTemplateName"] == f"{PRESET}-trn1-lt"
+    assert cfg["overrides"] == [{"instanceType": "trn1.32xlarge"}]  # subnet from the EFA NICs
     assert len(plan.outputs["instanceIds"]["trn1"]) == 2
+    tags = lt_of(plan, "trn1").inputs["tagSpecifications"][0]
+    assert tags["resourceType"] == "instance"
+    assert (
+        tags["tags"]["accelstack.io/pool"] == "trn1" and tags["tags"]["accelstack:stack"] == PRESET
+    )
     assert plan.outputs["runCommands"]["trn1"] == run_command(
         preset_stack(), preset_stack().pools[0]
     )
@@ -167,12 +173,16 @@ def test_launch_template_has_every_efa_interface() -> None:
     assert len(nics) == cat.instances["trn1.32xlarge"].efa_interfaces == 8
     assert (nics[0]["deviceIndex"], nics[0]["interfaceType"]) == (0, "efa")
     assert {n["deviceIndex"] for n in nics[1:]} == {1}
-    assert {n["interfaceType"] for n in nics[1:]} == {"efa"}
+    assert {n["interfaceType"] for n in nics[1:]} == {
+        "efa-only"
+    }  # the catalog default (issue 10: no IP per extra card)
     assert [n["networkCardIndex"] for n in nics] == list(range(8))
     assert len({n["subnetId"] for n in nics}) == 1
     assert all(n["securityGroups"] == [plan.outputs["securityGroupId"]] for n in nics)
-    # the launch template carries the interfaces, so instances name no subnet of their own
-    assert all("subnetId" not in i.inputs for i in instances(plan))
+    # the launch template carries the interfaces, so the fleet names no subnet of its own
+    assert (
+        "subnetId" not in fleet_of(plan, "trn1").inputs["launchTemplateConfigs"][0]["overrides"][0]
+    )
 
 
 def test_p5e_has_32_interfaces_in_the_efa_only_style() -> None:
@@ -190,24 +200,31 @@ def test_placement_group_rules() -> None:
     # a capacity block: no placement group (it can cap how many reserved instances launch)
     cb = plan_of("p5e")
     assert cb.of_type(PG) == [] and "placement" not in lt_of(cb, "h200").inputs
-    # no EFA: no placement group, no interfaces; the instance sits in the subnet directly
+    # no EFA: no placement group, no interfaces; the fleet puts the instance in the subnet
     ne = plan_of("no-efa")
     assert ne.of_type(PG) == [] and "networkInterfaces" not in lt_of(ne, "trn1").inputs
-    (inst,) = instances(ne)
-    assert inst.inputs["subnetId"].startswith("subnet-")
-    assert inst.inputs["vpcSecurityGroupIds"] == [ne.outputs["securityGroupId"]]
+    (override,) = fleet_of(ne, "trn1").inputs["launchTemplateConfigs"][0]["overrides"]
+    assert override["subnetId"].startswith("subnet-")
+    assert lt_of(ne, "trn1").inputs["vpcSecurityGroupIds"] == [ne.outputs["securityGroupId"]]
 
 
 def test_capacity_block_and_spot_markets() -> None:
-    lt = lt_of(plan_of("p5e"), "h200").inputs
+    """The market is the fleet's (EC2 Fleet refuses market options in its launch template)."""
+    cb = plan_of("p5e")
+    lt = lt_of(cb, "h200").inputs
     assert lt["capacityReservationSpecification"] == {
         "capacityReservationTarget": {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}
     }
-    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
-    spot = lt_of(plan_of("spot-efa-only"), "trn1").inputs
-    assert spot["instanceMarketOptions"]["marketType"] == "spot"
-    assert "capacityReservationSpecification" not in spot
-    assert {n["interfaceType"] for n in spot["networkInterfaces"][1:]} == {"efa-only"}
+    assert "instanceMarketOptions" not in lt
+    spec = fleet_of(cb, "h200").inputs["targetCapacitySpecification"]
+    assert spec["defaultTargetCapacityType"] == "capacity-block"
+    spot = plan_of("spot-efa-only")
+    assert fleet_of(spot, "trn1").inputs["spotOptions"]["minTargetCapacity"] == 2
+    assert "onDemandOptions" not in fleet_of(spot, "trn1").inputs
+    assert "capacityReservationSpecification" not in lt_of(spot, "trn1").inputs
+    assert {n["interfaceType"] for n in lt_of(spot, "trn1").inputs["networkInterfaces"][1:]} == {
+        "efa-only"
+    }
     assert "instanceMarketOptions" not in lt_of(plan_of(PRESET), "trn1").inputs
 
 
@@ -216,11 +233,12 @@ def test_imdsv2_and_encrypted_gp3_roots() -> None:
         plan = plan_of(key)
         for lt in plan.of_type(LT):
             md = lt.inputs["metadataOptions"]
-            assert md["httpTokens"] == "required" and md["httpPutResponseHopLimit"] == 2
-        for inst in instances(plan):
-            assert "metadataOptions" not in inst.inputs  # nothing overrides the template
-            root = inst.inputs["rootBlockDevice"]
-            assert (root["volumeType"], root["encrypted"], root["volumeSize"]) == ("gp3", True, 512)
+            assert md["httpTokens"] == "required"
+            (root,) = lt.inputs["blockDeviceMappings"]
+            ebs = root["ebs"]
+            assert (ebs["volumeType"], ebs["encrypted"], ebs["volumeSize"]) == ("gp3", "true", 512)
+            device = load_catalog().device_kind_of(lt.inputs["instanceType"])
+            assert root["deviceName"] == device.standalone_root_device
 
 
 def test_no_ingress_from_the_internet_by_default() -> None:
@@ -269,13 +287,14 @@ def test_ssh_only_when_asked_from_the_given_cidrs() -> None:
 @pytest.mark.parametrize(
     ("key", "pool", "param"),
     [
-        (PRESET, "trn1", "/aws/service/neuron/dlami/multi-framework/ubuntu-22.04/latest/image_id"),
+        (PRESET, "trn1", "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"),
         ("p5e", "h200", GPU_DLAMI),
     ],
 )
 def test_ami_is_the_dlami_from_its_public_parameter(key: str, pool: str, param: str) -> None:
+    """The pinned id (simulated offline: what `accelstack amis pin` would record), no lookup."""
     plan = plan_of(key)
-    assert {"token": "aws:ssm/getParameter:getParameter", "args": {"name": param}} in plan.lookups
+    assert not [lk for lk in plan.lookups if lk["token"] == "aws:ssm/getParameter:getParameter"]
     assert lt_of(plan, pool).inputs["imageId"] == fake_ami(param)
     device = load_catalog().device_kind_of(lt_of(plan, pool).inputs["instanceType"])
     assert device.standalone_ami_parameter == param
@@ -298,8 +317,11 @@ def test_instance_profile_has_ssm_core_and_only_the_cache_prefix() -> None:
     assert [a.inputs["policyArn"] for a in attachments] == [
         "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
     ]
-    (policy,) = plan.of_type("aws:iam/rolePolicy:RolePolicy")
-    doc = json.loads(policy.inputs["policy"])
+    policies = {p.name: json.loads(p.inputs["policy"]) for p in plan.of_type(ROLE_POLICY)}
+    assert policies.pop(f"{PRESET}-node-describe-policy")["Statement"] == [
+        {"Action": "ec2:DescribeInstances", "Effect": "Allow", "Resource": "*"}
+    ]  # rank discovery in accelstack-run
+    (doc,) = policies.values()
     bucket = bucket_name(PRESET, ACCOUNT_ID)
     assert sorted(str(s["Resource"]) for s in doc["Statement"]) == [
         f"arn:aws:s3:::{bucket}",
@@ -320,12 +342,12 @@ def test_instance_profile_has_ssm_core_and_only_the_cache_prefix() -> None:
 
 def test_gpu_pool_has_no_cache_policy() -> None:
     plan = plan_of("p5e")
-    assert plan.of_type("aws:iam/rolePolicy:RolePolicy") == []
+    assert [p.name for p in plan.of_type(ROLE_POLICY)] == [f"{plan.stack}-node-describe-policy"]
     assert plan.of_type("aws:s3/bucket:Bucket") == []
 
 
 # ---------------------------------------------------------------------------------------
-# User data: the launch script and the rank and rendezvous environment
+# Delivery through SSM: the launch script and the environment (issue 10 defect 10)
 # ---------------------------------------------------------------------------------------
 
 
@@ -335,63 +357,62 @@ def env_lines(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in body.splitlines())
 
 
-def test_user_data_rank_environment_and_the_installed_script() -> None:
+def test_the_script_and_environment_come_through_an_ssm_association() -> None:
     plan, stack = plan_of(PRESET), preset_stack()
-    head, worker = (i.inputs["userData"] for i in instances(plan))
+    assert all("userData" not in lt.inputs for lt in plan.of_type(LT))  # nothing in user data
+    text = install_text(plan, "trn1")
     bucket = bucket_name(PRESET, ACCOUNT_ID)
-    assert env_lines(head) == {
+    assert env_lines(text) == {
         "ACCELSTACK_STACK": PRESET,
         "ACCELSTACK_POOL": "trn1",
+        "ACCELSTACK_REGION": "us-west-2",
         "ACCELSTACK_ORCHESTRATOR": "standalone",
         "ACCELSTACK_NNODES": "2",
-        "ACCELSTACK_NODE_RANK": "0",
         "ACCELSTACK_RDZV_PORT": "29500",
         "ACCELSTACK_COMPILE_CACHE_URL": f"s3://{bucket}/neuron-cache/trn1/",
     }
-    assert "latest/meta-data/local-ipv4" in head  # the head reads its own address
-    assert env_lines(worker)["ACCELSTACK_NODE_RANK"] == "1"
-    assert "ACCELSTACK_HEAD_ADDR" in env_lines(worker)
-    assert "local-ipv4" not in worker
     script = render_node_script(stack, stack.pools[0], "standalone", bucket=bucket)
-    assert f"cat > /opt/accelstack/launch-trn1.sh <<'ACCELSTACK_SCRIPT_EOF'\n{script}" in head
-    assert f"cat > {RUN_COMMAND} <<'ACCELSTACK_RUN_EOF'" in worker
+    assert f"cat > /opt/accelstack/launch-trn1.sh <<'ACCELSTACK_SCRIPT_EOF'\n{script}" in text
+    assert f"cat > {RUN_COMMAND} <<'ACCELSTACK_RUN_EOF'" in text
+    (assoc,) = plan.of_type(ASSOCIATION)
+    doc = plan.get(DOCUMENT, f"{PRESET}-trn1-install")
+    assert doc.inputs["documentType"] == "Command"
+    assert assoc.inputs["documentVersion"] == "1"  # follows the document's latest version
+    assert assoc.inputs["targets"] == [
+        {"key": "tag:accelstack:stack", "values": [PRESET]},
+        {"key": "tag:accelstack.io/pool", "values": ["trn1"]},
+    ]
+    assert "applyOnlyAtCronInterval" not in assoc.inputs  # applies on create and on change
 
 
-def test_workers_get_the_head_private_ip_through_output_apply(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    original = Answers.new_resource
-
-    def new_resource(self: Answers, typ: str, name: str, inputs: dict[str, Any]) -> Any:
-        rid, out = original(self, typ, name, inputs)
-        if typ == INSTANCE:
-            out["privateIp"] = f"10.42.0.{10 + int(name.rsplit('-', 1)[1])}"
-        return rid, out
-
-    monkeypatch.setattr(Answers, "new_resource", new_resource)
-    plan = plan_stack(preset_stack())
-    head, worker = instances(plan)
-    assert env_lines(worker.inputs["userData"])["ACCELSTACK_HEAD_ADDR"] == "10.42.0.10"
-    assert "ACCELSTACK_HEAD_ADDR" not in env_lines(head.inputs["userData"])
-    assert plan.outputs["headAddresses"] == {"trn1": "10.42.0.10"}
+def test_a_new_argument_changes_the_document_not_the_instances() -> None:
+    """A workload.args edit reaches the nodes through the document; launch template and fleet
+    inputs stay the same, so `pulumi up` replaces no instance."""
+    edited = plan_stack(variant(lambda d: d["workload"].update(args=["--new-flag"])))
+    base = plan_of(PRESET)
+    assert install_text(edited, "trn1") != install_text(base, "trn1")
+    assert "--new-flag" in install_text(edited, "trn1")
+    assert lt_of(edited, "trn1").inputs == lt_of(base, "trn1").inputs
+    assert fleet_of(edited, "trn1").inputs == fleet_of(base, "trn1").inputs
 
 
-def test_user_data_passes_shellcheck(tmp_path: Any) -> None:
+def test_install_script_and_run_wrapper_pass_shellcheck(tmp_path: Any) -> None:
     stack = preset_stack()
     pool = stack.pools[0]
     script = render_node_script(stack, pool, "standalone", bucket="b")
-    for rank, head in ((0, None), (1, "10.0.0.5")):
-        text = user_data(
+    texts = {
+        "install.sh": install_script(
             stack,
             pool,
-            rank,
-            head,
             "launch-trn1.sh",
             script,
             "s3://b/p/",
             ("fs-1.fsx.us-west-2.amazonaws.com", "abcdefgh"),
-        )
-        path = tmp_path / f"ud-{rank}.sh"
+        ),
+        "run.sh": run_wrapper("/opt/accelstack/launch-trn1.sh"),
+    }
+    for fname, text in texts.items():
+        path = tmp_path / fname
         path.write_text(text)
         proc = subprocess.run(
             [str(SHELLCHECK), *SHELLCHECK_ARGS, "-e", "SC1091", str(path)],
@@ -403,13 +424,43 @@ def test_user_data_passes_shellcheck(tmp_path: Any) -> None:
         assert subprocess.run(["bash", "-n", str(path)], timeout=30).returncode == 0
 
 
+def test_run_wrapper_finds_rank_and_head_from_the_pool_instances(tmp_path: Any) -> None:
+    """`accelstack-run` on 10.0.0.9 among 10.0.0.10, 10.0.0.9 and 10.0.0.2 is rank 1 of 3,
+    head 10.0.0.2 (numeric IP order), with curl and aws stubbed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "curl").write_text(
+        '#!/bin/bash\ncase "$*" in *local-ipv4*) echo 10.0.0.9;; *) echo token;; esac\n'
+    )
+    (bin_dir / "aws").write_text("#!/bin/bash\nprintf '10.0.0.10\\t10.0.0.9\\t10.0.0.2\\n'\n")
+    (bin_dir / "torchrun").write_text("#!/bin/bash\n")
+    launch = tmp_path / "launch.sh"
+    launch.write_text('#!/bin/bash\necho "$ACCELSTACK_NODE_RANK $ACCELSTACK_HEAD_ADDR"\n')
+    env = tmp_path / "env"
+    env.write_text(
+        "ACCELSTACK_STACK=s\nACCELSTACK_POOL=p\nACCELSTACK_REGION=r\nACCELSTACK_NNODES=3\n"
+    )
+    for f in (*bin_dir.iterdir(), launch):
+        f.chmod(0o755)
+    wrapper = tmp_path / "run.sh"
+    wrapper.write_text(run_wrapper(str(launch)).replace(ENV_FILE, str(env)))
+    proc = subprocess.run(
+        ["bash", str(wrapper)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "1 10.0.0.2"
+
+
 def test_pure_helpers() -> None:
     stack = preset_stack()
     pool = stack.pools[0]
-    assert node_env(stack, pool, 1, None, None)["ACCELSTACK_HEAD_ADDR"] == HEAD_UNKNOWN
-    assert "ACCELSTACK_HEAD_ADDR" not in node_env(stack, pool, 0, "10.0.0.1", None)
-    assert market_options(pool) is None
+    assert "ACCELSTACK_NODE_RANK" not in node_env(stack, pool, None)
+    assert fleet_capacity(pool)["on_demand_options"]["min_target_capacity"] == pool.nodes
     with pytest.raises(ValueError, match="heredoc marker"):
         _heredoc("/x", "a\nEOF_X\nb", "0644", "EOF_X")
-    with pytest.raises(ValueError, match=f"EC2 allows {USER_DATA_LIMIT}"):
-        user_data(stack, pool, 0, None, "s.sh", "#" * USER_DATA_LIMIT, None)
+    with pytest.raises(ValueError, match=f"SSM allows {DOCUMENT_LIMIT}"):
+        ssm_document("#" * DOCUMENT_LIMIT)

@@ -66,6 +66,7 @@ class DeviceKind(_Frozen):
     default_framework: str | None
     eks_ami_variant: str
     standalone_ami_parameter: str | None
+    standalone_root_device: str | None = None  # the root device name of that AMI
     device_resource: str | None
     core_resource: str | None
     taint: Taint | None
@@ -135,6 +136,7 @@ class InstanceType(_Frozen):
     network_cards: int = Field(ge=1)
     efa_interfaces: int = Field(ge=0)
     efa_gbps: int = Field(ge=0)
+    ipv4_per_interface: int = Field(ge=1)
     preview: bool = False
     estimated_fields: tuple[str, ...] = ()
     source: str
@@ -191,6 +193,7 @@ class Defaults(_Frozen):
     system_root_volume_gib: int
     vpc_cidr: str
     efa_interface_style: Literal["efa", "efa-only"]
+    eks_ami_parameter: str  # format string: {kubernetes_version}, {variant}
     compile_cache_prefix: str
     compile_cache_expire_days: int
     fsx_deployment_type: str
@@ -205,6 +208,10 @@ class Defaults(_Frozen):
     training_overhead_factor: float = Field(ge=1)
     training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
+    vpc_cni_warm_enis: int = Field(ge=0)
+    #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
+    eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
+    subnet_reserved_ips: int = Field(ge=0)
 
     @property
     def supported_kubernetes_versions(self) -> tuple[str, ...]:

@@ -245,6 +245,10 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
     typer.echo(f"wrote {target} and {pulumi_file}")
     for n in result.notes:
         typer.echo(f"  {n}")
+    typer.echo(
+        f"next: accelstack amis pin stacks/{name}.yaml (records the AMI ids in "
+        f"{pulumi_file.name}; docs/amis.md), then pulumi up -s {name}"
+    )
 
 
 _NameArg = Annotated[str, typer.Argument(help="new stack name (becomes stacks/NAME.yaml)")]

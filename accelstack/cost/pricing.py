@@ -122,6 +122,10 @@ FREE: dict[str, str] = {
         "no charge (SSE-S3)"
     ),
     "aws:ssm/parameter:Parameter": "no charge (standard tier)",
+    "aws:ssm/document:Document": "no charge (Command documents)",
+    "aws:ssm/association:Association": (
+        "no charge (State Manager on EC2 instances; https://aws.amazon.com/systems-manager/pricing/)"
+    ),
     "aws:cloudwatch/logGroup:LogGroup": (
         "no hourly charge; ingestion and storage are usage and not included"
     ),
@@ -530,6 +534,62 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     return items
 
 
+#: EC2 Fleet capacity type -> the purchase option it is billed as when the spec names none.
+FLEET_CAPACITY_OPTION = {
+    "on-demand": "on-demand",
+    "spot": "spot",
+    "capacity-block": "capacity-block",
+}
+
+
+def price_fleet(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    """An EC2 Fleet: totalTargetCapacity instances of its override's type, plus the launch
+    template's volumes per instance."""
+    inputs = res.inputs
+    nodes = _num(
+        _get(inputs, "targetCapacitySpecification", "totalTargetCapacity"),
+        "targetCapacitySpecification.totalTargetCapacity",
+        res,
+    )
+    itype = _get(inputs, "launchTemplateConfigs", 0, "overrides", 0, "instanceType")
+    if not isinstance(itype, str):
+        raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
+    market = str(_get(inputs, "targetCapacitySpecification", "defaultTargetCapacityType"))
+    if market not in FLEET_CAPACITY_OPTION:
+        raise MissingPrice(f"cannot price {res.type} '{res.name}': capacity type {market!r}")
+    pool = _get(inputs, "tags", POOL_LABEL)
+    pool_name = pool if isinstance(pool, str) else None
+    option = FLEET_CAPACITY_OPTION[market]
+    wanted = ctx.pool_options.get(pool_name) if pool_name else None
+    if market == "on-demand" and wanted in ("savings-plan-1y", "savings-plan-3y", "reservation"):
+        option = wanted
+    category = "compute" if ctx.catalog.instance(itype).accelerated else "system"
+    items = [_instance_item(res, ctx, itype, nodes, option, pool_name, category)]
+    ref = _get(
+        inputs, "launchTemplateConfigs", 0, "launchTemplateSpecification", "launchTemplateName"
+    )
+    lts = [
+        r
+        for r in ctx.resources
+        if r.type == "aws:ec2/launchTemplate:LaunchTemplate"
+        and ref in (r.name, r.inputs.get("name"))
+    ]
+    if not lts:
+        raise MissingPrice(
+            f"cannot price the volumes of {res.type} '{res.name}': no launch template"
+        )
+    items += _volumes(
+        lts[0].inputs.get("blockDeviceMappings"),
+        res,
+        ctx,
+        nodes,
+        pool_name,
+        category,
+        "root, launch template",
+    )
+    return items
+
+
 def price_eks_cluster(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     """Standard or extended support, by the version's EKS calendar on today's date."""
     version = str(res.inputs.get("version") or ctx.catalog.defaults.kubernetes_version)
@@ -684,6 +744,7 @@ def price_ebs_volume(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
 RULES: dict[str, Rule] = {
     "aws:eks/nodeGroup:NodeGroup": price_node_group,
     "aws:ec2/instance:Instance": price_instance,
+    "aws:ec2/fleet:Fleet": price_fleet,
     "aws:eks/cluster:Cluster": price_eks_cluster,
     "aws:ec2/natGateway:NatGateway": price_nat,
     "aws:ec2/eip:Eip": price_eip,
@@ -867,23 +928,48 @@ def _eks_resources(stack: Stack) -> list[Resource]:
 
 
 def _instance_resources(stack: Stack) -> list[Resource]:
-    """One plain EC2 instance per node of every pool (non-EKS orchestration)."""
-    return [
-        Resource(
-            "aws:ec2/instance:Instance",
-            f"{stack.name}-{p.name}-{i}",
-            {
-                "instanceType": p.instance_type,
-                "tags": {POOL_LABEL: p.name},
-                "rootBlockDevice": {
-                    "volumeSize": p.root_volume_gib,
-                    "volumeType": "gp3",
-                },
-            },
+    """Per pool (non-EKS orchestration): a launch template with the root volume and one EC2
+    Fleet request for all of its nodes."""
+    out: list[Resource] = []
+    for p in stack.pools:
+        lt = f"{stack.name}-{p.name}-lt"
+        market = (
+            "spot"
+            if p.purchase_option == "spot"
+            else ("capacity-block" if p.purchase_option == "capacity-block" else "on-demand")
         )
-        for p in stack.pools
-        for i in range(p.nodes)
-    ]
+        out.append(
+            Resource(
+                "aws:ec2/launchTemplate:LaunchTemplate",
+                lt,
+                {
+                    "name": lt,
+                    "blockDeviceMappings": [
+                        {"ebs": {"volumeSize": p.root_volume_gib, "volumeType": "gp3"}}
+                    ],
+                },
+            )
+        )
+        out.append(
+            Resource(
+                "aws:ec2/fleet:Fleet",
+                f"{stack.name}-{p.name}-fleet",
+                {
+                    "launchTemplateConfigs": [
+                        {
+                            "launchTemplateSpecification": {"launchTemplateName": lt},
+                            "overrides": [{"instanceType": p.instance_type}],
+                        }
+                    ],
+                    "targetCapacitySpecification": {
+                        "defaultTargetCapacityType": market,
+                        "totalTargetCapacity": p.nodes,
+                    },
+                    "tags": {POOL_LABEL: p.name},
+                },
+            )
+        )
+    return out
 
 
 def _nat_resources(stack: Stack) -> list[Resource]:
@@ -891,7 +977,9 @@ def _nat_resources(stack: Stack) -> list[Resource]:
     network = stack.spec.network
     if network.mode != "create":
         return []
-    nats = 1 if network.single_nat_gateway else len(stack.network_zone_ids)
+    # standalone networks span only the pools' zones; EKS ones at least two (control plane)
+    zones = stack.zone_ids if stack.spec.orchestration == "ec2" else stack.network_zone_ids
+    nats = 1 if network.single_nat_gateway else len(zones)
     out: list[Resource] = []
     for i in range(nats):
         out.append(Resource("aws:ec2/eip:Eip", f"{stack.name}-nat-{i}-eip", {"domain": "vpc"}))

@@ -45,7 +45,7 @@ from accelstack.plan.document import (
     PlannedResource,
     normalise,
 )
-from accelstack.plan.lookups import Answers
+from accelstack.plan.lookups import Answers, with_offline_ami_pins
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -353,7 +353,9 @@ def _assemble(
 def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
     """Plan `stack` offline by running `build` (the Pulumi program) under mocks. With `guard`,
     the budget is enforced before the program runs (priced from the spec) and after it (priced
-    from what it declared). Raises PlanError with one line on any failure."""
+    from what it declared). Raises PlanError with one line on any failure. A stack with no AMI
+    pins read from a stack config plans as if `accelstack amis pin` had run (issue 10)."""
+    stack = with_offline_ami_pins(stack)
     with _LOCK:
         answers = Answers(stack)
         rec = _Recorder(asyncio.new_event_loop())

@@ -37,6 +37,24 @@ def _eks_ami_version(parameter: str) -> str | None:
     return parameter[len(prefix) :].split("/", 1)[0]
 
 
+#: Public SSM parameters that hold an AMI id: the EKS-optimized and Neuron DLAMI ones end in
+#: `/image_id`, the GPU DLAMI ones in `/ami-id`
+#: (/aws/service/deeplearning/ami/x86_64/<name>/latest/ami-id).
+AMI_PARAMETER_SUFFIXES = ("/image_id", "/ami-id")
+#: `Stack.amis_source` of a stack whose pins the offline plan simulated.
+SIMULATED_PINS = "simulated by the offline plan (accelstack:amis)"
+
+
+def with_offline_ami_pins(stack: Stack) -> Stack:
+    """The stack as `pulumi up` sees it after `accelstack amis pin`: every pool's AMI parameter
+    pinned (to the same stable fake id the SSM lookup would answer). A stack whose pins were
+    read from a stack config (or deliberately left empty) is returned unchanged."""
+    if stack.amis_source is not None:
+        return stack
+    pins = {p: fake_ami(p) for p in stack.ami_parameters}
+    return stack.with_ami_pins(pins, allow_unpinned=False, source=SIMULATED_PINS)
+
+
 def _zones(stack: Stack) -> dict[str, str]:
     return dict(stack.catalog.region(stack.region).zones)
 
@@ -111,7 +129,7 @@ class Answers:
         name = str(args.get("name"))
         catalog = self.stack.catalog
         known = {k.standalone_ami_parameter for k in catalog.device_kinds.values()}
-        if not name.endswith("/image_id") and name not in known:
+        if not name.endswith(AMI_PARAMETER_SUFFIXES) and name not in known:
             raise self.refuse(f"no offline answer for SSM parameter '{name}'")
         version = _eks_ami_version(name)
         if version is not None and version not in catalog.defaults.eks_versions:
@@ -270,6 +288,28 @@ def _ec2_instance(r: _NewResource) -> tuple[str, dict[str, Any]]:
     }
 
 
+def _ec2_fleet(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    """An instant fleet answers with the instances it launched (all of them: the offline plan
+    assumes the capacity is there)."""
+    n = int((r.inputs.get("targetCapacitySpecification") or {}).get("totalTargetCapacity") or 0)
+    ids = [f"i-{_digest('fleet', r.name, str(i))}" for i in range(n)]
+    itype = None
+    for cfg in r.inputs.get("launchTemplateConfigs") or []:
+        for o in cfg.get("overrides") or []:
+            itype = itype or o.get("instanceType")
+    return f"fleet-{r.rid[:8]}-{_digest('f2', r.name, n=4)}-{_digest('f3', r.name, n=4)}", {
+        "fleetInstanceSets": [
+            {"instanceIds": ids, "instanceType": itype, "lifecycle": "on-demand"}
+        ],
+        "arn": r.arn,
+    }
+
+
+def _ssm_document(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    name = r.inputs.get("name") or f"{r.name}-{r.rid[:7]}"
+    return name, {"name": name, "latestVersion": "1", "defaultVersion": "1", "arn": r.arn}
+
+
 #: Id prefix per EC2/VPC resource kind (the part between `/` and `:` of the type token).
 _EC2_ID_PREFIX = {
     "vpc": "vpc",
@@ -302,6 +342,8 @@ _OUTPUT_BUILDERS: dict[str, _OutputBuilder] = {
     "aws:ec2/placementGroup:PlacementGroup": _placement_group,
     "aws:fsx/lustreFileSystem:LustreFileSystem": _lustre_file_system,
     "aws:ec2/instance:Instance": _ec2_instance,
+    "aws:ec2/fleet:Fleet": _ec2_fleet,
+    "aws:ssm/document:Document": _ssm_document,
 }
 
 #: Output builders for the types no exact token matches, by token prefix (first match wins).

@@ -146,27 +146,9 @@ class AwsClients:
 # ---------------------------------------------------------------------------------------
 
 
-def eks_ami_parameter(kubernetes_version: str, variant: str) -> str:
-    """Public SSM parameter of the EKS-optimized AL2023 AMI (variant: neuron, nvidia, standard)."""
-    return (
-        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/"
-        f"{variant}/recommended/image_id"
-    )
-
-
 def ami_parameters(stack: Stack) -> dict[str, list[str]]:
     """AMI parameter name -> pools that boot from it, for the stack's orchestration."""
-    out: dict[str, list[str]] = {}
-    for pool in stack.pools:
-        if stack.spec.orchestration == "eks":
-            name: str | None = eks_ami_parameter(
-                stack.kubernetes_version, pool.device.eks_ami_variant
-            )
-        else:
-            name = pool.device.standalone_ami_parameter
-        if name:
-            out.setdefault(name, []).append(pool.name)
-    return out
+    return stack.ami_parameters
 
 
 @dataclass(frozen=True)

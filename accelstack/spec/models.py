@@ -20,6 +20,8 @@ ENV_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 #: Env var names that look like credentials are refused: secrets never go into rendered files.
 SECRET_NAME_RE = re.compile(r"(SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|PRIVATE_KEY|API_KEY)", re.I)
 OPEN_CIDRS = {"0.0.0.0/0", "::/0"}
+#: Where FSx for Lustre is mounted on the nodes (EKS pods and standalone instances).
+FSX_MOUNT_PATH = "/fsx"
 #: Shell variables the rendered node script uses itself, and variables that change how bash
 #: runs it: workload.env may not set them (it may override every exported setting, e.g.
 #: NCCL_DEBUG).
@@ -243,6 +245,11 @@ class Cluster(Strict):
         description="also give the identity that creates the cluster cluster-admin "
         "(bootstrapClusterCreatorAdminPermissions)",
     )
+    support_type: Literal["STANDARD", "EXTENDED"] = Field(
+        "STANDARD",
+        description="EKS upgrade policy: STANDARD upgrades the cluster when standard support "
+        "ends; EXTENDED keeps the version in paid extended support",
+    )
     system_nodes: SystemNodes = Field(
         default_factory=SystemNodes, description="CPU node group for add-ons"
     )
@@ -268,7 +275,11 @@ class Network(Strict):
     public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
         Field((), description="existing public subnets (load balancers)")
     )
-    single_nat_gateway: bool = Field(True, description="one NAT gateway instead of one per AZ")
+    single_nat_gateway: bool = Field(
+        False,
+        description="one NAT gateway for every zone (cheaper hourly, but cross-zone traffic "
+        "pays inter-AZ data charges); default: one per zone in use",
+    )
 
 
 class CompileCache(Strict):

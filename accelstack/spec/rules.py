@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType
+from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, limits
 from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
 from accelstack.spec.models import (
+    FSX_MOUNT_PATH,
     IDENTITY_TAG_KEYS,
     IDENTITY_TAG_PREFIXES,
     OPEN_CIDRS,
@@ -749,3 +750,155 @@ def _tags_identity(ctx: Context) -> Iterator[Finding]:
                 f"find its resources by it; reserved: {', '.join(IDENTITY_TAG_KEYS)}, "
                 f"{', '.join(p + '*' for p in IDENTITY_TAG_PREFIXES)}); pick another key",
             )
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 10 (10B): names, tags, the subnet IP budget, FSx paths
+# ---------------------------------------------------------------------------------------
+
+#: Tag keys the stack adds to every resource (resolve.py) and the most any one resource adds
+#: on top (Name, kubernetes.io/cluster/<name>, kubernetes.io/role/..., accelstack.io/pool);
+#: the tag-count deploy rule checks the real merge.
+STACK_TAG_KEYS = ("accelstack:stack", "managed-by")
+RESOURCE_TAG_KEYS = 4
+
+
+def _generated(ctx: Context) -> Iterator[tuple[str, str, str, int, str]]:
+    """(YAML path, kind, generated name with its autoname suffix, limit, limit source)."""
+    spec = ctx.spec
+    role_max, _ = limits.iam_role_name()
+    suffix = "-" + "x" * (limits.AUTONAME_SUFFIX - 1)
+    cache = any(
+        ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools
+    )
+    kinds = (
+        ("IAM role", limits.ROLE_PATTERNS, role_max, "botocore iam roleNameType"),
+        ("EKS node group", limits.NODEGROUP_PATTERNS, limits.NODEGROUP_NAME_MAX, "EKS API"),
+    )
+    for kind, patterns, limit, source in kinds:
+        for pattern, orchestration, needs_cache in patterns:
+            if orchestration != spec.orchestration or (needs_cache and not cache):
+                continue
+            for i, pool in enumerate(spec.pools if "{pool}" in pattern else spec.pools[:1]):
+                path = f"pools[{i}].name" if "{pool}" in pattern else "name"
+                name = pattern.format(stack=spec.name, pool=pool.name) + suffix
+                yield (path, kind, name, limit, source)
+
+
+@rule("generated-names", "names generated from the stack and pool names fit AWS limits")
+def _generated_names(ctx: Context) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for path, kind, name, limit, source in _generated(ctx):
+        if len(name) > limit and path not in seen:
+            seen.add(path)
+            yield (
+                path,
+                f"the {kind} name '{name}' (with Pulumi's autoname suffix) would be "
+                f"{len(name)} characters; AWS allows {limit} ({source}): shorten "
+                f"{'the stack name' if path == 'name' else 'the pool name'} by "
+                f"{len(name) - limit}",
+            )
+
+
+@rule("bucket-names", "bucket names have no S3-reserved prefix or suffix")
+def _bucket_names(ctx: Context) -> Iterator[Finding]:
+    cc = ctx.spec.compile_cache
+    if cc is not None and cc.bucket:
+        problem = limits.bucket_name_problem(cc.bucket)
+        if problem:
+            yield ("compile_cache.bucket", f"'{cc.bucket}' {problem} (S3 bucket naming rules)")
+    elif any(ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools):
+        generated = f"{ctx.spec.name}-ncc-123456789012"  # <stack>-ncc-<account id>
+        problem = limits.bucket_name_problem(generated)
+        if problem:
+            yield (
+                "name",
+                f"the compile-cache bucket '{generated}' {problem} (S3 bucket naming rules)",
+            )
+
+
+@rule("tag-count", "spec tags plus the stack's own fit the 50-tags-per-resource limit")
+def _tag_count(ctx: Context) -> Iterator[Finding]:
+    keys = set(ctx.spec.tags) | set(STACK_TAG_KEYS)
+    limit = limits.max_tags()
+    if len(keys) + RESOURCE_TAG_KEYS > limit:
+        allowed_n = limit - RESOURCE_TAG_KEYS - len(set(STACK_TAG_KEYS) - set(ctx.spec.tags))
+        yield (
+            "tags",
+            f"{len(ctx.spec.tags)} tags; with the stack's own a resource would carry "
+            f"{len(keys) + RESOURCE_TAG_KEYS}, AWS allows {limit} (botocore iam tagListType, "
+            f"eks TagMap): keep at most {allowed_n}",
+        )
+
+
+def _pool_zone(ctx: Context, f: PoolFacts) -> str:
+    """The zone id the pool's subnet will be in (as resolve.py picks it)."""
+    wanted = f.pool.availability_zone or ctx.spec.availability_zone
+    zid = ctx.catalog.zone_id(ctx.spec.region, wanted) if wanted and ctx.region_ok else None
+    if zid:
+        return zid
+    offered = (
+        ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type) if ctx.region_ok else []
+    )
+    return offered[0] if offered else "?"
+
+
+def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
+    """Per zone of a created VPC: (who, addresses its nodes take). EKS system nodes spread
+    over the zones (at least two): each zone counts its share, rounded up."""
+    from accelstack.catalog.ipbudget import node_ips
+
+    cat, d = ctx.catalog, ctx.catalog.defaults
+    kubernetes = ctx.spec.orchestration == "eks"
+    out: dict[str, list[tuple[str, int]]] = {}
+    for f in ctx.known_pools:
+        efa = f.inst.efa_interfaces if f.pool.efa is not False else 0
+        style = f.pool.efa_interface_style or d.efa_interface_style
+        per = node_ips(cat, f.inst, efa, style, kubernetes)
+        out.setdefault(_pool_zone(ctx, f), []).append((f.at, per * f.pool.nodes))
+    system = cat.instances.get(
+        ctx.spec.cluster.system_nodes.instance_type or d.system_instance_type
+    )
+    if kubernetes and system is not None and out:
+        count = ctx.spec.cluster.system_nodes.nodes or d.system_nodes
+        share = -(-count // max(len(out), 2))
+        for demand in out.values():
+            demand.append(("system nodes", share * node_ips(cat, system, 0, "efa-only", True)))
+    return out
+
+
+@rule("subnet-ip-budget", "each zone's private subnet holds its pools' node addresses")
+def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
+    from accelstack.catalog.ipbudget import private_subnet_cidr, usable_ips
+
+    if ctx.spec.network.mode != "create":
+        return
+    vpc = ctx.spec.network.vpc_cidr or ctx.catalog.defaults.vpc_cidr
+    try:
+        subnet = private_subnet_cidr(vpc)
+    except ValueError:
+        return  # vpc-cidr reports it
+    usable = usable_ips(ctx.catalog, subnet)
+    for demand in _zone_demand(ctx).values():
+        need = sum(n for _, n in demand)
+        if need > usable:
+            parts = ", ".join(f"{at}: {n}" for at, n in demand)
+            yield (
+                demand[0][0] + ".nodes",
+                f"the pools in this zone need {need} private addresses ({parts}; VPC CNI warm "
+                f"ENI and 'efa' interfaces included) but network.vpc_cidr {vpc} gives each "
+                f"zone a /{subnet.split('/')[1]} private subnet with {usable}: use a larger vpc_cidr, fewer nodes, or efa_interface_style "
+                "'efa-only'",
+            )
+
+
+@rule("workload-fsx-path", "an entrypoint under /fsx needs storage.fsx_lustre_gib")
+def _workload_fsx(ctx: Context) -> Iterator[Finding]:
+    wl = ctx.spec.workload
+    on_fsx = wl.entrypoint == FSX_MOUNT_PATH or wl.entrypoint.startswith(FSX_MOUNT_PATH + "/")
+    if on_fsx and not ctx.spec.storage.fsx_lustre_gib:
+        yield (
+            "workload.entrypoint",
+            f"'{wl.entrypoint}' is on the FSx mount {FSX_MOUNT_PATH} but the stack has no FSx "
+            "(storage.fsx_lustre_gib): set it, or put the script elsewhere on the nodes",
+        )

@@ -1,1 +1,105 @@
-"""Deploy rules (amis): owned by helper 10B; placeholder until merged."""
+"""Deploy rule for issue 10 defect 5: no node boots from a moving AMI alias.
+
+`.../recommended/image_id` and a DLAMI's `latest` move whenever AWS publishes an image, so a
+program that resolves them on every run rolls every accelerator node (EKS) or recreates every
+instance (standalone) on an unrelated `pulumi up`. The AMI id is pinned in the stack config
+(`accelstack:amis`) and changed only by `accelstack amis upgrade --yes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from accelstack.plan.document import Plan
+from accelstack.plan.rules import deploy_rule
+from accelstack.plan.rules._res import (
+    FLEET,
+    INSTANCE,
+    LAUNCH_TEMPLATE,
+    SSM_PARAMETER_LOOKUP,
+    get_in,
+    rid,
+)
+
+if TYPE_CHECKING:
+    from accelstack.resolve import Stack
+
+#: EC2's own description of an SSM parameter as an image source, and of a pinned id.
+SOURCE = (
+    "https://docs.aws.amazon.com/autoscaling/ec2/userguide/using-systems-manager-parameters.html"
+)
+_IMAGE_TYPES = (LAUNCH_TEMPLATE, INSTANCE, FLEET)
+
+
+def _is_alias(name: str, stack: Stack) -> bool:
+    return name in stack.ami_parameters or name.startswith("/aws/service/")
+
+
+@deploy_rule(
+    "ami-pinned",
+    SOURCE,
+    "no launch template or instance takes its image from a moving AMI alias at deploy time; "
+    "ids are pinned in the stack config (accelstack:amis)",
+)
+def _ami_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for lookup in plan.lookups:
+        name = str(get_in(lookup, "args", "name") or "")
+        if lookup.get("token") == SSM_PARAMETER_LOOKUP and _is_alias(name, stack):
+            yield (
+                f"stack '{plan.stack}'",
+                f"resolves the moving AMI alias {name} on every run (an unrelated `pulumi up` "
+                "rolls the nodes); pin it: `accelstack amis pin SPEC`",
+            )
+    pinned = {p.image_id for p in stack.pools if p.image_id}
+    for r in plan.resources:
+        if r.type not in _IMAGE_TYPES or "imageId" not in r.inputs:
+            continue
+        image = r.inputs.get("imageId")
+        if not isinstance(image, str) or not image.startswith("ami-"):
+            yield (rid(r), f"imageId is {image!r}, not a literal AMI id pinned in the stack config")
+        elif pinned and image not in pinned:
+            yield (
+                rid(r),
+                f"imageId {image} is not one of the AMIs pinned in {stack.amis_source} "
+                f"({', '.join(sorted(pinned))})",
+            )
+
+
+CLUSTER = "aws:eks/cluster:Cluster"
+ADDON = "aws:eks/addon:Addon"
+
+
+@deploy_rule(
+    "eks-upgrade-policy",
+    "https://docs.aws.amazon.com/eks/latest/APIReference/API_UpgradePolicyRequest.html",
+    "an EKS cluster states its upgrade policy (the API default, EXTENDED, drifts into paid "
+    "extended support); STANDARD unless the spec asks for EXTENDED",
+)
+def _upgrade_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for r in plan.of_type(CLUSTER):
+        got = get_in(r.inputs, "upgradePolicy", "supportType")
+        want = stack.spec.cluster.support_type
+        if got != want:
+            yield (
+                rid(r),
+                f"upgradePolicy.supportType is {got!r}, the spec asks for {want!r} "
+                "(unset means EXTENDED: paid extended support after standard support ends)",
+            )
+
+
+@deploy_rule(
+    "eks-addon-pinned",
+    "https://docs.aws.amazon.com/eks/latest/userguide/managing-add-ons.html",
+    "EKS add-ons carry the version the catalog pins for the cluster's Kubernetes version",
+)
+def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    pins = stack.addon_versions
+    for r in plan.of_type(ADDON):
+        name = str(r.inputs.get("addonName"))
+        if name in pins and r.inputs.get("addonVersion") != pins[name]:
+            yield (
+                rid(r),
+                f"{name} version is {r.inputs.get('addonVersion')!r}; the catalog pins "
+                f"{pins[name]} for Kubernetes {stack.kubernetes_version}",
+            )

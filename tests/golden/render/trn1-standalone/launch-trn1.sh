@@ -110,7 +110,7 @@ torchrun_args=(
   --rdzv_endpoint="$head_addr:$rdzv_port"
   --rdzv_conf="is_host=$is_host,read_timeout=$rdzv_timeout,join_timeout=$rdzv_timeout"
 )
-entrypoint=/fsx/code/train_llama3.py
+entrypoint=/home/ubuntu/code/train_llama3.py
 workload_args=(
   --model
   meta-llama/Meta-Llama-3-8B

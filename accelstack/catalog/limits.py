@@ -1,0 +1,88 @@
+"""AWS name and tag limits, read from botocore's service models where the model has them (the
+same tables the AWS SDKs validate against), hand-typed with their document where it has none.
+
+Model facts (botocore, the version installed; shape names cited):
+- IAM role name: iam `roleNameType` (min 1, max 64, pattern `[\\w+=,.@-]+`).
+- IAM tags per role: iam `tagListType` (max 50); EKS tags per resource: eks `TagMap` (max 50).
+- EKS cluster name: eks `ClusterName` (max 100).
+Hand-typed (no constraint in the model):
+- EKS node group name: at most 63 characters, starting with a letter or digit (botocore eks
+  `CreateNodegroupRequest.nodegroupName` is an unconstrained String; pulumi-aws 7
+  `eks/node_group.py` docstring, after the EKS API reference
+  https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+- S3 bucket names: 3-63 characters, reserved prefixes and suffixes (botocore s3 `BucketName`
+  is an unconstrained string;
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+- Pulumi's autoname suffix: '-' and 7 random hex characters, and Pulumi refuses (does not
+  truncate) a name that would exceed the limit
+  (pulumi/pulumi-terraform-bridge@0f1c55eb pkg/tfbridge/info/autonaming.go `Randlen: 7`;
+  pulumi/pulumi@507db165 sdk/go/common/resource/resource_id.go `NewUniqueName`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+#: '-' plus 7 random hex characters that Pulumi appends to an autonamed resource.
+AUTONAME_SUFFIX = 8
+#: EKS node group names (no constraint in the botocore model; see the module doc).
+NODEGROUP_NAME_MAX = 63
+NODEGROUP_NAME_RE = r"[0-9A-Za-z][A-Za-z0-9_-]*"
+BUCKET_NAME_MIN, BUCKET_NAME_MAX = 3, 63
+BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+@cache
+def _shape(service: str, shape: str) -> dict[str, Any]:
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model(service)
+    return dict(model.shape_for(shape).metadata)
+
+
+def iam_role_name() -> tuple[int, str]:
+    """(max length, pattern) of an IAM role name: botocore iam `roleNameType`."""
+    meta = _shape("iam", "roleNameType")
+    return int(meta["max"]), str(meta["pattern"])
+
+
+def max_tags() -> int:
+    """Tags per resource: the smaller of botocore iam `tagListType` and eks `TagMap` maxima
+    (EC2's model states none; its documented limit is the same 50)."""
+    return min(int(_shape("iam", "tagListType")["max"]), int(_shape("eks", "TagMap")["max"]))
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why S3 refuses `name` as a bucket name, or None."""
+    if not BUCKET_NAME_MIN <= len(name) <= BUCKET_NAME_MAX:
+        return f"is {len(name)} characters; S3 allows {BUCKET_NAME_MIN}-{BUCKET_NAME_MAX}"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*[a-z0-9]", name) or ".." in name:
+        return "may hold only lowercase letters, digits, '.' and '-', begin and end alphanumeric"
+    for prefix in BUCKET_RESERVED_PREFIXES:
+        if name.startswith(prefix):
+            return f"starts with the reserved prefix '{prefix}'"
+    for suffix in BUCKET_RESERVED_SUFFIXES:
+        if name.endswith(suffix):
+            return f"ends with the reserved suffix '{suffix}'"
+    return None
+
+
+#: The names the components derive from the stack and pool names, and when each exists:
+#: (pattern, orchestration, only with a compile cache). `{stack}`/`{pool}` are the spec's
+#: names; every one is autonamed by Pulumi (the suffix counts). tests/test_names_10b.py checks
+#: them against the plans, and the iam-role-name / eks-nodegroup-name deploy rules check the
+#: names the program really generates.
+ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-node-role", "eks", False),
+    ("{stack}-system-node-role", "eks", False),
+    ("{stack}-cluster-role", "eks", False),
+    ("{stack}-compile-cache-pod-role", "eks", True),
+    ("{stack}-node-role", "ec2", False),
+)
+NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-ng", "eks", False),
+    ("{stack}-system-ng", "eks", False),
+)
