@@ -74,9 +74,6 @@ DESCRIBE_INSTANCES_POLICY = {
     "Statement": [{"Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"}],
 }
 INSTANCE_ROLE_POLICIES = ("AmazonSSMManagedInstanceCore",)
-#: SSM Command documents hold at most 64 KB of content (AWS Systems Manager quotas,
-#: https://docs.aws.amazon.com/general/latest/gr/ssm.html "Maximum size of a document").
-DOCUMENT_LIMIT = 64 * 1024
 #: Fleet capacity type by purchase option (botocore ec2 `DefaultTargetCapacityType` enum:
 #: spot | on-demand | capacity-block | reserved-capacity). Savings plans bill on-demand use; an
 #: on-demand capacity reservation is used through the fleet's capacity reservation options.
@@ -302,8 +299,9 @@ def install_script(
     return "".join(parts)
 
 
-def ssm_document(text: str) -> str:
-    """The SSM Command document (schema 2.2) that runs `text` with aws:runShellScript."""
+def ssm_document(text: str, limit: int) -> str:
+    """The SSM Command document (schema 2.2) that runs `text` with aws:runShellScript; at most
+    `limit` bytes (the catalog's ssm_document_limit_bytes)."""
     doc = {
         "schemaVersion": "2.2",
         "description": "accelstack: install the launch script and environment (starts nothing)",
@@ -316,9 +314,9 @@ def ssm_document(text: str) -> str:
         ],
     }
     content = json.dumps(doc, indent=1, sort_keys=True)
-    if len(content.encode()) > DOCUMENT_LIMIT:
+    if len(content.encode()) > limit:
         raise ValueError(
-            f"the SSM document is {len(content.encode())} bytes; SSM allows {DOCUMENT_LIMIT} "
+            f"the SSM document is {len(content.encode())} bytes; SSM allows {limit} "
             "(shorten workload.args or workload.env)"
         )
     return content
@@ -680,7 +678,8 @@ def _document_renderer(stack: Stack, pool: ResolvedPool) -> Callable[[list[Any]]
         sname, script = launch_script(stack, pool, bucket_value)
         url = stack.compile_cache_url(pool.name, bucket_value) if bucket_value else None
         fsx = (fs[0], fs[1]) if fs else None
-        return ssm_document(install_script(stack, pool, sname, script, url, fsx))
+        text = install_script(stack, pool, sname, script, url, fsx)
+        return ssm_document(text, stack.catalog.defaults.ssm_document_limit_bytes)
 
     return render
 

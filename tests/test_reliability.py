@@ -18,7 +18,11 @@ from accelstack.render import launch_script_name, render
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
 from accelstack.spec.models import IDENTITY_TAG_KEYS
-from accelstack.spec.rules import USER_DATA_FIXED_BYTES, quoted_workload_bytes
+from accelstack.spec.rules import (
+    DOCUMENT_FIXED_BYTES,
+    DOCUMENT_JSON_GROWTH,
+    quoted_workload_bytes,
+)
 from accelstack.spec.yamlsafe import MAX_DEPTH, MAX_DOCUMENT_BYTES
 
 from .conftest import STACKS
@@ -346,14 +350,17 @@ def test_huge_args_are_refused_before_they_reach_a_configmap():
     assert "workload: entrypoint, args and env add up to 70,008 bytes" in line
 
 
-def test_standalone_user_data_over_the_ec2_limit_is_refused():
+LIMIT = 65536  # catalog defaults.ssm_document_limit_bytes
+
+
+def test_standalone_launch_document_over_the_ssm_limit_is_refused():
     base = standalone_base()
-    (line,) = refused(lambda d: d["workload"].update(args=["y" * 5000]), base)
-    assert "standalone nodes carry the launch script in EC2 user data (16,384 bytes)" in line
+    (line,) = refused(lambda d: d["workload"].update(args=["y" * 20_000]), base)
+    assert "the launch script through an SSM document (65,536 bytes)" in line
 
 
 def _worst_case_standalone(args: list[str]) -> dict[str, Any]:
-    """The longest names the spec allows everywhere the user data repeats them."""
+    """The longest names the spec allows everywhere the launch document repeats them."""
     return {
         "name": "a" + "b" * 38 + "c",
         "region": "us-east-2",
@@ -372,28 +379,24 @@ def _worst_case_standalone(args: list[str]) -> dict[str, Any]:
     }
 
 
-def _user_data_sizes(stack: Any) -> list[int]:
+def _document_size(stack: Any) -> int:
     pool = stack.pools[0]
     name, script = standalone.launch_script(stack, pool, "b" * 63)
     url = "s3://" + "b" * 63 + "/" + stack.compile_cache_prefix_for(pool.name)
     fsx = ("fs-0123456789abcdef0.fsx.ap-southeast-2.amazonaws.com", "abcdefgh")
     assert name == launch_script_name(pool)
-    return [
-        len(
-            standalone.user_data(stack, pool, r, "255.255.255.255", name, script, url, fsx).encode()
-        )
-        for r in (0, 1)
-    ]
+    text = standalone.install_script(stack, pool, name, script, url, fsx)
+    return len(standalone.ssm_document(text, LIMIT).encode())
 
 
-def test_user_data_fixed_bytes_bound_holds_for_the_worst_case():
+def test_document_fixed_bytes_bound_holds_for_the_worst_case():
     spec = parse_spec(_worst_case_standalone([]), "x.yaml")
-    fixed = max(_user_data_sizes(resolve(spec))) - quoted_workload_bytes(spec.workload)
-    assert fixed <= USER_DATA_FIXED_BYTES, fixed
+    fixed = _document_size(resolve(spec)) - quoted_workload_bytes(spec.workload)
+    assert fixed <= DOCUMENT_FIXED_BYTES, fixed
 
 
 def test_largest_accepted_standalone_args_still_fit_and_plan():
-    room = 16384 - USER_DATA_FIXED_BYTES
+    room = (LIMIT - DOCUMENT_FIXED_BYTES) // DOCUMENT_JSON_GROWTH
     base = _worst_case_standalone([])
     # fill the room exactly: "  'ARG'\n" costs 5 bytes beyond the argument itself
     used = quoted_workload_bytes(parse_spec(base, "x.yaml").workload)
@@ -402,9 +405,9 @@ def test_largest_accepted_standalone_args_still_fit_and_plan():
     spec = parse_spec(base, "x.yaml")
     assert quoted_workload_bytes(spec.workload) == room
     stack = resolve(spec)
-    assert max(_user_data_sizes(stack)) <= 16384
+    assert _document_size(stack) <= LIMIT
     assert render(stack)
-    assert plan_stack(stack, guard=False).resources  # the components' own user-data check
+    assert plan_stack(stack, guard=False).resources  # the components' own document check
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,6 @@ import pytest
 from accelstack.catalog import load_catalog
 from accelstack.components.compile_cache import bucket_name
 from accelstack.components.standalone import (
-    DOCUMENT_LIMIT,
     ENV_FILE,
     RUN_COMMAND,
     _heredoc,
@@ -462,5 +461,6 @@ def test_pure_helpers() -> None:
     assert fleet_capacity(pool)["on_demand_options"]["min_target_capacity"] == pool.nodes
     with pytest.raises(ValueError, match="heredoc marker"):
         _heredoc("/x", "a\nEOF_X\nb", "0644", "EOF_X")
-    with pytest.raises(ValueError, match=f"SSM allows {DOCUMENT_LIMIT}"):
-        ssm_document("#" * DOCUMENT_LIMIT)
+    limit = stack.catalog.defaults.ssm_document_limit_bytes
+    with pytest.raises(ValueError, match=f"SSM allows {limit}"):
+        ssm_document("#" * limit, limit)

@@ -198,7 +198,7 @@ class Defaults(_Frozen):
     compile_cache_expire_days: int
     fsx_deployment_type: str
     fsx_throughput_per_tib: int
-    ec2_user_data_limit_bytes: int = Field(gt=0)
+    ssm_document_limit_bytes: int = Field(gt=0)
     configmap_limit_bytes: int = Field(gt=0)
     training_namespace: str
     training_service_account: str

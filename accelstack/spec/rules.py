@@ -704,26 +704,29 @@ def _workload_size(ctx: Context) -> Iterator[Finding]:
         )
 
 
-#: Bytes of a standalone node's user data besides workload.entrypoint/args/env: header, the
-#: rank/rendezvous env file, the head-address lookup, the node script's fixed text, the run
-#: wrapper and the FSx mount, for the longest stack, pool and compile-cache names the spec
-#: allows, plus a margin. tests/test_reliability.py renders that worst case and checks it.
-USER_DATA_FIXED_BYTES = 12 * 1024
+#: Bytes of a standalone pool's SSM launch document besides workload.entrypoint/args/env: the
+#: install script (env file, run wrapper, node script's fixed text, FSx mount) as JSON, for the
+#: longest stack, pool and compile-cache names the spec allows, plus a margin.
+#: tests/test_reliability.py renders that worst case and checks it.
+DOCUMENT_FIXED_BYTES = 16 * 1024
+#: JSON (ensure_ascii) grows the shell-quoted user text at most 3 times: '"' and '\\' double,
+#: non-ASCII characters become \uXXXX (6 bytes for 2-3 UTF-8 bytes, 12 for 4).
+DOCUMENT_JSON_GROWTH = 3
 
 
-@rule("standalone-user-data", "orchestration ec2: the node user data stays under the EC2 limit")
-def _standalone_user_data(ctx: Context) -> Iterator[Finding]:
+@rule("standalone-document-size", "orchestration ec2: the launch document stays under SSM's limit")
+def _standalone_document_size(ctx: Context) -> Iterator[Finding]:
     if ctx.spec.orchestration != "ec2":
         return
-    limit = ctx.catalog.defaults.ec2_user_data_limit_bytes
-    room = limit - USER_DATA_FIXED_BYTES
+    limit = ctx.catalog.defaults.ssm_document_limit_bytes
+    room = (limit - DOCUMENT_FIXED_BYTES) // DOCUMENT_JSON_GROWTH
     size = quoted_workload_bytes(ctx.spec.workload)
     if size > room:
         yield (
             "workload",
-            f"entrypoint, args and env take {size:,} bytes shell-quoted; standalone nodes carry "
-            f"the launch script in EC2 user data ({limit:,} bytes), which leaves {room:,} for "
-            "them: pass a config file instead",
+            f"entrypoint, args and env take {size:,} bytes shell-quoted; standalone nodes get "
+            f"the launch script through an SSM document ({limit:,} bytes), which leaves "
+            f"{room:,} for them once JSON-escaped: pass a config file instead",
         )
 
 
