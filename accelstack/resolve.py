@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
+from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
 from accelstack.spec import Pool, Spec
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
@@ -34,6 +34,18 @@ class ResolvedPool:
     procs_per_node: int  # torchrun --nproc_per_node: NeuronCores at the LNC setting, or GPUs
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    framework: Framework | None = None  # the training path (None on CPU pools)
+
+    @property
+    def node_lnc_setting(self) -> str | None:
+        """The line user data writes into the device kind's `node_lnc_file` when the pool
+        overrides its family's default LNC (Trn2/Trn3); None when the node keeps the default."""
+        if (
+            self.device.node_lnc_file is None
+            or self.logical_cores == self.family.default_logical_cores
+        ):
+            return None
+        return f"NEURON_LOGICAL_NC_CONFIG={self.logical_cores}"
 
     @property
     def instance_type(self) -> str:
@@ -133,6 +145,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     cat = catalog or load_catalog()
     d = cat.defaults
     pools = []
+    wl_name = spec.workload_pool.name
     for p in spec.pools:
         inst = cat.instance(p.instance_type)
         fam = cat.families[inst.family]
@@ -140,6 +153,9 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
         efa = inst.efa_supported if p.efa is None else p.efa
         lnc = p.logical_cores or fam.default_logical_cores
         procs = cat.neuron_cores(p.instance_type, lnc)
+        fw_name = (spec.workload.framework if p.name == wl_name else None) or cat.default_framework(
+            fam
+        )
         pools.append(
             ResolvedPool(
                 name=p.name,
@@ -159,12 +175,14 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
                 procs_per_node=procs,
                 compile_cache=dev.compile_cache and p.compile_cache is not False,
                 placement_group=efa and p.purchase.reservation_id is None,
+                framework=cat.frameworks.get(fw_name or ""),
             )
         )
     cc = spec.compile_cache
     wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
-    framework = spec.workload.framework or wl_pool.device.default_framework or ""
-    image = spec.workload.image or wl_pool.device.default_image or ""
+    fw = wl_pool.framework
+    framework = fw.name if fw else ""
+    image = spec.workload.image or (fw.default_image if fw else None) or ""
     tags = {"accelstack:stack": spec.name, "managed-by": "accelstack", **spec.tags}
     return Stack(
         spec=spec,

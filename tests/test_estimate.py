@@ -114,7 +114,7 @@ def test_budget_mfu_is_used_and_reported() -> None:
         "name": "demo",
         "region": "us-east-2",
         "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-        "workload": {**WL, "model": {"params_billion": 8}},
+        "workload": {**WL, "model": {"params_billion": 8}, "image": "registry.example/train:1"},
         "budget": {"mfu": 0.55},
     }
     v = check_budget(resolve(parse_spec(data, "test")))

@@ -352,14 +352,21 @@ def test_script_counts(preset: str, tmp_path: Path) -> None:
     script = render_node_script(stack, None, "standalone", bucket="cache-bucket")
     assert f"--nproc_per_node={pool.procs_per_node}\n" in script
     assert ("FI_PROVIDER=efa" in script) == pool.efa
-    assert ("NEURON_COMPILE_CACHE_URL" in script) == pool.compile_cache
-    if pool.compile_cache:
+    fw = pool.framework
+    assert fw is not None
+    s3_cache = pool.compile_cache and fw.compile_cache == "s3"  # the XLA path only
+    assert ("NEURON_COMPILE_CACHE_URL" in script) == s3_cache
+    if s3_cache:
         url = stack.compile_cache_url(pool.name, "cache-bucket")
         assert f"cache_url_default={url}" in script
         assert "--cache_dir=" not in script
+    # the native path: a directory cache, never an s3:// URL
+    assert ("export TORCH_NEURONX_NEFF_CACHE_DIR=" in script) == (fw.compile_cache == "filesystem")
     assert ("neuron_parallel_compile" in script) == bool(
-        pool.device.compile_cache and stack.spec.workload.precompile_steps
+        fw.precompile and stack.spec.workload.precompile_steps
     )
+    assert "XLA_DOWNCAST_BF16=" not in script  # deprecated after SDK 2.24
+    assert f"export ACCELSTACK_DIST_BACKEND={fw.dist_backend}  #" in script
 
 
 # ---- orchestrator detection (run with a fake torchrun that dumps its argv) -----------------
@@ -522,17 +529,18 @@ def test_cli_render_writes_artifacts_and_index(
 ) -> None:
     out = tmp_path / "out"
     rc = main(
-        ["render", str(STACKS / "llama3-70b-trn2.yaml"), "-o", str(out), "--bucket", "my-cache"]
+        ["render", str(STACKS / "trn1-multinode.yaml"), "-o", str(out), "--bucket", "my-cache"]
     )
     assert rc == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["README.md", "job.yaml", "launch-trn2.sh", "pytorchjob.yaml"]
+    assert names == ["README.md", "job.yaml", "launch-trn1.sh", "pytorchjob.yaml"]
     index = (out / "README.md").read_text()
     for n in names:
         assert f"`{n}`" in index
-    script = out / "launch-trn2.sh"
+    assert "**`xla` is in maintenance**" in index
+    script = out / "launch-trn1.sh"
     assert script.stat().st_mode & 0o111
-    assert "s3://my-cache/neuron-cache/trn2/" in script.read_text()
+    assert "s3://my-cache/neuron-cache/trn1/" in script.read_text()
     assert "wrote 4 files" in capsys.readouterr().out
 
 

@@ -22,6 +22,8 @@ BASE: dict[str, Any] = {
         "model": {"params_billion": 8},
         "tokens_billion": 10,
         "entrypoint": "train.py",
+        # trn2 defaults to the native path, which has no public image (catalog)
+        "image": "registry.example/torchneuron:2.14.3",
     },
 }
 
@@ -46,7 +48,8 @@ def test_base_spec_is_valid(catalog):
     stack = resolve(spec, catalog)
     pool = stack.pools[0]
     assert pool.efa is True and pool.efa_interfaces == 16  # default: on where supported
-    assert stack.framework == "torch-neuronx"
+    assert stack.framework == "torchneuron"  # the trn2 default path (catalog)
+    assert stack.image == BASE["workload"]["image"]
     assert stack.compile_cache_enabled
     assert stack.kubernetes_version == catalog.defaults.kubernetes_version
 
@@ -291,7 +294,7 @@ def test_duplicate_pool_names():
 def test_framework_mismatch():
     msg = one(lambda d: d["workload"].update(framework="torch-cuda"))
     assert "workload.framework: 'torch-cuda' cannot run on trn2.48xlarge" in msg
-    assert "allowed there: torch-neuronx" in msg
+    assert "allowed there: torchneuron, xla" in msg
 
 
 def test_preview_type_needs_ack():
