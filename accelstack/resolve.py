@@ -140,44 +140,44 @@ def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
     return offered[0]
 
 
+def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
+    """One pool with its catalog rows; the workload pool runs the spec's framework, every
+    other pool its family's default."""
+    d = cat.defaults
+    inst = cat.instance(p.instance_type)
+    fam = cat.families[inst.family]
+    dev = cat.device_kinds[fam.device_kind]
+    efa = inst.efa_supported if p.efa is None else p.efa
+    lnc = p.logical_cores or fam.default_logical_cores
+    own = spec.workload.framework if p.name == spec.workload_pool.name else None
+    fw_name = own or cat.default_framework(fam) or ""
+    return ResolvedPool(
+        name=p.name,
+        spec=p,
+        instance=inst,
+        family=fam,
+        device=dev,
+        nodes=p.nodes,
+        purchase_option=p.purchase.option,
+        reservation_id=p.purchase.reservation_id,
+        efa=efa,
+        efa_interfaces=inst.efa_interfaces if efa else 0,
+        efa_interface_style=p.efa_interface_style or d.efa_interface_style,
+        root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
+        zone_id=_zone_for(spec, p, cat),
+        logical_cores=lnc,
+        procs_per_node=cat.neuron_cores(p.instance_type, lnc),
+        compile_cache=dev.compile_cache and p.compile_cache is not False,
+        placement_group=efa and p.purchase.reservation_id is None,
+        framework=cat.frameworks.get(fw_name),
+    )
+
+
 def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     """Fill defaults from the catalog. The spec must have passed `check_rules`."""
     cat = catalog or load_catalog()
     d = cat.defaults
-    pools = []
-    wl_name = spec.workload_pool.name
-    for p in spec.pools:
-        inst = cat.instance(p.instance_type)
-        fam = cat.families[inst.family]
-        dev = cat.device_kinds[fam.device_kind]
-        efa = inst.efa_supported if p.efa is None else p.efa
-        lnc = p.logical_cores or fam.default_logical_cores
-        procs = cat.neuron_cores(p.instance_type, lnc)
-        fw_name = (spec.workload.framework if p.name == wl_name else None) or cat.default_framework(
-            fam
-        )
-        pools.append(
-            ResolvedPool(
-                name=p.name,
-                spec=p,
-                instance=inst,
-                family=fam,
-                device=dev,
-                nodes=p.nodes,
-                purchase_option=p.purchase.option,
-                reservation_id=p.purchase.reservation_id,
-                efa=efa,
-                efa_interfaces=inst.efa_interfaces if efa else 0,
-                efa_interface_style=p.efa_interface_style or d.efa_interface_style,
-                root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
-                zone_id=_zone_for(spec, p, cat),
-                logical_cores=lnc,
-                procs_per_node=procs,
-                compile_cache=dev.compile_cache and p.compile_cache is not False,
-                placement_group=efa and p.purchase.reservation_id is None,
-                framework=cat.frameworks.get(fw_name or ""),
-            )
-        )
+    pools = [_resolve_pool(spec, p, cat) for p in spec.pools]
     cc = spec.compile_cache
     wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
     fw = wl_pool.framework
