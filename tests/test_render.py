@@ -563,3 +563,53 @@ def test_cli_render_bad_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )
     err = capsys.readouterr().err
     assert rc == 2 and "--bucket" in err and len(err.strip().splitlines()) == 1
+
+
+# ---- XLA pre-compile: one-shot, its own arguments ------------------------------------------
+
+
+def test_precompile_runs_once_with_its_own_args(tmp_path: Path) -> None:
+    import os
+
+    stack = variant("trn1-multinode", wl_precompile_args=["--compile-only", "it's $(x)"])
+    script = render_node_script(stack, None, "standalone", bucket="b")
+    state = tmp_path / "state"
+    env = {
+        "ACCELSTACK_ORCHESTRATOR": "standalone",
+        "ACCELSTACK_NNODES": "1",
+        "ACCELSTACK_RDZV_ID": "job-7",
+        "ACCELSTACK_SKIP_PRECOMPILE": "0",
+        "ACCELSTACK_SHIM_DIR": str(tmp_path),
+        "ACCELSTACK_STATE_DIR": str(state),
+        "PATH": f"{ROOT / 'tests' / 'shims' / 'neuron'}{os.pathsep}{os.environ['PATH']}",
+    }
+    proc, dump = run_script(script, tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    (start,) = tmp_path.glob("neuron_parallel_compile.*.start")
+    pre_argv = start.read_text().splitlines()[1:]
+    assert pre_argv[-2:] == ["--compile-only", "it's $(x)"]  # appended in this phase only
+    assert "--rdzv_id=job-7-precompile" in pre_argv
+    assert (state / "precompiled-job-7").exists()
+    assert dump is not None and "--compile-only" not in dump["argv"]  # training: without them
+    # a restarted worker of the same job goes straight to the training rendezvous
+    proc, dump = run_script(script, tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(tmp_path.glob("neuron_parallel_compile.*.start"))) == 1
+    assert "pre-compile already done for job-7" in proc.stderr
+    assert dump is not None and "--rdzv_id=job-7" in dump["argv"]
+
+
+def test_precompile_state_survives_container_restarts_in_pods() -> None:
+    for kind in ("pytorchjob", "job"):
+        text = render_manifest(preset_stack("trn1-multinode"), kind, bucket="b")
+        docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] in ("PyTorchJob", "Job")]
+        (doc,) = docs
+        specs = (
+            [r["template"]["spec"] for r in doc["spec"]["pytorchReplicaSpecs"].values()]
+            if kind == "pytorchjob"
+            else [doc["spec"]["template"]["spec"]]
+        )
+        for spec in specs:
+            assert {"name": "state", "emptyDir": {}} in spec["volumes"]
+            mounts = spec["containers"][0]["volumeMounts"]
+            assert {"name": "state", "mountPath": "/var/tmp/accelstack"} in mounts

@@ -413,3 +413,26 @@ def test_pure_helpers() -> None:
         _heredoc("/x", "a\nEOF_X\nb", "0644", "EOF_X")
     with pytest.raises(ValueError, match=f"EC2 allows {USER_DATA_LIMIT}"):
         user_data(stack, pool, 0, None, "s.sh", "#" * USER_DATA_LIMIT, None)
+
+
+def trn2_standalone_lnc1(data: dict[str, Any]) -> None:
+    """The trn2 preset as a standalone cluster at LNC=1 (the trn2 default is 2)."""
+    data.clear()
+    data.update(copy.deepcopy(read_yaml(STACKS / "llama3-70b-trn2.yaml")))
+    data["orchestration"] = "ec2"
+    data["pools"][0]["logical_cores"] = 1
+
+
+def test_user_data_writes_a_non_default_lnc_on_the_node() -> None:
+    stack = variant(trn2_standalone_lnc1)
+    pool = stack.pools[0]
+    script = render_node_script(stack, pool, "standalone", bucket="b")
+    text = user_data(stack, pool, 1, "10.0.0.5", "launch-trn2.sh", script, None)
+    assert "echo NEURON_LOGICAL_NC_CONFIG=1 > /opt/aws/neuron/logical_nc_config\n" in text
+    # the default LNC is left to the node: nothing written
+    default = preset_stack()  # trn1: LNC 1 is its only setting
+    d_pool = default.pools[0]
+    d_script = render_node_script(default, d_pool, "standalone", bucket="b")
+    assert "logical_nc_config" not in user_data(
+        default, d_pool, 1, "10.0.0.5", "x.sh", d_script, None
+    )
