@@ -692,7 +692,7 @@ def _workload_size(ctx: Context) -> Iterator[Finding]:
 #: rank/rendezvous env file, the head-address lookup, the node script's fixed text, the run
 #: wrapper and the FSx mount, for the longest stack, pool and compile-cache names the spec
 #: allows, plus a margin. tests/test_reliability.py renders that worst case and checks it.
-USER_DATA_FIXED_BYTES = 12 * 1024
+USER_DATA_FIXED_BYTES = 14 * 1024  # 12 KiB before the fabric self-check and one-shot pre-compile
 
 
 @rule("standalone-user-data", "orchestration ec2: the node user data stays under the EC2 limit")
