@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
+from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
 from accelstack.spec import Pool, Spec
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
@@ -42,6 +42,18 @@ class ResolvedPool:
     #: None: not pinned (the program refuses unless `allow_unpinned_ami`).
     image_id: str | None = None
     allow_unpinned_ami: bool = False
+    framework: Framework | None = None  # the training path (None on CPU pools)
+
+    @property
+    def node_lnc_setting(self) -> str | None:
+        """The line user data writes into the device kind's `node_lnc_file` when the pool
+        overrides its family's default LNC (Trn2/Trn3); None when the node keeps the default."""
+        if (
+            self.device.node_lnc_file is None
+            or self.logical_cores == self.family.default_logical_cores
+        ):
+            return None
+        return f"NEURON_LOGICAL_NC_CONFIG={self.logical_cores}"
 
     @property
     def instance_type(self) -> str:
@@ -177,51 +189,60 @@ def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
     return offered[0]
 
 
+def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
+    """One pool with its catalog rows; the workload pool runs the spec's framework, every
+    other pool its family's default."""
+    d = cat.defaults
+    inst = cat.instance(p.instance_type)
+    fam = cat.families[inst.family]
+    dev = cat.device_kinds[fam.device_kind]
+    efa = inst.efa_supported if p.efa is None else p.efa
+    lnc = p.logical_cores or fam.default_logical_cores
+    own = spec.workload.framework if p.name == spec.workload_pool.name else None
+    fw_name = own or cat.default_framework(fam) or ""
+    return ResolvedPool(
+        name=p.name,
+        spec=p,
+        instance=inst,
+        family=fam,
+        device=dev,
+        nodes=p.nodes,
+        purchase_option=p.purchase.option,
+        reservation_id=p.purchase.reservation_id,
+        efa=efa,
+        efa_interfaces=inst.efa_interfaces if efa else 0,
+        efa_interface_style=p.efa_interface_style or d.efa_interface_style,
+        root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
+        zone_id=_zone_for(spec, p, cat),
+        logical_cores=lnc,
+        procs_per_node=cat.neuron_cores(p.instance_type, lnc),
+        compile_cache=dev.compile_cache and p.compile_cache is not False,
+        placement_group=efa and p.purchase.reservation_id is None,
+        framework=cat.frameworks.get(fw_name),
+        ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
+    )
+
+
+def _kubernetes_version(spec: Spec, cat: Catalog) -> str:
+    return spec.cluster.kubernetes_version or cat.defaults.kubernetes_version
+
+
 def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     """Fill defaults from the catalog. The spec must have passed `check_rules`."""
     cat = catalog or load_catalog()
     d = cat.defaults
-    k8s = spec.cluster.kubernetes_version or d.kubernetes_version
-    pools = []
-    for p in spec.pools:
-        inst = cat.instance(p.instance_type)
-        fam = cat.families[inst.family]
-        dev = cat.device_kinds[fam.device_kind]
-        efa = inst.efa_supported if p.efa is None else p.efa
-        lnc = p.logical_cores or fam.default_logical_cores
-        procs = cat.neuron_cores(p.instance_type, lnc)
-        pools.append(
-            ResolvedPool(
-                name=p.name,
-                spec=p,
-                instance=inst,
-                family=fam,
-                device=dev,
-                nodes=p.nodes,
-                purchase_option=p.purchase.option,
-                reservation_id=p.purchase.reservation_id,
-                efa=efa,
-                efa_interfaces=inst.efa_interfaces if efa else 0,
-                efa_interface_style=p.efa_interface_style or d.efa_interface_style,
-                root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
-                zone_id=_zone_for(spec, p, cat),
-                logical_cores=lnc,
-                procs_per_node=procs,
-                compile_cache=dev.compile_cache and p.compile_cache is not False,
-                placement_group=efa and p.purchase.reservation_id is None,
-                ami_parameter=ami_parameter(spec, cat, dev, k8s),
-            )
-        )
+    pools = [_resolve_pool(spec, p, cat) for p in spec.pools]
     cc = spec.compile_cache
     wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
-    framework = spec.workload.framework or wl_pool.device.default_framework or ""
-    image = spec.workload.image or wl_pool.device.default_image or ""
+    fw = wl_pool.framework
+    framework = fw.name if fw else ""
+    image = spec.workload.image or (fw.default_image if fw else None) or ""
     tags = {"accelstack:stack": spec.name, "managed-by": "accelstack", **spec.tags}
     return Stack(
         spec=spec,
         catalog=cat,
         pools=tuple(pools),
-        kubernetes_version=k8s,
+        kubernetes_version=_kubernetes_version(spec, cat),
         system_instance_type=spec.cluster.system_nodes.instance_type or d.system_instance_type,
         system_nodes=spec.cluster.system_nodes.nodes or d.system_nodes,
         system_root_volume_gib=spec.cluster.system_nodes.root_volume_gib

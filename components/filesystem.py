@@ -49,6 +49,46 @@ class FileSystemArgs:
         )
 
 
+def _lustre_rules(
+    name: str,
+    sg: aws.ec2.SecurityGroup,
+    clients: list[pulumi.Input[str]],
+    child: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The file system's security-group rules: Lustre ports from itself (the servers talk to
+    each other) and from each client group, and egress to itself. FSx checks them when it
+    creates the file system (InvalidNetworkSettings otherwise), so it waits for every one."""
+    sources: list[tuple[str, pulumi.Input[str]]] = [("self", sg.id)] + [
+        (f"nodes{i}", sid) for i, sid in enumerate(clients)
+    ]
+    rules: list[pulumi.Resource] = []
+    for label, source in sources:
+        for lo, hi in LUSTRE_PORTS:
+            rules.append(
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-{label}-{lo}",
+                    security_group_id=sg.id,
+                    ip_protocol="tcp",
+                    from_port=lo,
+                    to_port=hi,
+                    referenced_security_group_id=source,
+                    description=f"Lustre {lo}-{hi}",
+                    opts=child,
+                )
+            )
+    rules.append(
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-egress-self",
+            security_group_id=sg.id,
+            ip_protocol="-1",
+            referenced_security_group_id=sg.id,
+            description="Lustre to itself",
+            opts=child,
+        )
+    )
+    return rules
+
+
 class FileSystem(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: FileSystemArgs, opts: pulumi.ResourceOptions | None = None
@@ -62,37 +102,7 @@ class FileSystem(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{name}-fsx"},
             opts=child,
         )
-        # Lustre servers talk to each other too: allow the ports from the file system's own SG.
-        sources: list[tuple[str, pulumi.Input[str]]] = [("self", sg.id)] + [
-            (f"nodes{i}", sid) for i, sid in enumerate(args.client_security_group_ids)
-        ]
-        # FSx checks its security group's rules when it creates the file system
-        # (InvalidNetworkSettings otherwise): it waits for every rule below.
-        rules: list[pulumi.Resource] = []
-        for label, source in sources:
-            for lo, hi in LUSTRE_PORTS:
-                rules.append(
-                    aws.vpc.SecurityGroupIngressRule(
-                        f"{name}-{label}-{lo}",
-                        security_group_id=sg.id,
-                        ip_protocol="tcp",
-                        from_port=lo,
-                        to_port=hi,
-                        referenced_security_group_id=source,
-                        description=f"Lustre {lo}-{hi}",
-                        opts=child,
-                    )
-                )
-        rules.append(
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-egress-self",
-                security_group_id=sg.id,
-                ip_protocol="-1",
-                referenced_security_group_id=sg.id,
-                description="Lustre to itself",
-                opts=child,
-            )
-        )
+        rules = _lustre_rules(name, sg, args.client_security_group_ids, child)
         fs = aws.fsx.LustreFileSystem(
             f"{name}-lustre",
             storage_capacity=args.storage_gib,

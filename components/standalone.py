@@ -287,6 +287,12 @@ def install_script(
         _heredoc(RUN_COMMAND, run_wrapper(script_path), "0755", "ACCELSTACK_RUN_EOF"),
         f"echo 'set -a; . {ENV_FILE}; set +a' > /etc/profile.d/accelstack.sh\n",
     ]
+    if pool.node_lnc_setting is not None:  # a non-default LNC is a node-level setting
+        lnc_file = str(pool.device.node_lnc_file)
+        parts.append(
+            f"install -d -m 0755 {lnc_file.rsplit('/', 1)[0]}\n"
+            f"echo {pool.node_lnc_setting} > {lnc_file}\n"
+        )
     if fsx is not None:
         dns, mount_name = fsx
         line = f"{dns}@tcp:/{mount_name} {FSX_MOUNT} lustre defaults,noatime,flock,_netdev 0 0"

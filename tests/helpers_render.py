@@ -80,6 +80,7 @@ def run_script(
         "ACCELSTACK_TORCHRUN": str(ARGV_SHIM_DIR / "torchrun"),
         "ACCELSTACK_ARGV_OUT": str(out),
         "ACCELSTACK_SKIP_PRECOMPILE": "1",
+        "ACCELSTACK_SKIP_FABRIC_CHECK": "1",  # tests/test_fabric_check.py covers the check
         **env,
     }
     proc = subprocess.run(
@@ -112,3 +113,33 @@ def torchrun_opts(argv: list[str]) -> dict[str, str]:
         key, _, value = a[2:].partition("=")
         opts[key] = value
     return opts
+
+
+FABRIC_SHIM_DIR = SHIMS / "fabric"
+
+
+def fake_sysroot(root: Path, *, efa: int, neuron_devices: int = 0) -> Path:
+    """A directory standing in for / (ACCELSTACK_TEST_SYSROOT): `efa` entries under
+    sys/class/infiniband and `neuron_devices` dev/neuron<N> files."""
+    ib = root / "sys" / "class" / "infiniband"
+    ib.mkdir(parents=True, exist_ok=True)
+    for i in range(efa):
+        (ib / f"rdmap{i}s0").mkdir(exist_ok=True)
+    dev = root / "dev"
+    dev.mkdir(exist_ok=True)
+    for i in range(neuron_devices):
+        (dev / f"neuron{i}").touch()
+    return root
+
+
+def fabric_env(root: Path, pool: Any, *, gpus: int | None = None) -> dict[str, str]:
+    """Environment that makes the fabric self-check of `pool` see what the catalog promises
+    (fake probes first on PATH, fake sysroot); pass `gpus` to fake another GPU count."""
+    neuron = pool.accelerators_per_node if pool.device.accelerator_probe == "neuron-dev" else 0
+    fake_sysroot(root, efa=pool.efa_interfaces, neuron_devices=neuron)
+    return {
+        "ACCELSTACK_SKIP_FABRIC_CHECK": "0",
+        "ACCELSTACK_TEST_SYSROOT": str(root),
+        "ACCELSTACK_FAKE_GPUS": str(pool.accelerators_per_node if gpus is None else gpus),
+        "PATH": f"{FABRIC_SHIM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+    }

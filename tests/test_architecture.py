@@ -70,7 +70,8 @@ def test_the_wheel_installs_only_the_accelstack_package(tmp_path: Path) -> None:
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"accelstack"}
     assert "accelstack/components/program.py" in names
-    assert "accelstack/templates/neuron-node.sh.j2" in names
+    assert "accelstack/templates/neuron-xla-node.sh.j2" in names
+    assert "accelstack/templates/_fabric_check.sh.j2" in names
     assert "accelstack/presets/llama3-70b-trn2.yaml" in names
     assert "accelstack/catalog/prices.yaml" in names
     assert not any(n.startswith("components/") for n in names)

@@ -17,6 +17,9 @@ from accelstack.spec import load_spec
 
 from .conftest import PRESETS, ROOT, STACKS
 
+TN_IMAGE = "registry.example/torchneuron:2.14.3-neuronx-sdk2.33.0"
+CUDA_IMAGE = "registry.example/pytorch-cuda:2.9.0"
+
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
@@ -116,6 +119,8 @@ def test_new_retarget_trainium_to_p5_switches_derived_fields(project: Path, caps
         "llama3-70b-trn2",
         "--instance-type",
         "p5.48xlarge",
+        "--image",
+        CUDA_IMAGE,  # the preset names its TorchNeuron image: it cannot follow to CUDA
         "--dir",
         str(project),
     )
@@ -124,7 +129,8 @@ def test_new_retarget_trainium_to_p5_switches_derived_fields(project: Path, caps
     data = yaml.safe_load(text)
     assert "compile_cache" not in data
     assert "precompile_steps" not in data["workload"]
-    assert "workload.framework (derived): torch-neuronx -> torch-cuda" in text
+    assert "workload.framework (derived): torchneuron -> torch-cuda" in text
+    assert data["workload"]["image"] == CUDA_IMAGE
     from accelstack.resolve import resolve
 
     stack = resolve(load_spec(project / "stacks" / "on-h100.yaml"))
@@ -146,11 +152,28 @@ def test_new_retarget_p5_to_trainium_and_back(project: Path, capsys):
         "--dir",
         str(project),
     )
+    # the native Neuron path has no public image: --image is required, and the message says so
+    assert code == 2
+    assert "framework torchneuron needs --image" in err
+    code, _, err = run(
+        capsys,
+        "new",
+        "to-trn",
+        "--from",
+        "llama3-70b-p5",
+        "--instance-type",
+        "trn2.48xlarge",
+        "--image",
+        TN_IMAGE,
+        "--dir",
+        str(project),
+    )
     assert code == 0, err
     from accelstack.resolve import resolve
 
     stack = resolve(load_spec(project / "stacks" / "to-trn.yaml"))
-    assert stack.framework == "torch-neuronx" and stack.compile_cache_enabled
+    assert stack.framework == "torchneuron" and stack.compile_cache_enabled
+    assert stack.image == TN_IMAGE
     assert stack.workload_pool.procs_per_node == 64
 
 
@@ -163,6 +186,8 @@ def test_new_refuses_when_target_cannot_hold_workload(project: Path, capsys):
         "llama3-70b-trn2",
         "--instance-type",
         "trn1.2xlarge",
+        "--image",
+        "registry.example/xla-train:1",  # the preset's TorchNeuron image cannot follow to XLA
         "--dir",
         str(project),
     )
@@ -281,7 +306,16 @@ def test_new_cheapest_matches_compare_pick(project: Path, capsys):
         load_spec(project / "stacks" / "llama3-70b-p5.yaml"), options=("on-demand",)
     )
     code, out, err = run(
-        capsys, "new", "cheap-run", "--from", "llama3-70b-p5", "--cheapest", "--dir", str(project)
+        capsys,
+        "new",
+        "cheap-run",
+        "--from",
+        "llama3-70b-p5",
+        "--cheapest",
+        "--image",
+        TN_IMAGE,  # the pick is trn2 (native Neuron path, no public image)
+        "--dir",
+        str(project),
     )
     assert code == 0, err
     spec = load_spec(project / "stacks" / "cheap-run.yaml")

@@ -31,6 +31,8 @@ from .conftest import STACKS
 
 CR = "cr-0123456789abcdef0"
 
+TN_IMAGE = "registry.example/torchneuron:2.14.3-neuronx-sdk2.33.0"
+
 
 def data_of(preset: str) -> dict[str, Any]:
     return yaml.safe_load((STACKS / f"{preset}.yaml").read_text())  # type: ignore[no-any-return]
@@ -70,8 +72,17 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
             else {"option": rate.option}
         )
         try:
+            fw = cat.frameworks[cat.default_framework(cat.family_of(rate.type)) or ""]
+            # `accelstack new --image`: the preset's image (or a path without one) cannot follow
+            image = None if rate.type == wl_pool["instance_type"] else fw.default_image or TN_IMAGE
             spec = retarget(
-                src, cat, name=base["name"], source=preset, instance_type=rate.type, nodes=nodes
+                src,
+                cat,
+                name=base["name"],
+                source=preset,
+                instance_type=rate.type,
+                nodes=nodes,
+                image=image,
             ).spec
         except SpecError:
             continue  # not offered there, wrong zone, preview: compare lists it unavailable

@@ -66,6 +66,7 @@ def small_spec(catalog: Catalog, instance_type: str, **pool: Any) -> dict[str, A
                         "model": {"params_billion": 1},
                         "tokens_billion": 1,
                         "entrypoint": "train.py",
+                        "image": "registry.example/train:1",  # TorchNeuron has no public one
                     },
                 }
     raise AssertionError(f"no priced offering for {instance_type}")

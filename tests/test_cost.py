@@ -38,7 +38,12 @@ BASE: dict[str, Any] = {
         "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
     },
     "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-    "workload": {"model": {"params_billion": 8}, "tokens_billion": 10, "entrypoint": "t.py"},
+    "workload": {
+        "model": {"params_billion": 8},
+        "tokens_billion": 10,
+        "entrypoint": "t.py",
+        "image": "registry.example/train:1",  # the trn2 path (TorchNeuron) has no public image
+    },
 }
 
 

@@ -117,7 +117,7 @@ def test_budget_mfu_is_used_and_reported() -> None:
         "region": "us-east-2",
         "cluster": {"public_access_cidrs": ["203.0.113.0/24"], "creator_admin": True},
         "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-        "workload": {**WL, "model": {"params_billion": 8}},
+        "workload": {**WL, "model": {"params_billion": 8}, "image": "registry.example/train:1"},
         "budget": {"mfu": 0.55},
     }
     v = check_budget(resolve(parse_spec(data, "test")))

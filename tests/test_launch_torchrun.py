@@ -26,6 +26,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
 from .conftest import ROOT, STACKS
+from .helpers_render import fabric_env
 
 torch = pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
 
@@ -69,7 +70,7 @@ def _local_stack(preset: str, tmp: Path) -> Stack:
     return resolve(Spec.model_validate(data), load_catalog())
 
 
-def _run_nodes(script: Path, out: Path, expect: dict[str, object]) -> list[str]:
+def _run_nodes(script: Path, out: Path, expect: dict[str, object], stack: Stack) -> list[str]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PET_"))}
     for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK"):
@@ -88,7 +89,14 @@ def _run_nodes(script: Path, out: Path, expect: dict[str, object]) -> list[str]:
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
+            "ACCELSTACK_STATE_DIR": str(out / "state"),
+            "ACCELSTACK_NEFF_CACHE_DIR": str(out / "neff-cache"),
         }
+    )
+    # the fabric self-check runs for real against faked probes showing the catalog's counts
+    fabric = fabric_env(out / "sysroot", stack.workload_pool)
+    env.update(
+        {**fabric, "PATH": f"{fabric['PATH'].split(os.pathsep)[0]}{os.pathsep}{env['PATH']}"}
     )
     procs = []
     logs = []
@@ -152,6 +160,7 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
     from accelstack.render import render_node_script
 
     stack = _local_stack("trn1-multinode", tmp_path)
+    assert stack.framework == "xla"  # trn1: the legacy XLA path
     assert stack.workload_pool.procs_per_node == 32  # production value from the catalog
     script = tmp_path / "launch.sh"
     script.write_text(
@@ -163,10 +172,13 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
         "NEURON_COMPILE_CACHE_URL": "s3://test-cache/neuron-cache/trn1/",
         "FI_PROVIDER": "efa",
         "NEURON_RT_NUM_CORES": "1",
+        "ACCELSTACK_DIST_BACKEND": "xla",
+        "XLA_DOWNCAST_BF16": None,  # deprecated after SDK 2.24: never set
         "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
     }
     expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
-    _run_nodes(script, tmp_path, expect)
+    texts = _run_nodes(script, tmp_path, expect, stack)
+    assert all("fabric check passed (8 EFA, 16 accelerators)" in x for x in texts)
     pre, train = _results(tmp_path, "precompile"), _results(tmp_path, "train")
     _check_phase(pre, promised, collective=False)
     _check_phase(train, promised)
@@ -178,6 +190,9 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
     assert len(ends) == NODES
     assert max(ends) < min(int(r["started_ns"]) for r in train)  # type: ignore[call-overload]
     assert not (tmp_path / "pwned").exists()
+    # the one-shot marker: a restarted worker of this job would go straight to training
+    markers = [p.name for p in (tmp_path / "state").iterdir()]
+    assert len(markers) == 1 and markers[0].startswith("precompiled-test-")
 
 
 def test_cuda_script_real_torchrun(tmp_path: Path) -> None:
@@ -194,11 +209,53 @@ def test_cuda_script_real_torchrun(tmp_path: Path) -> None:
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
         "FI_EFA_SET_CUDA_SYNC_MEMOPS": "0",
+        "NCCL_NET_PLUGIN": "ofi",  # aws-ofi-nccl by name
+        "NCCL_NET": "Libfabric",  # no silent fallback to sockets
+        "NCCL_DEBUG": None,  # off unless the user asks
+        "FI_EFA_USE_HUGE_PAGE": None,  # pods (EKS preset): only host runs set it
+        "ACCELSTACK_DIST_BACKEND": "nccl",
         "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
     }
     expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
-    _run_nodes(script, tmp_path, expect)
+    texts = _run_nodes(script, tmp_path, expect, stack)
+    assert all("fabric check passed (32 EFA, 8 accelerators)" in x for x in texts)
     assert _results(tmp_path, "precompile") == []
     _check_phase(_results(tmp_path, "train"), promised)
+    assert not list(tmp_path.glob("neuron_parallel_compile.*"))
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize(("preset", "ranks"), [("llama3-70b-trn2", 64), ("trn3-preview", 64)])
+def test_native_neuron_script_real_torchrun(tmp_path: Path, preset: str, ranks: int) -> None:
+    """trn2/trn3 presets render the native TorchNeuron path: one rank per logical NeuronCore,
+    the NEFF cache directory, no pre-compile phase; gloo stands in for the `neuron` backend."""
+    from accelstack.render import render_node_script
+
+    stack = _local_stack(preset, tmp_path)
+    pool = stack.workload_pool
+    assert stack.framework == "torchneuron"
+    assert pool.procs_per_node == ranks  # one rank per logical NeuronCore at LNC=2 (catalog)
+    script = tmp_path / "launch.sh"
+    script.write_text(
+        render_node_script(stack, orchestrator="standalone", procs_per_node_override=NPROC)
+    )
+    text = script.read_text()
+    assert "neuron_parallel_compile" not in text and "NEURON_COMPILE_CACHE_URL" not in text
+    promised = {
+        "TORCH_NEURONX_NEFF_CACHE_DIR": str(tmp_path / "neff-cache"),
+        "NEURON_LOGICAL_NC_CONFIG": "2",
+        "ACCELSTACK_DIST_BACKEND": "neuron",
+        "FI_PROVIDER": "efa",
+        "NEURON_COMPILE_CACHE_URL": None,
+        "XLA_DOWNCAST_BF16": None,
+        "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
+    }
+    expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
+    texts = _run_nodes(script, tmp_path, expect, stack)
+    efa, chips = pool.efa_interfaces, pool.accelerators_per_node
+    assert all(f"fabric check passed ({efa} EFA, {chips} accelerators)" in x for x in texts)
+    assert _results(tmp_path, "precompile") == []
+    _check_phase(_results(tmp_path, "train"), promised)
+    assert (tmp_path / "neff-cache").is_dir()
     assert not list(tmp_path.glob("neuron_parallel_compile.*"))
     assert not (tmp_path / "pwned").exists()

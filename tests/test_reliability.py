@@ -33,7 +33,12 @@ BASE: dict[str, Any] = {
     "name": "demo",
     "region": "us-east-2",
     "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-    "workload": {"model": {"params_billion": 8}, "tokens_billion": 10, "entrypoint": "train.py"},
+    "workload": {
+        "model": {"params_billion": 8},
+        "tokens_billion": 10,
+        "entrypoint": "train.py",
+        "image": "registry.example/torchneuron:2.14.3",  # trn2's native path has no public one
+    },
     # what every EKS spec needs since issue 10: the deployer's CIDRs and an admin
     "cluster": {
         "public_access_cidrs": ["203.0.113.0/24"],
@@ -413,7 +418,7 @@ def test_largest_accepted_standalone_args_still_fit_and_plan():
 @pytest.mark.parametrize(
     "image",
     [
-        "public.ecr.aws/neuron/pytorch-training-neuronx:2.7.0-neuronx-py310-sdk2.24.1-ubuntu22.04",
+        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.33.0-ubuntu24.04",
         "nvcr.io/nvidia/pytorch:25.01-py3",
         "localhost:5000/team/train:v1",
         "repo@sha256:" + "a" * 64,

@@ -356,14 +356,21 @@ def test_script_counts(preset: str, tmp_path: Path) -> None:
     script = render_node_script(stack, None, "standalone", bucket="cache-bucket")
     assert f"--nproc_per_node={pool.procs_per_node}\n" in script
     assert ("FI_PROVIDER=efa" in script) == pool.efa
-    assert ("NEURON_COMPILE_CACHE_URL" in script) == pool.compile_cache
-    if pool.compile_cache:
+    fw = pool.framework
+    assert fw is not None
+    s3_cache = pool.compile_cache and fw.compile_cache == "s3"  # the XLA path only
+    assert ("NEURON_COMPILE_CACHE_URL" in script) == s3_cache
+    if s3_cache:
         url = stack.compile_cache_url(pool.name, "cache-bucket")
         assert f"cache_url_default={url}" in script
         assert "--cache_dir=" not in script
+    # the native path: a directory cache, never an s3:// URL
+    assert ("export TORCH_NEURONX_NEFF_CACHE_DIR=" in script) == (fw.compile_cache == "filesystem")
     assert ("neuron_parallel_compile" in script) == bool(
-        pool.device.compile_cache and stack.spec.workload.precompile_steps
+        fw.precompile and stack.spec.workload.precompile_steps
     )
+    assert "XLA_DOWNCAST_BF16=" not in script  # deprecated after SDK 2.24
+    assert f"export ACCELSTACK_DIST_BACKEND={fw.dist_backend}  #" in script
 
 
 # ---- orchestrator detection (run with a fake torchrun that dumps its argv) -----------------
@@ -526,7 +533,7 @@ def test_cli_render_writes_artifacts_and_index(
 ) -> None:
     out = tmp_path / "out"
     rc = main(
-        ["render", str(STACKS / "llama3-70b-trn2.yaml"), "-o", str(out), "--bucket", "my-cache"]
+        ["render", str(STACKS / "trn1-multinode.yaml"), "-o", str(out), "--bucket", "my-cache"]
     )
     assert rc == 0
     names = sorted(p.name for p in out.iterdir())
@@ -534,16 +541,17 @@ def test_cli_render_writes_artifacts_and_index(
         ".accelstack-render.json",  # render's manifest (tests/test_reliability_io.py)
         "README.md",
         "job.yaml",
-        "launch-trn2.sh",
+        "launch-trn1.sh",
         "pytorchjob.yaml",
     ]
     names.remove(".accelstack-render.json")
     index = (out / "README.md").read_text()
     for n in names:
         assert f"`{n}`" in index
-    script = out / "launch-trn2.sh"
+    assert "**`xla` is in maintenance**" in index
+    script = out / "launch-trn1.sh"
     assert script.stat().st_mode & 0o111
-    assert "s3://my-cache/neuron-cache/trn2/" in script.read_text()
+    assert "s3://my-cache/neuron-cache/trn1/" in script.read_text()
     assert "wrote 4 files" in capsys.readouterr().out
 
 
@@ -566,3 +574,53 @@ def test_cli_render_bad_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     )
     err = capsys.readouterr().err
     assert rc == 2 and "--bucket" in err and len(err.strip().splitlines()) == 1
+
+
+# ---- XLA pre-compile: one-shot, its own arguments ------------------------------------------
+
+
+def test_precompile_runs_once_with_its_own_args(tmp_path: Path) -> None:
+    import os
+
+    stack = variant("trn1-multinode", wl_precompile_args=["--compile-only", "it's $(x)"])
+    script = render_node_script(stack, None, "standalone", bucket="b")
+    state = tmp_path / "state"
+    env = {
+        "ACCELSTACK_ORCHESTRATOR": "standalone",
+        "ACCELSTACK_NNODES": "1",
+        "ACCELSTACK_RDZV_ID": "job-7",
+        "ACCELSTACK_SKIP_PRECOMPILE": "0",
+        "ACCELSTACK_SHIM_DIR": str(tmp_path),
+        "ACCELSTACK_STATE_DIR": str(state),
+        "PATH": f"{ROOT / 'tests' / 'shims' / 'neuron'}{os.pathsep}{os.environ['PATH']}",
+    }
+    proc, dump = run_script(script, tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    (start,) = tmp_path.glob("neuron_parallel_compile.*.start")
+    pre_argv = start.read_text().splitlines()[1:]
+    assert pre_argv[-2:] == ["--compile-only", "it's $(x)"]  # appended in this phase only
+    assert "--rdzv_id=job-7-precompile" in pre_argv
+    assert (state / "precompiled-job-7").exists()
+    assert dump is not None and "--compile-only" not in dump["argv"]  # training: without them
+    # a restarted worker of the same job goes straight to the training rendezvous
+    proc, dump = run_script(script, tmp_path, env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(tmp_path.glob("neuron_parallel_compile.*.start"))) == 1
+    assert "pre-compile already done for job-7" in proc.stderr
+    assert dump is not None and "--rdzv_id=job-7" in dump["argv"]
+
+
+def test_precompile_state_survives_container_restarts_in_pods() -> None:
+    for kind in ("pytorchjob", "job"):
+        text = render_manifest(preset_stack("trn1-multinode"), kind, bucket="b")
+        docs = [d for d in yaml.safe_load_all(text) if d and d["kind"] in ("PyTorchJob", "Job")]
+        (doc,) = docs
+        specs = (
+            [r["template"]["spec"] for r in doc["spec"]["pytorchReplicaSpecs"].values()]
+            if kind == "pytorchjob"
+            else [doc["spec"]["template"]["spec"]]
+        )
+        for spec in specs:
+            assert {"name": "state", "emptyDir": {}} in spec["volumes"]
+            mounts = spec["containers"][0]["volumeMounts"]
+            assert {"name": "state", "mountPath": "/var/tmp/accelstack"} in mounts

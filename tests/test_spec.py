@@ -26,6 +26,8 @@ BASE: dict[str, Any] = {
         "model": {"params_billion": 8},
         "tokens_billion": 10,
         "entrypoint": "train.py",
+        # trn2 defaults to the native path, which has no public image (catalog)
+        "image": "registry.example/torchneuron:2.14.3",
     },
 }
 
@@ -67,7 +69,8 @@ def test_base_spec_is_valid(catalog):
     stack = resolve(spec, catalog)
     pool = stack.pools[0]
     assert pool.efa is True and pool.efa_interfaces == 16  # default: on where supported
-    assert stack.framework == "torch-neuronx"
+    assert stack.framework == "torchneuron"  # the trn2 default path (catalog)
+    assert stack.image == BASE["workload"]["image"]
     assert stack.compile_cache_enabled
     assert stack.kubernetes_version == catalog.defaults.kubernetes_version
 
@@ -315,7 +318,7 @@ def test_duplicate_pool_names():
 def test_framework_mismatch():
     msg = one(lambda d: d["workload"].update(framework="torch-cuda"))
     assert "workload.framework: 'torch-cuda' cannot run on trn2.48xlarge" in msg
-    assert "allowed there: torch-neuronx" in msg
+    assert "allowed there: torchneuron, xla" in msg
 
 
 def test_preview_type_needs_ack():
@@ -501,3 +504,107 @@ def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catal
     (eks,) = [i for i in new.items if i.category == "control-plane"]
     assert eks.unit_usd == catalog.service_rate("us-east-2", "eks-cluster").usd
     assert "standard support until 2027-03-27" in (eks.assumption or "")
+
+
+# ---- training paths (frameworks), images, LNC per family ------------------------------------
+
+
+def test_retired_framework_name_says_did_you_mean():
+    msg = one(lambda d: d["workload"].update(framework="torch-neuronx"))
+    assert msg.startswith(
+        "stacks/demo.yaml: workload.framework: 'torch-neuronx' is the pip package"
+    )
+    assert "did you mean 'xla'" in msg
+
+
+def test_framework_must_run_on_the_family():
+    def trn1(d: dict[str, Any]) -> None:
+        d["region"] = "us-west-2"
+        d["pools"][0]["instance_type"] = "trn1.32xlarge"
+        d["workload"]["framework"] = "torchneuron"
+
+    msg = one(trn1)
+    assert msg == (
+        "stacks/demo.yaml: workload.framework: 'torchneuron' does not run on trn1.32xlarge "
+        "(AWS Trainium); allowed there: xla"
+    )
+
+
+def test_xla_stays_allowed_on_trn2(catalog):
+    data = copy.deepcopy(BASE)
+    data["workload"].update(framework="xla", image=None, precompile_steps=3)
+    stack = resolve(parse_spec(data, "stacks/demo.yaml"), catalog)
+    assert stack.framework == "xla"
+    assert stack.image.endswith("-sdk2.30.0-ubuntu24.04")  # the last XLA training image
+    assert stack.workload_pool.procs_per_node == 64
+
+
+def test_native_path_needs_an_image():
+    msg = one(lambda d: d["workload"].pop("image"))
+    assert msg.startswith(
+        "stacks/demo.yaml: workload.image: is required for framework 'torchneuron': no public"
+    )
+
+
+def test_image_sdk_older_than_trn3_needs():
+    def trn3(d: dict[str, Any]) -> None:
+        d["preview"] = True
+        d["pools"][0]["instance_type"] = "trn3.48xlarge"
+        d["workload"]["image"] = "registry.example/tn:2.14-sdk2.26.1"
+
+    found = problems(trn3)
+    assert (
+        "stacks/demo.yaml: workload.image: 'registry.example/tn:2.14-sdk2.26.1' carries Neuron "
+        "SDK 2.26.1; AWS Trainium3 needs SDK 2.27.0 or newer"
+    ) in found
+    assert any("framework 'torchneuron' needs SDK 2.33.0 or newer" in p for p in found)
+
+
+def test_xla_image_newer_than_the_last_xla_sdk():
+    def xla(d: dict[str, Any]) -> None:
+        d["workload"].update(framework="xla", image="registry.example/x:2.9-sdk2.32.0")
+
+    msg = one(xla)
+    assert "carries Neuron SDK 2.32.0; framework 'xla' is not in SDKs after 2.31" in msg
+
+
+def test_image_without_sdk_tag_is_not_judged(catalog):
+    data = copy.deepcopy(BASE)
+    data["workload"]["image"] = "registry.example/tn@sha256:" + "a" * 64
+    assert parse_spec(data, "stacks/demo.yaml").workload.image == data["workload"]["image"]
+
+
+def test_trn1_accepts_only_lnc_1():
+    def trn1(d: dict[str, Any]) -> None:
+        d["region"] = "us-west-2"
+        d["pools"][0].update(instance_type="trn1.32xlarge", logical_cores=2)
+        d["workload"]["image"] = None
+
+    msg = one(trn1)
+    assert msg == (
+        "stacks/demo.yaml: pools[0].logical_cores: 2 is not an LNC setting of AWS Trainium "
+        "(allowed: 1)"
+    )
+
+
+def test_non_default_lnc_on_trn2_is_a_node_setting(catalog):
+    data = copy.deepcopy(BASE)
+    data["pools"][0]["logical_cores"] = 1
+    pool = resolve(parse_spec(data, "stacks/demo.yaml"), catalog).pools[0]
+    assert pool.node_lnc_setting == "NEURON_LOGICAL_NC_CONFIG=1"
+    assert pool.device.node_lnc_file == "/opt/aws/neuron/logical_nc_config"
+    assert pool.procs_per_node == 128  # one rank per logical NeuronCore
+    default = resolve(parse_spec(copy.deepcopy(BASE), "stacks/demo.yaml"), catalog).pools[0]
+    assert default.node_lnc_setting is None and default.procs_per_node == 64
+
+
+def test_precompile_is_an_xla_phase():
+    msg = one(lambda d: d["workload"].update(precompile_steps=5))
+    assert msg.startswith(
+        "stacks/demo.yaml: workload.precompile_steps: framework 'torchneuron' has no pre-compile"
+    )
+    msg = one(lambda d: d["workload"].update(framework="xla", image=None, precompile_args=["-x"]))
+    assert (
+        msg
+        == "stacks/demo.yaml: workload.precompile_args: apply only with precompile_steps above 0"
+    )

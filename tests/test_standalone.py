@@ -464,3 +464,24 @@ def test_pure_helpers() -> None:
     limit = stack.catalog.defaults.ssm_document_limit_bytes
     with pytest.raises(ValueError, match=f"SSM allows {limit}"):
         ssm_document("#" * limit, limit)
+
+
+def trn2_standalone_lnc1(data: dict[str, Any]) -> None:
+    """The trn2 preset as a standalone cluster at LNC=1 (the trn2 default is 2)."""
+    data.clear()
+    data.update(copy.deepcopy(read_yaml(STACKS / "llama3-70b-trn2.yaml")))
+    data["orchestration"] = "ec2"
+    data["pools"][0]["logical_cores"] = 1
+
+
+def test_launch_document_writes_a_non_default_lnc_on_the_node() -> None:
+    stack = variant(trn2_standalone_lnc1)
+    pool = stack.pools[0]
+    script = render_node_script(stack, pool, "standalone", bucket="b")
+    text = install_script(stack, pool, "launch-trn2.sh", script, None)
+    assert "echo NEURON_LOGICAL_NC_CONFIG=1 > /opt/aws/neuron/logical_nc_config\n" in text
+    # the default LNC is left to the node: nothing written
+    default = preset_stack()  # trn1: LNC 1 is its only setting
+    d_pool = default.pools[0]
+    d_script = render_node_script(default, d_pool, "standalone", bucket="b")
+    assert "logical_nc_config" not in install_script(default, d_pool, "x.sh", d_script, None)

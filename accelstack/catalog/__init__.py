@@ -74,6 +74,43 @@ class DeviceKind(_Frozen):
     compile_cache: bool
     quota_family: str
     default_image: str | None
+    node_lnc_file: str | None = None
+    accelerator_probe: Literal["neuron-dev", "nvidia-smi"] | None = None
+
+
+class Framework(_Frozen):
+    """A training path on a device kind: its launch template, image, SDK range and cache."""
+
+    name: str = ""
+    device_kind: str
+    title: str
+    status: Literal["supported", "beta", "maintenance"]
+    status_note: str
+    node_template: str
+    dist_backend: str
+    ranks_note: str
+    default_image: str | None
+    image_note: str
+    min_sdk: str | None = None
+    max_sdk: str | None = None
+    compile_cache: Literal["s3", "filesystem", "none"]
+    cache_var: str | None
+    precompile: bool
+    nccl_net_plugin: str | None = None
+    nccl_net: str | None = None
+    source: str
+
+
+def sdk_version(text: str) -> tuple[int, ...]:
+    """'2.27.0' -> (2, 27, 0)."""
+    return tuple(int(x) for x in text.split("."))
+
+
+def image_sdk(image: str) -> str | None:
+    """The Neuron SDK version an image tag shows (`...-sdk2.30.0-...`), or None."""
+    tag = image.rsplit("/", 1)[-1].partition("@")[0].partition(":")[2]
+    match = re.search(r"(?:^|[-_.])sdk(\d+\.\d+(?:\.\d+)?)", tag)
+    return match.group(1) if match else None
 
 
 class MfuCurve(_Frozen):
@@ -120,6 +157,10 @@ class Family(_Frozen):
     mfu_curves: tuple[MfuCurve, ...] = ()
     default_logical_cores: int = Field(ge=1)
     default_root_volume_gib: int = Field(ge=8)
+    logical_cores_allowed: tuple[int, ...] = (1,)
+    frameworks: tuple[str, ...] | None = None  # None: the device kind's
+    default_framework: str | None = None  # None: the device kind's
+    min_neuron_sdk: str | None = None
 
     def curve_for(self, precision: str) -> MfuCurve | None:
         return next((c for c in self.mfu_curves if precision in c.precisions), None)
@@ -281,6 +322,8 @@ class RegionOfferings(_Frozen):
 
 class Catalog(_Frozen):
     device_kinds: dict[str, DeviceKind]
+    frameworks: dict[str, Framework]
+    retired_frameworks: dict[str, str]
     quotas: dict[str, Quotas]
     families: dict[str, Family]
     instances: dict[str, InstanceType]
@@ -332,6 +375,16 @@ class Catalog(_Frozen):
             if c.device_kind == device_kind:
                 out.update(c.node_labels)
         return out
+
+    def family_frameworks(self, family: Family) -> tuple[str, ...]:
+        """Frameworks the family allows (its own list, else its device kind's)."""
+        if family.frameworks is not None:
+            return family.frameworks
+        return self.device_kinds[family.device_kind].frameworks
+
+    def default_framework(self, family: Family) -> str | None:
+        """The family's default framework (its own, else its device kind's)."""
+        return family.default_framework or self.device_kinds[family.device_kind].default_framework
 
     def neuron_cores(self, instance_type: str, logical_cores: int | None = None) -> int:
         """Cores torchrun starts one process per (NeuronCores at the logical-core setting;
@@ -489,6 +542,8 @@ def _fields(base: Path) -> dict[str, object]:
         name = "instances.yaml"
         fields: dict[str, object] = {
             "device_kinds": _named(inst["device_kinds"]),  # type: ignore[arg-type]
+            "frameworks": _named(inst["frameworks"]),  # type: ignore[arg-type]
+            "retired_frameworks": inst.get("retired_frameworks", {}),
             "quotas": inst["quotas"],
             "families": _named(inst["families"]),  # type: ignore[arg-type]
             "instances": _named(inst["instances"]),  # type: ignore[arg-type]
@@ -577,6 +632,7 @@ def _check_integrity(c: Catalog) -> None:
         if fam.device_kind not in c.device_kinds:
             raise CatalogError(f"families.{name}.device_kind: unknown '{fam.device_kind}'")
     _check_curves(c)
+    _check_frameworks(c)
     for name, inst in c.instances.items():
         if inst.family not in c.families:
             raise CatalogError(f"instances.{name}.family: unknown '{inst.family}'")
@@ -630,4 +686,30 @@ def _check_launch(c: Catalog) -> None:
         if c.device_kinds[family.device_kind].device_resource and defaults.get(name) != 1:
             raise CatalogError(
                 f"launch.dlami_python_envs: family '{name}' needs exactly one default environment"
+            )
+
+
+def _check_frameworks(c: Catalog) -> None:
+    """Every framework a device kind or family names exists and runs on that device kind."""
+    for name, fw in c.frameworks.items():
+        if fw.device_kind not in c.device_kinds:
+            raise CatalogError(f"frameworks.{name}.device_kind: unknown '{fw.device_kind}'")
+    for kname, kind in c.device_kinds.items():
+        for fw_name in (
+            *kind.frameworks,
+            *([kind.default_framework] if kind.default_framework else []),
+        ):
+            if fw_name not in c.frameworks or c.frameworks[fw_name].device_kind != kname:
+                raise CatalogError(f"device_kinds.{kname}: framework '{fw_name}' is not one of its")
+    for fname, fam in c.families.items():
+        allowed_here = c.family_frameworks(fam)
+        default = c.default_framework(fam)
+        for fw_name in allowed_here:
+            if fw_name not in c.device_kinds[fam.device_kind].frameworks:
+                raise CatalogError(
+                    f"families.{fname}.frameworks: '{fw_name}' is not a framework of its device kind"
+                )
+        if default is not None and default not in allowed_here:
+            raise CatalogError(
+                f"families.{fname}.default_framework: '{default}' is not allowed there"
             )

@@ -4,7 +4,6 @@ package data) filled from the resolved `Stack`; every user value shell-quoted.""
 from accelstack.render.artifacts import (
     CACHE_URL_VAR,
     FSX_MOUNT_PATH,
-    NODE_TEMPLATES,
     ORCHESTRATORS,
     POOL_LABEL,
     SCRIPT_MOUNT_DIR,
@@ -30,7 +29,6 @@ from accelstack.render.artifacts import (
 __all__ = [
     "CACHE_URL_VAR",
     "FSX_MOUNT_PATH",
-    "NODE_TEMPLATES",
     "ORCHESTRATORS",
     "POOL_LABEL",
     "SCRIPT_MOUNT_DIR",

@@ -20,6 +20,7 @@ from typing import Literal
 
 import jinja2
 
+from accelstack.catalog import Framework
 from accelstack.errors import AccelstackError
 from accelstack.render.pods import (
     backoff_limit,
@@ -35,11 +36,6 @@ TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 Orchestrator = Literal["auto", "pytorchjob", "slurm", "standalone"]
 ORCHESTRATORS: tuple[str, ...] = ("auto", "pytorchjob", "slurm", "standalone")
 
-#: Node-script template per device kind (the catalog's `device_kinds` keys).
-NODE_TEMPLATES: dict[str, str] = {
-    "neuron": "neuron-node.sh.j2",
-    "nvidia": "cuda-node.sh.j2",
-}
 
 #: Node label the components put on every node of a pool (value: the pool name).
 POOL_LABEL = "accelstack.io/pool"
@@ -49,6 +45,11 @@ FSX_MOUNT_PATH = "/fsx"
 SCRIPT_MOUNT_DIR = "/etc/accelstack"
 #: Environment variable that carries the compile-cache URL at run time.
 CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
+#: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
+LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
+#: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
+#: the Kubernetes pods mount an emptyDir here so it survives a container restart.
+LOCAL_STATE_DIR = "/var/tmp/accelstack"
 
 
 class RenderError(AccelstackError):
@@ -137,6 +138,8 @@ def _env() -> jinja2.Environment:
     )
     env.filters["shquote"] = shquote
     env.filters["yamlstr"] = yamlstr
+    # the index template (rendered with stack and pool only) asks for the per-path values
+    env.globals["path_context"] = _path_context
     return env
 
 
@@ -175,6 +178,34 @@ def cache_url(stack: Stack, pool: ResolvedPool, bucket: str | None) -> str | Non
     return stack.compile_cache_url(pool.name, name)
 
 
+def _framework(pool: ResolvedPool) -> Framework:
+    if pool.framework is None:
+        raise RenderError(
+            f"pool '{pool.name}' ({pool.instance_type}) has no training framework: nothing to launch"
+        )
+    return pool.framework
+
+
+def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
+    """What differs per training path: framework row, caches, pre-compile, fabric counts."""
+    fw = _framework(pool)
+    wl = stack.spec.workload
+    fsx = bool(stack.spec.storage.fsx_lustre_gib)
+    return {
+        "framework": fw,
+        "precompile_steps": (wl.precompile_steps or 0) if fw.precompile else 0,
+        "neff_cache_shared": fsx,
+        "neff_cache_dir": (
+            f"{FSX_MOUNT_PATH}/neuron-neff-cache/{pool.name}" if fsx else LOCAL_NEFF_CACHE_DIR
+        ),
+        "state_dir": f"{FSX_MOUNT_PATH}/.accelstack/{pool.name}" if fsx else LOCAL_STATE_DIR,
+        "local_state_dir": LOCAL_STATE_DIR,
+        "host_run": stack.spec.orchestration == "ec2",
+        "fabric_efa": pool.efa_interfaces,
+        "fabric_accelerators": pool.accelerators_per_node,
+    }
+
+
 def _context(
     stack: Stack,
     pool: ResolvedPool,
@@ -205,7 +236,7 @@ def _context(
         "cache_url": cache_url(stack, pool, bucket),
         "cache_url_var": CACHE_URL_VAR,
         "cache_prefix": stack.compile_cache_prefix_for(pool.name),
-        "precompile_steps": (wl.precompile_steps or 0) if pool.device.compile_cache else 0,
+        **_path_context(stack, pool),
         "script_name": launch_script_name(pool),
         "namespace": stack.catalog.defaults.training_namespace,
         "service_account": training_service_account(stack),
@@ -245,13 +276,7 @@ def render_node_script(
     production value always comes from the catalog through `pool.procs_per_node`.
     """
     p = _pool(stack, pool)
-    template = NODE_TEMPLATES.get(p.device.name)
-    if template is None:
-        raise RenderError(
-            f"pool '{p.name}' ({p.instance_type}) has device kind "
-            f"'{p.device.name}': no launch template (known: "
-            f"{', '.join(sorted(NODE_TEMPLATES))})"
-        )
+    template = _framework(p).node_template
     ctx = _context(
         stack,
         p,

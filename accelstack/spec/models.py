@@ -351,12 +351,19 @@ class Workload(Strict):
         None,
         description="container image, [registry/]repo:tag or @sha256:...; default per device kind",
     )
-    framework: Text | None = Field(None, description="default derived from the pool's family")
+    framework: Text | None = Field(
+        None,
+        description="training path: torchneuron (native PyTorch on Trn2/Trn3), xla (legacy "
+        "PyTorch/XLA, in maintenance) or torch-cuda; default per family from the catalog",
+    )
     env: dict[Annotated[str, Field(pattern=ENV_NAME_RE)], Text] = Field(
         default_factory=dict, description="extra environment (no secrets: names are checked)"
     )
     precompile_steps: int | None = Field(
         None, ge=0, le=1000, description="neuron_parallel_compile steps before training; 0 = off"
+    )
+    precompile_args: tuple[Text, ...] = Field(
+        (), description="extra arguments appended in the pre-compile phase only (XLA path)"
     )
     rdzv_port: int = Field(29500, ge=1024, le=65535, description="torchrun rendezvous port")
 

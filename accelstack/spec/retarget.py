@@ -1,7 +1,8 @@
 """Clone a preset and retarget its workload pool to another instance type (`accelstack new`).
 
-Pure functions over the raw YAML mapping: derived fields that depend on the device kind
-(framework, image, logical cores, compile cache, pre-compile steps) are switched or dropped;
+Pure functions over the raw YAML mapping: derived fields that depend on the family's training
+path or the device kind (framework, image, logical cores, compile cache, pre-compile settings)
+are switched or dropped;
 anything the target cannot honour as specified is refused with the reason.
 """
 
@@ -11,7 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelstack.catalog import Catalog, DeviceKind
+from accelstack.catalog import Catalog, DeviceKind, Framework
 from accelstack.catalog.sizing import memory_fit
 from accelstack.errors import Problem, SpecError, did_you_mean
 from accelstack.spec.loader import parse_spec
@@ -50,37 +51,54 @@ def _check_target(catalog: Catalog, instance_type: str) -> None:
     )
 
 
-def _switch_framework(wl: dict[str, Any], old_kind: DeviceKind, new_kind: DeviceKind) -> str:
-    """Switch an explicit framework to the new kind's default; the note says what changed."""
-    if wl.get("framework") is not None:
-        note = f"workload.framework: {wl['framework']} -> {new_kind.default_framework}"
-        wl["framework"] = new_kind.default_framework
-        return note
-    return (
-        f"workload.framework (derived): {old_kind.default_framework} -> "
-        f"{new_kind.default_framework}"
-    )
+def _switch_framework(
+    catalog: Catalog, wl: dict[str, Any], old_type: str, new_type: str, notes: list[str]
+) -> tuple[Framework, Framework] | None:
+    """Move the workload to the target family's default framework unless the one it runs (set
+    or derived) is allowed there; drop pre-compile settings the new path has no phase for.
+    Returns (old, new) framework rows when the framework changed."""
+    old_fam, new_fam = catalog.family_of(old_type), catalog.family_of(new_type)
+    explicit = wl.get("framework")
+    old_name = explicit or catalog.default_framework(old_fam) or ""
+    if old_name in catalog.family_frameworks(new_fam):
+        return None
+    new_name = catalog.default_framework(new_fam) or ""
+    if explicit is not None:
+        wl["framework"] = new_name
+        notes.append(f"workload.framework: {old_name} -> {new_name}")
+    else:
+        notes.append(f"workload.framework (derived): {old_name} -> {new_name}")
+    new_fw = catalog.frameworks[new_name]
+    for key in ("precompile_steps", "precompile_args"):
+        if key in wl and not new_fw.precompile:
+            notes.append(f"workload.{key}: dropped ({new_name} has no pre-compile phase)")
+            wl.pop(key)
+    return catalog.frameworks[old_name], new_fw
 
 
 def _switch_image(
     wl: dict[str, Any],
-    old_kind: DeviceKind,
-    new_kind: DeviceKind,
-    image: str | None,
+    frameworks: tuple[Framework, Framework],
+    eks: bool,
     notes: list[str],
     refuse: list[str],
 ) -> None:
-    """Follow the default image to the new kind; a custom image needs --image."""
+    """Follow the default image to the new framework; a custom image needs --image, and so
+    does a framework without a public image (on EKS)."""
+    old_fw, new_fw = frameworks
     old_image = wl.get("image")
-    if image is None and old_image not in (None, old_kind.default_image):
+    if old_image not in (None, old_fw.default_image):
         refuse.append(
-            f"workload.image '{old_image}' was built for "
-            f"{old_kind.default_framework}; pass --image with a "
-            f"{new_kind.default_framework} image"
+            f"workload.image '{old_image}' was built for {old_fw.name}; pass --image with a "
+            f"{new_fw.name} image"
         )
-    elif old_image is not None and image is None:
-        wl["image"] = new_kind.default_image
-        notes.append(f"workload.image -> {new_kind.default_image}")
+    elif new_fw.default_image is None and eks:
+        refuse.append(f"framework {new_fw.name} needs --image: {new_fw.image_note}")
+    elif old_image is not None:
+        notes.append(f"workload.image -> {new_fw.default_image}")
+        wl["image"] = new_fw.default_image
+        if new_fw.default_image is None:
+            wl.pop("image")
 
 
 def _drop_neuron_only(
@@ -93,9 +111,6 @@ def _drop_neuron_only(
         if key in pool:
             notes.append(f"pools.{pool['name']}.{key}: dropped (Neuron only)")
             pool.pop(key)
-    if "precompile_steps" in wl:
-        notes.append("workload.precompile_steps: dropped (Neuron only)")
-        wl.pop("precompile_steps")
 
 
 def _fit_efa(
@@ -124,10 +139,13 @@ def _fit_efa(
 def _fit_logical_cores(
     pool: dict[str, Any], catalog: Catalog, instance_type: str, notes: list[str]
 ) -> None:
-    """Drop logical_cores that do not divide the new type's physical cores per chip."""
+    """Drop logical_cores that do not divide the new type's physical cores per chip or that
+    its family does not accept (trn1: 1 only)."""
     if "logical_cores" not in pool or not catalog.device_kind_of(instance_type).compile_cache:
         return
-    if catalog.instance(instance_type).physical_cores_per_chip % int(pool["logical_cores"]):
+    lnc = int(pool["logical_cores"])
+    allowed_here = catalog.family_of(instance_type).logical_cores_allowed
+    if catalog.instance(instance_type).physical_cores_per_chip % lnc or lnc not in allowed_here:
         pool.pop("logical_cores")
         notes.append(f"pools.{pool['name']}.logical_cores: dropped (family default)")
 
@@ -149,9 +167,11 @@ def _retype(
     pool["instance_type"] = instance_type
     notes.append(f"pools.{pool['name']}.instance_type: {old_type} -> {instance_type}")
     wl = out.setdefault("workload", {})
+    switched = _switch_framework(catalog, wl, old_type, instance_type, notes)
+    if switched is not None and image is None:
+        eks = out.get("orchestration", "eks") == "eks"
+        _switch_image(wl, switched, eks, notes, refuse)
     if old_kind.name != new_kind.name:
-        notes.append(_switch_framework(wl, old_kind, new_kind))
-        _switch_image(wl, old_kind, new_kind, image, notes, refuse)
         _drop_neuron_only(pool, wl, new_kind, notes)
     _fit_efa(pool, catalog, old_type, instance_type, notes, refuse)
     _fit_logical_cores(pool, catalog, instance_type, notes)

@@ -14,7 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, limits
+from accelstack.catalog import (
+    Catalog,
+    DeviceKind,
+    Family,
+    Framework,
+    InstanceType,
+    image_sdk,
+    limits,
+    sdk_version,
+)
 from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
@@ -580,7 +589,7 @@ def _workload_facts(ctx: Context) -> PoolFacts | None:
 @rule("workload-framework", "the framework runs on the workload pool's device kind")
 def _workload_framework(ctx: Context) -> Iterator[Finding]:
     f, wl = _workload_facts(ctx), ctx.spec.workload
-    if f is None or wl.framework is None or wl.framework in f.kind.frameworks:
+    if f is None or wl.framework in (None, *f.kind.frameworks, *ctx.catalog.retired_frameworks):
         return
     every = sorted({x for k in ctx.catalog.device_kinds.values() for x in k.frameworks})
     yield (
@@ -905,3 +914,104 @@ def _workload_fsx(ctx: Context) -> Iterator[Finding]:
             f"'{wl.entrypoint}' is on the FSx mount {FSX_MOUNT_PATH} but the stack has no FSx "
             "(storage.fsx_lustre_gib): set it, or put the script elsewhere on the nodes",
         )
+
+
+# ---------------------------------------------------------------------------------------
+# Training paths (frameworks), images and LNC per family
+# ---------------------------------------------------------------------------------------
+
+
+def _framework_row(ctx: Context, f: PoolFacts) -> Framework | None:
+    """The workload's framework row when it is one the workload pool's family allows."""
+    name = ctx.spec.workload.framework or ctx.catalog.default_framework(f.family)
+    if name not in ctx.catalog.family_frameworks(f.family):
+        return None
+    return ctx.catalog.frameworks.get(name or "")
+
+
+@rule("workload-framework-retired", "a retired framework name is refused with what replaced it")
+def _framework_retired(ctx: Context) -> Iterator[Finding]:
+    name = ctx.spec.workload.framework
+    if name is not None and name in ctx.catalog.retired_frameworks:
+        yield ("workload.framework", ctx.catalog.retired_frameworks[name])
+
+
+@rule("workload-framework-family", "the framework is one the workload pool's family allows")
+def _framework_family(ctx: Context) -> Iterator[Finding]:
+    f, name = _workload_facts(ctx), ctx.spec.workload.framework
+    if f is None or name is None or name not in f.kind.frameworks:
+        return
+    here = ctx.catalog.family_frameworks(f.family)
+    if name not in here:
+        yield (
+            "workload.framework",
+            f"'{name}' does not run on {f.pool.instance_type} ({f.family.accelerator}); "
+            f"allowed there: {', '.join(here)}",
+        )
+
+
+@rule("workload-image-required", "a framework without a public image needs workload.image (EKS)")
+def _image_required(ctx: Context) -> Iterator[Finding]:
+    f = _workload_facts(ctx)
+    fw = _framework_row(ctx, f) if f else None
+    eks = ctx.spec.orchestration == "eks"
+    if fw is not None and eks and fw.default_image is None and not ctx.spec.workload.image:
+        yield ("workload.image", f"is required for framework '{fw.name}': {fw.image_note}")
+
+
+def _sdk_findings(image: str, sdk: str, fw: Framework, family: Family) -> Iterator[str]:
+    have = sdk_version(sdk)
+    floors = [(fw.min_sdk, f"framework '{fw.name}'"), (family.min_neuron_sdk, family.accelerator)]
+    for floor, who in floors:
+        if floor and have < sdk_version(floor):
+            yield f"'{image}' carries Neuron SDK {sdk}; {who} needs SDK {floor} or newer"
+    if fw.max_sdk and have[: len(sdk_version(fw.max_sdk))] > sdk_version(fw.max_sdk):
+        yield (
+            f"'{image}' carries Neuron SDK {sdk}; framework '{fw.name}' is not in SDKs after "
+            f"{fw.max_sdk} ({fw.status_note})"
+        )
+
+
+@rule(
+    "workload-image-sdk", "an image tag's Neuron SDK is in the range the framework and family need"
+)
+def _image_sdk(ctx: Context) -> Iterator[Finding]:
+    f, image = _workload_facts(ctx), ctx.spec.workload.image
+    fw = _framework_row(ctx, f) if f else None
+    sdk = image_sdk(image) if image else None
+    if f is None or fw is None or image is None or sdk is None or not f.kind.compile_cache:
+        return
+    for message in _sdk_findings(image, sdk, fw, f.family):
+        yield ("workload.image", message)
+
+
+@rule("pool-logical-cores-family", "logical_cores is a setting the pool's family accepts")
+def _lnc_family(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        lnc = f.pool.logical_cores
+        if lnc is not None and f.kind.compile_cache and lnc not in f.family.logical_cores_allowed:
+            yield (
+                f"{f.at}.logical_cores",
+                f"{lnc} is not an LNC setting of {f.family.accelerator} "
+                f"(allowed: {', '.join(map(str, f.family.logical_cores_allowed))})",
+            )
+
+
+@rule(
+    "workload-precompile-path", "pre-compile settings only on a framework with a pre-compile phase"
+)
+def _precompile_path(ctx: Context) -> Iterator[Finding]:
+    f, wl = _workload_facts(ctx), ctx.spec.workload
+    fw = _framework_row(ctx, f) if f else None
+    if fw is None or fw.precompile:
+        if wl.precompile_args and not wl.precompile_steps:
+            yield ("workload.precompile_args", "apply only with precompile_steps above 0")
+        return
+    if wl.precompile_steps and f is not None and f.kind.compile_cache:
+        yield (
+            "workload.precompile_steps",
+            f"framework '{fw.name}' has no pre-compile phase (it compiles at the first step); "
+            "remove it, or use framework 'xla'",
+        )
+    if wl.precompile_args:
+        yield ("workload.precompile_args", f"framework '{fw.name}' has no pre-compile phase")

@@ -2,7 +2,8 @@
 # launch-h100.sh: node launch script for stack llama3-70b-p5, pool h100
 # (16 x p5.48xlarge, torch-cuda).
 # Rendered by `accelstack render` from templates/cuda-node.sh.j2; re-render instead of editing.
-# Run once per node. It sets the environment, then starts
+# Training path: torch-cuda, PyTorch with CUDA and NCCL (EFA through aws-ofi-nccl).
+# Run once per node. It sets the environment, checks the fabric, then starts
 # torchrun with one process per GPU.
 # Where this node sits in the job comes from the orchestrator (ACCELSTACK_ORCHESTRATOR,
 # default auto): pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
@@ -22,11 +23,36 @@ export FI_PROVIDER=efa  # libfabric must use the EFA provider, not TCP
 export FI_EFA_USE_DEVICE_RDMA=1  # GPUDirect RDMA: EFA reads and writes GPU memory directly
 export FI_EFA_FORK_SAFE=1  # data loader workers fork; keep libfabric's registered memory fork-safe
 export FI_EFA_SET_CUDA_SYNC_MEMOPS=0  # do not set the CUDA sync-memops attribute on every EFA memory registration (slow with CUDA)
-# NCCL and PyTorch
-export NCCL_DEBUG=INFO  # logs name the transport: "NET/OFI" is EFA, "NET/Socket" is the silent TCP fallback
+export NCCL_NET_PLUGIN=ofi  # load aws-ofi-nccl by name (libnccl-net-ofi.so)
+export NCCL_NET=Libfabric  # only the plugin's network: a missing plugin fails at start instead of falling back to TCP sockets
+# NCCL and PyTorch (NCCL_DEBUG stays unset unless you set it: NCCL_DEBUG=INFO names the transport)
 export NCCL_SOCKET_IFNAME='^lo,docker'  # bootstrap over the host network, never loopback or docker bridges
 export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # a failed collective aborts the job instead of hanging
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # fewer out-of-memory errors from fragmentation
+export ACCELSTACK_DIST_BACKEND=nccl  # for the training script: torch.distributed backend of this path
+
+# ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
+# Expected on p5.48xlarge (catalog): 32 EFA interface(s), 8 NVIDIA H100 80GB SXM device(s).
+# ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:
+# a directory standing in for / when counting /sys/class/infiniband and /dev entries.
+if [[ "${ACCELSTACK_SKIP_FABRIC_CHECK:-0}" == 1 ]]; then
+  echo "accelstack: fabric check skipped (ACCELSTACK_SKIP_FABRIC_CHECK=1)" >&2
+else
+  sysroot="${ACCELSTACK_TEST_SYSROOT:-}"
+  count_args() { echo "$#"; }
+  shopt -s nullglob
+  fi_info_bin="$(command -v fi_info || echo /opt/amazon/efa/bin/fi_info)"
+  "$fi_info_bin" -p efa >/dev/null 2>&1 \
+    || die "fabric check: libfabric has no EFA provider ('fi_info -p efa' failed): install the EFA software or fix the image; collectives would fall back to TCP"
+  efa_found="$(count_args "$sysroot"/sys/class/infiniband/*)"
+  [[ "$efa_found" == 32 ]] \
+    || die "fabric check: $efa_found EFA interface(s) in /sys/class/infiniband, p5.48xlarge has 32 (pool h100)"
+  accel_found="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
+  [[ "$accel_found" == 8 ]] \
+    || die "fabric check: ${accel_found:-0} NVIDIA H100 80GB SXM device(s) visible, p5.48xlarge has 8 (pool h100)"
+  shopt -u nullglob
+  echo "accelstack: fabric check passed (32 EFA, 8 accelerators)" >&2
+fi
 
 # ---- where this node sits in the job -------------------------------------------------------
 orchestrator="${ACCELSTACK_ORCHESTRATOR:-auto}"

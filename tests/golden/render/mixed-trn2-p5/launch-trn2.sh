@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # launch-trn2.sh: node launch script for stack mixed-trn2-p5, pool trn2
-# (2 x trn2.48xlarge, torch-neuronx).
-# Rendered by `accelstack render` from templates/neuron-node.sh.j2; re-render instead of editing.
-# Run once per node. It sets the environment, pre-compiles the graphs, then starts
-# torchrun with one process per NeuronCore.
+# (2 x trn2.48xlarge, torchneuron).
+# Rendered by `accelstack render` from templates/neuron-native-node.sh.j2; re-render instead of editing.
+# Training path: torchneuron, native PyTorch on Neuron (TorchNeuron, torch-neuronx 2.13/2.14) (beta).
+# Run once per node. It sets the environment, checks the fabric, then starts
+# torchrun with one rank per logical NeuronCore (64 on trn2.48xlarge at LNC=2; NRN-TN-RANKS).
 # Where this node sits in the job comes from the orchestrator (ACCELSTACK_ORCHESTRATOR,
 # default auto): pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
 # MASTER_ADDR, MASTER_PORT), slurm (SLURM_NNODES, SLURM_NODEID, SLURM_JOB_NODELIST) or
@@ -17,23 +18,40 @@ die() {
 }
 
 # ---- environment: every variable with the reason it is set -------------------------------
-# EFA: 16 interfaces on trn2.48xlarge
+# EFA: 16 interfaces on trn2.48xlarge (multi-node TorchNeuron needs EFA on every node)
 export FI_PROVIDER=efa  # libfabric must use the EFA provider for collectives between nodes
 export FI_EFA_USE_DEVICE_RDMA=1  # let EFA read and write device memory directly (RDMA)
 export FI_EFA_FORK_SAFE=1  # data loader workers fork; keep libfabric's registered memory fork-safe
-# Neuron runtime
-export NEURON_RT_NUM_CORES=1  # NeuronCores per process: torchrun starts one process per core
-export NEURON_LOGICAL_NC_CONFIG=2  # logical NeuronCore size (LNC) that makes 64 cores per node
-export NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS=3  # let the runtime queue a few executions ahead of the host
-export NEURON_RT_STOCHASTIC_ROUNDING_EN=1  # unbiased rounding of low-precision weight updates
-export NEURON_FUSE_SOFTMAX=1  # compile softmax as one fused kernel
-export MALLOC_ARENA_MAX=64  # cap glibc malloc arenas: many host threads otherwise bloat host memory
-export XLA_DOWNCAST_BF16=1  # workload.precision is bf16: XLA keeps FP32 tensors as BF16 on device
-# Neuron compiler and compile cache
-# The compile-cache bucket is created at deploy time: render with --bucket NAME, or set
-# ACCELSTACK_COMPILE_CACHE_URL=s3://BUCKET/bakeoff-cache/trn2/ on every node.
-export NEURON_COMPILE_CACHE_URL="${ACCELSTACK_COMPILE_CACHE_URL:?set ACCELSTACK_COMPILE_CACHE_URL=s3://BUCKET/bakeoff-cache/trn2/ (the compile-cache bucket of the stack) or render with --bucket}"  # compiled graphs shared by every node of pool trn2
-export NEURON_CC_FLAGS="--model-type=transformer --distribution-strategy=llm-training"  # compiler tuned for transformer training; no --cache_dir: it would override NEURON_COMPILE_CACHE_URL
+# Neuron runtime and TorchNeuron
+export NEURON_LOGICAL_NC_CONFIG=2  # logical NeuronCore size (LNC) that makes 64 ranks per node
+export ACCELSTACK_DIST_BACKEND=neuron  # for the training script: dist.init_process_group(backend="neuron")
+# The compiled-graph (NEFF) cache is one directory shared by every rank; TorchNeuron takes a
+# path, not an s3:// URL, so it lives on the node's disk (add storage.fsx_lustre_gib to share it between nodes).
+export TORCH_NEURONX_NEFF_CACHE_DIR="${ACCELSTACK_NEFF_CACHE_DIR:-/var/tmp/neuron-neff-cache}"  # persistent NEFF cache: later steps and restarts load compiled graphs
+mkdir -p "$TORCH_NEURONX_NEFF_CACHE_DIR"
+
+# ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
+# Expected on trn2.48xlarge (catalog): 16 EFA interface(s), 16 AWS Trainium2 device(s).
+# ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:
+# a directory standing in for / when counting /sys/class/infiniband and /dev entries.
+if [[ "${ACCELSTACK_SKIP_FABRIC_CHECK:-0}" == 1 ]]; then
+  echo "accelstack: fabric check skipped (ACCELSTACK_SKIP_FABRIC_CHECK=1)" >&2
+else
+  sysroot="${ACCELSTACK_TEST_SYSROOT:-}"
+  count_args() { echo "$#"; }
+  shopt -s nullglob
+  fi_info_bin="$(command -v fi_info || echo /opt/amazon/efa/bin/fi_info)"
+  "$fi_info_bin" -p efa >/dev/null 2>&1 \
+    || die "fabric check: libfabric has no EFA provider ('fi_info -p efa' failed): install the EFA software or fix the image; collectives would fall back to TCP"
+  efa_found="$(count_args "$sysroot"/sys/class/infiniband/*)"
+  [[ "$efa_found" == 16 ]] \
+    || die "fabric check: $efa_found EFA interface(s) in /sys/class/infiniband, trn2.48xlarge has 16 (pool trn2)"
+  accel_found="$(count_args "$sysroot"/dev/neuron[0-9]*)"
+  [[ "$accel_found" == 16 ]] \
+    || die "fabric check: ${accel_found:-0} AWS Trainium2 device(s) visible, trn2.48xlarge has 16 (pool trn2)"
+  shopt -u nullglob
+  echo "accelstack: fabric check passed (16 EFA, 16 accelerators)" >&2
+fi
 
 # ---- where this node sits in the job -------------------------------------------------------
 orchestrator="${ACCELSTACK_ORCHESTRATOR:-auto}"
@@ -117,21 +135,6 @@ workload_args=(
   meta-llama/Meta-Llama-3-8B
 )
 echo "accelstack: $orchestrator node $node_rank of $nnodes, rendezvous $head_addr:$rdzv_port, 64 processes per node" >&2
-
-# ---- pre-compile: build every graph before training starts -----------------------------
-# neuron_parallel_compile runs the job for a few steps while only extracting and compiling
-# graphs into the compile cache; training below then loads them instead of compiling.
-# ACCELSTACK_MAX_STEPS tells the training script how many steps to run in this phase.
-if [[ "${ACCELSTACK_SKIP_PRECOMPILE:-0}" == 1 ]]; then
-  echo "accelstack: pre-compile skipped (ACCELSTACK_SKIP_PRECOMPILE=1)" >&2
-else
-  command -v neuron_parallel_compile >/dev/null \
-    || die "neuron_parallel_compile is not on PATH (it ships with torch-neuronx); set ACCELSTACK_SKIP_PRECOMPILE=1 to skip"
-  echo "accelstack: pre-compiling (5 steps)" >&2
-  ACCELSTACK_MAX_STEPS=5 neuron_parallel_compile "$torchrun_bin" "${torchrun_args[@]}" \
-    --rdzv_id="$rdzv_id-precompile" "$entrypoint" "${workload_args[@]}"
-  echo "accelstack: pre-compile finished" >&2
-fi
 
 # ---- training ------------------------------------------------------------------------------
 echo "accelstack: training" >&2

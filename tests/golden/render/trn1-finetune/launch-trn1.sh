@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # launch-trn1.sh: node launch script for stack trn1-finetune, pool trn1
-# (1 x trn1.2xlarge, torch-neuronx).
-# Rendered by `accelstack render` from templates/neuron-node.sh.j2; re-render instead of editing.
-# Run once per node. It sets the environment, pre-compiles the graphs, then starts
-# torchrun with one process per NeuronCore.
+# (1 x trn1.2xlarge, xla).
+# Rendered by `accelstack render` from templates/neuron-xla-node.sh.j2; re-render instead of editing.
+# Training path: xla, PyTorch/XLA on Neuron (torch-neuronx 2.9, the legacy training path) (maintenance).
+# Run once per node. It sets the environment, checks the fabric, pre-compiles the graphs once, then starts
+# torchrun with one process per NeuronCore at the LNC setting.
 # Where this node sits in the job comes from the orchestrator (ACCELSTACK_ORCHESTRATOR,
 # default auto): pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
 # MASTER_ADDR, MASTER_PORT), slurm (SLURM_NNODES, SLURM_NODEID, SLURM_JOB_NODELIST) or
@@ -24,12 +25,30 @@ export NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS=3  # let the runtime queue a f
 export NEURON_RT_STOCHASTIC_ROUNDING_EN=1  # unbiased rounding of low-precision weight updates
 export NEURON_FUSE_SOFTMAX=1  # compile softmax as one fused kernel
 export MALLOC_ARENA_MAX=64  # cap glibc malloc arenas: many host threads otherwise bloat host memory
-export XLA_DOWNCAST_BF16=1  # workload.precision is bf16: XLA keeps FP32 tensors as BF16 on device
+# No XLA_DOWNCAST_BF16: deprecated after SDK 2.24 and it overrides per-op precision; cast in the model.
+export ACCELSTACK_DIST_BACKEND=xla  # for the training script: torch.distributed backend of this path
 # Neuron compiler and compile cache
 # The compile-cache bucket is created at deploy time: render with --bucket NAME, or set
 # ACCELSTACK_COMPILE_CACHE_URL=s3://BUCKET/neuron-cache/trn1/ on every node.
 export NEURON_COMPILE_CACHE_URL="${ACCELSTACK_COMPILE_CACHE_URL:?set ACCELSTACK_COMPILE_CACHE_URL=s3://BUCKET/neuron-cache/trn1/ (the compile-cache bucket of the stack) or render with --bucket}"  # compiled graphs shared by every node of pool trn1
 export NEURON_CC_FLAGS="--model-type=transformer --distribution-strategy=llm-training"  # compiler tuned for transformer training; no --cache_dir: it would override NEURON_COMPILE_CACHE_URL
+
+# ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
+# Expected on trn1.2xlarge (catalog): 0 EFA interface(s), 1 AWS Trainium device(s).
+# ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:
+# a directory standing in for / when counting /sys/class/infiniband and /dev entries.
+if [[ "${ACCELSTACK_SKIP_FABRIC_CHECK:-0}" == 1 ]]; then
+  echo "accelstack: fabric check skipped (ACCELSTACK_SKIP_FABRIC_CHECK=1)" >&2
+else
+  sysroot="${ACCELSTACK_TEST_SYSROOT:-}"
+  count_args() { echo "$#"; }
+  shopt -s nullglob
+  accel_found="$(count_args "$sysroot"/dev/neuron[0-9]*)"
+  [[ "$accel_found" == 1 ]] \
+    || die "fabric check: ${accel_found:-0} AWS Trainium device(s) visible, trn1.2xlarge has 1 (pool trn1)"
+  shopt -u nullglob
+  echo "accelstack: fabric check passed (0 EFA, 1 accelerators)" >&2
+fi
 
 # ---- where this node sits in the job -------------------------------------------------------
 orchestrator="${ACCELSTACK_ORCHESTRATOR:-auto}"
@@ -116,18 +135,31 @@ workload_args=(
 )
 echo "accelstack: $orchestrator node $node_rank of $nnodes, rendezvous $head_addr:$rdzv_port, 2 processes per node" >&2
 
-# ---- pre-compile: build every graph before training starts -----------------------------
-# neuron_parallel_compile runs the job for a few steps while only extracting and compiling
-# graphs into the compile cache; training below then loads them instead of compiling.
-# ACCELSTACK_MAX_STEPS tells the training script how many steps to run in this phase.
+# ---- pre-compile: a one-shot phase that builds every graph before training ---------------
+# neuron_parallel_compile runs the job for a few steps with NEURON_EXTRACT_GRAPHS_ONLY=1: the
+# XLA graphs are extracted and empty stubs with zero outputs run in their place (a script can
+# read NEURON_EXTRACT_GRAPHS_ONLY to skip its output checks); the graphs are then compiled in
+# parallel into the compile cache, and training below loads them instead of compiling.
+# ACCELSTACK_MAX_STEPS tells the training script how many steps to run in this phase, and
+# workload.precompile_args are appended here only. The phase runs once per job: its marker
+# in ACCELSTACK_STATE_DIR makes a restarted worker go straight to the training rendezvous
+# (delete the marker, or use another ACCELSTACK_RDZV_ID, to pre-compile again).
+state_dir="${ACCELSTACK_STATE_DIR:-/var/tmp/accelstack}"
+precompile_marker="$state_dir/precompiled-$rdzv_id"
+precompile_args=(
+)
 if [[ "${ACCELSTACK_SKIP_PRECOMPILE:-0}" == 1 ]]; then
   echo "accelstack: pre-compile skipped (ACCELSTACK_SKIP_PRECOMPILE=1)" >&2
+elif [[ -e "$precompile_marker" ]]; then
+  echo "accelstack: pre-compile already done for $rdzv_id ($precompile_marker): straight to training" >&2
 else
   command -v neuron_parallel_compile >/dev/null \
     || die "neuron_parallel_compile is not on PATH (it ships with torch-neuronx); set ACCELSTACK_SKIP_PRECOMPILE=1 to skip"
   echo "accelstack: pre-compiling (5 steps)" >&2
   ACCELSTACK_MAX_STEPS=5 neuron_parallel_compile "$torchrun_bin" "${torchrun_args[@]}" \
-    --rdzv_id="$rdzv_id-precompile" "$entrypoint" "${workload_args[@]}"
+    --rdzv_id="$rdzv_id-precompile" "$entrypoint" "${workload_args[@]}" "${precompile_args[@]}"
+  mkdir -p "$state_dir"
+  touch "$precompile_marker"
   echo "accelstack: pre-compile finished" >&2
 fi
 
