@@ -150,8 +150,10 @@ def nodeadm_user_data(
     service_cidr: str,
     labels: dict[str, str],
     taints: list[dict[str, str]],
+    node_setup: str | None = None,
 ) -> str:
-    """MIME user data with an AL2023 nodeadm NodeConfig (needed with a custom AMI)."""
+    """MIME user data with an AL2023 nodeadm NodeConfig (needed with a custom AMI), plus an
+    optional shell part for node-level settings (e.g. a non-default Neuron LNC)."""
     inv = {v: k for k, v in TAINT_EFFECTS.items()}
     flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
     if taints:
@@ -173,10 +175,28 @@ def nodeadm_user_data(
         },
     }
     boundary = "ACCELSTACK"
+    shell = (
+        f"--{boundary}\nContent-Type: text/x-shellscript\n\n#!/bin/bash\nset -eu\n{node_setup}\n"
+        if node_setup
+        else ""
+    )
     return (
         f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
         f"--{boundary}\nContent-Type: application/node.eks.aws\n\n"
-        f"{json.dumps(node_config, sort_keys=True, indent=2)}\n\n--{boundary}--\n"
+        f"{json.dumps(node_config, sort_keys=True, indent=2)}\n\n{shell}--{boundary}--\n"
+    )
+
+
+def lnc_setup(pool: ResolvedPool) -> str | None:
+    """The shell lines that write a pool's non-default Neuron LNC into the device kind's node
+    file, which the Neuron device plugin and runtime read (Neuron EKS docs: user data writes
+    NEURON_LOGICAL_NC_CONFIG into /opt/aws/neuron/logical_nc_config); None at the default."""
+    if pool.node_lnc_setting is None or pool.device.node_lnc_file is None:
+        return None
+    lnc_file = pool.device.node_lnc_file
+    return (
+        f"install -d -m 0755 {lnc_file.rsplit('/', 1)[0]}\n"
+        f"echo {pool.node_lnc_setting} > {lnc_file}"
     )
 
 
@@ -349,7 +369,9 @@ def _pool_launch_template(
     labels, taints = node_labels(pool, args.plugin_labels), node_taints(pool)
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
-    ).apply(lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints)))
+    ).apply(
+        lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints, lnc_setup(pool)))
+    )
     interfaces: list[Any] = [
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
     ]

@@ -60,6 +60,7 @@ from accelstack.components.nodegroup import (
     efa_network_interfaces,
 )
 from accelstack.components.provider import aws_context
+from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
 
 ENV_FILE = "/etc/accelstack/env"
@@ -186,6 +187,10 @@ def node_env(stack: Stack, pool: ResolvedPool, cache_url: str | None) -> dict[st
         "ACCELSTACK_ORCHESTRATOR": "standalone",
         "ACCELSTACK_NNODES": str(pool.nodes),
         "ACCELSTACK_RDZV_PORT": str(stack.spec.workload.rdzv_port),
+        # the same node-fault budget the pods carry (launch.yaml fault_tolerance): torchrun
+        # restarts its workers in place, each round with a fresh rendezvous store
+        "PET_MAX_RESTARTS": str(stack.catalog.launch.fault_tolerance.torchrun_max_restarts),
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
     }
     if cache_url is not None:
         env["ACCELSTACK_COMPILE_CACHE_URL"] = cache_url
@@ -214,9 +219,10 @@ def _heredoc(path: str, text: str, mode: str, marker: str) -> str:
     return f"cat > {path} <<'{marker}'\n{body}{marker}\nchmod {mode} {path}\n"
 
 
-def run_wrapper(script_path: str) -> str:
+def run_wrapper(script_path: str, activate: str) -> str:
     """`accelstack-run`: load the node's environment, find its rank and the head (the pool's
-    running instances by private IP), find torchrun, start the launch script."""
+    running instances by private IP), find torchrun (the DLAMI environment of the pool's
+    training path, `activate`, from the catalog's launch.yaml), start the launch script."""
     return f"""#!/usr/bin/env bash
 # accelstack-run: start this node's part of the job (run on every node, or through SSM).
 set -euo pipefail
@@ -246,12 +252,8 @@ fi
 if [[ -n "${{ACCELSTACK_VENV:-}}" ]]; then
   . "$ACCELSTACK_VENV/bin/activate"
 elif ! command -v "${{ACCELSTACK_TORCHRUN:-torchrun}}" >/dev/null; then
-  # DLAMIs keep PyTorch in a virtualenv: the newest Neuron one, else the GPU DLAMI's.
-  mapfile -t venvs < <(find /opt -maxdepth 1 -type d -name 'aws_neuronx_venv_pytorch*' \\
-    2>/dev/null | sort -V -r)
-  for venv in "${{venvs[@]}}" /opt/pytorch; do
-    if [[ -f "$venv/bin/activate" ]]; then . "$venv/bin/activate"; break; fi
-  done
+  # DLAMIs keep PyTorch in a virtualenv: the one of this pool's training path (catalog)
+  if [[ -f {shlex.quote(activate)} ]]; then . {shlex.quote(activate)}; fi
 fi
 command -v "${{ACCELSTACK_TORCHRUN:-torchrun}}" >/dev/null || {{
   echo "accelstack: torchrun not found; set ACCELSTACK_VENV=/path/to/venv or install PyTorch" >&2
@@ -284,7 +286,12 @@ def install_script(
         f"install -d -m 0755 /etc/accelstack {SCRIPT_DIR}\n",
         _heredoc(ENV_FILE, env_text, "0644", "ACCELSTACK_ENV_EOF"),
         _heredoc(script_path, script, "0755", "ACCELSTACK_SCRIPT_EOF"),
-        _heredoc(RUN_COMMAND, run_wrapper(script_path), "0755", "ACCELSTACK_RUN_EOF"),
+        _heredoc(
+            RUN_COMMAND,
+            run_wrapper(script_path, python_env(stack, pool).activate),
+            "0755",
+            "ACCELSTACK_RUN_EOF",
+        ),
         f"echo 'set -a; . {ENV_FILE}; set +a' > /etc/profile.d/accelstack.sh\n",
     ]
     if pool.node_lnc_setting is not None:  # a non-default LNC is a node-level setting

@@ -26,6 +26,7 @@ from accelstack.components.nodegroup import (
     capacity_reservation,
     capacity_type,
     efa_network_interfaces,
+    lnc_setup,
     market_options,
     node_labels,
     node_taints,
@@ -157,6 +158,25 @@ def test_user_data_registers_labels_and_taints(catalog: Catalog) -> None:
     assert "application/node.eks.aws" in text and "NodeConfig" in text
     assert "--register-with-taints=aws.amazon.com/neuron=true:NoSchedule" in text
     assert f"{POOL_LABEL}=p" in text
+
+
+def test_a_non_default_lnc_is_written_on_eks_nodes(catalog: Catalog) -> None:
+    """trn2 defaults to LNC 2; a pool at LNC 1 must set it on the node, where the Neuron
+    device plugin reads it (issue 11: the EKS device plugin needs the node-level setting)."""
+    pool = pool_for(catalog, "trn2.48xlarge", logical_cores=1)
+    setup = lnc_setup(pool)
+    assert setup is not None
+    text = nodeadm_user_data(
+        "c", "https://x", "Q0E=", "172.20.0.0/16", node_labels(pool), [], setup
+    )
+    assert "Content-Type: text/x-shellscript" in text
+    assert "echo NEURON_LOGICAL_NC_CONFIG=1 > /opt/aws/neuron/logical_nc_config" in text
+    assert text.rstrip().endswith("--ACCELSTACK--")
+    # the default LNC, and a GPU pool, leave the node alone
+    assert lnc_setup(pool_for(catalog, "trn2.48xlarge")) is None
+    assert lnc_setup(pool_for(catalog, "p5.48xlarge")) is None
+    plain = nodeadm_user_data("c", "https://x", "Q0E=", "172.20.0.0/16", {}, [])
+    assert "x-shellscript" not in plain
 
 
 def test_pod_identity_policy_names_only_the_bucket_and_prefix() -> None:

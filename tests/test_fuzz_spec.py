@@ -156,7 +156,7 @@ def _set(data: Any, path: tuple[Any, ...], value: Any, delete: bool = False) -> 
     for part in path[:-1]:
         if isinstance(node, dict) and not isinstance(node.get(part), dict | list):
             node[part] = {}
-        if isinstance(node, list) and part >= len(node):
+        if isinstance(node, list) and (not isinstance(part, int) or part >= len(node)):
             return
         node = node[part]
     last = path[-1]

@@ -88,6 +88,8 @@ def _start(script: Path, out: Path, extra: dict[str, str]) -> list[subprocess.Po
             ),
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
+            # no EFA on a CPU runner: the fabric self-check has its own tests
+            "ACCELSTACK_SKIP_FABRIC_CHECK": "1",
             **extra,
         }
     )
@@ -115,10 +117,14 @@ def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
     except subprocess.TimeoutExpired:
         pass
     finally:
+        # Always end each node's whole session: when a node's bash has exited (the control run
+        # fails on purpose), its torchrun workers or its peer's can still hang in a collective.
         for p in procs:
-            if p.poll() is None:
+            try:
                 os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            except ProcessLookupError:
+                pass
+            p.wait()
 
 
 def _script(tmp: Path) -> Path:

@@ -379,7 +379,7 @@ def test_clusters_default_to_standard_support_and_extended_is_a_choice() -> None
     unset = edit(plan, CLUSTER, lambda i: {k: v for k, v in i.items() if k != "upgradePolicy"})
     (v,) = fired(unset, stack, "eks-upgrade-policy")
     assert_one_line(v, f"{CLUSTER} 'trn1-finetune-cluster-eks'", "API_UpgradePolicyRequest")
-    ext = variant("trn1-finetune", lambda d: d.update(cluster={"support_type": "EXTENDED"}))
+    ext = variant("trn1-finetune", lambda d: d["cluster"].update(support_type="EXTENDED"))
     ext_plan = plan_stack(ext, guard=False)
     assert ext_plan.of_type(CLUSTER)[0].inputs["upgradePolicy"] == {"supportType": "EXTENDED"}
     assert not fired(ext_plan, ext, "eks-upgrade-policy")
@@ -387,7 +387,7 @@ def test_clusters_default_to_standard_support_and_extended_is_a_choice() -> None
 
 def test_addons_carry_the_catalog_version_where_one_is_pinned() -> None:
     """Kubernetes 1.33 has sourced rows for vpc-cni and coredns; 1.35 has none (EKS default)."""
-    stack = variant("trn1-finetune", lambda d: d.update(cluster={"kubernetes_version": "1.33"}))
+    stack = variant("trn1-finetune", lambda d: d["cluster"].update(kubernetes_version="1.33"))
     plan = plan_stack(stack, guard=False)
     versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in plan.of_type(ADDON)}
     assert versions["vpc-cni"] == "v1.20.1-eksbuild.3"

@@ -408,7 +408,9 @@ def test_install_script_and_run_wrapper_pass_shellcheck(tmp_path: Any) -> None:
             "s3://b/p/",
             ("fs-1.fsx.us-west-2.amazonaws.com", "abcdefgh"),
         ),
-        "run.sh": run_wrapper("/opt/accelstack/launch-trn1.sh"),
+        "run.sh": run_wrapper(
+            "/opt/accelstack/launch-trn1.sh", "/opt/aws_neuronx_venv_pytorch_2_9/bin/activate"
+        ),
     }
     for fname, text in texts.items():
         path = tmp_path / fname
@@ -442,7 +444,9 @@ def test_run_wrapper_finds_rank_and_head_from_the_pool_instances(tmp_path: Any) 
     for f in (*bin_dir.iterdir(), launch):
         f.chmod(0o755)
     wrapper = tmp_path / "run.sh"
-    wrapper.write_text(run_wrapper(str(launch)).replace(ENV_FILE, str(env)))
+    wrapper.write_text(
+        run_wrapper(str(launch), "/nonexistent/bin/activate").replace(ENV_FILE, str(env))
+    )
     proc = subprocess.run(
         ["bash", str(wrapper)],
         capture_output=True,
@@ -458,6 +462,10 @@ def test_pure_helpers() -> None:
     stack = preset_stack()
     pool = stack.pools[0]
     assert "ACCELSTACK_NODE_RANK" not in node_env(stack, pool, None)
+    # standalone nodes carry the pods' node-fault budget too
+    budget = stack.catalog.launch.fault_tolerance.torchrun_max_restarts
+    assert node_env(stack, pool, None)["PET_MAX_RESTARTS"] == str(budget) and budget >= 1
+    assert node_env(stack, pool, None)["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
     assert fleet_capacity(pool)["on_demand_options"]["min_target_capacity"] == pool.nodes
     with pytest.raises(ValueError, match="heredoc marker"):
         _heredoc("/x", "a\nEOF_X\nb", "0644", "EOF_X")

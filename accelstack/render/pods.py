@@ -91,9 +91,16 @@ def torchrun_max_restarts(stack: Stack) -> int:
 
 
 def python_env(stack: Stack, pool: ResolvedPool, path: str | None = None) -> PythonEnv:
-    """The DLAMI Python environment for the pool: the one named `path` for its device kind,
+    """The DLAMI Python environment for the pool: the one named `path` for its device kind
+    (default: the pool's training path, e.g. `xla` on a trn2 pool that runs the legacy path),
     else its family's default (the catalog guarantees exactly one)."""
     envs = stack.catalog.launch.dlami_python_envs
+    if path is None and pool.framework is not None:
+        named = [
+            e for e in envs if e.device_kind == pool.device.name and e.path == pool.framework.name
+        ]
+        if named:
+            return named[0]
     for env in envs:
         if env.device_kind == pool.device.name and (
             env.path == path if path else pool.family.name in env.families
