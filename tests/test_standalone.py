@@ -368,6 +368,8 @@ def test_the_script_and_environment_come_through_an_ssm_association() -> None:
         "ACCELSTACK_ORCHESTRATOR": "standalone",
         "ACCELSTACK_NNODES": "2",
         "ACCELSTACK_RDZV_PORT": "29500",
+        "PET_MAX_RESTARTS": "3",
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
         "ACCELSTACK_COMPILE_CACHE_URL": f"s3://{bucket}/neuron-cache/trn1/",
     }
     script = render_node_script(stack, stack.pools[0], "standalone", bucket=bucket)
