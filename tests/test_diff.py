@@ -84,6 +84,9 @@ def test_node_count_is_an_update_and_instance_type_a_replacement(by_refs: dict[s
     assert not ng["stateful"]
     # the launch template is versioned: a new instance type is a new version, not a replacement
     assert "trn1-multinode-trn1-lt" in _names(multinode, "changed")
+    # trn1n is offered in other zones: a subnet that keeps its name but moves CIDR is replaced
+    subnet = _names(multinode, "replaced")["trn1-multinode-network-private-usw2-az1"]
+    assert subnet["replace_keys"] == ["cidrBlock"]
 
 
 def test_stateful_removals_are_called_out_first(by_refs: dict[str, Any]) -> None:
