@@ -59,6 +59,8 @@ def test_github_workflow_parses_and_runs_the_stages() -> None:
     assert any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in steps)
     assert any("pip install ." in str(s.get("run", "")) for s in steps)
     named = {s["name"]: str(s.get("run", "")) for s in steps if "name" in s}
+    order = list(named)
+    assert order.index("Post or update the PR comment") < order.index("Check changed stacks")
     assert "accelstack-ci.sh check " in named["Check changed stacks"]
     assert "--format" not in named["Diff against the base branch"]  # the script picks it
     assert "accelstack-ci.sh diff " in named["Diff against the base branch"]
@@ -76,7 +78,8 @@ def test_github_workflow_parses_and_runs_the_stages() -> None:
 def test_gitlab_ci_parses_and_runs_the_same_stages() -> None:
     text = (CI / "gitlab-ci.yml").read_text(encoding="utf-8")
     ci = yaml.safe_load(text)
-    assert ci["stages"] == ["check", "diff", "preview", "deploy"]
+    assert ci["stages"] == ["check", "preview", "deploy"]
+    assert ci["check"]["stage"] == ci["diff"]["stage"] == "check"  # diff runs even if check fails
     assert ci["variables"]["GIT_DEPTH"] == "0"
     scripts = {job: "\n".join(ci[job]["script"]) for job in ("check", "diff", "preview", "deploy")}
     assert "accelstack-ci.sh check " in scripts["check"]
@@ -154,3 +157,18 @@ def test_no_comment_below_the_threshold(repo: Path) -> None:
 def test_unknown_subcommand_is_one_line_exit_2(repo: Path) -> None:
     done = _sh(repo, "deploy", check=False)
     assert done.returncode == 2 and "unknown command 'deploy'" in done.stderr
+
+
+def test_diff_keeps_the_comment_when_a_spec_is_broken(repo: Path) -> None:
+    git(repo, "checkout", "-qb", "broken", "pr")
+    try:
+        (repo / "stacks" / "bad.yaml").write_text("name: bad\nregion: mars-1\n", encoding="utf-8")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "broken spec")
+    finally:
+        git(repo, "checkout", "-q", "pr")
+    done = _sh(repo, "diff", "pr", "broken", "broken.md", threshold="100", check=False)
+    assert done.returncode == 2  # the step fails ...
+    body = (repo / "broken.md").read_text(encoding="utf-8")
+    assert body.startswith(COMMENT_MARKER)  # ... and the comment still says why
+    assert "| `bad` | error |" in body and "bad.yaml: pools: is required" in body

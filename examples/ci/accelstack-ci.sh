@@ -58,13 +58,15 @@ diff_comment() {
   if [ -n "${ACCELSTACK_COMMENT_THRESHOLD_USD:-}" ]; then
     threshold=(--threshold-usd "${ACCELSTACK_COMMENT_THRESHOLD_USD}")
   fi
+  local rc=0
   "${ACCELSTACK_CMD[@]}" diff "${base}" "${head}" --specs "${SPECS}" \
-    --format github-comment "${threshold[@]}" >"${out}"
+    --format github-comment "${threshold[@]}" >"${out}" || rc=$?
   if [ -s "${out}" ]; then
     cat "${out}"
   else
     echo "cost change below the threshold and nothing stateful replaced: no comment"
   fi
+  return "${rc}"
 }
 
 github_comment() {
