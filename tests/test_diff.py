@@ -159,6 +159,18 @@ def test_markdown_and_github_comment(by_refs: dict[str, Any]) -> None:
     assert "**replaced** `aws:eks/nodeGroup:NodeGroup` `trn1-multinode-trn1-ng`" in md
 
 
+def test_comment_stays_under_githubs_size_limit(by_refs: dict[str, Any]) -> None:
+    import copy
+
+    big = copy.deepcopy(by_refs)
+    stack = _stack(big, "llama3-70b-trn2")
+    stack["resources"]["added"] = stack["resources"]["added"] * 40
+    big["stacks"] = [copy.deepcopy(stack) for _ in range(20)]
+    body = render_markdown(big, comment=True)
+    assert len(body) < 65_536 and "Resource lists left out" in body
+    assert "[!CAUTION]" in body  # the stateful call-out is never cut
+
+
 def test_threshold_only_skips_cheap_harmless_changes(by_refs: dict[str, Any]) -> None:
     assert by_refs["comment"] is True
     assert not below_threshold(by_refs, 1e9, None)  # stateful removals always comment

@@ -8,6 +8,9 @@ from typing import Any
 from accelstack.plan.diff import COMMENT_MARKER
 
 _ACTIONS = ("replaced", "removed", "changed", "added")
+#: GitHub refuses a comment body over 65,536 characters; past this, the per-stack resource
+#: lists are left out (the summary, the stateful list and the table stay).
+COMMENT_LIMIT = 60_000
 
 
 def _usd(x: float | None, digits: int = 2) -> str:
@@ -131,8 +134,10 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     else:
         lines.append(f"**Cost:** {_summary_line(doc)}")
         lines += ["", *_md_table(doc), ""]
-        for s in doc["stacks"]:
-            lines += _md_details(s)
+        details = [line for s in doc["stacks"] for line in _md_details(s)]
+        if sum(len(line) + 1 for line in lines + details) > COMMENT_LIMIT:
+            details = ["Resource lists left out (too long for a comment): see the CI log."]
+        lines += details
     if doc["unchanged"]:
         lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc['unchanged'])}"]
     return "\n".join(lines) + "\n"
