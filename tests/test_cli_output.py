@@ -15,7 +15,7 @@ from accelstack.jsonout import dumps, finite
 
 from .conftest import PRESETS, STACKS
 
-REPORTING = ("validate", "plan", "check", "price", "compare", "render", "preflight")
+REPORTING = ("validate", "plan", "check", "diff", "price", "compare", "render", "preflight")
 
 
 def strict(text: str) -> Any:

@@ -64,6 +64,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.cost_cmds",
     "accelstack.cli.preflight_cmds",
     "accelstack.cli.ami_cmds",
+    "accelstack.cli.diff_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])

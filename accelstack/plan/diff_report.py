@@ -1,0 +1,143 @@
+"""The diff document (`accelstack.plan.diff`) for people: text, and markdown for a
+pull-request comment (the `github-comment` form starts with a hidden marker)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from accelstack.plan.diff import COMMENT_MARKER
+
+_ACTIONS = ("replaced", "removed", "changed", "added")
+#: GitHub refuses a comment body over 65,536 characters; past this, the per-stack resource
+#: lists are left out (the summary, the stateful list and the table stay).
+COMMENT_LIMIT = 60_000
+
+
+def _usd(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"${x:,.{digits}f}"
+
+
+def _signed(x: float, digits: int = 2) -> str:
+    return f"{'+' if x >= 0 else '-'}${abs(x):,.{digits}f}"
+
+
+def _pct(p: float | None) -> str:
+    return "new" if p is None else f"{p:+.1f}%"
+
+
+def _cost_of(stack: dict[str, Any], side: str, key: str) -> float | None:
+    c = stack["cost"][side]
+    return None if c is None else float(c[key])
+
+
+def _verdict(stack: dict[str, Any], side: str) -> str:
+    c = stack["cost"][side]
+    if c is None:
+        return "error" if side == "head" and stack["errors"] else "-"
+    return "within budget" if c["ok"] else "OVER BUDGET"
+
+
+def _why(r: dict[str, Any]) -> str:
+    keys = r.get("replace_keys") or r.get("keys") or []
+    tag = " [protected]" if r.get("protect") else (" [stateful]" if r.get("stateful") else "")
+    return (f" ({', '.join(keys)})" if keys else "") + tag
+
+
+def _stateful_line(r: dict[str, Any]) -> str:
+    return f"{r['stack']}: {r['type']} {r['name']} is {r['action'].upper()}{_why(r)}"
+
+
+def _summary_line(doc: dict[str, Any]) -> str:
+    t = doc["totals"]
+    return (
+        f"monthly {_usd(t['base_monthly_usd'])} -> {_usd(t['head_monthly_usd'])} "
+        f"({_signed(t['delta_monthly_usd'])}, {_pct(t['delta_monthly_percent'])}); "
+        f"hourly {_signed(t['delta_hourly_usd'])}; training run {_signed(t['delta_run_usd'], 0)}"
+    )
+
+
+def _counts(stack: dict[str, Any]) -> str:
+    res = stack["resources"]
+    return ", ".join(f"{len(res[a])} {a}" for a in _ACTIONS if res[a]) or "no resource changes"
+
+
+def _text_stack(s: dict[str, Any]) -> list[str]:
+    lines = [f"stack {s['stack']} ({s['status']}): {_counts(s)}"]
+    for line in s["errors"]:
+        lines.append(f"  error: {line}")
+    d = s["cost"]["delta"]
+    for key, label, digits in (("hourly_usd", "hourly", 2), ("monthly_usd", "monthly", 2)):
+        old, new = _cost_of(s, "base", key), _cost_of(s, "head", key)
+        lines.append(f"  {label}: {_usd(old)} -> {_usd(new)} ({_signed(d[key], digits)})")
+    old, new = _cost_of(s, "base", "run_usd"), _cost_of(s, "head", "run_usd")
+    lines.append(f"  training run: {_usd(old, 0)} -> {_usd(new, 0)} ({_signed(d['run_usd'], 0)})")
+    lines.append(f"  verdict: base {_verdict(s, 'base')}; head {_verdict(s, 'head')}")
+    if s["status"] in ("changed", "error"):
+        for action in _ACTIONS:
+            for r in s["resources"][action]:
+                lines.append(f"  {action:<8} {r['type']}  {r['name']}{_why(r)}")
+    return lines
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
+    if doc["stateful"]:
+        lines.append("STATEFUL RESOURCES REPLACED OR REMOVED (data is lost unless moved first):")
+        lines += [f"  ! {_stateful_line(r)}" for r in doc["stateful"]]
+    for s in doc["stacks"]:
+        lines += _text_stack(s)
+    if doc["unchanged"]:
+        lines.append(f"unchanged specs: {', '.join(doc['unchanged'])}")
+    lines.append(f"total: {_summary_line(doc)}" if doc["stacks"] else "no stack changed")
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        "| stack | status | hourly | monthly | training run | verdict (base → head) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in doc["stacks"]:
+        d = s["cost"]["delta"]
+        monthly = f"{_usd(_cost_of(s, 'head', 'monthly_usd'))} ({_signed(d['monthly_usd'])})"
+        lines.append(
+            f"| `{s['stack']}` | {s['status']} | {_signed(d['hourly_usd'])} | {monthly} | "
+            f"{_signed(d['run_usd'], 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} |"
+        )
+    return lines
+
+
+def _md_details(s: dict[str, Any]) -> list[str]:
+    rows = [(a, r) for a in _ACTIONS for r in s["resources"][a]]
+    if not rows and not s["errors"]:
+        return []
+    lines = [f"<details><summary><code>{s['stack']}</code>: {_counts(s)}</summary>", ""]
+    lines += [f"- error: {e}" for e in s["errors"]]
+    lines += [f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}" for a, r in rows[:200]]
+    if len(rows) > 200:
+        lines.append(f"- ... and {len(rows) - 200} more (see `accelstack diff --format json`)")
+    return [*lines, "", "</details>"]
+
+
+def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
+    """Markdown; `comment`: with the hidden marker CI uses to update its own PR comment."""
+    lines = [COMMENT_MARKER] if comment else []
+    lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
+    lines.append("")
+    if doc["stateful"]:
+        lines.append("> [!CAUTION]")
+        lines.append("> **Stateful resources are replaced or removed** (their data is lost):")
+        lines += [f"> - {_stateful_line(r)}" for r in doc["stateful"]]
+        lines.append("")
+    if not doc["stacks"]:
+        lines.append("No stack changed.")
+    else:
+        lines.append(f"**Cost:** {_summary_line(doc)}")
+        lines += ["", *_md_table(doc), ""]
+        details = [line for s in doc["stacks"] for line in _md_details(s)]
+        if sum(len(line) + 1 for line in lines + details) > COMMENT_LIMIT:
+            details = ["Resource lists left out (too long for a comment): see the CI log."]
+        lines += details
+    if doc["unchanged"]:
+        lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc['unchanged'])}"]
+    return "\n".join(lines) + "\n"
