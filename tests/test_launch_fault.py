@@ -10,6 +10,7 @@ The run takes the variables from the rendered indexed Job's pod environment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -120,10 +121,8 @@ def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
         # Always end each node's whole session: when a node's bash has exited (the control run
         # fails on purpose), its torchrun workers or its peer's can still hang in a collective.
         for p in procs:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             p.wait()
 
 
