@@ -6,10 +6,13 @@ guard read `Stack` and never look up instance facts or defaults themselves.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from accelstack.catalog import Catalog, DeviceKind, Family, InstanceType, load_catalog
+from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
+from accelstack.spec.models import NAME_RE
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
 MIN_CLUSTER_ZONES = 2
@@ -65,10 +68,12 @@ class Stack:
     framework: str
     image: str
     tags: dict[str, str] = field(default_factory=dict)
+    deployment: str = ""  # resource-name prefix when it differs from the spec's name
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        """Prefix of every resource name: the spec's name, or the deployment's (`deployment_name`)."""
+        return self.deployment or self.spec.name
 
     @property
     def region(self) -> str:
@@ -128,8 +133,40 @@ def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
     return offered[0]
 
 
-def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
-    """Fill defaults from the catalog. The spec must have passed `check_rules`."""
+def deployment_name(spec_name: str, pulumi_stack: str) -> str:
+    """The resource-name prefix of one Pulumi stack deploying the spec `spec_name`.
+
+    The spec's own stack (stack name == spec name) keeps the spec's name, so existing stacks see
+    no renames; any other stack (dev, staging, prod) appends its name: `<spec>-<stack>`. So
+    several stacks of one spec coexist in one account. The result must still be a valid stack
+    name (lowercase letters, digits, '-', at most 40 characters) since physical names derive
+    from it; otherwise one line names both."""
+    if pulumi_stack == spec_name:
+        return spec_name
+    name = f"{spec_name}-{pulumi_stack}"
+    if not re.fullmatch(NAME_RE, name):
+        raise AccelstackError(
+            f"Pulumi stack {shown(pulumi_stack)} with spec {shown(spec_name)} gives the "
+            f"resource-name prefix {shown(name)}, which is not valid: lowercase letters, digits "
+            "and '-', at most 40 characters; choose a shorter stack name"
+        )
+    return name
+
+
+def check_region(spec: Spec, configured: str | None, source: str = "aws:region") -> None:
+    """A region set in the Pulumi stack's config must be the spec's region: honoured when
+    equal, refused (one line naming both) when it conflicts; unset means the spec's."""
+    if configured and configured != spec.region:
+        raise AccelstackError(
+            f"stack config {source} is {shown(configured)} but spec {shown(spec.name)} deploys "
+            f"to region {shown(spec.region)}; set {source} to {spec.region} or change the "
+            "spec's region"
+        )
+
+
+def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = None) -> Stack:
+    """Fill defaults from the catalog. The spec must have passed `check_rules`. `name`: the
+    resource-name prefix when the deployment differs from the spec (`deployment_name`)."""
     cat = catalog or load_catalog()
     d = cat.defaults
     pools = []
@@ -165,7 +202,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
     framework = spec.workload.framework or wl_pool.device.default_framework or ""
     image = spec.workload.image or wl_pool.device.default_image or ""
-    tags = {"accelstack:stack": spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
     return Stack(
         spec=spec,
         catalog=cat,
@@ -185,4 +222,5 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
         framework=framework,
         image=image,
         tags=tags,
+        deployment=name if name and name != spec.name else "",
     )
