@@ -211,6 +211,22 @@ def _pick_cheapest(
     return instance_type, nodes, f"--cheapest picked {nodes} x {instance_type}, {option}"
 
 
+def spec_file_text(src: Path, result: Retargeted, command: str = "new") -> str:
+    """The spec file: a header (schema for editors, origin, the retarget's notes) + the YAML."""
+    header = [
+        "# yaml-language-server: $schema=../schema/spec.schema.json",
+        f"# Cloned from {_origin(src)} by `accelstack {command}`.",
+        *[f"# - {n}" for n in result.notes],
+    ]
+    return "\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False)
+
+
+def stack_config_text(name: str, region: str) -> str:
+    """Pulumi.NAME.yaml: the stack's region and the spec it deploys."""
+    config = {"aws:region": region, "accelstack:spec": f"stacks/{name}.yaml"}
+    return yaml.safe_dump({"config": config}, sort_keys=False)
+
+
 def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, force: bool) -> None:
     """Write stacks/NAME.yaml (with a header of notes) and Pulumi.NAME.yaml."""
     stacks_dir = directory / "stacks"
@@ -220,22 +236,16 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         check_target(f)  # a symlink or a directory is refused even with --force
         if f.exists() and not force:
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
-    header = [
-        "# yaml-language-server: $schema=../schema/spec.schema.json",
-        f"# Cloned from {_origin(src)} by `accelstack new`.",
-        *[f"# - {n}" for n in result.notes],
-    ]
     make_dirs(stacks_dir)
     schema_file = directory / "schema" / "spec.schema.json"
     if not schema_file.exists():  # what the header points editors at, in a new project too
         make_dirs(schema_file.parent)
         write_text_atomic(schema_file, schema_text())
-    config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
-    spec_text = "\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False)
+    spec_text = spec_file_text(src, result)
     previous = target.read_bytes() if target.exists() else None
     write_text_atomic(target, spec_text)
     try:
-        write_text_atomic(pulumi_file, yaml.safe_dump({"config": config}, sort_keys=False))
+        write_text_atomic(pulumi_file, stack_config_text(name, result.spec.region))
     except AccelstackError:  # both files or neither: put the spec file back as it was
         if previous is None:
             target.unlink(missing_ok=True)
