@@ -86,15 +86,16 @@ def init(
         stack_config_text,
     )
     from accelstack.files import check_target, make_dirs, write_text_atomic
-    from accelstack.spec import load_spec, read_yaml
+    from accelstack.spec import load_spec
     from accelstack.spec.retarget import retarget
+    from accelstack.spec.roundtrip import load_roundtrip, read_stash
 
     _check_empty(directory, force)
     src = _preset_path(preset, directory / "stacks")
-    load_spec(src)  # the preset itself must be valid
-    name = stack or read_yaml(src).get("name") or src.stem
-    _check_name(str(name))
-    result = retarget(read_yaml(src), load_catalog(), name=str(name), source=str(src))
+    name = stack or load_spec(src).name  # the preset itself must be valid
+    _check_name(name)
+    data, stash = load_roundtrip(src), read_stash(src)
+    result = retarget(data, load_catalog(), name=name, source=str(src), stash=stash)
     files = project_files(project_name(directory), name, src.stem, result.spec.region, __version__)
     files[f"stacks/{name}.yaml"] = spec_file_text(src, result, command="init")
     files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region)

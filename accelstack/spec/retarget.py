@@ -1,13 +1,21 @@
 """Clone a preset and retarget its workload pool to another instance type (`accelstack new`).
 
-Pure functions over the raw YAML mapping: derived fields that depend on the device kind
-(framework, image, logical cores, compile cache, pre-compile steps) are switched or dropped;
-anything the target cannot honour as specified is refused with the reason.
+Pure functions over the raw YAML mapping (a comment-keeping ruamel mapping from `new`): derived
+fields that depend on the device kind (framework, image, logical cores, compile cache,
+pre-compile steps) are switched or dropped; anything the target cannot honour as specified is
+refused with the reason.
+
+* A pool whose name names the old silicon (a `-`-separated part equal to the old type's
+  generation, `trn2` of trn2.48xlarge) is renamed after the new one (`p5`), kept unique, and
+  `workload.pool` follows. Other names (`workers`) are kept.
+* The Neuron-only settings a move to a non-Neuron type drops are returned as `stash` (the
+  caller keeps them in the file's header); a later retarget back to a Neuron type restores them.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +31,31 @@ class Retargeted:
     data: dict[str, Any]
     spec: Spec
     notes: list[str] = field(default_factory=list)
+    stash: dict[str, Any] = field(default_factory=dict)  # Neuron settings to carry along
+
+
+#: Neuron-only keys a retarget to a non-Neuron type drops: where each lives ("pool": the
+#: workload pool, "workload", "stack": top level) and its key.
+NEURON_KEYS = (
+    ("pool", "logical_cores"),
+    ("pool", "compile_cache"),
+    ("workload", "precompile_steps"),
+    ("stack", "compile_cache"),
+)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of a YAML value (ruamel mappings and sequences as dict and list)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    for kind in (int, float, str):  # ruamel's scalar subclasses as plain values
+        if isinstance(value, kind):
+            return kind(value)
+    return str(value)
 
 
 def _workload_pool(data: dict[str, Any]) -> dict[str, Any]:
@@ -83,19 +116,68 @@ def _switch_image(
         notes.append(f"workload.image -> {new_kind.default_image}")
 
 
+def _places(out: dict[str, Any], pool: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {"pool": pool, "workload": out.setdefault("workload", {}), "stack": out}
+
+
+def _where(place: str, pool: dict[str, Any], key: str) -> str:
+    return {"pool": f"pools.{pool['name']}.", "workload": "workload.", "stack": ""}[place] + key
+
+
 def _drop_neuron_only(
-    pool: dict[str, Any], wl: dict[str, Any], new_kind: DeviceKind, notes: list[str]
-) -> None:
-    """Drop the Neuron-only keys when the new kind has no compile cache."""
-    if new_kind.compile_cache:
-        return
-    for key in ("logical_cores", "compile_cache"):
-        if key in pool:
-            notes.append(f"pools.{pool['name']}.{key}: dropped (Neuron only)")
-            pool.pop(key)
-    if "precompile_steps" in wl:
-        notes.append("workload.precompile_steps: dropped (Neuron only)")
-        wl.pop("precompile_steps")
+    out: dict[str, Any], pool: dict[str, Any], catalog: Catalog, stash: dict[str, Any]
+) -> list[str]:
+    """Drop the Neuron-only keys (the stack's compile_cache only when no Neuron pool is left);
+    each dropped value goes into `stash`. Returns the notes."""
+    notes = []
+    neuron_left = any(
+        p.get("instance_type") in catalog.instances
+        and catalog.device_kind_of(p["instance_type"]).compile_cache
+        for p in out.get("pools", [])
+    )
+    for place, key in NEURON_KEYS:
+        holder = _places(out, pool)[place]
+        if key not in holder or (place == "stack" and neuron_left):
+            continue
+        stash[f"{place}.{key}"] = _plain(holder.pop(key))
+        notes.append(f"{_where(place, pool, key)}: dropped (Neuron only; kept in the header)")
+    return notes
+
+
+def _restore_neuron(out: dict[str, Any], pool: dict[str, Any], stash: dict[str, Any]) -> list[str]:
+    """Put back what an earlier retarget away from Neuron dropped (unless set again)."""
+    notes = []
+    for place, key in NEURON_KEYS:
+        holder = _places(out, pool)[place]
+        value = stash.pop(f"{place}.{key}", None)
+        if value is not None and key not in holder:
+            holder[key] = value
+            notes.append(f"{_where(place, pool, key)}: restored ({json.dumps(value)})")
+    return notes
+
+
+def _generation(instance_type: str) -> str:
+    """The silicon's short name, as pool names use it: trn2.48xlarge -> trn2."""
+    return instance_type.split(".", 1)[0]
+
+
+def _rename_pool(out: dict[str, Any], pool: dict[str, Any], old_type: str, new_type: str) -> str:
+    """Rename a pool named after the old silicon; returns the note, or "" when kept."""
+    old, new = _generation(old_type), _generation(new_type)
+    parts = str(pool["name"]).split("-")
+    if old == new or old not in parts:
+        return ""
+    base = "-".join(new if p == old else p for p in parts)[:20].rstrip("-")
+    taken = {str(p.get("name")) for p in out.get("pools", []) if p is not pool}
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    wl = out.setdefault("workload", {})
+    if wl.get("pool") == pool["name"]:
+        wl["pool"] = name
+    note = f"pools.{pool['name']}.name -> {name} (named after the silicon; workload.pool follows)"
+    pool["name"] = name
+    return note
 
 
 def _fit_efa(
@@ -140,6 +222,7 @@ def _retype(
     image: str | None,
     notes: list[str],
     refuse: list[str],
+    stash: dict[str, Any],
 ) -> None:
     """Move the workload pool to `instance_type` and adjust what depends on it."""
     _check_target(catalog, instance_type)
@@ -148,25 +231,18 @@ def _retype(
     new_kind = catalog.device_kind_of(instance_type)
     pool["instance_type"] = instance_type
     notes.append(f"pools.{pool['name']}.instance_type: {old_type} -> {instance_type}")
+    renamed = _rename_pool(out, pool, old_type, instance_type)
+    notes += [renamed] if renamed else []
     wl = out.setdefault("workload", {})
     if old_kind.name != new_kind.name:
         notes.append(_switch_framework(wl, old_kind, new_kind))
         _switch_image(wl, old_kind, new_kind, image, notes, refuse)
-        _drop_neuron_only(pool, wl, new_kind, notes)
+    if new_kind.compile_cache:
+        notes += _restore_neuron(out, pool, stash)
+    else:
+        notes += _drop_neuron_only(out, pool, catalog, stash)
     _fit_efa(pool, catalog, old_type, instance_type, notes, refuse)
     _fit_logical_cores(pool, catalog, instance_type, notes)
-
-
-def _drop_orphan_compile_cache(out: dict[str, Any], catalog: Catalog, notes: list[str]) -> None:
-    """The top-level compile_cache goes when no Neuron pool is left."""
-    neuron_left = any(
-        p.get("instance_type") in catalog.instances
-        and catalog.device_kind_of(p["instance_type"]).compile_cache
-        for p in out.get("pools", [])
-    )
-    if "compile_cache" in out and not neuron_left:
-        out.pop("compile_cache")
-        notes.append("compile_cache: dropped (no Neuron pool left)")
 
 
 def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) -> Spec:
@@ -210,26 +286,28 @@ def retarget(
     instance_type: str | None = None,
     nodes: int | None = None,
     image: str | None = None,
+    stash: dict[str, Any] | None = None,
 ) -> Retargeted:
-    """Return the cloned mapping, its validated spec and notes on what changed."""
+    """Return the cloned mapping, its validated spec and notes on what changed. `stash`: the
+    Neuron settings an earlier retarget dropped (restored when the target is Neuron again)."""
     out = copy.deepcopy(data)
+    carried = dict(stash or {})
     notes: list[str] = []
     out["name"] = name
     pool = _workload_pool(out)
     refuse: list[str] = []
     if instance_type is not None and instance_type != str(pool.get("instance_type")):
-        _retype(out, pool, catalog, instance_type, image, notes, refuse)
+        _retype(out, pool, catalog, instance_type, image, notes, refuse, carried)
     if image is not None:
         out.setdefault("workload", {})["image"] = image
         notes.append(f"workload.image -> {image}")
     if nodes is not None:
         pool["nodes"] = nodes
         notes.append(f"pools.{pool['name']}.nodes -> {nodes}")
-    _drop_orphan_compile_cache(out, catalog, notes)
     if refuse:
         raise SpecError(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
     spec = _validated(out, catalog, source, name)
     _check_memory_fit(spec, catalog, source)
-    return Retargeted(out, spec, notes)
+    return Retargeted(out, spec, notes, carried)
