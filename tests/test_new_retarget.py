@@ -111,7 +111,12 @@ def test_retargeting_back_to_trainium_restores_compile_cache_and_precompile(
     assert back["workload"]["precompile_steps"] == 5
     assert [p["name"] for p in back["pools"]] == ["trn2", "h100"]
     assert "workload.precompile_steps: restored (5)" in out
-    assert "accelstack:neuron-settings" not in (tmp_path / "stacks" / "back.yaml").read_text()
+    back_text = (tmp_path / "stacks" / "back.yaml").read_text()
+    assert "accelstack:neuron-settings" not in back_text
+    # the round trip gives the preset back, comments and key order included (name aside)
+    body = [x for x in back_text.splitlines() if not x.startswith(("# Cloned", "# - ", "name:"))]
+    source = (STACKS / "mixed-trn2-p5.yaml").read_text().splitlines()
+    assert body == [x for x in source if not x.startswith("name:")]
 
 
 def test_pool_level_neuron_keys_round_trip() -> None:
@@ -127,3 +132,4 @@ def test_pool_level_neuron_keys_round_trip() -> None:
     restored = back.spec.workload_pool
     assert restored.logical_cores == 1 and restored.compile_cache is False
     assert back.stash == {}
+    assert list(back.data["pools"][0]) == list(data["pools"][0])  # keys back in their place

@@ -139,6 +139,10 @@ def _drop_neuron_only(
         holder = _places(out, pool)[place]
         if key not in holder or (place == "stack" and neuron_left):
             continue
+        keys = list(holder)
+        at = keys.index(key)
+        if at:  # where it stood, so a restore puts it back there
+            stash.setdefault("after", {})[f"{place}.{key}"] = str(keys[at - 1])
         stash[f"{place}.{key}"] = _plain(holder.pop(key))
         notes.append(f"{_where(place, pool, key)}: dropped (Neuron only; kept in the header)")
     return notes
@@ -147,13 +151,24 @@ def _drop_neuron_only(
 def _restore_neuron(out: dict[str, Any], pool: dict[str, Any], stash: dict[str, Any]) -> list[str]:
     """Put back what an earlier retarget away from Neuron dropped (unless set again)."""
     notes = []
+    after = stash.pop("after", None) or {}
     for place, key in NEURON_KEYS:
         holder = _places(out, pool)[place]
         value = stash.pop(f"{place}.{key}", None)
         if value is not None and key not in holder:
-            holder[key] = value
+            _put_back(holder, key, value, after.get(f"{place}.{key}"))
             notes.append(f"{_where(place, pool, key)}: restored ({json.dumps(value)})")
     return notes
+
+
+def _put_back(holder: dict[str, Any], key: str, value: Any, after: str | None) -> None:
+    """Insert `key` after the key it followed (a comment-keeping mapping has `insert`)."""
+    keys = list(holder)
+    insert = getattr(holder, "insert", None)
+    if callable(insert) and after in keys:
+        insert(keys.index(after) + 1, key, value)
+    else:
+        holder[key] = value
 
 
 def _generation(instance_type: str) -> str:
