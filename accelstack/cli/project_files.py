@@ -53,6 +53,7 @@ on:
     branches: [main]
 permissions:
   contents: read
+  id-token: write  # OIDC: assume the deploy role without stored AWS keys
 jobs:
   check-and-preview:
     runs-on: ubuntu-latest
@@ -66,6 +67,10 @@ jobs:
           python-version: "3.11"
       - run: python -m venv venv && venv/bin/pip install -r requirements.txt
       - run: venv/bin/accelstack check stacks/
+      - uses: aws-actions/configure-aws-credentials@v4
+        with:
+          role-to-assume: ${{ secrets.AWS_ROLE_ARN }}  # a role that may read the account
+          aws-region: @REGION@
       - uses: pulumi/actions@v6
         with:
           command: preview
