@@ -6,11 +6,14 @@ guard read `Stack` and never look up instance facts or defaults themselves.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
+from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
+from accelstack.spec.models import NAME_RE
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
 MIN_CLUSTER_ZONES = 2
@@ -88,10 +91,12 @@ class Stack:
     #: Where the pools' AMI pins came from (`Pulumi.<stack>.yaml`, or the offline plan's
     #: simulation); None: no stack config was read (see `with_ami_pins`).
     amis_source: str | None = None
+    deployment: str = ""  # resource-name prefix when it differs from the spec's name
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        """Prefix of every resource name: the spec's name, or the deployment's (`deployment_name`)."""
+        return self.deployment or self.spec.name
 
     def with_ami_pins(self, pins: Mapping[str, str], allow_unpinned: bool, source: str) -> Stack:
         """The stack with each pool's AMI taken from `pins` (SSM parameter -> AMI id, the
@@ -227,8 +232,40 @@ def _kubernetes_version(spec: Spec, cat: Catalog) -> str:
     return spec.cluster.kubernetes_version or cat.defaults.kubernetes_version
 
 
-def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
-    """Fill defaults from the catalog. The spec must have passed `check_rules`."""
+def deployment_name(spec_name: str, pulumi_stack: str) -> str:
+    """The resource-name prefix of one Pulumi stack deploying the spec `spec_name`.
+
+    The spec's own stack (stack name == spec name) keeps the spec's name, so existing stacks see
+    no renames; any other stack (dev, staging, prod) appends its name: `<spec>-<stack>`. So
+    several stacks of one spec coexist in one account. The result must still be a valid stack
+    name (lowercase letters, digits, '-', at most 40 characters) since physical names derive
+    from it; otherwise one line names both."""
+    if pulumi_stack == spec_name:
+        return spec_name
+    name = f"{spec_name}-{pulumi_stack}"
+    if not re.fullmatch(NAME_RE, name):
+        raise AccelstackError(
+            f"Pulumi stack {shown(pulumi_stack)} with spec {shown(spec_name)} gives the "
+            f"resource-name prefix {shown(name)}, which is not valid: lowercase letters, digits "
+            "and '-', at most 40 characters; choose a shorter stack name"
+        )
+    return name
+
+
+def check_region(spec: Spec, configured: str | None, source: str = "aws:region") -> None:
+    """A region set in the Pulumi stack's config must be the spec's region: honoured when
+    equal, refused (one line naming both) when it conflicts; unset means the spec's."""
+    if configured and configured != spec.region:
+        raise AccelstackError(
+            f"stack config {source} is {shown(configured)} but spec {shown(spec.name)} deploys "
+            f"to region {shown(spec.region)}; set {source} to {spec.region} or change the "
+            "spec's region"
+        )
+
+
+def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = None) -> Stack:
+    """Fill defaults from the catalog. The spec must have passed `check_rules`. `name`: the
+    resource-name prefix when the deployment differs from the spec (`deployment_name`)."""
     cat = catalog or load_catalog()
     d = cat.defaults
     pools = [_resolve_pool(spec, p, cat) for p in spec.pools]
@@ -237,7 +274,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
     fw = wl_pool.framework
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
-    tags = {"accelstack:stack": spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
     return Stack(
         spec=spec,
         catalog=cat,
@@ -257,4 +294,5 @@ def resolve(spec: Spec, catalog: Catalog | None = None) -> Stack:
         framework=framework,
         image=image,
         tags=tags,
+        deployment=name if name and name != spec.name else "",
     )

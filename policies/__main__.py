@@ -1,6 +1,10 @@
 """The accelstack CrossGuard pack. Run by the Pulumi CLI:
 
-    pulumi preview --policy-pack policies --policy-pack-config policies/config.example.json
+    pulumi preview --policy-pack policies
+
+Each stack's budget and deploy rules come from its spec, found at preview time (config
+`accelstack:spec`, else stacks/<stack>.yaml); `--policy-pack-config policies/config.example.json`
+is optional and overrides the budget limits by hand.
 
 The PolicyPack constructor starts the analyzer server and blocks, so it is built only here;
 the policies themselves live in `budget_policies.py` (tests import that).

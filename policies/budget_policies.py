@@ -14,7 +14,11 @@ blocks); tests import this module and call each policy's `validate` directly.
 * `accelstack-deploy-rules` (stack policy, mandatory; `deploy_rules.py`): the deploy rules of
   `accelstack.plan.rules`, the same `evaluate` that `accelstack plan` and `check` run offline.
 
-Policy config (`pulumi preview --policy-pack policies --policy-pack-config cfg.json`):
+Budget: by default the pack reads the stack's spec at preview time (`spec_source`: config
+`accelstack:spec`, else stacks/<stack>.yaml) and checks the spec's own `budget` exactly as
+`accelstack plan` and the program's guard do (purchase options and the run estimate from the
+spec), so no per-stack policy config is kept by hand. Policy config is optional; when it sets
+limits (`pulumi preview --policy-pack policies --policy-pack-config cfg.json`) those are used:
     {"accelstack-budget": {"region": "us-east-2", "max_hourly_usd": 700,
                            "max_monthly_usd": 500000, "max_run_usd": 300000,
                            "run_hours": 435.5, "pool_options": {"trn2": "savings-plan-1y"}}}
@@ -44,6 +48,7 @@ OPEN = {"0.0.0.0/0", "::/0"}
 
 BUDGET_SCHEMA = PolicyConfigSchema(
     properties={
+        "spec": {"type": "string", "description": "the spec file; default: the stack's"},
         "region": {"type": "string", "description": "AWS region the stack deploys to"},
         "max_hourly_usd": {"type": "number", "exclusiveMinimum": 0},
         "max_monthly_usd": {"type": "number", "exclusiveMinimum": 0},
@@ -59,8 +64,10 @@ BUDGET_SCHEMA = PolicyConfigSchema(
             "description": "pool name -> purchase option (savings plans are not in the plan)",
         },
     },
-    required=["region"],
+    required=[],
 )
+#: Policy config keys that select the hand-kept budget (else the spec's own budget is read).
+HAND_KEPT = ("region", "max_hourly_usd", "max_monthly_usd", "max_run_usd", "run_hours")
 
 
 def _parent_name(r: Any) -> str | None:
@@ -71,14 +78,35 @@ def _parent_name(r: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def validate_spec_budget(
+    cfg: Mapping[str, Any], resources: list[Resource], report_violation: ReportViolation
+) -> None:
+    """The spec's budget over the preview's resources: the same verdict as `accelstack plan`."""
+    from accelstack.cost.guard import check_budget
+    from accelstack.cost.pricing import price_plan
+    from policies.spec_source import stack_for_preview
+
+    try:
+        stack = stack_for_preview(cfg)
+        verdict = check_budget(stack, price_plan(stack, resources))
+    except AccelstackError as exc:
+        report_violation(f"cannot check this stack's budget, so it is refused: {exc}")
+        return
+    if not verdict.ok:
+        report_violation(verdict.one_line())
+
+
 def validate_budget(args: Any, report_violation: ReportViolation) -> None:
-    """Stack policy: price the preview's resources and check the configured limits."""
+    """Stack policy: price the preview's resources and check the spec's (or configured) limits."""
     cfg: Mapping[str, Any] = args.get_config() or {}
     region = str(cfg.get("region") or "")
     resources = [
         Resource(r.resource_type, r.name, dict(r.props or {}), _parent_name(r))
         for r in args.resources
     ]
+    if not any(cfg.get(k) is not None for k in HAND_KEPT):
+        validate_spec_budget(cfg, resources, report_violation)
+        return
     try:
         cost = price_resources(
             resources, load_catalog(), region, dict(cfg.get("pool_options") or {})

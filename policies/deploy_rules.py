@@ -1,8 +1,9 @@
 """The deploy rules (accelstack.plan.rules) as a CrossGuard stack policy: the same `evaluate`
 that `accelstack plan` / `check` run offline, over `pulumi preview`'s resources.
 
-Policy config names the spec the stack deploys (rules read spec facts such as
-`cluster.creator_admin` and the pools):
+The rules read spec facts (`cluster.creator_admin`, the pools): the spec is found at preview
+time as the budget policy finds it (`policies.spec_source`: config `accelstack:spec`, else
+stacks/<stack>.yaml); policy config may still name it:
 
     {"accelstack-deploy-rules": {"spec": "stacks/llama3-70b-trn2.yaml"}}
 """
@@ -22,7 +23,7 @@ ReportViolation = Callable[..., None]
 
 SCHEMA = PolicyConfigSchema(
     properties={"spec": {"type": "string", "description": "the spec file this stack deploys"}},
-    required=["spec"],
+    required=[],
 )
 
 
@@ -73,16 +74,13 @@ def plan_of(resources: list[Any], stack_name: str, region: str) -> Plan:
 
 def validate_deploy_rules(args: Any, report_violation: ReportViolation) -> None:
     """Stack policy: every deploy rule over the preview; one report per violation."""
-    from accelstack.catalog import load_catalog
-    from accelstack.resolve import resolve
-    from accelstack.spec import load_spec
+    from policies.spec_source import stack_for_preview
 
     cfg: Mapping[str, Any] = args.get_config() or {}
     try:
-        catalog = load_catalog()
-        stack = resolve(load_spec(str(cfg.get("spec") or ""), catalog), catalog)
+        stack = stack_for_preview(cfg)
     except AccelstackError as exc:
-        report_violation(f"cannot read the spec named in policy config, so it is refused: {exc}")
+        report_violation(f"cannot read the spec of this stack, so it is refused: {exc}")
         return
     for v in evaluate(plan_of(list(args.resources), stack.name, stack.region), stack):
         report_violation(v.line())

@@ -598,8 +598,9 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
 
     import pulumi
 
-    # the Pulumi stack is trn1-finetune, but config accelstack:spec points elsewhere
-    stack = resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml"))
+    # config accelstack:spec names the spec; the Pulumi stack is the spec's own (same name), so
+    # resources keep the spec's names (tests/test_stack_names.py: other stack names)
+    stack = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
 
     def program(_: Stack) -> dict[str, Any]:
         multinode = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))

@@ -70,7 +70,7 @@ def test_policy_objects_are_named_and_mandatory() -> None:
     assert names[0] == "accelstack-budget" and len(set(names)) == len(names)
     assert all(p.enforcement_level.value == "mandatory" for p in bp.POLICIES)  # type: ignore[union-attr]
     assert bp.budget.config_schema is not None
-    assert bp.budget.config_schema.required == ["region"]
+    assert bp.budget.config_schema.required == []  # the spec gives the budget
     assert "max_hourly_usd" in bp.budget.config_schema.properties
 
 
@@ -200,3 +200,57 @@ def test_every_bucket_needs_a_block() -> None:
     pab = FakeResource("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", {}, "pab")
     assert run(bp.s3_buckets_blocked, StackArgs([bucket])) != []
     assert run(bp.s3_buckets_blocked, StackArgs([bucket, pab])) == []
+
+
+# --- the budget from the stack's spec at preview time (no hand-kept policy config) ---
+
+
+@pytest.fixture
+def preview_of(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Set what the analyzer sees at preview: PULUMI_STACK and the stack's config."""
+    import pulumi
+
+    def set_stack(stack: str, config: dict[str, str] | None = None) -> None:
+        monkeypatch.setenv("PULUMI_STACK", stack)
+        pulumi.runtime.set_all_config(config or {})
+
+    yield set_stack
+    pulumi.runtime.set_all_config({})
+
+
+def test_budget_from_the_spec_named_after_the_stack(
+    preview_of: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the pack finds stacks/ beside policies/ from any directory
+    preview_of("llama3-70b-trn2")
+    res, _ = preset_resources("llama3-70b-trn2")
+    assert run(bp.budget, StackArgs(res)) == []  # the preset is within its own budget
+    over, _ = preset_resources("llama3-70b-p5")  # H100s priced against the trn2 spec's budget
+    msgs = run(bp.budget, StackArgs(over))
+    assert len(msgs) == 1 and msgs[0].startswith("llama3-70b-trn2 is over budget")
+
+
+def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
+    preview_of: Any, tmp_path: Any
+) -> None:
+    import yaml
+
+    data = yaml.safe_load((STACKS / "llama3-70b-trn2.yaml").read_text())
+    data["name"] = "tight"
+    data["budget"]["max_hourly_usd"] = 100
+    spec = tmp_path / "tight.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    preview_of("dev", {"accelstack:spec": str(spec)})
+    res, hourly = preset_resources("llama3-70b-trn2")
+    msgs = run(bp.budget, StackArgs(res))
+    assert len(msgs) == 1
+    assert msgs[0].startswith("tight-dev is over budget: hourly $")
+    assert "exceeds budget.max_hourly_usd $100.00" in msgs[0]
+
+
+def test_budget_without_a_spec_is_refused(preview_of: Any) -> None:
+    preview_of("no-such-stack")
+    res, _ = preset_resources("trn1-finetune")
+    msgs = run(bp.budget, StackArgs(res))
+    assert len(msgs) == 1 and msgs[0].startswith("cannot check this stack's budget")
+    assert "no-such-stack.yaml" in msgs[0]

@@ -16,7 +16,7 @@ from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
 from accelstack.files import check_target, make_dirs, write_bytes_atomic, write_text_atomic
-from accelstack.spec import NAME_RE, json_schema, load_spec, read_yaml
+from accelstack.spec import NAME_RE, json_schema, load_spec
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
@@ -211,6 +211,24 @@ def _pick_cheapest(
     return instance_type, nodes, f"--cheapest picked {nodes} x {instance_type}, {option}"
 
 
+def spec_file_text(src: Path, result: Retargeted, command: str = "new") -> str:
+    """The spec file: a header (schema for editors, origin, the retarget's notes, the carried
+    Neuron settings) + the YAML with the source's comments."""
+    from accelstack.spec.roundtrip import dump_with_header
+
+    header = [
+        f"# Cloned from {_origin(src)} by `accelstack {command}`.",
+        *[f"# - {n}" for n in result.notes],
+    ]
+    return dump_with_header(result.data, header, result.stash)
+
+
+def stack_config_text(name: str, region: str) -> str:
+    """Pulumi.NAME.yaml: the stack's region and the spec it deploys."""
+    config = {"aws:region": region, "accelstack:spec": f"stacks/{name}.yaml"}
+    return yaml.safe_dump({"config": config}, sort_keys=False)
+
+
 def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, force: bool) -> None:
     """Write stacks/NAME.yaml (with a header of notes) and Pulumi.NAME.yaml."""
     stacks_dir = directory / "stacks"
@@ -220,22 +238,16 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         check_target(f)  # a symlink or a directory is refused even with --force
         if f.exists() and not force:
             raise SpecError([Problem(str(f), "", "exists already; pass --force to overwrite")])
-    header = [
-        "# yaml-language-server: $schema=../schema/spec.schema.json",
-        f"# Cloned from {_origin(src)} by `accelstack new`.",
-        *[f"# - {n}" for n in result.notes],
-    ]
     make_dirs(stacks_dir)
     schema_file = directory / "schema" / "spec.schema.json"
     if not schema_file.exists():  # what the header points editors at, in a new project too
         make_dirs(schema_file.parent)
         write_text_atomic(schema_file, schema_text())
-    config = {"aws:region": result.spec.region, "accelstack:spec": f"stacks/{name}.yaml"}
-    spec_text = "\n".join(header) + "\n" + yaml.safe_dump(result.data, sort_keys=False)
+    spec_text = spec_file_text(src, result)
     previous = target.read_bytes() if target.exists() else None
     write_text_atomic(target, spec_text)
     try:
-        write_text_atomic(pulumi_file, yaml.safe_dump({"config": config}, sort_keys=False))
+        write_text_atomic(pulumi_file, stack_config_text(name, result.spec.region))
     except AccelstackError:  # both files or neither: put the spec file back as it was
         if previous is None:
             target.unlink(missing_ok=True)
@@ -290,6 +302,40 @@ _DirOpt = Annotated[Path, typer.Option("--dir", help="project directory")]
 _ForceOpt = Annotated[bool, typer.Option(help="overwrite existing files")]
 
 
+def _verdict_lines(result: Retargeted, catalog: Catalog) -> list[str]:
+    """The new stack's price and budget verdict (priced from the spec, as `price` does)."""
+    from accelstack.cost.guard import check_budget
+    from accelstack.resolve import resolve
+
+    v = check_budget(resolve(result.spec, catalog))
+    mark = " (prices include estimates)" if v.cost.estimate else ""
+    lines = [
+        f"price: ${v.cost.hourly_usd:,.2f}/h, ${v.cost.monthly_usd:,.0f}/month, training run "
+        f"${v.run.run_usd:,.0f} ({v.estimate.wall_hours:,.1f} h){mark}",
+        v.one_line(),
+    ]
+    if not v.ok:
+        lines.append(
+            "warning: over budget: `pulumi up` and `accelstack plan` will refuse this stack; "
+            "raise budget.* in the spec or pick a cheaper target (`accelstack compare`)"
+        )
+    return lines
+
+
+def _refuse_cheapest_with_target(instance_type: str | None, nodes: int | None) -> None:
+    if instance_type is not None or nodes is not None:
+        raise SpecError(
+            [
+                Problem(
+                    "--cheapest",
+                    "",
+                    "picks the instance type and node count itself; drop --instance-type and "
+                    "--nodes",
+                )
+            ]
+        )
+
+
 def new(
     name: _NameArg,
     preset: _PresetOpt,
@@ -302,27 +348,19 @@ def new(
     directory: _DirOpt = Path("."),
     force: _ForceOpt = False,
 ) -> None:
-    """Clone a preset into stacks/NAME.yaml and write Pulumi.NAME.yaml."""
+    """Clone a preset into stacks/NAME.yaml (comments kept) and write Pulumi.NAME.yaml; prints
+    the new stack's price and budget verdict (over budget: a warning, exit 0)."""
     from accelstack.spec.retarget import retarget
+    from accelstack.spec.roundtrip import load_roundtrip, read_stash
 
     _check_name(name)
     src = _preset_path(preset, directory / "stacks")
-    data = read_yaml(src)
     source_spec = load_spec(src)  # the preset itself must be valid
+    data = load_roundtrip(src)
     catalog = load_catalog()
     picked = ""
     if cheapest:
-        if instance_type is not None or nodes is not None:
-            raise SpecError(
-                [
-                    Problem(
-                        "--cheapest",
-                        "",
-                        "picks the instance type and node "
-                        "count itself; drop --instance-type and --nodes",
-                    )
-                ]
-            )
+        _refuse_cheapest_with_target(instance_type, nodes)
         instance_type, nodes, picked = _pick_cheapest(
             data, source_spec, catalog, deadline_hours, options
         )
@@ -334,10 +372,14 @@ def new(
         instance_type=instance_type,
         nodes=nodes,
         image=image,
+        stash=read_stash(src),
     )
     if picked:
         result.notes.insert(0, picked)
+    verdict = _verdict_lines(result, catalog)  # priced before anything is written
     _write_stack(directory, name, src, result, force=force)
+    for line in verdict:
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

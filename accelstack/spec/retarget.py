@@ -1,18 +1,26 @@
 """Clone a preset and retarget its workload pool to another instance type (`accelstack new`).
 
-Pure functions over the raw YAML mapping: derived fields that depend on the family's training
-path or the device kind (framework, image, logical cores, compile cache, pre-compile settings)
-are switched or dropped;
-anything the target cannot honour as specified is refused with the reason.
+Pure functions over the raw YAML mapping (a comment-keeping ruamel mapping from `new`): derived
+fields that depend on the family's training path or the device kind (framework, image, logical
+cores, compile cache, pre-compile settings) are switched or dropped; anything the target cannot
+honour as specified is refused with the reason.
+
+* A pool whose name names the old silicon (a `-`-separated part equal to the old type's
+  generation, `trn2` of trn2.48xlarge) is renamed after the new one (`p5`), kept unique, and
+  `workload.pool` follows. Other names (`workers`) are kept.
+* The Neuron-only settings a move to a non-Neuron type drops are returned as `stash` (the
+  caller keeps them in the file's header); a later retarget back to a Neuron type restores them
+  (pre-compile settings only where the new training path has a pre-compile phase).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelstack.catalog import Catalog, DeviceKind, Framework
+from accelstack.catalog import Catalog, Framework
 from accelstack.catalog.sizing import memory_fit
 from accelstack.errors import Problem, SpecError, did_you_mean
 from accelstack.spec.loader import parse_spec
@@ -24,6 +32,32 @@ class Retargeted:
     data: dict[str, Any]
     spec: Spec
     notes: list[str] = field(default_factory=list)
+    stash: dict[str, Any] = field(default_factory=dict)  # Neuron settings to carry along
+
+
+#: Neuron-only keys a retarget to a non-Neuron type drops: where each lives ("pool": the
+#: workload pool, "workload", "stack": top level) and its key.
+NEURON_KEYS = (
+    ("pool", "logical_cores"),
+    ("pool", "compile_cache"),
+    ("workload", "precompile_steps"),
+    ("workload", "precompile_args"),
+    ("stack", "compile_cache"),
+)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of a YAML value (ruamel mappings and sequences as dict and list)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool):
+        return value
+    for kind in (int, float, str):  # ruamel's scalar subclasses as plain values
+        if isinstance(value, kind):
+            return kind(value)
+    return str(value)
 
 
 def _workload_pool(data: dict[str, Any]) -> dict[str, Any]:
@@ -101,16 +135,98 @@ def _switch_image(
             wl.pop("image")
 
 
+def _places(out: dict[str, Any], pool: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {"pool": pool, "workload": out.setdefault("workload", {}), "stack": out}
+
+
+def _where(place: str, pool: dict[str, Any], key: str) -> str:
+    return {"pool": f"pools.{pool['name']}.", "workload": "workload.", "stack": ""}[place] + key
+
+
 def _drop_neuron_only(
-    pool: dict[str, Any], wl: dict[str, Any], new_kind: DeviceKind, notes: list[str]
-) -> None:
-    """Drop the Neuron-only keys when the new kind has no compile cache."""
-    if new_kind.compile_cache:
-        return
-    for key in ("logical_cores", "compile_cache"):
-        if key in pool:
-            notes.append(f"pools.{pool['name']}.{key}: dropped (Neuron only)")
-            pool.pop(key)
+    out: dict[str, Any], pool: dict[str, Any], catalog: Catalog, stash: dict[str, Any]
+) -> list[str]:
+    """Drop the Neuron-only keys (the stack's compile_cache only when no Neuron pool is left);
+    each dropped value goes into `stash`. Returns the notes."""
+    notes = []
+    neuron_left = any(
+        p.get("instance_type") in catalog.instances
+        and catalog.device_kind_of(p["instance_type"]).compile_cache
+        for p in out.get("pools", [])
+    )
+    for place, key in NEURON_KEYS:
+        holder = _places(out, pool)[place]
+        if key not in holder or (place == "stack" and neuron_left):
+            continue
+        keys = list(holder)
+        at = keys.index(key)
+        if at:  # where it stood, so a restore puts it back there
+            stash.setdefault("after", {})[f"{place}.{key}"] = str(keys[at - 1])
+        stash[f"{place}.{key}"] = _plain(holder.pop(key))
+        notes.append(f"{_where(place, pool, key)}: dropped (Neuron only; kept in the header)")
+    return notes
+
+
+def _restore_neuron(out: dict[str, Any], pool: dict[str, Any], stash: dict[str, Any]) -> list[str]:
+    """Put back what an earlier retarget away from Neuron dropped (unless set again)."""
+    notes = []
+    after = stash.pop("after", None) or {}
+    for place, key in NEURON_KEYS:
+        holder = _places(out, pool)[place]
+        value = stash.pop(f"{place}.{key}", None)
+        if value is not None and key not in holder:
+            _put_back(holder, key, value, after.get(f"{place}.{key}"))
+            notes.append(f"{_where(place, pool, key)}: restored ({json.dumps(value)})")
+    return notes
+
+
+def _put_back(holder: dict[str, Any], key: str, value: Any, after: str | None) -> None:
+    """Insert `key` after the key it followed (a comment-keeping mapping has `insert`)."""
+    keys = list(holder)
+    insert = getattr(holder, "insert", None)
+    if callable(insert) and after in keys:
+        insert(keys.index(after) + 1, key, value)
+    else:
+        holder[key] = value
+
+
+def _generation(instance_type: str) -> str:
+    """The silicon's short name, as pool names use it: trn2.48xlarge -> trn2."""
+    return instance_type.split(".", 1)[0]
+
+
+def _rename_pool(out: dict[str, Any], pool: dict[str, Any], old_type: str, new_type: str) -> str:
+    """Rename a pool named after the old silicon; returns the note, or "" when kept."""
+    old, new = _generation(old_type), _generation(new_type)
+    parts = str(pool["name"]).split("-")
+    if old == new or old not in parts:
+        return ""
+    base = "-".join(new if p == old else p for p in parts)[:20].rstrip("-")
+    taken = {str(p.get("name")) for p in out.get("pools", []) if p is not pool}
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    wl = out.setdefault("workload", {})
+    if wl.get("pool") == pool["name"]:
+        wl["pool"] = name
+    note = f"pools.{pool['name']}.name -> {name} (named after the silicon; workload.pool follows)"
+    pool["name"] = name
+    return note
+
+
+def _drop_precompile_without_phase(
+    catalog: Catalog, wl: dict[str, Any], instance_type: str
+) -> list[str]:
+    """Restored pre-compile settings stay only where the training path has a pre-compile
+    phase (xla); the native path compiles at the first step."""
+    name = wl.get("framework") or catalog.default_framework(catalog.family_of(instance_type))
+    fw = catalog.frameworks.get(name or "")
+    if fw is None or fw.precompile:
+        return []
+    dropped = [key for key in ("precompile_steps", "precompile_args") if key in wl]
+    for key in dropped:
+        wl.pop(key)
+    return [f"workload.{key}: dropped ({fw.name} has no pre-compile phase)" for key in dropped]
 
 
 def _fit_efa(
@@ -158,6 +274,7 @@ def _retype(
     image: str | None,
     notes: list[str],
     refuse: list[str],
+    stash: dict[str, Any],
 ) -> None:
     """Move the workload pool to `instance_type` and adjust what depends on it."""
     _check_target(catalog, instance_type)
@@ -166,27 +283,20 @@ def _retype(
     new_kind = catalog.device_kind_of(instance_type)
     pool["instance_type"] = instance_type
     notes.append(f"pools.{pool['name']}.instance_type: {old_type} -> {instance_type}")
+    renamed = _rename_pool(out, pool, old_type, instance_type)
+    notes += [renamed] if renamed else []
     wl = out.setdefault("workload", {})
+    if old_kind.name != new_kind.name and not new_kind.compile_cache:
+        notes += _drop_neuron_only(out, pool, catalog, stash)  # stashed before the path drops them
     switched = _switch_framework(catalog, wl, old_type, instance_type, notes)
     if switched is not None and image is None:
         eks = out.get("orchestration", "eks") == "eks"
         _switch_image(wl, switched, eks, notes, refuse)
-    if old_kind.name != new_kind.name:
-        _drop_neuron_only(pool, wl, new_kind, notes)
+    if old_kind.name != new_kind.name and new_kind.compile_cache:
+        notes += _restore_neuron(out, pool, stash)
+        notes += _drop_precompile_without_phase(catalog, wl, instance_type)
     _fit_efa(pool, catalog, old_type, instance_type, notes, refuse)
     _fit_logical_cores(pool, catalog, instance_type, notes)
-
-
-def _drop_orphan_compile_cache(out: dict[str, Any], catalog: Catalog, notes: list[str]) -> None:
-    """The top-level compile_cache goes when no Neuron pool is left."""
-    neuron_left = any(
-        p.get("instance_type") in catalog.instances
-        and catalog.device_kind_of(p["instance_type"]).compile_cache
-        for p in out.get("pools", [])
-    )
-    if "compile_cache" in out and not neuron_left:
-        out.pop("compile_cache")
-        notes.append("compile_cache: dropped (no Neuron pool left)")
 
 
 def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) -> Spec:
@@ -230,26 +340,28 @@ def retarget(
     instance_type: str | None = None,
     nodes: int | None = None,
     image: str | None = None,
+    stash: dict[str, Any] | None = None,
 ) -> Retargeted:
-    """Return the cloned mapping, its validated spec and notes on what changed."""
+    """Return the cloned mapping, its validated spec and notes on what changed. `stash`: the
+    Neuron settings an earlier retarget dropped (restored when the target is Neuron again)."""
     out = copy.deepcopy(data)
+    carried = dict(stash or {})
     notes: list[str] = []
     out["name"] = name
     pool = _workload_pool(out)
     refuse: list[str] = []
     if instance_type is not None and instance_type != str(pool.get("instance_type")):
-        _retype(out, pool, catalog, instance_type, image, notes, refuse)
+        _retype(out, pool, catalog, instance_type, image, notes, refuse, carried)
     if image is not None:
         out.setdefault("workload", {})["image"] = image
         notes.append(f"workload.image -> {image}")
     if nodes is not None:
         pool["nodes"] = nodes
         notes.append(f"pools.{pool['name']}.nodes -> {nodes}")
-    _drop_orphan_compile_cache(out, catalog, notes)
     if refuse:
         raise SpecError(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
     spec = _validated(out, catalog, source, name)
     _check_memory_fit(spec, catalog, source)
-    return Retargeted(out, spec, notes)
+    return Retargeted(out, spec, notes, carried)

@@ -1,0 +1,115 @@
+"""init: a new deployable Pulumi project from a preset (`accelstack init DIR --from PRESET`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from accelstack.errors import Problem, SpecError
+
+_DirArg = Annotated[Path, typer.Argument(help="the new project's directory (created; empty)")]
+_FromOpt = Annotated[
+    str, typer.Option("--from", help="preset name (the bundled presets) or a spec path")
+]
+_StackOpt = Annotated[
+    str | None, typer.Option("--stack", help="stack (and spec) name; default the preset's")
+]
+_ForceOpt = Annotated[bool, typer.Option(help="write into a non-empty directory")]
+
+#: Pulumi project names: letters, digits, '-', '_', '.' (the project file reference).
+_PROJECT_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def project_name(directory: Path) -> str:
+    """The Pulumi project's name: the directory's name with other characters as '-'."""
+    name = _PROJECT_RE.sub("-", directory.resolve().name).strip("-.")
+    return name or "accelstack-project"
+
+
+def _check_empty(directory: Path, force: bool) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise SpecError([Problem(str(directory), "", "exists and is not a directory")])
+    if directory.is_dir() and any(directory.iterdir()) and not force:
+        raise SpecError(
+            [Problem(str(directory), "", "is not empty; pass --force to write into it anyway")]
+        )
+
+
+def project_files(
+    project: str, stack: str, preset: str, region: str, version: str
+) -> dict[str, str]:
+    """Relative path -> text of every project file except the spec and its stack config."""
+    from accelstack.cli import project_files as pf
+    from accelstack.cli.project_readme import README
+
+    values = {
+        "@PROJECT@": project,
+        "@STACK@": stack,
+        "@PRESET@": preset,
+        "@REGION@": region,
+        "@VERSION@": version,
+    }
+
+    def fill(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    return {
+        "Pulumi.yaml": fill(pf.PULUMI_YAML),
+        "__main__.py": pf.MAIN_PY,
+        "requirements.txt": fill(pf.REQUIREMENTS),
+        ".gitignore": pf.GITIGNORE,
+        ".github/workflows/accelstack.yml": fill(pf.WORKFLOW),
+        "README.md": fill(README),
+    }
+
+
+def init(
+    directory: _DirArg,
+    preset: _FromOpt,
+    stack: _StackOpt = None,
+    force: _ForceOpt = False,
+) -> None:
+    """Start a deployable Pulumi project from a preset: Pulumi.yaml, the program entry,
+    stacks/STACK.yaml, Pulumi.STACK.yaml, requirements.txt, a CI workflow and a README."""
+    from accelstack import __version__
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.spec_cmds import (
+        _check_name,
+        _preset_path,
+        schema_text,
+        spec_file_text,
+        stack_config_text,
+    )
+    from accelstack.files import check_target, make_dirs, write_text_atomic
+    from accelstack.spec import load_spec
+    from accelstack.spec.retarget import retarget
+    from accelstack.spec.roundtrip import load_roundtrip, read_stash
+
+    _check_empty(directory, force)
+    src = _preset_path(preset, directory / "stacks")
+    name = stack or load_spec(src).name  # the preset itself must be valid
+    _check_name(name)
+    data, stash = load_roundtrip(src), read_stash(src)
+    result = retarget(data, load_catalog(), name=name, source=str(src), stash=stash)
+    files = project_files(project_name(directory), name, src.stem, result.spec.region, __version__)
+    files[f"stacks/{name}.yaml"] = spec_file_text(src, result, command="init")
+    files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region)
+    files["schema/spec.schema.json"] = schema_text()
+    for rel in files:
+        check_target(directory / rel)  # a symlink or a directory is refused, even with --force
+    for rel, text in sorted(files.items()):
+        make_dirs((directory / rel).parent)
+        write_text_atomic(directory / rel, text)
+    typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
+    for rel in sorted(files):
+        typer.echo(f"  {rel}")
+    typer.echo(f"next: cd {directory} && pulumi stack init {name} && pulumi up (see README.md)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)

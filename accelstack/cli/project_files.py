@@ -1,0 +1,78 @@
+"""The files `accelstack init` writes besides the spec: a deployable Pulumi project.
+
+Texts with `@NAME@`-style placeholders (not `$` or `{}`: the CI workflow uses GitHub's `${{ }}`)
+filled by `project_files`. The program entry runs `accelstack.components.entry.main`, the same
+program as the repository's `__main__.py`.
+"""
+
+from __future__ import annotations
+
+PULUMI_YAML = """\
+name: @PROJECT@
+description: accelstack training cluster(s); one Pulumi stack per spec in stacks/
+runtime:
+  name: python
+  options:
+    toolchain: pip
+    virtualenv: venv
+# main: the program is __main__.py in this directory (Pulumi's default for Python).
+# Config per stack (Pulumi.<stack>.yaml): accelstack:spec (path of the workload spec; default
+# stacks/<stack name>.yaml) and aws:region (must equal the spec's region).
+"""
+
+MAIN_PY = '''\
+"""Pulumi program: the spec (config accelstack:spec, else stacks/<stack>.yaml) -> resolve ->
+budget guard -> resources. Resource names: the spec's own stack keeps the spec's name; any
+other stack (dev, prod, ...) prefixes them `<spec>-<stack>`. config aws:region must equal the
+spec's region (a conflict is refused before anything is created)."""
+
+from accelstack.components.entry import main
+
+main()
+'''
+
+REQUIREMENTS = """\
+# The Pulumi program's dependencies (pulumi installs them into venv/ on the first `pulumi up`).
+# accelstack pins pulumi, pulumi-aws and pulumi-kubernetes itself.
+accelstack==@VERSION@
+"""
+
+GITIGNORE = """\
+venv/
+__pycache__/
+*.pyc
+"""
+
+WORKFLOW = """\
+# Check every spec on each pull request, then preview the stack. A minimal workflow: see
+# accelstack's examples/ci for the cost-diff PR comment and deploy-on-merge.
+name: accelstack
+on:
+  pull_request:
+  push:
+    branches: [main]
+permissions:
+  contents: read
+  id-token: write  # OIDC: assume the deploy role without stored AWS keys
+jobs:
+  check-and-preview:
+    runs-on: ubuntu-latest
+    env:
+      PULUMI_ACCESS_TOKEN: ${{ secrets.PULUMI_ACCESS_TOKEN }}  # or PULUMI_BACKEND_URL (s3://)
+      AWS_REGION: @REGION@  # the spec's region (aws:region must match it)
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - run: python -m venv venv && venv/bin/pip install -r requirements.txt
+      - run: venv/bin/accelstack check stacks/
+      - uses: aws-actions/configure-aws-credentials@v4
+        with:
+          role-to-assume: ${{ secrets.AWS_ROLE_ARN }}  # a role that may read the account
+          aws-region: @REGION@
+      - uses: pulumi/actions@v6
+        with:
+          command: preview
+          stack-name: @STACK@
+"""

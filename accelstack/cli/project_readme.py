@@ -1,0 +1,75 @@
+"""The README `accelstack init` writes into a new project (`@STACK@`-style placeholders)."""
+
+from __future__ import annotations
+
+README = """\
+# @PROJECT@
+
+A Pulumi project made by `accelstack init` from the preset `@PRESET@`: an AWS training cluster
+described by one workload spec, `stacks/@STACK@.yaml`. The program (`__main__.py`) reads the
+spec, refuses it when over budget and creates every resource that `accelstack plan` shows.
+
+| file | what it is |
+|---|---|
+| `Pulumi.yaml` | the project: Python runtime, dependencies installed by pip into `venv/` |
+| `__main__.py` | the program entry: `accelstack.components.entry.main()` |
+| `stacks/@STACK@.yaml` | the workload spec (validate with `accelstack validate`) |
+| `Pulumi.@STACK@.yaml` | the stack's config: `aws:region` and `accelstack:spec` |
+| `requirements.txt` | accelstack @VERSION@, pinned |
+| `.github/workflows/accelstack.yml` | CI: `accelstack check stacks/` and `pulumi preview` |
+
+## Offline first
+
+```bash
+python -m venv venv && venv/bin/pip install -r requirements.txt
+venv/bin/accelstack plan stacks/@STACK@.yaml     # every resource, its price, the budget verdict
+venv/bin/accelstack check stacks/                # every spec; non-zero on any violation
+```
+
+## Deploy
+
+Pick a state backend once (Pulumi keeps each stack's state there):
+
+```bash
+pulumi login --local                 # state on this machine (~/.pulumi)
+pulumi login s3://my-state-bucket    # or an S3 bucket shared by the team
+pulumi login                         # or Pulumi Cloud
+```
+
+Then create the stack, set its region (it must equal the spec's `region`; a different value
+is refused before anything is created) and deploy with AWS credentials in the environment:
+
+```bash
+pulumi stack init @STACK@
+pulumi config set aws:region @REGION@
+pulumi up
+```
+
+## Several stacks of one spec
+
+Resource names come from the Pulumi stack: the spec's own stack (`@STACK@`) names resources
+`@STACK@-...`; any other stack of the same spec appends its name, `@STACK@-<stack>-...`, so
+dev, staging and prod coexist in one account:
+
+```bash
+pulumi stack init dev
+pulumi config set accelstack:spec stacks/@STACK@.yaml
+pulumi config set aws:region @REGION@
+pulumi up
+```
+
+## Teardown
+
+Stateful resources (the secrets KMS key, the compile-cache bucket, FSx for Lustre) are
+protected, so `pulumi destroy` stops at them. To remove the whole stack on purpose:
+
+```bash
+pulumi stack export > backup.json    # keep a copy of the state
+pulumi state unprotect --all         # allow deleting the protected resources
+pulumi destroy
+pulumi stack rm @STACK@
+```
+
+The compile-cache bucket is also retained on delete: after `pulumi destroy` it stays in the
+account (empty and delete it with `aws s3 rb s3://BUCKET --force` when no longer wanted).
+"""

@@ -1,0 +1,117 @@
+"""`accelstack init DIR --from PRESET`: a deployable Pulumi project (issue 13, point 2)."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from accelstack import __version__
+from accelstack.cli import main
+from accelstack.plan import Plan, run_plan
+from accelstack.resolve import Stack, resolve
+from accelstack.spec import load_spec
+from tests.test_plan import preset_plan
+
+
+def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["init", *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def run_project(project: Path, pulumi_stack: str, monkeypatch: pytest.MonkeyPatch) -> Plan:
+    """The project's own __main__.py under mocks, from its directory, with its stack config."""
+    import pulumi
+
+    monkeypatch.chdir(project)
+    config = yaml.safe_load((project / f"Pulumi.{pulumi_stack}.yaml").read_text())["config"]
+
+    def program(_: Stack) -> dict[str, Any]:
+        pulumi.runtime.set_all_config({k: str(v) for k, v in config.items()})
+        try:
+            runpy.run_path(str(project / "__main__.py"), run_name="__main__")
+        finally:
+            pulumi.runtime.set_all_config({})
+        return {}
+
+    spec = load_spec(project / "stacks" / f"{pulumi_stack}.yaml")
+    return run_plan(resolve(spec, name=pulumi_stack), build=program, guard=False)
+
+
+def test_init_writes_a_project_whose_program_builds_the_presets_resources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "my-cluster"
+    code, output = init(capsys, str(project), "--from", "trn1-multinode")
+    assert code == 0, output
+    pulumi_yaml = yaml.safe_load((project / "Pulumi.yaml").read_text())
+    assert pulumi_yaml["name"] == "my-cluster"
+    assert pulumi_yaml["runtime"] == {
+        "name": "python",
+        "options": {"toolchain": "pip", "virtualenv": "venv"},
+    }
+    main_py = (project / "__main__.py").read_text()
+    assert "from accelstack.components.entry import main" in main_py
+    assert (project / "requirements.txt").read_text().splitlines()[-1] == (
+        f"accelstack=={__version__}"
+    )
+    plan = run_project(project, "trn1-multinode", monkeypatch)
+    want = preset_plan("trn1-multinode")
+    assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
+
+
+def test_init_with_a_stack_name_renames_the_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "p"
+    assert init(capsys, str(project), "--from", "trn1-multinode", "--stack", "team-a")[0] == 0
+    assert load_spec(project / "stacks" / "team-a.yaml").name == "team-a"
+    config = yaml.safe_load((project / "Pulumi.team-a.yaml").read_text())["config"]
+    assert config == {"aws:region": "us-west-2", "accelstack:spec": "stacks/team-a.yaml"}
+    plan = run_project(project, "team-a", monkeypatch)
+    assert any(r.name == "team-a-cluster" for r in plan.resources)
+
+
+def test_the_readme_and_workflow_say_how_to_deploy_and_tear_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert init(capsys, str(tmp_path / "p"), "--from", "llama3-70b-trn2")[0] == 0
+    readme = (tmp_path / "p" / "README.md").read_text()
+    for line in (
+        "pulumi login --local",
+        "pulumi login s3://",
+        "pulumi stack init llama3-70b-trn2",
+        "pulumi config set aws:region us-east-2",
+        "pulumi up",
+        "pulumi state unprotect --all",
+        "pulumi destroy",
+    ):
+        assert line in readme
+    workflow = yaml.safe_load((tmp_path / "p" / ".github/workflows/accelstack.yml").read_text())
+    steps = workflow["jobs"]["check-and-preview"]["steps"]
+    assert any("accelstack check stacks/" in s.get("run", "") for s in steps)
+    assert any(s.get("with", {}).get("command") == "preview" for s in steps)
+
+
+def test_init_refuses_a_non_empty_directory_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    code, output = init(capsys, str(tmp_path), "--from", "trn1-multinode")
+    assert code == 2
+    assert "is not empty; pass --force" in output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    assert init(capsys, str(tmp_path), "--from", "trn1-multinode", "--force")[0] == 0
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+    assert (tmp_path / "Pulumi.yaml").is_file()
+
+
+def test_init_refuses_an_unknown_preset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, output = init(capsys, str(tmp_path / "p"), "--from", "trn1-multinod")
+    assert code == 2
+    assert "did you mean 'trn1-multinode'" in output
+    assert not (tmp_path / "p").exists()
