@@ -25,7 +25,9 @@ def run_program(pulumi_stack: str, config: dict[str, str]) -> Plan:
     import pulumi
 
     def program(_: Stack) -> dict[str, Any]:
-        pulumi.runtime.set_all_config({"accelstack:spec": str(SPEC), **config})
+        pulumi.runtime.set_all_config(
+            {"accelstack:spec": str(SPEC), "accelstack:allowUnpinnedAmis": "true", **config}
+        )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         finally:

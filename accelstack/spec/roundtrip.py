@@ -83,5 +83,6 @@ def dump_with_header(data: dict[str, Any], header: list[str], stash: dict[str, A
     body = _strip_generated(buf.getvalue().splitlines())
     lines = [SCHEMA_LINE, *header]
     if stash:
-        lines.append(STASH_PREFIX + json.dumps(stash, sort_keys=True, allow_nan=False))
+        # key order kept: a restore puts mappings back as they were written
+        lines.append(STASH_PREFIX + json.dumps(stash, allow_nan=False))
     return "\n".join(lines + body) + "\n"
