@@ -42,9 +42,9 @@ from pulumi_policy import (
 from accelstack.catalog import PURCHASE_OPTIONS, load_catalog
 from accelstack.cost.pricing import Resource, price_resources
 from accelstack.errors import AccelstackError
+from accelstack.plan.rules import security
 
 ReportViolation = Callable[..., None]
-OPEN = {"0.0.0.0/0", "::/0"}
 
 BUDGET_SCHEMA = PolicyConfigSchema(
     properties={
@@ -129,74 +129,31 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
             report_violation(f"{label} ${actual:,.2f} exceeds {key} ${float(limit):,.2f}{mark}")
 
 
-def _ingress_cidrs(resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    if resource_type == "aws:ec2/securityGroup:SecurityGroup":
-        for rule in props.get("ingress") or []:
-            out += list(rule.get("cidrBlocks") or []) + list(rule.get("ipv6CidrBlocks") or [])
-    elif resource_type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
-        out += [c for c in (props.get("cidrIpv4"), props.get("cidrIpv6")) if c]
-    elif (
-        resource_type == "aws:ec2/securityGroupRule:SecurityGroupRule"
-        and props.get("type") == "ingress"
-    ):
-        out += list(props.get("cidrBlocks") or []) + list(props.get("ipv6CidrBlocks") or [])
-    return [str(c) for c in out]
+# The security checks are the deploy rules' (accelstack/plan/rules/security.py): one
+# implementation, run offline by `accelstack plan` / `check` and here per resource at preview.
 
 
 def validate_no_open_ingress(args: Any, report_violation: ReportViolation) -> None:
-    for cidr in _ingress_cidrs(args.resource_type, args.props or {}):
-        if cidr in OPEN:
-            report_violation(f"{args.name}: ingress from {cidr} opens it to the whole internet")
+    for message in security.open_ingress(args.resource_type, args.props or {}):
+        report_violation(f"{args.name}: {message}")
 
 
 def validate_imdsv2(args: Any, report_violation: ReportViolation) -> None:
-    if args.resource_type not in (
-        "aws:ec2/launchTemplate:LaunchTemplate",
-        "aws:ec2/instance:Instance",
-    ):
-        return
-    props = args.props or {}
-    if (
-        args.resource_type == "aws:ec2/instance:Instance"
-        and props.get("launchTemplate")
-        and not props.get("metadataOptions")
-    ):
-        return  # the launch template's metadataOptions apply; that resource is checked itself
-    tokens = (props.get("metadataOptions") or {}).get("httpTokens")
-    if tokens != "required":
-        report_violation(
-            f"{args.name}: metadataOptions.httpTokens is {tokens!r}; IMDSv2 must be required"
-        )
-
-
-PAB_FIELDS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    problem = security.imds_problem(args.resource_type, args.props or {})
+    if problem:
+        report_violation(f"{args.name}: {problem}")
 
 
 def validate_public_access_block(args: Any, report_violation: ReportViolation) -> None:
-    if args.resource_type != "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock":
-        return
-    off = [f for f in PAB_FIELDS if (args.props or {}).get(f) is not True]
-    if off:
-        report_violation(f"{args.name}: public access block must set {', '.join(off)} to true")
-
-
-BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+    problem = security.public_access_problem(args.resource_type, args.props or {})
+    if problem:
+        report_violation(f"{args.name}: {problem}")
 
 
 def validate_buckets_have_blocks(args: Any, report_violation: ReportViolation) -> None:
-    buckets = [r for r in args.resources if r.resource_type in BUCKET_TYPES]
-    blocks = [
-        r
-        for r in args.resources
-        if r.resource_type == "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-    ]
-    if len(blocks) < len(buckets):
-        names = ", ".join(sorted(r.name for r in buckets))
-        report_violation(
-            f"{len(buckets)} bucket(s) ({names}) but {len(blocks)} public access "
-            "block(s): every bucket needs one"
-        )
+    missing = security.unblocked_buckets([(r.resource_type, r.name) for r in args.resources])
+    if missing:
+        report_violation(missing)
 
 
 budget = StackValidationPolicy(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from accelstack.cost.pricing import billable_resources, price_stack
+from accelstack.plan.rules import security
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from policies import budget_policies as bp
@@ -186,7 +187,7 @@ def test_imdsv2_instance_defers_to_its_launch_template() -> None:
 
 def test_s3_public_access_block() -> None:
     rtype = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-    full = dict.fromkeys(bp.PAB_FIELDS, True)
+    full = dict.fromkeys(security.PAB_FIELDS, True)
     assert run(bp.s3_public_access_block, ResourceArgs(rtype, full, "pab")) == []
     msgs = run(
         bp.s3_public_access_block,
