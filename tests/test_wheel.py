@@ -191,7 +191,8 @@ from accelstack.plan import run_plan
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 def program(_):
-    pulumi.runtime.set_all_config({"aws:region": "us-east-1"})
+    # a new project has no AMI pins yet (`accelstack amis pin` needs AWS): follow the alias
+    pulumi.runtime.set_all_config({"aws:region": "us-east-1", "accelstack:allowUnpinnedAmis": "true"})
     runpy.run_path("__main__.py", run_name="__main__")
     return {}
 plan = run_plan(resolve(load_spec("stacks/team-i.yaml")), build=program, guard=False)

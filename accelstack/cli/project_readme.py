@@ -37,13 +37,18 @@ pulumi login                         # or Pulumi Cloud
 ```
 
 Then create the stack, set its region (it must equal the spec's `region`; a different value
-is refused before anything is created) and deploy with AWS credentials in the environment:
+is refused before anything is created), pin the AMIs once (the program refuses to follow a
+moving AMI alias on every run: an unrelated `pulumi up` would roll every node) and deploy with
+AWS credentials in the environment:
 
 ```bash
 pulumi stack init @STACK@
 pulumi config set aws:region @REGION@
+accelstack amis pin stacks/@STACK@.yaml --stack @STACK@   # writes accelstack:amis
 pulumi up
 ```
+
+`accelstack amis upgrade stacks/@STACK@.yaml` later shows which nodes a newer AMI would roll.
 
 ## Several stacks of one spec
 
