@@ -183,6 +183,21 @@ class EksVersion(_Frozen):
         return "extended" if on < self.extended_support_end else "ended"
 
 
+class SpotInterruption(_Frozen):
+    """How compare prices spot: extra wall time from interruptions (instances.yaml, sourced)."""
+
+    interruptions_per_node_month: float = Field(ge=0)
+    lost_hours_per_interruption: float = Field(ge=0)
+    estimate: bool
+    source: str
+
+    def overhead_factor(self, nodes: int, hours_per_month: float) -> float:
+        """Wall-time multiplier for a synchronous job on `nodes` spot nodes: any node's
+        interruption stops every node, so interruptions add up over the nodes."""
+        per_hour = self.interruptions_per_node_month / hours_per_month
+        return 1.0 + nodes * per_hour * self.lost_hours_per_interruption
+
+
 class Defaults(_Frozen):
     kubernetes_version: str
     eks_versions: dict[str, EksVersion]
@@ -205,6 +220,7 @@ class Defaults(_Frozen):
     training_overhead_factor: float = Field(ge=1)
     training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
+    spot_interruption: SpotInterruption
 
     @property
     def supported_kubernetes_versions(self) -> tuple[str, ...]:

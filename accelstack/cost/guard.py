@@ -73,6 +73,18 @@ class Verdict:
             if not c.ok and c.limit is not None
         ]
 
+    @property
+    def depends_on(self) -> list[str]:
+        """What the run figure rests on that is an estimate (workload pool price, MFU)."""
+        out = []
+        if self.cost.pool_estimate(self.pool):
+            out.append(f"the {self.estimate.instance_type} price is an estimate")
+        if self.estimate.mfu_is_estimate:
+            out.append("the MFU is an estimate (no public record or measurement)")
+        if self.estimate.mfu_warning:
+            out.append(f"the measured MFU may be stale: {self.estimate.mfu_warning}")
+        return out
+
     def one_line(self) -> str:
         if self.ok:
             return f"{self.stack}: within budget"
@@ -89,8 +101,14 @@ SAVINGS_PLAN_NOTE = (
 
 def estimate_for(stack: Stack) -> TrainingEstimate:
     pool = stack.workload_pool
+    spec = stack.spec
     return estimate_training(
-        stack.catalog, pool.instance_type, pool.nodes, stack.spec.workload, stack.spec.budget.mfu
+        stack.catalog,
+        pool.instance_type,
+        pool.nodes,
+        spec.workload,
+        spec.budget.mfu,
+        spec.calibration,
     )
 
 
@@ -209,6 +227,7 @@ def _training_lines(v: Verdict) -> list[str]:
         f"(workload pool only: {_usd(r.pool_run_usd, pest)})",
         f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
         f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
+        *([f"  depends on an estimate: {'; '.join(v.depends_on)}"] if v.depends_on else []),
         "",
     ]
 
@@ -283,6 +302,8 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu_source": e.mfu_source,
         "mfu_from_spec": e.mfu_from_spec,
         "mfu_basis": e.mfu_basis,
+        "mfu_origin": e.mfu_origin,
+        "mfu_warning": e.mfu_warning,
         "total_flops": e.flops.total,
         "compute_hours": e.compute_hours,
         "overhead_factor": e.overhead_factor,
@@ -308,6 +329,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "items": [_item_dict(i) for i in c.items],
         "options": {pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()},
         "training": _training_dict(v.estimate, v.run),
+        "depends_on_estimate": v.depends_on,
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
         ],
