@@ -63,6 +63,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.render_cmds",
     "accelstack.cli.cost_cmds",
     "accelstack.cli.preflight_cmds",
+    "accelstack.cli.trial_cmds",
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
