@@ -238,3 +238,25 @@ def test_runner_needs_two_steps_and_skips_precompile(tmp_path: Path, monkeypatch
     assert runner.main([str(entry)]) == 0
     (rec,) = [json.loads(x) for x in records.read_text().splitlines()]
     assert rec["steps"] == 2 and rec["tokens_per_step"] == 100
+
+
+def test_calibration_with_an_unknown_type_is_refused(tmp_path: Path, capsys) -> None:
+    spec_path = _spec_file(tmp_path)
+    d = yaml.safe_load(spec_path.read_text())
+    d["calibration"] = [
+        {
+            "instance_type": "p5.48xlarg",
+            "params_billion": 1,
+            "mfu": 0.3,
+            "tokens_per_second": 10,
+            "file": "r.jsonl",
+            "date": "2026-11-20",
+            "steps": 9,
+            "sdk": "x",
+        }
+    ]
+    spec_path.write_text(yaml.safe_dump(d))
+    assert main(["validate", str(spec_path)]) == 2
+    err = capsys.readouterr().err
+    assert "calibration[0].instance_type: 'p5.48xlarg' is not a known accelerated" in err
+    assert "did you mean 'p5.48xlarge'" in err.lower()
