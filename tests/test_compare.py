@@ -271,6 +271,8 @@ def test_savings_plans_are_commitments_never_picked() -> None:
     assert sp.hourly_usd < od.hourly_usd
     text = render(cmp)
     assert f"commitment ${sp.commitment_usd:,.0f} over 3y (pool), not ranked" in text
+    (sp_row,) = [x for x in text.splitlines() if "savings-plan-3y" in x and "commitment" in x]
+    assert sp_row.split()[6:8] == ["-", "-"]  # no run cost, no $/M tokens
     assert "savings plans: commitments" in text
     only_sp = compare(stack, ["trn2.48xlarge"], options=("savings-plan-1y",))
     assert only_sp.cheapest is None

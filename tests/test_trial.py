@@ -148,6 +148,10 @@ def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog,
     text = capsys.readouterr().out
     assert "MFU source = measured (old.jsonl, 2026-11-20, 9 steps); WARNING" in text
     assert "MFU source = fitted to records" in text
+    assert main(["compare", str(spec_path), "--instance-types", "p5.48xlarge"]) == 0
+    only = capsys.readouterr().out
+    assert "this pick depends on an estimate: " in only
+    assert "the measured MFU may be stale (measured on nvcr.io" in only
 
 
 def _fake_record(**over: Any) -> dict[str, Any]:

@@ -119,6 +119,7 @@ class Candidate:
     mfu_origin: str = ""
     mfu_estimate: bool = False
     sizing_note: str = ""
+    mfu_warning: str | None = None  # a measurement taken on another SDK
 
     @property
     def available(self) -> bool:
@@ -215,12 +216,14 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
     per_node = stack.catalog.instance(instance_type).chips
     if sizing.basis == "chips":
         assert sizing.chips is not None
-        nodes = min(sizing.chips // per_node, MAX_NODES)
+        nodes = sizing.chips // per_node
         if nodes < min_nodes:
             return 0, (
                 f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
                 f"memory fit needs at least {min_nodes}"
             )
+        if nodes > MAX_NODES:
+            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {MAX_NODES}"
         return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
     assert sizing.deadline_hours is not None
     one = estimate_for(retarget_stack(stack, instance_type, 1, "on-demand")).wall_hours
@@ -315,6 +318,7 @@ def evaluate(
         mfu_origin=est.mfu_origin,
         mfu_estimate=est.mfu_is_estimate,
         sizing_note=note,
+        mfu_warning=est.mfu_warning,
     )
 
 
@@ -328,6 +332,8 @@ def _pick_of(c: Candidate, o: OptionRun, sizing: Sizing, spot_source: str) -> Pi
         estimates.append(f"the {c.instance_type} {o.option} price is an estimate")
     if c.mfu_estimate:
         estimates.append(f"the MFU is an estimate ({c.mfu_origin})")
+    if c.mfu_warning:
+        estimates.append(f"the measured MFU may be stale ({c.mfu_warning})")
     if o.overhead_factor > 1.0 and o.estimate:
         estimates.append(f"the spot interruption overhead x{o.overhead_factor:.3f} is an estimate")
     assumptions = [
@@ -479,10 +485,10 @@ def _row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
         notes.append("over budget: " + "; ".join(o.over))
     star = "*" if o.estimate else " "
     run = f"{o.run_usd:>14,.0f}{star}" if o.ranked else f"{'-':>14} "
+    per_m = f"{o.usd_per_million_tokens:>8.3f}{star}" if o.ranked else f"{'-':>8} "
     return (
         f"  {c.instance_type:<15} {c.nodes:>5} {c.chips:>5} {o.wall_hours:>9,.1f} "
-        f"{o.option:<16} {o.hourly_usd:>10,.2f}{star} {run}"
-        f" {o.usd_per_million_tokens:>8.3f}{star} {', '.join(notes)}"
+        f"{o.option:<16} {o.hourly_usd:>10,.2f}{star} {run} {per_m} {', '.join(notes)}"
     )
 
 
