@@ -96,7 +96,7 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
                 v.estimate.wall_hours * factor,
                 v.cost.hourly_usd,
                 v.cost.monthly_usd,
-                v.run.run_usd * factor,
+                v.cost.hourly_usd * v.estimate.wall_hours * factor,
             )
         )
     return tuple(rows)
@@ -351,3 +351,25 @@ def test_deadline_needing_more_than_a_pool_allows_is_unavailable() -> None:
     assert c.reason is not None and c.reason.startswith("not available: needs ")
     assert c.reason.endswith("nodes to finish in 1 h; a pool allows at most 512")
     assert cmp.cheapest is None
+
+
+def test_price_of_a_spot_spec_carries_the_same_overhead_as_compare(catalog: Catalog) -> None:
+    from accelstack.cost.guard import render_report, verdict_dict
+
+    d = data_of("llama3-70b-trn2")
+    d["budget"] = {}
+    d["pools"][0]["purchase"] = {"option": "spot"}
+    v = check_budget(resolve(parse_spec(d, "t")))
+    factor = catalog.defaults.spot_interruption.overhead_factor(16, 730)
+    assert v.spot_factor == pytest.approx(factor) and factor > 1
+    assert v.run.wall_hours == pytest.approx(v.estimate.wall_hours * factor)
+    assert v.run.estimate
+    text = render_report(v)
+    assert f"spot: wall {v.run.wall_hours:,.1f} h with the interruption overhead" in text
+    assert "the spot interruption overhead x" in text
+    assert verdict_dict(v)["training"]["wall_hours"] == pytest.approx(v.run.wall_hours)
+    cmp = compare(stack_with("llama3-70b-trn2", {}), ["trn2.48xlarge"], options=("spot",))
+    (row,) = cmp.candidates[0].options
+    assert row.run_usd == pytest.approx(v.run.run_usd)
+    od = check_budget(resolve(parse_spec({**data_of("llama3-70b-trn2"), "budget": {}}, "t")))
+    assert od.spot_factor == 1.0 and od.run.wall_hours == od.estimate.wall_hours

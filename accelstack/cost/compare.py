@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import Catalog, load_catalog
-from accelstack.cost.guard import Verdict, check_budget, estimate_for
+from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
@@ -241,41 +241,26 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
 
 
 def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> OptionRun:
-    """One purchase option priced through the same rules as `price`, spot with its overhead."""
-    retargeted = retarget_stack(stack, instance_type, nodes, opt)
-    v = check_budget(retargeted)
-    cat = stack.catalog
-    factor = 1.0
-    if opt == "spot":
-        factor = cat.defaults.spot_interruption.overhead_factor(nodes, cat.defaults.hours_per_month)
-    run_usd = v.run.run_usd * factor
-    rate = cat.instance_rate(stack.region, instance_type, opt)
+    """One purchase option priced through the same rules as `price` (spot: with the
+    interruption overhead that check_budget applies)."""
+    v = check_budget(retarget_stack(stack, instance_type, nodes, opt))
+    rate = stack.catalog.instance_rate(stack.region, instance_type, opt)
     years = COMMITMENT_YEARS.get(opt)
     return OptionRun(
         option=opt,
         hourly_usd=v.cost.hourly_usd,
         monthly_usd=v.cost.monthly_usd,
         pool_hourly_usd=v.run.pool_hourly_usd,
-        run_usd=run_usd,
-        usd_per_million_tokens=run_usd / (v.run.tokens / 1e6),
-        estimate=v.cost.estimate or (factor > 1.0 and cat.defaults.spot_interruption.estimate),
-        over=_over(v, factor),
-        wall_hours=v.estimate.wall_hours * factor,
-        overhead_factor=factor,
+        run_usd=v.run.run_usd,
+        usd_per_million_tokens=v.run.usd_per_million_tokens,
+        estimate=v.run.estimate,
+        over=tuple(v.reasons),
+        wall_hours=v.run.wall_hours,
+        overhead_factor=v.spot_factor,
         commitment_usd=v.run.pool_hourly_usd * HOURS_PER_YEAR * years if years else None,
         term_years=years,
         price_source=f"{rate.source} ({rate.as_of})" + (" [estimate]" if rate.estimate else ""),
     )
-
-
-def _over(v: Verdict, factor: float) -> tuple[str, ...]:
-    """Budget reasons; the run limit judged on the run with the spot overhead."""
-    out = []
-    for c in v.checks:
-        actual = c.actual * factor if c.field == "budget.max_run_usd" else c.actual
-        if c.limit is not None and actual > c.limit + 1e-9:
-            out.append(f"{c.label} ${actual:,.2f} exceeds {c.field} ${c.limit:,.2f}")
-    return tuple(out)
 
 
 def evaluate(
