@@ -146,12 +146,15 @@ def test_price_deprecated_json_alias_still_works(capsys: pytest.CaptureFixture[s
 def test_compare_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     spec = str(STACKS / "trn1-multinode.yaml")
     types = "trn1.32xlarge,trn1n.32xlarge,trn3.48xlarge"
-    code, out, _ = run(capsys, "compare", spec, "--instance-types", types, "--format", fmt)
+    opts = ["--options", "on-demand,spot"]
+    code, out, _ = run(capsys, "compare", spec, "--instance-types", types, *opts, "--format", fmt)
     assert code == 0
     if fmt == "json":
         doc = strict(out)
         assert doc["cheapest"]["instance_type"] == "trn1.32xlarge"
         assert doc["cheapest"]["option"] == "spot"
+        assert doc["cheapest"]["depends_on_estimate"] is True  # the spot overhead
+        assert doc["sizing"]["basis"] == "chips" and doc["options"] == ["on-demand", "spot"]
         by_type = {c["instance_type"]: c for c in doc["candidates"]}
         assert not by_type["trn3.48xlarge"]["available"]
         assert all("fits_budget" in o for o in by_type["trn1.32xlarge"]["options"])

@@ -362,7 +362,8 @@ def test_usage_errors_are_one_line_exit_2(capsys):
     code, out, err = run(capsys, "valdate")
     assert code == 2
     assert err.strip() == (
-        "error: No such command 'valdate'. Did you mean 'validate'? (see 'accelstack --help')"
+        "error: No such command 'valdate'. Did you mean 'validate', 'calibrate'? "
+        "(see 'accelstack --help')"
     )
     code, _, err = run(capsys, "new", "x-y-z", "--from", "a", "--cheapst")
     assert code == 2 and err.count("\n") == 1 and "No such option: --cheapst" in err

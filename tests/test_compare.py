@@ -16,6 +16,7 @@ from accelstack.catalog.sizing import memory_fit
 from accelstack.cli import main
 from accelstack.cost.compare import (
     COMPARE_OPTIONS,
+    DEFAULT_OPTIONS,
     DEFAULT_TYPES,
     cheapest_target,
     compare,
@@ -42,6 +43,8 @@ def data_of(preset: str) -> dict[str, Any]:
 def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, float, float], ...]:
     """Every (type, option) the catalog prices in the preset's region, priced through the
     `accelstack new` path: retarget the preset's YAML, re-validate, resolve, check_budget.
+    Sized to the preset's chip budget (nodes = chips // chips per node; skipped below the
+    memory fit); spot with the catalog's interruption overhead on wall hours and run cost.
     Rows: (type, option, nodes, wall_hours, hourly, monthly, run). No budget applied."""
     cat = load_catalog()
     base = data_of(preset)
@@ -53,6 +56,8 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
         for p in base["pools"]
         if p["name"] == (base["workload"].get("pool") or base["pools"][0]["name"])
     )
+    chips = wl_pool["nodes"] * cat.instance(wl_pool["instance_type"]).chips
+    spot = cat.defaults.spot_interruption
     for rate in cat.instance_rates:
         if rate.region != region or rate.type not in DEFAULT_TYPES:
             continue
@@ -63,7 +68,14 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
             base["workload"]["model"]["params_billion"],
             base["workload"].get("precision", "bf16"),
         )
-        nodes = max(fit.min_nodes, wl_pool["nodes"])
+        nodes = chips // cat.instance(rate.type).chips
+        if nodes < fit.min_nodes:
+            continue
+        factor = (
+            spot.overhead_factor(nodes, cat.defaults.hours_per_month)
+            if rate.option == "spot"
+            else 1.0
+        )
         src = copy.deepcopy(base)
         pool = next(p for p in src["pools"] if p["name"] == wl_pool["name"])
         pool["purchase"] = (
@@ -92,20 +104,27 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
                 rate.type,
                 rate.option,
                 nodes,
-                v.estimate.wall_hours,
+                v.estimate.wall_hours * factor,
                 v.cost.hourly_usd,
                 v.cost.monthly_usd,
-                v.run.run_usd,
+                v.cost.hourly_usd * v.estimate.wall_hours * factor,
             )
         )
     return tuple(rows)
 
 
 def brute_pick(
-    preset: str, budget: dict[str, float], deadline: float | None, fastest: bool = False
+    preset: str,
+    budget: dict[str, float],
+    deadline: float | None,
+    fastest: bool = False,
+    options: tuple[str, ...] = DEFAULT_OPTIONS,
 ) -> tuple[str, str] | None:
+    """Savings plans are commitments: never ranked."""
     ok = []
     for t, o, _n, wall, hourly, monthly, run in brute_force_table(preset):
+        if o not in options or o.startswith("savings-plan"):
+            continue
         if deadline is not None and wall > deadline:
             continue
         if hourly > budget.get("max_hourly_usd", float("inf")) + 1e-9:
@@ -126,9 +145,9 @@ def stack_with(preset: str, budget: dict[str, float]) -> Any:
 
 
 def test_table_matches_brute_force_figures() -> None:
-    cmp = compare(stack_with("llama3-70b-p5", {}))
+    cmp = compare(stack_with("llama3-70b-p5", {}), options=COMPARE_OPTIONS)
     ours = {
-        (c.instance_type, o.option): (c.nodes, c.wall_hours, o.hourly_usd, o.run_usd)
+        (c.instance_type, o.option): (c.nodes, o.wall_hours, o.hourly_usd, o.run_usd)
         for c in cmp.candidates
         for o in c.options
     }
@@ -140,7 +159,7 @@ def test_table_matches_brute_force_figures() -> None:
 
 
 def test_unavailable_types_say_why_never_zero() -> None:
-    cmp = compare(stack_with("llama3-70b-p5", {}))
+    cmp = compare(stack_with("llama3-70b-p5", {}), options=COMPARE_OPTIONS)
     by = {c.instance_type: c for c in cmp.candidates}
     assert by["trn3.48xlarge"].reason == (
         "not available: preview type; the spec does not set preview: true"
@@ -162,25 +181,51 @@ def test_unavailable_types_say_why_never_zero() -> None:
     )
 
 
+def test_equal_chip_budget_sizes_nodes_per_type() -> None:
+    """16 trn2 = 256 chips = 32 p5, not 16 of each; --chips overrides the spec's count."""
+    cmp = compare(stack_with("llama3-70b-trn2", {}))
+    by = {c.instance_type: c for c in cmp.candidates if c.available}
+    assert cmp.sizing.basis == "chips" and cmp.sizing.chips == 256 and cmp.sizing.from_spec
+    assert (by["trn2.48xlarge"].nodes, by["p5.48xlarge"].nodes) == (16, 32)
+    assert {c.chips for c in by.values()} == {256}
+    assert "same chip budget: 256 chips per candidate (the spec's workload pool)" in render(cmp)
+    small = compare(stack_with("llama3-70b-trn2", {}), chips=64)
+    sb = {c.instance_type: c for c in small.candidates}
+    assert sb["p5.48xlarge"].nodes == 8 and sb["trn2.48xlarge"].nodes == 4
+    # 70.6B needs 3 trn1.32xlarge for its training state; 32 chips give 2
+    tiny = {
+        c.instance_type: c for c in compare(stack_with("llama3-70b-trn2", {}), chips=32).candidates
+    }
+    assert tiny["trn1.32xlarge"].reason == (
+        "not available: a 32-chip budget gives 2 node(s) of 16 chips; memory fit needs at least 3"
+    )
+
+
+def test_equal_deadline_sizes_the_fewest_nodes_that_meet_it(catalog: Catalog) -> None:
+    stack = stack_with("llama3-70b-p5", {})
+    cmp = compare(stack, deadline_hours=300)
+    assert cmp.sizing.basis == "deadline"
+    assert "same deadline: the fewest nodes that finish within 300 h" in render(cmp)
+    for c in cmp.candidates:
+        if not c.available:
+            continue
+        assert c.wall_hours <= 300
+        one_fewer = compare(stack, [c.instance_type], chips=(c.nodes - 1) * c.chips // c.nodes)
+        assert one_fewer.candidates[0].wall_hours > 300 or c.nodes == c.min_nodes
+    assert cmp.cheapest is not None and cmp.cheapest.wall_hours <= 300
+
+
 def test_nodes_needed_follow_memory_fit(catalog: Catalog) -> None:
     d = data_of("trn1-finetune")  # 1 node of trn1.2xlarge, 1.1B params
     d["workload"]["model"]["params_billion"] = 70.6
     d["pools"][0]["nodes"] = 42  # 42 x 32 GiB x 0.8 holds 1,052 GiB of state
     d["budget"] = {}
-    cmp = compare(resolve(parse_spec(d, "t")), ["trn1.32xlarge", "p5.48xlarge"])
+    cmp = compare(resolve(parse_spec(d, "t")), ["trn1.32xlarge", "p5.48xlarge"], deadline_hours=1e9)
     by = {c.instance_type: c for c in cmp.candidates}
-    # memory fit alone needs 3 (1,052 GiB / 409.6 or 512 usable); the spec asks for 42
+    # an easy deadline: memory fit alone sets the node count (1,052 GiB / 409.6 or 512 usable)
     assert by["p5.48xlarge"].min_nodes == 3 and by["trn1.32xlarge"].min_nodes == 3
-    assert by["p5.48xlarge"].nodes == 42 and by["trn1.32xlarge"].chips == 42 * 16
-    small = data_of("trn1-finetune")
-    small["budget"] = {}
-    small["workload"]["model"]["params_billion"] = 70.6
-    small["pools"][0]["instance_type"] = "p5.48xlarge"
-    small["pools"][0]["nodes"] = 3
-    small["pools"][0].pop("efa")
-    small["workload"].pop("precompile_steps")
-    got = compare(resolve(parse_spec(small, "t")), ["p5.48xlarge", "trn1.32xlarge"])
-    assert [c.nodes for c in got.candidates] == [3, 3]
+    assert by["p5.48xlarge"].nodes == 3 and by["trn1.32xlarge"].chips == 3 * 16
+    assert "memory fit sets 3" in by["p5.48xlarge"].sizing_note
 
 
 @settings(max_examples=40, deadline=None)
@@ -189,27 +234,86 @@ def test_nodes_needed_follow_memory_fit(catalog: Catalog) -> None:
     hourly=st.one_of(st.none(), st.floats(50, 2_000)),
     run=st.one_of(st.none(), st.floats(1_000, 1_000_000)),
     deadline=st.one_of(st.none(), st.floats(10, 3_000)),
+    options=st.sampled_from([DEFAULT_OPTIONS, COMPARE_OPTIONS, ("on-demand", "spot")]),
 )
 def test_pick_equals_brute_force(
-    preset: str, hourly: float | None, run: float | None, deadline: float | None
+    preset: str,
+    hourly: float | None,
+    run: float | None,
+    deadline: float | None,
+    options: tuple[str, ...],
 ) -> None:
     budget = {k: v for k, v in (("max_hourly_usd", hourly), ("max_run_usd", run)) if v}
-    cmp = compare(stack_with(preset, budget), deadline_hours=deadline)
-    want = brute_pick(preset, budget, deadline)
+    stack = stack_with(preset, budget)
+    chips = stack.workload_pool.nodes * stack.workload_pool.instance.chips
+    cmp = compare(stack, deadline_hours=deadline, options=options, chips=chips)
+    want = brute_pick(preset, budget, deadline, options=options)
     got = (cmp.cheapest.instance_type, cmp.cheapest.option) if cmp.cheapest else None
     assert got == want
-    want_fast = brute_pick(preset, budget, deadline, fastest=True)
+    want_fast = brute_pick(preset, budget, deadline, fastest=True, options=options)
     got_fast = (cmp.fastest.instance_type, cmp.fastest.option) if cmp.fastest else None
     assert got_fast == want_fast
+
+
+def test_spot_is_opt_in_and_carries_the_interruption_overhead(catalog: Catalog) -> None:
+    stack = stack_with("llama3-70b-trn2", {})
+    assert all(o.option in DEFAULT_OPTIONS for c in compare(stack).candidates for o in c.options)
+    cmp = compare(stack, ["trn2.48xlarge"], options=("on-demand", "spot"))
+    od, spot = cmp.candidates[0].options
+    si = catalog.defaults.spot_interruption
+    factor = si.overhead_factor(16, catalog.defaults.hours_per_month)
+    assert si.estimate and si.source.startswith("estimate")
+    assert factor > 1 and spot.overhead_factor == pytest.approx(factor)
+    assert spot.wall_hours == pytest.approx(od.wall_hours * factor)
+    assert spot.run_usd == pytest.approx(spot.hourly_usd * od.wall_hours * factor)
+    text = render(cmp)
+    assert "spot: wall hours x interruption overhead; estimate:" in text
+    assert cmp.cheapest is not None and cmp.cheapest.option == "spot"
+    assert "spot interruption overhead" in " ".join(cmp.cheapest.estimates)
+
+
+def test_savings_plans_are_commitments_never_picked() -> None:
+    stack = stack_with("llama3-70b-trn2", {})
+    cmp = compare(stack, ["trn2.48xlarge"], options=("on-demand", "savings-plan-3y"))
+    od, sp = cmp.candidates[0].options
+    assert not sp.ranked and sp.term_years == 3
+    assert sp.commitment_usd == pytest.approx(sp.pool_hourly_usd * 8760 * 3)
+    assert cmp.cheapest is not None and cmp.cheapest.option == "on-demand"  # sp is cheaper/h
+    assert sp.hourly_usd < od.hourly_usd
+    text = render(cmp)
+    assert f"commitment ${sp.commitment_usd:,.0f} over 3y (pool), not ranked" in text
+    (sp_row,) = [x for x in text.splitlines() if "savings-plan-3y" in x and "commitment" in x]
+    assert sp_row.split()[6:8] == ["-", "-"]  # no run cost, no $/M tokens
+    assert "savings plans: commitments" in text
+    only_sp = compare(stack, ["trn2.48xlarge"], options=("savings-plan-1y",))
+    assert only_sp.cheapest is None
+
+
+def test_pick_says_when_it_depends_on_an_estimate_and_prints_assumptions() -> None:
+    cmp = compare(stack_with("llama3-70b-trn2", {}), ["trn2.48xlarge", "p5.48xlarge"])
+    text = render(cmp)
+    assert cmp.cheapest is not None
+    assert cmp.cheapest.instance_type == "trn2.48xlarge"
+    assert "the trn2.48xlarge capacity-block price is an estimate" in cmp.cheapest.estimates
+    assert any("MFU is an estimate" in e for e in cmp.cheapest.estimates)
+    assert "this pick depends on an estimate:" in text
+    assert "  assumption: MFU source = estimate (no public record)" in text
+    assert "  assumption: sizing: same chip budget: 256 chips" in text
+    assert "  assumption: price: estimate" in text
+    od = compare(stack_with("trn1-multinode", {}), ["trn1.32xlarge"], options=("on-demand",))
+    assert od.cheapest is not None and not od.cheapest.depends_on_estimate
+    assert "depends on an estimate" not in render(od)
 
 
 def test_cheapest_target_and_refusal() -> None:
     d = data_of("llama3-70b-p5")
     spec = parse_spec(d, "t")
     itype, nodes, option = cheapest_target(spec, options=("on-demand",))
-    assert (itype, nodes, option) == ("trn2.48xlarge", 16, "on-demand")
-    # observed spot rates (prices.yaml): trn1 spot is cheapest when no deadline applies
-    assert brute_pick("llama3-70b-p5", d["budget"], None) == ("trn1.32xlarge", "spot")
+    assert (itype, nodes, option) == ("trn2.48xlarge", 8, "on-demand")  # 128 chips
+    assert brute_pick("llama3-70b-p5", d["budget"], None, options=COMPARE_OPTIONS) == (
+        "trn1.32xlarge",
+        "spot",
+    )
     with pytest.raises(VerdictError, match="no candidate instance type fits"):
         cheapest_target(spec, deadline_hours=1)
     with pytest.raises(AccelstackError, match="unknown purchase option"):
@@ -217,10 +321,9 @@ def test_cheapest_target_and_refusal() -> None:
 
 
 def test_render_marks_cheapest_and_fastest() -> None:
-    text = render(
-        compare(stack_with("llama3-70b-p5", data_of("llama3-70b-p5")["budget"]), deadline_hours=600)
-    )
-    assert "cheapest: 16 x trn2.48xlarge (savings-plan-3y)" in text
+    budget = data_of("llama3-70b-p5")["budget"]
+    text = render(compare(stack_with("llama3-70b-p5", budget), deadline_hours=600, chips=256))
+    assert "cheapest: 16 x trn2.48xlarge (capacity-block)" in text
     lines = [x for x in text.splitlines() if "CHEAPEST" in x]
     assert len(lines) == 1 and "trn2.48xlarge" in lines[0]
     assert "misses deadline" in text
@@ -228,24 +331,22 @@ def test_render_marks_cheapest_and_fastest() -> None:
 
 
 def test_cli_compare(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(
-        [
-            "compare",
-            str(STACKS / "trn1-multinode.yaml"),
-            "--instance-types",
-            "trn1.32xlarge,trn1n.32xlarge",
-            "--deadline-hours",
-            "10000",
-        ]
-    )
+    spec = str(STACKS / "trn1-multinode.yaml")
+    types = ["--instance-types", "trn1.32xlarge,trn1n.32xlarge"]
+    rc = main(["compare", spec, *types, "--deadline-hours", "10000", "--chips", "64"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "cheapest: 4 x trn1.32xlarge (spot)" in out
+    assert "cheapest: 4 x trn1.32xlarge (on-demand)" in out
     assert "p5.48xlarge" not in out
-    assert (
-        main(["compare", str(STACKS / "trn1-multinode.yaml"), "--instance-types", "trn9.48xlarge"])
-        == 2
-    )
+    assert main(["compare", spec, *types, "--options", "on-demand,spot", "--chips", "64"]) == 0
+    assert "cheapest: 4 x trn1.32xlarge (spot)" in capsys.readouterr().out
+    assert main(["compare", spec, *types, "--options", "reserved"]) == 2
+    assert "unknown purchase option 'reserved'" in capsys.readouterr().err
+    assert main(["compare", spec, "--instance-types", "trn9.48xlarge"]) == 2
+    for fmt in ("json", "markdown"):
+        assert main(["compare", spec, *types, "--format", fmt]) == 0
+    md = capsys.readouterr().out
+    assert '"basis": "chips"' in md and "- sizing: same chip budget: 64 chips" in md
 
 
 def test_copy_is_not_mutated() -> None:
@@ -253,3 +354,33 @@ def test_copy_is_not_mutated() -> None:
     before = copy.deepcopy(d)
     compare(stack_with("mixed-trn2-p5", d["budget"]))
     assert d == before
+
+
+def test_deadline_needing_more_than_a_pool_allows_is_unavailable() -> None:
+    cmp = compare(stack_with("llama3-70b-p5", {}), ["p5.48xlarge"], deadline_hours=1)
+    (c,) = cmp.candidates
+    assert c.reason is not None and c.reason.startswith("not available: needs ")
+    assert c.reason.endswith("nodes to finish in 1 h; a pool allows at most 512")
+    assert cmp.cheapest is None
+
+
+def test_price_of_a_spot_spec_carries_the_same_overhead_as_compare(catalog: Catalog) -> None:
+    from accelstack.cost.guard import render_report, verdict_dict
+
+    d = data_of("llama3-70b-trn2")
+    d["budget"] = {}
+    d["pools"][0]["purchase"] = {"option": "spot"}
+    v = check_budget(resolve(parse_spec(d, "t")))
+    factor = catalog.defaults.spot_interruption.overhead_factor(16, 730)
+    assert v.spot_factor == pytest.approx(factor) and factor > 1
+    assert v.run.wall_hours == pytest.approx(v.estimate.wall_hours * factor)
+    assert v.run.estimate
+    text = render_report(v)
+    assert f"spot: wall {v.run.wall_hours:,.1f} h with the interruption overhead" in text
+    assert "the spot interruption overhead x" in text
+    assert verdict_dict(v)["training"]["wall_hours"] == pytest.approx(v.run.wall_hours)
+    cmp = compare(stack_with("llama3-70b-trn2", {}), ["trn2.48xlarge"], options=("spot",))
+    (row,) = cmp.candidates[0].options
+    assert row.run_usd == pytest.approx(v.run.run_usd)
+    od = check_budget(resolve(parse_spec({**data_of("llama3-70b-trn2"), "budget": {}}, "t")))
+    assert od.spot_factor == 1.0 and od.run.wall_hours == od.estimate.wall_hours

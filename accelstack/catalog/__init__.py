@@ -226,6 +226,21 @@ class EksVersion(_Frozen):
         return "extended" if on < self.extended_support_end else "ended"
 
 
+class SpotInterruption(_Frozen):
+    """How compare prices spot: extra wall time from interruptions (instances.yaml, sourced)."""
+
+    interruptions_per_node_month: float = Field(ge=0)
+    lost_hours_per_interruption: float = Field(ge=0)
+    estimate: bool
+    source: str
+
+    def overhead_factor(self, nodes: int, hours_per_month: float) -> float:
+        """Wall-time multiplier for a synchronous job on `nodes` spot nodes: any node's
+        interruption stops every node, so interruptions add up over the nodes."""
+        per_hour = self.interruptions_per_node_month / hours_per_month
+        return 1.0 + nodes * per_hour * self.lost_hours_per_interruption
+
+
 class Defaults(_Frozen):
     kubernetes_version: str
     eks_versions: dict[str, EksVersion]
@@ -253,6 +268,7 @@ class Defaults(_Frozen):
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
     eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
     subnet_reserved_ips: int = Field(ge=0)
+    spot_interruption: SpotInterruption
 
     @property
     def supported_kubernetes_versions(self) -> tuple[str, ...]:

@@ -53,14 +53,37 @@ def compare(
         typer.Option("--instance-types", help="candidate types (repeat or comma-separate)"),
     ] = None,
     deadline_hours: Annotated[
-        float | None, typer.Option("--deadline-hours", min=0.001, help="wall-hour limit")
+        float | None,
+        typer.Option(
+            "--deadline-hours",
+            min=0.001,
+            help="wall-hour limit; without --chips, every candidate is sized to meet it",
+        ),
+    ] = None,
+    chips: Annotated[
+        int | None,
+        typer.Option(
+            "--chips", min=1, help="chip budget per candidate (default: the spec's pool chips)"
+        ),
+    ] = None,
+    options: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--options",
+            help="purchase options (comma-separate): on-demand, spot, savings-plan-1y, "
+            "savings-plan-3y, capacity-block; default on-demand,capacity-block",
+        ),
     ] = None,
     fmt: FormatMdOpt = "text",
 ) -> None:
-    """Price the same workload on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest."""
+    """Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.
+
+    Candidates get the same chip budget (--chips, default the spec's) or, with only
+    --deadline-hours, the nodes that meet the deadline; the output says which.
+    """
     from accelstack.catalog import load_catalog
+    from accelstack.cost.compare import DEFAULT_OPTIONS, render
     from accelstack.cost.compare import compare as run_compare
-    from accelstack.cost.compare import render
     from accelstack.cost.formats import comparison_dict, comparison_markdown
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
@@ -71,7 +94,8 @@ def compare(
     if types:
         for t in types:
             catalog.instance(t)  # unknown type: exit 2 with did-you-mean
-    result = run_compare(stack, types, deadline_hours)
+    opts = _split(options) or list(DEFAULT_OPTIONS)
+    result = run_compare(stack, types, deadline_hours, opts, chips)
     if fmt == "json":
         echo_json(comparison_dict(result))
     else:

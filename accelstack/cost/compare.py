@@ -1,12 +1,18 @@
-"""Price one workload on every candidate instance type: `accelstack compare`.
+"""Price one workload on every candidate instance type, on equal work: `accelstack compare`.
 
-For each candidate type (default: trn1/trn1n/trn2/trn3/p5/p5e/p5en .48xlarge-class) in the
-spec's region: nodes needed (memory fit, at least the spec's workload-pool count), wall hours,
-and under every purchase option that has a price there: the whole stack's hourly cost, run cost
-and USD per million tokens, each checked against the spec's budget and an optional deadline.
-A type not offered or not priced in the region is listed as "not available: <reason>", never
-priced at $0. The cheapest and the fastest (type, option) that fit budget and deadline are
-marked; `cheapest_target` returns the cheapest for `accelstack new --cheapest`.
+Sizing (say which in every output): candidates get the same **chip budget** (`chips`: the
+spec's workload-pool chips unless given; nodes = chips // chips per node, so 256 chips are 16
+trn2.48xlarge or 32 p5.48xlarge) or the same **deadline** (`deadline_hours` without `chips`:
+the fewest nodes whose estimated wall hours meet it). Either way the memory fit
+(accelstack.catalog.sizing) is checked per candidate: a chip budget too small to hold the
+model makes the candidate unavailable, a deadline sizing never goes below the fit.
+
+Purchase options (`options`, default on-demand and capacity-block where priced): spot wall
+hours carry the catalog's interruption overhead (`defaults.spot_interruption`, an estimate);
+savings plans are commitments, shown as their total over the term and never ranked. A type not
+offered or not priced in the region is "not available: <reason>", never $0. The cheapest and
+the fastest ranked (type, option) within budget and deadline are marked with their
+assumptions (MFU source, price sources, sizing) and whether the pick rests on an estimate.
 
 The workload pool is swapped in the resolved stack (`retarget_stack`) and priced with the same
 rules as `accelstack price`, so the other pools, the control plane, NAT and storage count too.
@@ -15,11 +21,12 @@ rules as `accelstack price`, so the other pools, the control plane, NAT and stor
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import Catalog, load_catalog
-from accelstack.cost.guard import Verdict, check_budget
+from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
@@ -33,7 +40,7 @@ DEFAULT_TYPES: tuple[str, ...] = (
     "p5e.48xlarge",
     "p5en.48xlarge",
 )
-#: Options compared; "reservation" is billed at the on-demand rate, so it adds nothing.
+#: Options `--options` accepts; "reservation" is billed at the on-demand rate, so it adds nothing.
 COMPARE_OPTIONS: tuple[str, ...] = (
     "on-demand",
     "spot",
@@ -41,6 +48,35 @@ COMPARE_OPTIONS: tuple[str, ...] = (
     "savings-plan-3y",
     "capacity-block",
 )
+#: Compared unless asked otherwise: spot (interruptions) and savings plans (commitments) are opt-in.
+DEFAULT_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block")
+#: Savings-plan term per option, in years (AWS Savings Plans: 1- or 3-year commitments).
+COMMITMENT_YEARS: dict[str, int] = {"savings-plan-1y": 1, "savings-plan-3y": 3}
+HOURS_PER_YEAR = 8760
+#: Pools allow at most this many nodes (accelstack/spec/models.py, Pool.nodes).
+MAX_NODES = 512
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How candidates are made equal: the same chip budget or the same deadline."""
+
+    basis: str  # "chips" | "deadline"
+    chips: int | None = None
+    deadline_hours: float | None = None
+    from_spec: bool = False  # the chip budget is the spec's workload pool
+
+    def describe(self) -> str:
+        if self.basis == "chips":
+            whose = " (the spec's workload pool)" if self.from_spec else ""
+            return (
+                f"same chip budget: {self.chips} chips per candidate{whose} "
+                "(nodes = chips // chips per node, at least the memory fit)"
+            )
+        return (
+            f"same deadline: the fewest nodes that finish within {self.deadline_hours:g} h "
+            "(at least the memory fit)"
+        )
 
 
 @dataclass(frozen=True)
@@ -51,12 +87,22 @@ class OptionRun:
     pool_hourly_usd: float
     run_usd: float
     usd_per_million_tokens: float
-    estimate: bool
+    estimate: bool  # any price behind it is an estimate
     over: tuple[str, ...]  # budget reasons, empty when within budget
+    wall_hours: float = 0.0  # spot: with the interruption overhead
+    overhead_factor: float = 1.0  # spot interruption overhead (1.0 otherwise)
+    commitment_usd: float | None = None  # savings plans: pool rate x term hours
+    term_years: int | None = None
+    price_source: str = ""  # the workload pool's instance rate: source (as_of)
 
     @property
     def fits_budget(self) -> bool:
         return not self.over
+
+    @property
+    def ranked(self) -> bool:
+        """Savings plans are commitments over their term, not a run price: never picked."""
+        return self.commitment_usd is None
 
 
 @dataclass(frozen=True)
@@ -70,6 +116,10 @@ class Candidate:
     mfu: float = 0.0
     options: tuple[OptionRun, ...] = ()
     unpriced: tuple[str, ...] = ()  # options without a price here
+    mfu_origin: str = ""
+    mfu_estimate: bool = False
+    sizing_note: str = ""
+    mfu_warning: str | None = None  # a measurement taken on another SDK
 
     @property
     def available(self) -> bool:
@@ -83,6 +133,12 @@ class Pick:
     option: str
     run_usd: float
     wall_hours: float
+    estimates: tuple[str, ...] = ()  # what the pick rests on that is an estimate
+    assumptions: tuple[str, ...] = ()  # MFU source, price source, sizing basis
+
+    @property
+    def depends_on_estimate(self) -> bool:
+        return bool(self.estimates)
 
 
 @dataclass(frozen=True)
@@ -93,6 +149,9 @@ class Comparison:
     deadline_hours: float | None
     cheapest: Pick | None
     fastest: Pick | None
+    sizing: Sizing = Sizing("chips")
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+    spot_assumption: str = ""
 
 
 def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) -> Stack:
@@ -142,47 +201,95 @@ def _availability(stack: Stack, instance_type: str) -> str | None:
     return None
 
 
+def sizing_for(stack: Stack, chips: int | None, deadline_hours: float | None) -> Sizing:
+    """Chip budget when `chips` is given or no deadline is; else the deadline."""
+    if chips is None and deadline_hours is not None:
+        return Sizing("deadline", deadline_hours=deadline_hours)
+    pool = stack.workload_pool
+    if chips is None:
+        return Sizing("chips", chips=pool.nodes * pool.instance.chips, from_spec=True)
+    return Sizing("chips", chips=chips)
+
+
+def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> tuple[int, str]:
+    """(nodes, note) for one candidate, or (0, reason) when the sizing cannot be met."""
+    per_node = stack.catalog.instance(instance_type).chips
+    if sizing.basis == "chips":
+        assert sizing.chips is not None
+        nodes = sizing.chips // per_node
+        if nodes < min_nodes:
+            return 0, (
+                f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
+                f"memory fit needs at least {min_nodes}"
+            )
+        if nodes > MAX_NODES:
+            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {MAX_NODES}"
+        return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
+    assert sizing.deadline_hours is not None
+    one = estimate_for(retarget_stack(stack, instance_type, 1, "on-demand")).wall_hours
+    need = max(1, math.ceil(one / sizing.deadline_hours - 1e-9))
+    nodes = max(min_nodes, need)
+    if nodes > MAX_NODES:
+        return 0, (
+            f"needs {nodes} nodes to finish in {sizing.deadline_hours:g} h; "
+            f"a pool allows at most {MAX_NODES}"
+        )
+    floor = f"; memory fit sets {min_nodes}" if min_nodes > need else ""
+    return nodes, (
+        f"{one:,.1f} h on one node / {sizing.deadline_hours:g} h deadline -> {need} node(s)" + floor
+    )
+
+
+def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> OptionRun:
+    """One purchase option priced through the same rules as `price` (spot: with the
+    interruption overhead that check_budget applies)."""
+    v = check_budget(retarget_stack(stack, instance_type, nodes, opt))
+    rate = stack.catalog.instance_rate(stack.region, instance_type, opt)
+    years = COMMITMENT_YEARS.get(opt)
+    return OptionRun(
+        option=opt,
+        hourly_usd=v.cost.hourly_usd,
+        monthly_usd=v.cost.monthly_usd,
+        pool_hourly_usd=v.run.pool_hourly_usd,
+        run_usd=v.run.run_usd,
+        usd_per_million_tokens=v.run.usd_per_million_tokens,
+        estimate=v.run.estimate,
+        over=tuple(v.reasons),
+        wall_hours=v.run.wall_hours,
+        overhead_factor=v.spot_factor,
+        commitment_usd=v.run.pool_hourly_usd * HOURS_PER_YEAR * years if years else None,
+        term_years=years,
+        price_source=f"{rate.source} ({rate.as_of})" + (" [estimate]" if rate.estimate else ""),
+    )
+
+
 def evaluate(
     stack: Stack,
     instance_type: str,
-    options: Sequence[str] = COMPARE_OPTIONS,
+    options: Sequence[str] = DEFAULT_OPTIONS,
+    sizing: Sizing | None = None,
 ) -> Candidate:
-    """Every priced option of one candidate type."""
+    """Every priced option of one candidate type, sized per `sizing`."""
     reason = _availability(stack, instance_type)
     if reason is not None:
         return Candidate(instance_type, f"not available: {reason}")
     from accelstack.catalog.sizing import memory_fit
 
+    sizing = sizing or sizing_for(stack, None, None)
     wl = stack.spec.workload
     fit = memory_fit(stack.catalog, instance_type, wl.model.params_billion, wl.precision)
-    nodes = max(fit.min_nodes, stack.workload_pool.nodes)
-    runs: list[OptionRun] = []
-    unpriced: list[str] = []
-    verdict: Verdict | None = None
-    for opt in options:
-        if not stack.catalog.has_rate(stack.region, instance_type, opt):
-            unpriced.append(opt)
-            continue
-        verdict = check_budget(retarget_stack(stack, instance_type, nodes, opt))
-        runs.append(
-            OptionRun(
-                option=opt,
-                hourly_usd=verdict.cost.hourly_usd,
-                monthly_usd=verdict.cost.monthly_usd,
-                pool_hourly_usd=verdict.run.pool_hourly_usd,
-                run_usd=verdict.run.run_usd,
-                usd_per_million_tokens=verdict.run.usd_per_million_tokens,
-                estimate=verdict.cost.estimate,
-                over=tuple(verdict.reasons),
-            )
-        )
-    if verdict is None:
+    nodes, note = _size(stack, instance_type, fit.min_nodes, sizing)
+    if nodes == 0:
+        return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
+    priced = [o for o in options if stack.catalog.has_rate(stack.region, instance_type, o)]
+    if not priced:
         return Candidate(
             instance_type,
             f"not available: no price for {instance_type} in "
             f"{stack.region} under {', '.join(options)}",
         )
-    est = verdict.estimate
+    runs = tuple(_option_run(stack, instance_type, nodes, o) for o in priced)
+    est = estimate_for(retarget_stack(stack, instance_type, nodes, priced[0]))
     return Candidate(
         instance_type=instance_type,
         reason=None,
@@ -191,8 +298,12 @@ def evaluate(
         chips=est.chips,
         wall_hours=est.wall_hours,
         mfu=est.mfu,
-        options=tuple(runs),
-        unpriced=tuple(unpriced),
+        options=runs,
+        unpriced=tuple(o for o in options if o not in priced),
+        mfu_origin=est.mfu_origin,
+        mfu_estimate=est.mfu_is_estimate,
+        sizing_note=note,
+        mfu_warning=est.mfu_warning,
     )
 
 
@@ -200,23 +311,54 @@ def _order(option: str) -> int:
     return COMPARE_OPTIONS.index(option) if option in COMPARE_OPTIONS else len(COMPARE_OPTIONS)
 
 
+def _pick_of(c: Candidate, o: OptionRun, sizing: Sizing, spot_source: str) -> Pick:
+    estimates = []
+    if o.price_source.endswith("[estimate]"):
+        estimates.append(f"the {c.instance_type} {o.option} price is an estimate")
+    if c.mfu_estimate:
+        estimates.append(f"the MFU is an estimate ({c.mfu_origin})")
+    if c.mfu_warning:
+        estimates.append(f"the measured MFU may be stale ({c.mfu_warning})")
+    if o.overhead_factor > 1.0 and o.estimate:
+        estimates.append(f"the spot interruption overhead x{o.overhead_factor:.3f} is an estimate")
+    assumptions = [
+        f"sizing: {sizing.describe()}; {c.sizing_note}",
+        c.mfu_origin,
+        f"price: {o.price_source}",
+    ]
+    if o.overhead_factor > 1.0:
+        assumptions.append(f"spot overhead x{o.overhead_factor:.4f}: {spot_source}")
+    return Pick(
+        c.instance_type,
+        c.nodes,
+        o.option,
+        o.run_usd,
+        o.wall_hours,
+        tuple(estimates),
+        tuple(assumptions),
+    )
+
+
 def pick(
-    candidates: Sequence[Candidate], deadline_hours: float | None
+    candidates: Sequence[Candidate],
+    deadline_hours: float | None,
+    sizing: Sizing | None = None,
+    spot_source: str = "",
 ) -> tuple[Pick | None, Pick | None]:
-    """(cheapest, fastest) among options within budget and deadline.
+    """(cheapest, fastest) among ranked options within budget and deadline.
 
     Cheapest: lowest run cost; ties by wall hours, then type name, then option order.
     Fastest: lowest wall hours; ties by run cost, then type name, then option order.
+    Savings plans are not ranked (commitments); spot is judged on its overhead wall hours.
     """
+    sizing = sizing or Sizing("chips")
     fits: list[Pick] = []
     for c in candidates:
-        if not c.available:
-            continue
-        if deadline_hours is not None and c.wall_hours > deadline_hours:
-            continue
-        for o in c.options:
-            if o.fits_budget:
-                fits.append(Pick(c.instance_type, c.nodes, o.option, o.run_usd, c.wall_hours))
+        for o in c.options if c.available else ():
+            if deadline_hours is not None and o.wall_hours > deadline_hours + 1e-9:
+                continue
+            if o.fits_budget and o.ranked:
+                fits.append(_pick_of(c, o, sizing, spot_source))
     if not fits:
         return None, None
     cheapest = min(fits, key=lambda p: (p.run_usd, p.wall_hours, p.instance_type, _order(p.option)))
@@ -224,16 +366,41 @@ def pick(
     return cheapest, fastest
 
 
+def check_options(options: Sequence[str]) -> tuple[str, ...]:
+    """The options, each one `compare` knows; CatalogError (exit 2) naming the allowed ones."""
+    for opt in options:
+        if opt not in COMPARE_OPTIONS:
+            raise CatalogError(
+                f"unknown purchase option '{opt}' (allowed: {', '.join(COMPARE_OPTIONS)})"
+            )
+    return tuple(dict.fromkeys(options))
+
+
 def compare(
     stack: Stack,
     instance_types: Sequence[str] | None = None,
     deadline_hours: float | None = None,
-    options: Sequence[str] = COMPARE_OPTIONS,
+    options: Sequence[str] = DEFAULT_OPTIONS,
+    chips: int | None = None,
 ) -> Comparison:
+    """Every candidate on equal work (chip budget or deadline), its options, the two picks."""
     types = tuple(instance_types) if instance_types else DEFAULT_TYPES
-    cands = tuple(evaluate(stack, t, options) for t in types)
-    cheapest, fastest = pick(cands, deadline_hours)
-    return Comparison(stack.name, stack.region, cands, deadline_hours, cheapest, fastest)
+    opts = check_options(options)
+    sizing = sizing_for(stack, chips, deadline_hours)
+    cands = tuple(evaluate(stack, t, opts, sizing) for t in types)
+    spot = stack.catalog.defaults.spot_interruption.source
+    cheapest, fastest = pick(cands, deadline_hours, sizing, spot)
+    return Comparison(
+        stack.name,
+        stack.region,
+        cands,
+        deadline_hours,
+        cheapest,
+        fastest,
+        sizing,
+        opts,
+        spot if "spot" in opts else "",
+    )
 
 
 def cheapest_target(
@@ -241,7 +408,8 @@ def cheapest_target(
     catalog: Catalog | None = None,
     instance_types: Sequence[str] | None = None,
     deadline_hours: float | None = None,
-    options: Sequence[str] = COMPARE_OPTIONS,
+    options: Sequence[str] = DEFAULT_OPTIONS,
+    chips: int | None = None,
 ) -> tuple[str, int, str]:
     """(instance_type, nodes, option) of the cheapest run within budget and deadline.
 
@@ -249,12 +417,7 @@ def cheapest_target(
     """
     cat = catalog or load_catalog()
     stack = resolve(spec, cat)
-    for opt in options:
-        if opt not in COMPARE_OPTIONS:
-            raise CatalogError(
-                f"unknown purchase option '{opt}' (allowed: {', '.join(COMPARE_OPTIONS)})"
-            )
-    result = compare(stack, instance_types, deadline_hours, options)
+    result = compare(stack, instance_types, deadline_hours, check_options(options), chips)
     if result.cheapest is None:
         why = f" and a {deadline_hours:g} h deadline" if deadline_hours is not None else ""
         raise VerdictError(
@@ -265,52 +428,79 @@ def cheapest_target(
     return c.instance_type, c.nodes, c.option
 
 
+def header_lines(cmp: Comparison) -> list[str]:
+    """Sizing basis, options and the spot assumption: printed above every table."""
+    lines = [f"sizing: {cmp.sizing.describe()}", f"options: {', '.join(cmp.options)}"]
+    if cmp.spot_assumption:
+        lines.append(f"spot: wall hours x interruption overhead; {cmp.spot_assumption}")
+    if any(o in COMMITMENT_YEARS for o in cmp.options):
+        lines.append(
+            "savings plans: commitments (workload-pool rate x 8,760 h x term), "
+            "not the run's price; never ranked"
+        )
+    return lines
+
+
+def pick_lines(label: str, p: Pick | None, deadline: bool) -> list[str]:
+    """The pick, whether it rests on an estimate, and its assumptions."""
+    if p is None:
+        return [f"{label}: nothing fits the budget" + (" and deadline" if deadline else "")]
+    head = f"{label}: {p.nodes} x {p.instance_type} ({p.option}), {p.wall_hours:,.1f} h, "
+    head += f"${p.run_usd:,.0f}"
+    out = [head]
+    if p.depends_on_estimate:
+        out.append(f"  this pick depends on an estimate: {'; '.join(p.estimates)}")
+    out += [f"  assumption: {a}" for a in p.assumptions]
+    return out
+
+
+def _row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
+    notes = [
+        label
+        for label, p in (("CHEAPEST", cmp.cheapest), ("FASTEST", cmp.fastest))
+        if p and p.instance_type == c.instance_type and p.option == o.option
+    ]
+    if cmp.deadline_hours is not None and o.wall_hours > cmp.deadline_hours + 1e-9:
+        notes.append("misses deadline")
+    if o.commitment_usd is not None:
+        notes.append(f"commitment ${o.commitment_usd:,.0f} over {o.term_years}y (pool), not ranked")
+    if o.overhead_factor > 1.0:
+        notes.append(f"spot overhead x{o.overhead_factor:.4f}")
+    if o.over:
+        notes.append("over budget: " + "; ".join(o.over))
+    star = "*" if o.estimate else " "
+    run = f"{o.run_usd:>14,.0f}{star}" if o.ranked else f"{'-':>14} "
+    per_m = f"{o.usd_per_million_tokens:>8.3f}{star}" if o.ranked else f"{'-':>8} "
+    return (
+        f"  {c.instance_type:<15} {c.nodes:>5} {c.chips:>5} {o.wall_hours:>9,.1f} "
+        f"{o.option:<16} {o.hourly_usd:>10,.2f}{star} {run} {per_m} {', '.join(notes)}"
+    )
+
+
 def render(cmp: Comparison) -> str:
     """Text table: one row per (type, option); marks cheapest and fastest."""
     lines = [
         f"compare: {cmp.stack} ({cmp.region})"
         + (f", deadline {cmp.deadline_hours:g} h" if cmp.deadline_hours is not None else ""),
-        "* = uses an estimated price; run cost = whole stack x wall hours",
+        *header_lines(cmp),
+        "* = uses an estimated price or assumption; run cost = whole stack x wall hours",
         "",
-    ]
-    head = (
         f"  {'type':<15} {'nodes':>5} {'chips':>5} {'wall h':>9} {'option':<16} "
-        f"{'stack $/h':>11} {'run $':>15} {'$/M tok':>9}  notes"
-    )
-    lines.append(head)
+        f"{'stack $/h':>11} {'run $':>15} {'$/M tok':>9}  notes",
+    ]
     for c in cmp.candidates:
         if not c.available:
             lines.append(f"  {c.instance_type:<15} {c.reason}")
             continue
-        late = cmp.deadline_hours is not None and c.wall_hours > cmp.deadline_hours
-        for o in c.options:
-            notes = []
-            for label, p in (("CHEAPEST", cmp.cheapest), ("FASTEST", cmp.fastest)):
-                if p and p.instance_type == c.instance_type and p.option == o.option:
-                    notes.append(label)
-            if late:
-                notes.append("misses deadline")
-            if o.over:
-                notes.append("over budget: " + "; ".join(o.over))
-            star = "*" if o.estimate else ""
-            lines.append(
-                f"  {c.instance_type:<15} {c.nodes:>5} {c.chips:>5} {c.wall_hours:>9,.1f} "
-                f"{o.option:<16} {o.hourly_usd:>10,.2f}{star or ' '} {o.run_usd:>14,.0f}"
-                f"{star or ' '} {o.usd_per_million_tokens:>8.3f}{star or ' '} {', '.join(notes)}"
-            )
+        lines += [_row(cmp, c, o) for o in c.options]
         if c.unpriced:
             lines.append(f"  {'':<15} not priced here: {', '.join(c.unpriced)}")
-        lines.append(f"  {'':<15} memory fit: at least {c.min_nodes} node(s); MFU {c.mfu:.2f}")
+        lines.append(
+            f"  {'':<15} {c.sizing_note}; memory fit: at least {c.min_nodes} node(s); "
+            f"MFU {c.mfu:.2f} ({c.mfu_origin})"
+        )
     lines.append("")
-    for label, p in (("cheapest", cmp.cheapest), ("fastest", cmp.fastest)):
-        if p is None:
-            lines.append(
-                f"{label}: nothing fits the budget"
-                + (" and deadline" if cmp.deadline_hours is not None else "")
-            )
-        else:
-            lines.append(
-                f"{label}: {p.nodes} x {p.instance_type} ({p.option}), "
-                f"{p.wall_hours:,.1f} h, ${p.run_usd:,.0f}"
-            )
+    deadline = cmp.deadline_hours is not None
+    lines += pick_lines("cheapest", cmp.cheapest, deadline)
+    lines += pick_lines("fastest", cmp.fastest, deadline)
     return "\n".join(lines) + "\n"

@@ -18,17 +18,18 @@ Formulas (docs/cost.md has the worked derivation):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from accelstack.catalog import Catalog
 from accelstack.errors import CatalogError
-from accelstack.spec import Workload
+from accelstack.spec import Measured, Workload
 
 FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
 
 #: Where an estimate's MFU came from (printed as "MFU source = ...").
-MfuBasis = Literal["fitted to records", "estimate (no public record)", "budget.mfu"]
+MfuBasis = Literal["fitted to records", "estimate (no public record)", "budget.mfu", "measured"]
 
 
 @dataclass(frozen=True)
@@ -78,13 +79,22 @@ class TrainingEstimate:
     wall_hours: float
     min_nodes: int  # memory fit
     mfu_basis: MfuBasis = "budget.mfu"
+    mfu_warning: str | None = None  # e.g. a measurement taken on another SDK
 
     @property
     def mfu_origin(self) -> str:
         """One line for reports: the basis, then the detail."""
         if self.mfu_from_spec:
             return "MFU source = budget.mfu"
+        if self.mfu_basis == "measured":
+            warn = f"; WARNING: {self.mfu_warning}" if self.mfu_warning else ""
+            return f"MFU source = measured ({self.mfu_source}){warn}"
         return f"MFU source = {self.mfu_basis}: {self.mfu_source}"
+
+    @property
+    def mfu_is_estimate(self) -> bool:
+        """True when the MFU has no record, measurement or user figure behind it."""
+        return self.mfu_basis == "estimate (no public record)"
 
     @property
     def accelerator_hours(self) -> float:
@@ -105,8 +115,13 @@ def estimate_training(
     nodes: int,
     workload: Workload,
     mfu: float | None = None,
+    measured: Sequence[Measured] = (),
 ) -> TrainingEstimate:
-    """Estimate one training run of `workload` on `nodes` x `instance_type`."""
+    """Estimate one training run of `workload` on `nodes` x `instance_type`.
+
+    MFU: `mfu` (budget.mfu) when given, else a measurement of this instance type, model size
+    and precision from `measured` (the spec's calibration), else the family's curve.
+    """
     from accelstack.catalog.sizing import memory_fit
 
     inst = catalog.instance(instance_type)
@@ -120,7 +135,7 @@ def estimate_training(
             f"(have: {', '.join(fam.peak_tflops)})"
         )
     m = workload.model
-    used_mfu, source, basis = _mfu(catalog, fam.name, workload.precision, m.params_billion, mfu)
+    used_mfu, source, basis, warning = _mfu_for(catalog, instance_type, workload, mfu, measured)
     flops = training_flops(
         m.params_billion,
         workload.tokens_billion,
@@ -148,7 +163,57 @@ def estimate_training(
         wall_hours=compute_hours * catalog.defaults.training_overhead_factor,
         min_nodes=fit.min_nodes,
         mfu_basis=basis,
+        mfu_warning=warning,
     )
+
+
+def _mfu_for(
+    catalog: Catalog,
+    instance_type: str,
+    workload: Workload,
+    override: float | None,
+    measured: Sequence[Measured],
+) -> tuple[float, str, MfuBasis, str | None]:
+    """(mfu, source, basis, warning): budget.mfu, else a measurement, else the curve."""
+    hit = None if override is not None else find_measured(measured, instance_type, workload)
+    if hit is not None:
+        warning = stale_sdk(hit, current_sdk(catalog, instance_type, workload))
+        return hit.mfu, measured_source(hit), "measured", warning
+    fam = catalog.family_of(instance_type).name
+    p = workload.model.params_billion
+    return (*_mfu(catalog, fam, workload.precision, p, override), None)
+
+
+def find_measured(
+    measured: Sequence[Measured], instance_type: str, workload: Workload
+) -> Measured | None:
+    """The newest measurement of this instance type, precision and model size (within 1%)."""
+    size = workload.model.params_billion
+    hits = [
+        m
+        for m in measured
+        if m.instance_type == instance_type
+        and m.precision == workload.precision
+        and abs(m.params_billion - size) <= 0.01 * size
+    ]
+    return max(hits, key=lambda m: m.date) if hits else None
+
+
+def measured_source(m: Measured) -> str:
+    return f"{m.file}, {m.date}, {m.steps} steps"
+
+
+def current_sdk(catalog: Catalog, instance_type: str, workload: Workload) -> str:
+    """The SDK identity a trial on this type would run today: the spec's image, else the
+    device kind's default image (catalog), as the trial records it."""
+    return workload.image or catalog.device_kind_of(instance_type).default_image or ""
+
+
+def stale_sdk(m: Measured, current: str) -> str | None:
+    """A warning when the measurement ran on another SDK than the one in use now."""
+    if not current or m.sdk == current:
+        return None
+    return f"measured on {m.sdk}, the spec now uses {current}: re-run `accelstack trial`"
 
 
 def _mfu(

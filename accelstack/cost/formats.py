@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from accelstack.cost.compare import Comparison
+from accelstack.cost.compare import Comparison, Pick, header_lines
 from accelstack.cost.guard import Verdict
 
 
@@ -43,6 +43,8 @@ def verdict_markdown(v: Verdict) -> str:
         lines.append(f"| {_cell(where)} | {_cell(it.what)} | {_usd(it.hourly_usd, it.estimate)} |")
     verdict = "within budget" if v.ok else "over budget: " + "; ".join(v.reasons)
     lines += ["", f"**Verdict:** {_cell(verdict)}"]
+    if v.depends_on:
+        lines.append(f"\n**Depends on an estimate:** {_cell('; '.join(v.depends_on))}")
     if est:
         lines.append("\n\\* uses an estimated price or usage assumption")
     return "\n".join(lines) + "\n"
@@ -54,17 +56,31 @@ def comparison_dict(cmp: Comparison) -> dict[str, Any]:
         "stack": cmp.stack,
         "region": cmp.region,
         "deadline_hours": cmp.deadline_hours,
+        "sizing": {**asdict(cmp.sizing), "describe": cmp.sizing.describe()},
+        "options": list(cmp.options),
+        "spot_assumption": cmp.spot_assumption or None,
         "candidates": [
             {**asdict(c), "available": c.available, "options": [_option(o) for o in c.options]}
             for c in cmp.candidates
         ],
-        "cheapest": asdict(cmp.cheapest) if cmp.cheapest else None,
-        "fastest": asdict(cmp.fastest) if cmp.fastest else None,
+        "cheapest": _pick(cmp.cheapest),
+        "fastest": _pick(cmp.fastest),
     }
 
 
+def _pick(p: Pick | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {**asdict(p), "depends_on_estimate": p.depends_on_estimate}
+
+
 def _option(o: Any) -> dict[str, Any]:
-    return {**asdict(o), "over": list(o.over), "fits_budget": o.fits_budget}
+    return {
+        **asdict(o),
+        "over": list(o.over),
+        "fits_budget": o.fits_budget,
+        "ranked": o.ranked,
+    }
 
 
 def _marks(cmp: Comparison, instance_type: str, option: str) -> list[str]:
@@ -81,6 +97,8 @@ def comparison_markdown(cmp: Comparison) -> str:
     lines = [
         f"### Compare: `{cmp.stack}` ({cmp.region}{deadline})",
         "",
+        *(f"- {_cell(line)}" for line in header_lines(cmp)),
+        "",
         "| type | nodes | wall h | option | stack $/h | run $ | notes |",
         "|---|---:|---:|---|---:|---:|---|",
     ]
@@ -90,11 +108,14 @@ def comparison_markdown(cmp: Comparison) -> str:
             continue
         for o in c.options:
             notes = _marks(cmp, c.instance_type, o.option)
+            if o.commitment_usd is not None:
+                notes.append(f"commitment {_usd(o.commitment_usd, digits=0)} over {o.term_years}y")
             if o.over:
                 notes.append("over budget: " + "; ".join(o.over))
+            run = _usd(o.run_usd, o.estimate, 0) if o.ranked else "not ranked"
             lines.append(
-                f"| {c.instance_type} | {c.nodes} | {c.wall_hours:,.1f} | {o.option} "
-                f"| {_usd(o.hourly_usd, o.estimate)} | {_usd(o.run_usd, o.estimate, 0)} "
+                f"| {c.instance_type} | {c.nodes} | {o.wall_hours:,.1f} | {o.option} "
+                f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
                 f"| {_cell(', '.join(notes))} |"
             )
     lines.append("")
@@ -106,4 +127,7 @@ def comparison_markdown(cmp: Comparison) -> str:
             f"**{label}:** {p.nodes} x {p.instance_type} ({p.option}), "
             f"{p.wall_hours:,.1f} h, {_usd(p.run_usd, digits=0)}"
         )
+        if p.depends_on_estimate:
+            lines.append(f"  - depends on an estimate: {_cell('; '.join(p.estimates))}")
+        lines += [f"  - {_cell(a)}" for a in p.assumptions]
     return "\n".join(lines) + "\n"

@@ -23,7 +23,6 @@ from accelstack.cost.estimate import (
     RunCost,
     TrainingEstimate,
     estimate_training,
-    run_cost,
 )
 from accelstack.cost.pricing import (
     LineItem,
@@ -60,6 +59,7 @@ class Verdict:
     estimate: TrainingEstimate
     run: RunCost
     checks: tuple[LimitCheck, ...]
+    spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
 
     @property
     def ok(self) -> bool:
@@ -72,6 +72,20 @@ class Verdict:
             for c in self.checks
             if not c.ok and c.limit is not None
         ]
+
+    @property
+    def depends_on(self) -> list[str]:
+        """What the run figure rests on that is an estimate (workload pool price, MFU)."""
+        out = []
+        if self.cost.pool_estimate(self.pool):
+            out.append(f"the {self.estimate.instance_type} price is an estimate")
+        if self.estimate.mfu_is_estimate:
+            out.append("the MFU is an estimate (no public record or measurement)")
+        if self.estimate.mfu_warning:
+            out.append(f"the measured MFU may be stale: {self.estimate.mfu_warning}")
+        if self.spot_factor > 1.0:
+            out.append(f"the spot interruption overhead x{self.spot_factor:.4f} is an estimate")
+        return out
 
     def one_line(self) -> str:
         if self.ok:
@@ -89,24 +103,48 @@ SAVINGS_PLAN_NOTE = (
 
 def estimate_for(stack: Stack) -> TrainingEstimate:
     pool = stack.workload_pool
+    spec = stack.spec
     return estimate_training(
-        stack.catalog, pool.instance_type, pool.nodes, stack.spec.workload, stack.spec.budget.mfu
+        stack.catalog,
+        pool.instance_type,
+        pool.nodes,
+        spec.workload,
+        spec.budget.mfu,
+        spec.calibration,
     )
 
 
+def spot_factor(stack: Stack) -> float:
+    """Wall-time multiplier for a workload pool on spot (catalog defaults.spot_interruption)."""
+    pool = stack.workload_pool
+    if pool.purchase_option != "spot":
+        return 1.0
+    d = stack.catalog.defaults
+    return d.spot_interruption.overhead_factor(pool.nodes, d.hours_per_month)
+
+
 def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
-    """Price (from the spec unless `cost` is given), estimate, and check every limit."""
+    """Price (from the spec unless `cost` is given), estimate, and check every limit.
+
+    A workload pool on spot runs longer by the interruption overhead (an estimate)."""
     cost = cost if cost is not None else price_stack(stack)
     est = estimate_for(stack)
     pool = stack.workload_pool.name
-    run = run_cost(est, cost.hourly_usd, cost.pool_hourly_usd(pool), cost.estimate)
+    factor = spot_factor(stack)
+    run = RunCost(
+        est.wall_hours * factor,
+        cost.hourly_usd,
+        cost.pool_hourly_usd(pool),
+        est.tokens,
+        cost.estimate or (factor > 1.0 and stack.catalog.defaults.spot_interruption.estimate),
+    )
     b = stack.spec.budget
     checks = (
         LimitCheck("budget.max_hourly_usd", "hourly", b.max_hourly_usd, cost.hourly_usd),
         LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),
         LimitCheck("budget.max_run_usd", "training run", b.max_run_usd, run.run_usd),
     )
-    return Verdict(stack.name, pool, cost, est, run, checks)
+    return Verdict(stack.name, pool, cost, est, run, checks, factor)
 
 
 def enforce(stack: Stack, resources: Iterable[ResourceLike] | None = None) -> None:
@@ -209,6 +247,14 @@ def _training_lines(v: Verdict) -> list[str]:
         f"(workload pool only: {_usd(r.pool_run_usd, pest)})",
         f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
         f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
+        *(
+            [
+                f"  spot: wall {r.wall_hours:,.1f} h with the interruption overhead x{v.spot_factor:.4f}"
+            ]
+            if v.spot_factor > 1.0
+            else []
+        ),
+        *([f"  depends on an estimate: {'; '.join(v.depends_on)}"] if v.depends_on else []),
         "",
     ]
 
@@ -283,10 +329,12 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu_source": e.mfu_source,
         "mfu_from_spec": e.mfu_from_spec,
         "mfu_basis": e.mfu_basis,
+        "mfu_origin": e.mfu_origin,
+        "mfu_warning": e.mfu_warning,
         "total_flops": e.flops.total,
         "compute_hours": e.compute_hours,
         "overhead_factor": e.overhead_factor,
-        "wall_hours": e.wall_hours,
+        "wall_hours": r.wall_hours,  # with the spot interruption overhead when on spot
         "accelerator_hours": e.accelerator_hours,
         "min_nodes": e.min_nodes,
         "run_usd": r.run_usd,
@@ -307,7 +355,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "estimate": c.estimate,
         "items": [_item_dict(i) for i in c.items],
         "options": {pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()},
-        "training": _training_dict(v.estimate, v.run),
+        "training": {**_training_dict(v.estimate, v.run), "spot_overhead_factor": v.spot_factor},
+        "depends_on_estimate": v.depends_on,
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
         ],

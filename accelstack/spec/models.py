@@ -379,6 +379,22 @@ class Budget(Strict):
     )
 
 
+class Measured(Strict):
+    """One measured MFU from `accelstack calibrate` (a trial's throughput records)."""
+
+    instance_type: Text = Field(description="where it was measured, e.g. trn2.48xlarge")
+    params_billion: float = Field(gt=0, le=100_000, description="model size it was measured on")
+    precision: Literal["bf16", "fp16", "fp8"] = Field("bf16", description="numeric precision")
+    mfu: float = Field(gt=0, le=1, description="tokens/s x FLOPs per token / (chips x peak)")
+    tokens_per_second: float = Field(gt=0, description="mean over the records, whole job")
+    file: Text = Field(description="records file it came from")
+    date: Text = Field(description="date of the newest record (YYYY-MM-DD)")
+    steps: int = Field(ge=1, description="timed steps per record")
+    records: int = Field(1, ge=1, description="records averaged")
+    sdk: Text = Field(description="SDK / image the trial ran on")
+    framework: Text | None = Field(None, description="framework versions the trial reported")
+
+
 class Spec(Strict):
     """A training stack: cluster, pools, workload and budget."""
 
@@ -406,6 +422,11 @@ class Spec(Strict):
     storage: Storage = Field(default_factory=Storage, description="shared file system")
     workload: Workload = Field(description="the training job")
     budget: Budget = Field(default_factory=Budget, description="cost limits and MFU")
+    calibration: tuple[Measured, ...] = Field(
+        (),
+        max_length=64,
+        description="measured MFU per instance type and model (written by accelstack calibrate)",
+    )
 
     @field_validator("tags")
     @classmethod

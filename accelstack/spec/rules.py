@@ -639,6 +639,18 @@ def _workload_fit(ctx: Context) -> Iterator[Finding]:
         )
 
 
+@rule("calibration-types", "every calibration entry names a known accelerated instance type")
+def _calibration_types(ctx: Context) -> Iterator[Finding]:
+    cat = ctx.catalog
+    for i, m in enumerate(ctx.spec.calibration):
+        if m.instance_type not in cat.accelerated_types():
+            yield (
+                f"calibration[{i}].instance_type",
+                f"{shown(m.instance_type)} is not a known accelerated instance type"
+                f"{did_you_mean(m.instance_type, cat.accelerated_types())}",
+            )
+
+
 @rule("workload-entrypoint", "the entrypoint does not start with '-'")
 def _workload_entrypoint(ctx: Context) -> Iterator[Finding]:
     ep = ctx.spec.workload.entrypoint

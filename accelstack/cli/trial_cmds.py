@@ -1,0 +1,87 @@
+"""trial and calibrate: the "prototype on both" loop (issue 12).
+
+`trial` renders a short benchmark job on one node of each accelerated pool (accelstack.render
+.trial); `calibrate` turns the records those nodes append into measured MFU in the spec
+(accelstack.cost.calibrate), which `price` and `compare` then use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from accelstack.cli.output import FormatOpt, echo_json
+
+
+def trial(
+    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="directory to write to")] = Path(
+        "trial"
+    ),
+    steps: Annotated[
+        int, typer.Option("--steps", min=2, max=100_000, help="steps to run (first = warm-up)")
+    ] = 20,
+    records: Annotated[
+        str, typer.Option("--records", help="records file the nodes append to")
+    ] = "trial-records.jsonl",
+    force: Annotated[
+        bool, typer.Option("--force", help="write into a non-empty directory")
+    ] = False,
+) -> None:
+    """Render a STEPS-step benchmark job on one node of each accelerated pool of SPEC."""
+    from accelstack.catalog import load_catalog
+    from accelstack.render.output import write_artifacts
+    from accelstack.render.trial import render_trial, trial_warnings
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+
+    catalog = load_catalog()
+    stack = resolve(load_spec(spec, catalog), catalog)
+    artifacts = render_trial(stack, steps, records)
+    write_artifacts(output, artifacts, force)
+    typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
+    for art in artifacts:
+        typer.echo(f"  {art.path}")
+    for warning in trial_warnings(stack):
+        typer.echo(f"warning: {warning}")
+
+
+def calibrate(
+    records: Annotated[list[Path], typer.Argument(help="trial records files (JSON lines)")],
+    spec: Annotated[Path, typer.Option("--spec", help="spec file to store the MFU in")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="show, write nothing")] = False,
+    fmt: FormatOpt = "text",
+) -> None:
+    """Measured MFU per instance type and model from trial records, stored in SPEC."""
+    from accelstack.catalog import load_catalog
+    from accelstack.cost.calibrate import calibrate_spec, measure
+    from accelstack.spec import load_spec
+
+    catalog = load_catalog()
+    load_spec(spec, catalog)  # a bad spec is reported before the records are read
+    measured = measure(catalog, records)
+    if not dry_run:
+        calibrate_spec(spec, measured, catalog)
+    if fmt == "json":
+        echo_json(
+            {
+                "spec": str(spec),
+                "written": not dry_run,
+                "measured": [m.model_dump() for m in measured],
+            }
+        )
+        return
+    for m in measured:
+        typer.echo(
+            f"{m.instance_type} {m.params_billion:g}B {m.precision}: MFU {m.mfu:.4f} "
+            f"({m.tokens_per_second:,.1f} tokens/s; {m.file}, {m.date}, {m.steps} steps, "
+            f"{m.records} record(s), sdk {m.sdk})"
+        )
+    typer.echo(("would write" if dry_run else "wrote") + f" calibration to {spec}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(trial)
+    app.command()(calibrate)

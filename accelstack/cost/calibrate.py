@@ -1,0 +1,138 @@
+"""`accelstack calibrate`: trial records -> measured MFU per instance type and model.
+
+Each record (one JSON line per node, written by accelstack/trial/runner.py) gives whole-job
+tokens/s on `nodes` x `instance_type`. Its MFU, in the estimate's own FLOPs basis:
+
+    mfu = tokens/s x FLOPs per token / (nodes x chips per instance x peak at the precision)
+
+with FLOPs per token = 6N + 12 L H S (accelstack.cost.estimate.training_flops). Records of
+the same instance type, model size and precision are averaged; the result goes into the
+spec's `calibration` list with its provenance (file, newest date, steps, SDK), replacing an
+earlier measurement of the same key. The spec file is edited as text (only the top-level
+`calibration:` block is replaced or appended, comments elsewhere kept), re-validated, and
+written atomically (accelstack.files.write_text_atomic).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from accelstack.catalog import Catalog
+from accelstack.cost.estimate import training_flops
+from accelstack.errors import Problem, SpecError
+from accelstack.files import write_text_atomic
+from accelstack.spec import Measured, load_spec, parse_spec
+
+REQUIRED = ("instance_type", "nodes", "steps", "tokens_per_s", "params_billion", "date")
+
+
+def _bad(path: Path, where: str, what: str) -> SpecError:
+    return SpecError([Problem(str(path), where, what)])
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines of one records file; a bad line is one problem naming file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _bad(path, "", f"cannot be read: {exc.strerror or exc}") from None
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _bad(path, f"line {n}", f"is not JSON ({exc.msg})") from None
+        missing = [k for k in REQUIRED if not isinstance(rec, dict) or rec.get(k) in (None, "")]
+        if missing:
+            raise _bad(path, f"line {n}", f"lacks {', '.join(missing)} (a trial record has them)")
+        out.append(rec)
+    if not out:
+        raise _bad(path, "", "holds no trial records")
+    return out
+
+
+def record_mfu(catalog: Catalog, rec: dict[str, Any]) -> float:
+    """tokens/s x FLOPs per token / (chips x peak)."""
+    inst = catalog.instance(str(rec["instance_type"]))
+    fam = catalog.families[inst.family]
+    precision = str(rec.get("precision") or "bf16")
+    peak = fam.peak_tflops[precision] * 1e12
+    flops = training_flops(
+        float(rec["params_billion"]),
+        1.0,
+        rec.get("layers"),
+        rec.get("hidden_size"),
+        rec.get("sequence_length"),
+    )
+    chips = int(rec["nodes"]) * inst.chips
+    return float(rec["tokens_per_s"]) * flops.per_token / (chips * peak)
+
+
+def _framework(rec: dict[str, Any]) -> str | None:
+    fw = rec.get("framework")
+    if isinstance(fw, dict):
+        return ", ".join(f"{k} {v}" for k, v in sorted(fw.items()))
+    return str(fw) if fw else None
+
+
+def measure(catalog: Catalog, files: Sequence[Path]) -> list[Measured]:
+    """One Measured per (instance type, model size, precision) over every record."""
+    groups: dict[tuple[str, float, str], list[tuple[Path, dict[str, Any]]]] = {}
+    for f in files:
+        for rec in read_records(f):
+            key = (str(rec["instance_type"]), float(rec["params_billion"]), rec.get("precision"))
+            groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, rec))
+    out = []
+    for (itype, params, precision), recs in sorted(groups.items()):
+        newest_file, newest = max(recs, key=lambda fr: str(fr[1]["date"]))
+        mfu = statistics.fmean(record_mfu(catalog, r) for _, r in recs)
+        out.append(
+            Measured(
+                instance_type=itype,
+                params_billion=params,
+                precision=precision,
+                mfu=mfu,
+                tokens_per_second=statistics.fmean(float(r["tokens_per_s"]) for _, r in recs),
+                file=newest_file.name,
+                date=str(newest["date"])[:10],
+                steps=min(int(r["steps"]) for _, r in recs),
+                records=len(recs),
+                sdk=str(newest.get("sdk") or "unknown"),
+                framework=_framework(newest),
+            )
+        )
+    return out
+
+
+_BLOCK = re.compile(r"^calibration:.*\n(?:(?:[ \t#-].*|)\n)*", re.MULTILINE)
+
+
+def _merged(old: Sequence[Measured], new: Sequence[Measured]) -> list[Measured]:
+    def key(m: Measured) -> tuple[str, float, str]:
+        return (m.instance_type, m.params_billion, m.precision)
+
+    fresh = {key(m) for m in new}
+    return [*(m for m in old if key(m) not in fresh), *new]
+
+
+def calibrate_spec(spec_path: Path, measured: Sequence[Measured], catalog: Catalog) -> str:
+    """The spec text with its calibration block replaced (validated); written atomically."""
+    text = spec_path.read_text(encoding="utf-8")
+    old = load_spec(spec_path, catalog).calibration
+    rows = [m.model_dump(exclude_none=True) for m in _merged(old, measured)]
+    block = "calibration:  # written by `accelstack calibrate` from trial records\n"
+    block += yaml.safe_dump(rows, sort_keys=False, default_flow_style=False, width=1000)
+    body = _BLOCK.sub("", text).rstrip("\n") + "\n"
+    new_text = body + block
+    parse_spec(yaml.safe_load(new_text), str(spec_path), catalog)  # refuse before writing
+    write_text_atomic(spec_path, new_text)
+    return new_text
