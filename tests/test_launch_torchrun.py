@@ -10,6 +10,7 @@ shim in tests/shims/neuron/. Nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -120,10 +121,12 @@ def _run_nodes(script: Path, out: Path, expect: dict[str, object], stack: Stack)
     except subprocess.TimeoutExpired:
         pass
     finally:
+        # end each node's whole session even when its bash has exited: a failed node can leave
+        # its peer's workers waiting in a collective (same cleanup as tests/test_launch_fault.py)
         for p in procs:
-            if p.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+            p.wait()
     texts = []
     for log in logs:
         log.seek(0)

@@ -30,13 +30,6 @@ def program() -> Program:
     return program
 
 
-def price_note(plan: Plan, stack: Stack) -> str:
-    """The cost report for the planned resources, verdict line last."""
-    from accelstack.cost.guard import report_for_plan
-
-    return report_for_plan(stack, plan).rstrip("\n")
-
-
 def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
     """The budget verdict, priced from what the program declared."""
     from accelstack.cost.guard import check_budget
