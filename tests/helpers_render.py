@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +146,20 @@ def fabric_env(root: Path, pool: Any, *, gpus: int | None = None) -> dict[str, s
         "ACCELSTACK_FAKE_GPUS": str(pool.accelerators_per_node if gpus is None else gpus),
         "PATH": f"{FABRIC_SHIM_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
     }
+
+
+def wait_then_end_sessions(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> None:
+    """Wait up to `timeout_s` for every node (each started with start_new_session=True), then
+    end each node's whole session, even when its bash has exited: a failed node can leave its
+    own or its peer's torchrun workers hanging in a collective."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for p in procs:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()

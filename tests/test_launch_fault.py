@@ -10,14 +10,11 @@ The run takes the variables from the rendered indexed Job's pod environment.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +26,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
 from .conftest import ROOT, STACKS
+from .helpers_render import wait_then_end_sessions
 
 pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
 
@@ -110,22 +108,6 @@ def _start(script: Path, out: Path, extra: dict[str, str]) -> list[subprocess.Po
     return procs
 
 
-def _wait(procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        for p in procs:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        # Always end each node's whole session: when a node's bash has exited (the control run
-        # fails on purpose), its torchrun workers or its peer's can still hang in a collective.
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
 def _script(tmp: Path) -> Path:
     script = tmp / "launch.sh"
     script.write_text(
@@ -138,7 +120,7 @@ def test_job_survives_a_worker_killed_mid_run(tmp_path: Path) -> None:
     env = _restart_env(_stack())
     assert int(env["PET_MAX_RESTARTS"]) >= 1
     procs = _start(_script(tmp_path), tmp_path, env)
-    _wait(procs)
+    wait_then_end_sessions(procs, TIMEOUT_S)
     logs = [(tmp_path / f"node{r}.log").read_text(errors="replace") for r in range(NODES)]
     assert (tmp_path / "crashed").exists(), logs[1][-3000:]
     for rank, p in enumerate(procs):
@@ -158,7 +140,7 @@ def test_without_a_restart_budget_the_fault_fails_the_job(tmp_path: Path) -> Non
     proves the budget, not a lucky run)."""
     env = {**_restart_env(_stack()), "PET_MAX_RESTARTS": "0"}
     procs = _start(_script(tmp_path), tmp_path, env)
-    _wait(procs)
+    wait_then_end_sessions(procs, TIMEOUT_S)
     assert (tmp_path / "crashed").exists()
     assert any(p.returncode != 0 for p in procs)
     assert len(list(tmp_path.glob("start-*"))) == NODES * NPROC  # nothing restarted

@@ -10,14 +10,11 @@ shim in tests/shims/neuron/. Nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,7 +24,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
 from .conftest import ROOT, STACKS
-from .helpers_render import fabric_env
+from .helpers_render import fabric_env, wait_then_end_sessions
 
 torch = pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
 
@@ -114,19 +111,7 @@ def _run_nodes(script: Path, out: Path, expect: dict[str, object], stack: Stack)
                 start_new_session=True,
             )
         )
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        for p in procs:
-            p.wait(timeout=max(1.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        # end each node's whole session even when its bash has exited: a failed node can leave
-        # its peer's workers waiting in a collective (same cleanup as tests/test_launch_fault.py)
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
+    wait_then_end_sessions(procs, TIMEOUT_S)
     texts = []
     for log in logs:
         log.seek(0)

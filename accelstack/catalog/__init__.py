@@ -402,6 +402,17 @@ class Catalog(_Frozen):
         """The family's default framework (its own, else its device kind's)."""
         return family.default_framework or self.device_kinds[family.device_kind].default_framework
 
+    def default_image(self, instance_type: str, framework: str | None = None) -> str | None:
+        """The image `instance_type` runs when the spec names none: the default image of the
+        training path (`framework`, else the family's default) when the family allows it,
+        else the device kind's."""
+        family = self.family_of(instance_type)
+        name = framework or self.default_framework(family)
+        fw = self.frameworks.get(name or "")
+        if fw is not None and name in self.family_frameworks(family) and fw.default_image:
+            return fw.default_image
+        return self.device_kind_of(instance_type).default_image
+
     def neuron_cores(self, instance_type: str, logical_cores: int | None = None) -> int:
         """Cores torchrun starts one process per (NeuronCores at the logical-core setting;
         GPUs on NVIDIA)."""

@@ -205,16 +205,8 @@ def measured_source(m: Measured) -> str:
 
 def current_sdk(catalog: Catalog, instance_type: str, workload: Workload) -> str:
     """The SDK identity a trial on this type would run today: the spec's image, else the
-    default image of the training path the type runs (catalog `frameworks`), as the trial
-    records it."""
-    if workload.image:
-        return workload.image
-    family = catalog.family_of(instance_type)
-    name = workload.framework or catalog.default_framework(family)
-    fw = catalog.frameworks.get(name or "")
-    if fw is not None and name in catalog.family_frameworks(family) and fw.default_image:
-        return fw.default_image
-    return catalog.device_kind_of(instance_type).default_image or ""
+    default image of the training path the type runs, as the trial records it."""
+    return workload.image or catalog.default_image(instance_type, workload.framework) or ""
 
 
 def stale_sdk(m: Measured, current: str) -> str | None:

@@ -32,10 +32,9 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
     """The variables the wrapper and the entrypoint read (accelstack/trial/runner.py)."""
     wl = stack.spec.workload
     p = next(x for x in stack.pools if x.name == pool)
-    # the image identity `price` compares against (cost.estimate.current_sdk): the spec's image,
-    # else the default image of the pool's training path
-    path_image = p.framework.default_image if p.framework else None
-    sdk = wl.image or path_image or p.device.default_image or ""
+    # the image identity `price` compares against (cost.estimate.current_sdk)
+    framework = p.framework.name if p.framework else None
+    sdk = wl.image or stack.catalog.default_image(p.instance_type, framework) or ""
     env = {
         "ACCELSTACK_MAX_STEPS": str(steps),
         "ACCELSTACK_TRIAL_RECORDS": records,
