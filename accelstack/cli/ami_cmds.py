@@ -29,6 +29,29 @@ def _load(spec: Path) -> Any:
 #: Tests replace this to hand in a stubbed client (botocore Stubber).
 SSM_FACTORY = _ssm_client
 
+
+def _show_changes(
+    spec: Path,
+    stack_name: str | None,
+    profile: str | None,
+    endpoint_url: str | None,
+    all_parameters: bool,
+) -> tuple[Path, dict[str, str], dict[str, str], list[Any]]:
+    """Read the stack's pins, resolve the parameters (every one, or only the unpinned ones),
+    and print which pools would roll. Returns (config path, pins, resolved ids, changes)."""
+    from accelstack.preflight.amis import config_path, plan_changes, read_pins, resolve_parameters
+
+    stack = _load(spec)
+    path = config_path(spec, stack_name or stack.name)
+    pins = read_pins(path)
+    names = [p for p in stack.ami_parameters if all_parameters or p not in pins]
+    latest = resolve_parameters(SSM_FACTORY(stack.region, profile, endpoint_url), names)
+    changes = plan_changes(stack, pins, latest if all_parameters else {**pins, **latest})
+    for change in changes:
+        typer.echo(change.line(stack.spec.orchestration))
+    return path, pins, latest, changes
+
+
 SpecArg = Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")]
 StackOpt = Annotated[
     str | None, typer.Option("--stack", help="Pulumi stack (default: the spec's name)")
@@ -47,25 +70,12 @@ def amis_pin(
 ) -> None:
     """Resolve the AMI parameters that have no pin yet and record their ids in
     Pulumi.<stack>.yaml (accelstack:amis). Existing pins are kept: see `amis upgrade`."""
-    from accelstack.preflight.amis import (
-        config_path,
-        plan_changes,
-        read_pins,
-        resolve_parameters,
-        write_pins,
-    )
+    from accelstack.preflight.amis import write_pins
 
-    stack = _load(spec)
-    path = config_path(spec, stack_name or stack.name)
-    pins = read_pins(path)
-    missing = [p for p in stack.ami_parameters if p not in pins]
-    latest = resolve_parameters(SSM_FACTORY(stack.region, profile, endpoint_url), missing)
-    changes = plan_changes(stack, pins, {**pins, **latest})
-    for change in changes:
-        typer.echo(change.line(stack.spec.orchestration))
-    if missing:
+    path, pins, latest, _ = _show_changes(spec, stack_name, profile, endpoint_url, False)
+    if latest:
         write_pins(path, {**pins, **latest})
-        typer.echo(f"wrote {len(missing)} pin(s) to {path}")
+        typer.echo(f"wrote {len(latest)} pin(s) to {path}")
     else:
         typer.echo(f"every AMI is already pinned in {path}")
 
@@ -80,22 +90,9 @@ def amis_upgrade(
     """Resolve every AMI parameter again and show which node groups (EKS) or instances
     (standalone) would roll, old -> new id. Writes Pulumi.<stack>.yaml only with --yes; the
     next `pulumi up` then rolls exactly those pools."""
-    from accelstack.preflight.amis import (
-        config_path,
-        plan_changes,
-        read_pins,
-        resolve_parameters,
-        write_pins,
-    )
+    from accelstack.preflight.amis import write_pins
 
-    stack = _load(spec)
-    path = config_path(spec, stack_name or stack.name)
-    pins = read_pins(path)
-    names = list(stack.ami_parameters)
-    latest = resolve_parameters(SSM_FACTORY(stack.region, profile, endpoint_url), names)
-    changes = plan_changes(stack, pins, latest)
-    for change in changes:
-        typer.echo(change.line(stack.spec.orchestration))
+    path, pins, _, changes = _show_changes(spec, stack_name, profile, endpoint_url, True)
     changed = [c for c in changes if c.old != c.new]
     if not changed:
         typer.echo("no AMI changed: nothing rolls")
