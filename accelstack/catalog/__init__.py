@@ -6,7 +6,6 @@ nothing else knows a number about an instance type.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import date
 from functools import cached_property, lru_cache
@@ -16,7 +15,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from accelstack.catalog.records import TrainingRecord, load_records
+from accelstack.catalog.records import LeftOut, TrainingRecord, load_left_out, load_records
+from accelstack.catalog.throughput import MfuCurve, Throughput, load_throughput
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -113,40 +113,6 @@ def image_sdk(image: str) -> str | None:
     return match.group(1) if match else None
 
 
-class MfuCurve(_Frozen):
-    """MFU as a function of model size for some precisions of one family.
-
-    mfu = intercept + slope x log10(params_billion clamped to params_range): linear in the
-    decade of model size inside the sizes the records cover, flat outside them.
-    basis "records": coefficients fitted to `records` (tests/test_records.py refits them);
-    basis "estimate": no public record; the coefficients are `copy_of` another family's curve
-    for the same precision, and `reason` says why.
-    """
-
-    precisions: tuple[Precision, ...] = Field(min_length=1)
-    basis: Literal["records", "estimate"]
-    intercept: float | None = None
-    slope: float | None = None
-    params_range: tuple[float, float] | None = None
-    records: tuple[str, ...] = ()
-    copy_of: str | None = None
-    reason: str = Field(min_length=1)
-
-    def mfu(self, params_billion: float) -> float:
-        if self.intercept is None or self.slope is None or self.params_range is None:
-            raise CatalogError("MFU curve has no coefficients (resolve copy_of first)")
-        lo, hi = self.params_range
-        size = min(max(params_billion, lo), hi)
-        return self.intercept + self.slope * math.log10(size)
-
-    @property
-    def label(self) -> str:
-        """What the estimate prints as its MFU source."""
-        if self.basis == "records":
-            return "fitted to records"
-        return "estimate (no public record)"
-
-
 class Family(_Frozen):
     name: str = ""
     accelerator: str
@@ -154,16 +120,12 @@ class Family(_Frozen):
     peak_tflops: dict[str, float]
     peak_source: str
     peak_as_of: str
-    mfu_curves: tuple[MfuCurve, ...] = ()
     default_logical_cores: int = Field(ge=1)
     default_root_volume_gib: int = Field(ge=8)
     logical_cores_allowed: tuple[int, ...] = (1,)
     frameworks: tuple[str, ...] | None = None  # None: the device kind's
     default_framework: str | None = None  # None: the device kind's
     min_neuron_sdk: str | None = None
-
-    def curve_for(self, precision: str) -> MfuCurve | None:
-        return next((c for c in self.mfu_curves if precision in c.precisions), None)
 
 
 class InstanceType(_Frozen):
@@ -261,8 +223,6 @@ class Defaults(_Frozen):
     hours_per_month: int
     training_bytes_per_param: dict[str, float]
     usable_memory_fraction: float = Field(gt=0, le=1)
-    training_overhead_factor: float = Field(ge=1)
-    training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
@@ -351,6 +311,8 @@ class Catalog(_Frozen):
     service_rates: tuple[Rate, ...]
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
+    left_out: tuple[LeftOut, ...] = ()
+    throughput: Throughput
     launch: LaunchFacts
 
     # ---- instance facts -------------------------------------------------------------
@@ -427,25 +389,32 @@ class Catalog(_Frozen):
         return inst.chips * inst.physical_cores_per_chip // lnc
 
     def mfu_curve(self, family: str, precision: str) -> MfuCurve:
-        """The family's MFU curve for `precision`, with an estimate's copied coefficients."""
-        fam = self.families[family]
-        curve = fam.curve_for(precision)
+        """The family's steady-state MFU curve for `precision`; an extrapolated curve comes
+        with its source curve's coefficients (x its factor) and stack offsets."""
+        tp = self.throughput
+        curve = tp.curve_for(family, precision)
         if curve is None:
             raise CatalogError(f"family {family} has no MFU curve for {precision}; set budget.mfu")
-        if curve.copy_of is None:
+        if curve.from_curve is None:
             return curve
-        base = self.families[curve.copy_of].curve_for(precision)
-        if base is None or base.copy_of is not None:
-            raise CatalogError(f"families.{family}.mfu_curves: copy_of {curve.copy_of} broken")
+        src = curve.from_curve
+        base = tp.curve_for(src.family, src.precision)
+        if base is None or base.from_curve is not None:
+            raise CatalogError(
+                f"throughput.yaml: curve {family}/{precision}: from_curve "
+                f"{src.family}/{src.precision} is not a fitted curve"
+            )
         return curve.model_copy(
             update={
                 "intercept": base.intercept,
                 "slope": base.slope,
                 "params_range": base.params_range,
+                "stacks": base.stacks,
+                "residual": base.residual,
+                "records": base.records,
             }
         )
 
-    # ---- offerings --------------------------------------------------------------------
     def region(self, region: str) -> RegionOfferings:
         try:
             return self.regions[region]
@@ -515,6 +484,8 @@ _FIELD_FILES = {
     "regions": "offerings.yaml",
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
+    "left_out": "records.yaml",
+    "throughput": "throughput.yaml",
     "launch": "launch.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
@@ -582,6 +553,9 @@ def _fields(base: Path) -> dict[str, object]:
         fields["launch"] = launch
         name = "records.yaml"
         fields["records"] = load_records(base / name)
+        fields["left_out"] = load_left_out(base / name)
+        name = "throughput.yaml"
+        fields["throughput"] = load_throughput(base / name)
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
@@ -614,8 +588,9 @@ def _load(base: Path) -> Catalog:
     try:
         _check_integrity(catalog)
     except CatalogError as exc:
-        name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
-        raise CatalogError(f"{base / name}: {exc}") from None
+        prefix = str(exc).split(":", 1)[0]
+        name = {"prices": "prices.yaml", "throughput": "throughput.yaml", "records": "records.yaml"}
+        raise CatalogError(f"{base / name.get(prefix, 'instances.yaml')}: {exc}") from None
     try:
         _check_launch(catalog)
     except CatalogError as exc:
@@ -625,29 +600,34 @@ def _load(base: Path) -> Catalog:
 
 def _check_curves(c: Catalog) -> None:
     """Every accelerated family has one curve per precision it has a peak for; a fitted curve
-    names records of its family and precision; an estimate copies a fitted curve."""
+    names steady-state records of its family and precision; an extrapolated one names a
+    fitted curve. Every record names a known family."""
     records = {r.id: r for r in c.records}
+    curves = c.throughput.curves
     for name, fam in c.families.items():
         for precision in fam.peak_tflops:
-            if sum(precision in cur.precisions for cur in fam.mfu_curves) != 1:
-                raise CatalogError(f"families.{name}.mfu_curves: need exactly one for {precision}")
-        for i, cur in enumerate(fam.mfu_curves):
-            where = f"families.{name}.mfu_curves[{i}]"
-            fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
-            if cur.basis == "records" and (not fitted or not cur.records or cur.copy_of):
-                raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
-            if cur.basis == "estimate" and (cur.copy_of not in c.families or cur.records):
-                raise CatalogError(f"{where}: an estimate needs copy_of a known family")
-            for rid in cur.records:
-                rec = records.get(rid)
-                if rec is None:
-                    raise CatalogError(
-                        f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}"
-                    )
-                if rec.family != name or rec.precision not in cur.precisions:
-                    raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
-            for precision in cur.precisions:
-                c.mfu_curve(name, precision)
+            n = sum(cur.family == name and precision in cur.precisions for cur in curves)
+            if n != 1:
+                raise CatalogError(f"throughput: curves: need exactly one {name}/{precision}")
+    for i, cur in enumerate(curves):
+        where = f"throughput: curves[{i}] ({cur.family})"
+        if cur.family not in c.families:
+            raise CatalogError(f"{where}: unknown family{did_you_mean(cur.family, c.families)}")
+        fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
+        if cur.basis == "fitted" and (not fitted or not cur.records or cur.from_curve):
+            raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
+        if cur.basis == "extrapolated" and (cur.from_curve is None or cur.records):
+            raise CatalogError(f"{where}: an extrapolated curve needs from_curve, no records")
+        for rid in cur.records:
+            rec = records.get(rid)
+            if rec is None:
+                raise CatalogError(f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}")
+            if rec.family != cur.family or rec.precision not in cur.precisions:
+                raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
+            if rec.kind != "steady_state":
+                raise CatalogError(f"{where}: record '{rid}' is {rec.kind}, not steady_state")
+        for precision in cur.precisions:
+            c.mfu_curve(cur.family, precision)
     for rec in c.records:
         if rec.family not in c.families:
             raise CatalogError(f"records: {rec.id}: unknown family '{rec.family}'")

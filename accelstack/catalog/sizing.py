@@ -35,3 +35,16 @@ def memory_fit(
     usable = inst.accelerator_memory_gib * catalog.defaults.usable_memory_fraction
     min_nodes = math.ceil(required_gib / usable) if usable > 0 else 0
     return MemoryFit(instance_type, required_gib, usable, max(min_nodes, 1), bpp)
+
+
+#: Bytes of training state per parameter: BF16/FP16 weights (2) + gradients (2) + FP32 master
+#: weights (4) + Adam's two FP32 moments (8) = 16 (Rajbhandari et al., "ZeRO", 2020, sec. 3.1);
+#: FP8 training keeps the same master weights and moments. The same figures as the catalog's
+#: defaults.training_bytes_per_param (test_catalog checks they agree).
+STATE_BYTES_PER_PARAM: dict[str, float] = {"bf16": 16.0, "fp16": 16.0, "fp8": 16.0}
+
+
+def training_state_bytes(params: float, precision: str) -> float:
+    """Bytes of a full training state (weights, gradients, optimizer) for `params` parameters:
+    what one checkpoint writes."""
+    return params * STATE_BYTES_PER_PARAM[precision]
