@@ -15,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog.blocks import CapacityBlocks, load_capacity_blocks
 from accelstack.catalog.records import LeftOut, TrainingRecord, load_left_out, load_records
 from accelstack.catalog.throughput import MfuCurve, Throughput, load_throughput
 from accelstack.errors import (
@@ -313,6 +314,7 @@ class Catalog(_Frozen):
     records: tuple[TrainingRecord, ...]
     left_out: tuple[LeftOut, ...] = ()
     throughput: Throughput
+    capacity_blocks: CapacityBlocks
     launch: LaunchFacts
 
     # ---- instance facts -------------------------------------------------------------
@@ -486,6 +488,7 @@ _FIELD_FILES = {
     "records": "records.yaml",
     "left_out": "records.yaml",
     "throughput": "throughput.yaml",
+    "capacity_blocks": "capacity_blocks.yaml",
     "launch": "launch.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
@@ -556,6 +559,8 @@ def _fields(base: Path) -> dict[str, object]:
         fields["left_out"] = load_left_out(base / name)
         name = "throughput.yaml"
         fields["throughput"] = load_throughput(base / name)
+        name = "capacity_blocks.yaml"
+        fields["capacity_blocks"] = load_capacity_blocks(base / name)
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
