@@ -21,7 +21,6 @@ rules as `accelstack price`, so the other pools, the control plane, NAT and stor
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -246,17 +245,55 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
             return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {MAX_NODES}"
         return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
     assert sizing.deadline_hours is not None
-    one = estimate_for(retarget_stack(stack, instance_type, 1, "on-demand")).wall_hours
-    need = max(1, math.ceil(one / sizing.deadline_hours - 1e-9))
-    nodes = max(min_nodes, need)
-    if nodes > MAX_NODES:
+    return _deadline_nodes(stack, instance_type, min_nodes, sizing.deadline_hours)
+
+
+def _wall(stack: Stack, instance_type: str, nodes: int) -> float:
+    return estimate_for(retarget_stack(stack, instance_type, nodes, "on-demand")).wall_hours
+
+
+#: Deadline sizing adds nodes while the extra nodes deliver at least this share of their
+#: ideal speed-up (a step from n to m nodes: (hours_n / hours_m - 1) / (m / n - 1)).
+MIN_MARGINAL_EFFICIENCY = 0.5
+
+
+def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float:
+    """Share of the ideal speed-up that going from n to m nodes delivers."""
+    return (hours_n / hours_m - 1.0) / (m / n - 1.0) if m > n else 0.0
+
+
+def _deadline_nodes(
+    stack: Stack, instance_type: str, min_nodes: int, deadline: float
+) -> tuple[int, str]:
+    """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
+    nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
+    with node count), and the candidate is unavailable when that is still too slow."""
+    best_n, best_h = min_nodes, _wall(stack, instance_type, min_nodes)
+    n = min_nodes
+    while best_h > deadline + 1e-9 and n < MAX_NODES:
+        n = min(MAX_NODES, n + max(1, n // 8))  # about 12% more nodes a step
+        hours = _wall(stack, instance_type, n)
+        if marginal_efficiency(best_n, best_h, n, hours) < MIN_MARGINAL_EFFICIENCY:
+            return 0, (
+                f"cannot finish in {deadline:g} h: {best_h:,.1f} h on {best_n} node(s), and "
+                f"more nodes no longer pay ({n} nodes: {hours:,.1f} h; scaling efficiency and "
+                f"goodput fall with node count)"
+            )
+        best_n, best_h = n, hours
+    if best_h > deadline + 1e-9:
         return 0, (
-            f"needs {nodes} nodes to finish in {sizing.deadline_hours:g} h; "
-            f"a pool allows at most {MAX_NODES}"
+            f"needs more than {MAX_NODES} nodes to finish in {deadline:g} h "
+            f"({best_h:,.1f} h on {MAX_NODES}); a pool allows at most {MAX_NODES}"
         )
-    floor = f"; memory fit sets {min_nodes}" if min_nodes > need else ""
-    return nodes, (
-        f"{one:,.1f} h on one node / {sizing.deadline_hours:g} h deadline -> {need} node(s)" + floor
+    lo = max(min_nodes, best_n - max(1, best_n // 8) + 1) if best_n > min_nodes else min_nodes
+    for k in range(lo, best_n + 1):  # the fewest nodes inside the last step
+        if k == best_n or _wall(stack, instance_type, k) <= deadline + 1e-9:
+            best_n = k
+            break
+    floor = f"; memory fit sets {min_nodes}" if best_n == min_nodes and min_nodes > 1 else ""
+    return best_n, (
+        f"{_wall(stack, instance_type, best_n):,.1f} h on {best_n} node(s) meets the "
+        f"{deadline:g} h deadline (fewest nodes, scaling and goodput included){floor}"
     )
 
 
