@@ -44,6 +44,7 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
         "ACCELSTACK_TRIAL_PARAMS_BILLION": f"{wl.model.params_billion:g}",
         "ACCELSTACK_TRIAL_PRECISION": wl.precision,
         "ACCELSTACK_TRIAL_SDK": sdk,
+        "ACCELSTACK_TRIAL_DEVICE_KIND": p.device.name,
     }
     optional = {
         "ACCELSTACK_TRIAL_LAYERS": wl.model.layers,
