@@ -87,7 +87,8 @@ def test_report_for_plan_ends_with_the_verdict() -> None:
     stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
     text = report_for_plan(stack, SimpleNamespace(resources=billable_resources(stack)))
     assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
-    assert "(MFU source = fitted to records: trainium bf16 curve" in text
+    # 1.1B lies below the trn1 records' sizes (8-70.6B): extrapolated, never "fitted"
+    assert "MFU basis: extrapolated (extrapolated beyond the records' sizes (8.03-70.6B)" in text
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
@@ -102,7 +103,8 @@ def test_report_marks_estimates_and_says_which_mfu() -> None:
     assert "47.5/instance-hour" in text
     line = next(x for x in text.splitlines() if "8 x trn3.48xlarge (on-demand)" in x)
     assert "*" in line  # the trn3 price is an estimate
-    assert "(MFU source = estimate (no public record): trainium3 " in text
+    assert "MFU basis: extrapolated (extrapolated from trainium bf16" in text
+    assert "no MXFP8 speed-up credited" in text
     assert "capacity-block   not priced: no capacity-block price for trn3.48xlarge" in text
 
 
@@ -121,9 +123,21 @@ def test_cli_price_json(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["workload_pool"] == "h200"
     ng = [i for i in doc["items"] if i["pool"] == "h200" and i["unit"] == "instance-hour"]
-    assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 43.26
-    assert doc["training"]["mfu_basis"] == "estimate (no public record)"  # no H200 record
-    assert 0.2 < doc["training"]["mfu"] < 0.5 and doc["training"]["mfu_from_spec"] is False
+    assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 39.80
+    t = doc["training"]
+    assert t["mfu_basis"] == "extrapolated"  # H200 FP8 records are 8B only; this is 70.6B
+    assert 0.2 < t["mfu"] < 0.5
+    # the JSON contract (docs/cost.md): each figure with its {low, high} beside it
+    for key in ("steady_state_tokens_per_second_per_chip", "mfu", "goodput", "scaling_efficiency"):
+        rng = t[f"{key}_range"]
+        assert rng["low"] <= t[key] <= rng["high"], key
+    for key in ("wall_hours", "run_usd"):
+        rng = t[f"{key}_range"]
+        assert rng["low"] <= t[key] <= rng["high"], key
+    # a Capacity Block pool pays its whole window: 8 x 39.80 x 24 h x whole days
+    days = t["billed_pool_hours"] / 24
+    assert days == int(days) and t["billed_pool_hours"] >= t["wall_hours"]
+    assert t["capacity_blocks"] == [8]
 
 
 def test_cli_price_over_budget_exits_1_with_one_line(

@@ -144,7 +144,7 @@ def _one(
     return Measured(
         instance_type=itype,
         params_billion=params,
-        precision=precision,  # type: ignore[arg-type]
+        precision=precision,
         mfu=statistics.fmean(record_mfu(catalog, r) for _, r in recs),
         tokens_per_second=statistics.fmean(float(r["tokens_per_s"]) for _, r in recs),
         file=newest_file.name,

@@ -29,8 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from accelstack.catalog import Catalog, MfuCurve
+from accelstack.catalog import Catalog
 from accelstack.catalog.sizing import training_state_bytes
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.errors import CatalogError
 from accelstack.spec import Measured, Workload
 

@@ -158,7 +158,7 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
         LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),
         LimitCheck("budget.max_run_usd", "training run", b.max_run_usd, run.run_usd),
     )
-    blocks = ()
+    blocks: tuple[int, ...] = ()
     if stack.workload_pool.purchase_option == "capacity-block":
         blocks = stack.catalog.capacity_blocks.blocks_for(stack.workload_pool.nodes)
     return Verdict(stack.name, pool, cost, est, run, checks, factor, blocks)

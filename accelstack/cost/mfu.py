@@ -23,8 +23,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from accelstack.catalog import Catalog, MfuCurve
+from accelstack.catalog import Catalog
 from accelstack.catalog.records import TrainingRecord
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.cost.estimate import TrainingEstimate, estimate_training, training_flops
 from accelstack.errors import CatalogError
 from accelstack.spec import Workload

@@ -74,6 +74,7 @@ RECORD_FIELDS = (
     "params_source",
     "model",
     "device_kind",
+    "expected_device_kind",
     "layers",
     "hidden_size",
     "sequence_length",
@@ -137,6 +138,18 @@ def _sync_cuda() -> None:
         cuda.synchronize()
 
 
+def _device_kind() -> str:
+    """The device kind the step actually ran on: nvidia when CUDA was in use, neuron when
+    the host has Neuron devices, else cpu (a record says what ran, not what was asked for)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        return "nvidia"
+    if os.path.exists("/dev/neuron0"):
+        return "neuron"
+    return "cpu"
+
+
 def _env_num(name: str, kind: type = int) -> Any:
     raw = os.environ.get(name, "")
     try:
@@ -187,7 +200,8 @@ def build_record(timer: _Timer) -> dict[str, Any]:
         ),
         "params_source": timer.params_source if timer.params else "spec",
         "model": timer.model or os.environ.get("ACCELSTACK_TRIAL_MODEL", ""),
-        "device_kind": os.environ.get("ACCELSTACK_TRIAL_DEVICE_KIND", ""),
+        "device_kind": _device_kind(),
+        "expected_device_kind": os.environ.get("ACCELSTACK_TRIAL_DEVICE_KIND", ""),
         "layers": _env_num("ACCELSTACK_TRIAL_LAYERS"),
         "hidden_size": _env_num("ACCELSTACK_TRIAL_HIDDEN_SIZE"),
         "sequence_length": seq,
