@@ -134,7 +134,7 @@ def test_every_row_has_a_source(catalog):
 def test_state_bytes_agree_with_the_memory_fit(catalog):
     from accelstack.catalog.sizing import STATE_BYTES_PER_PARAM, training_state_bytes
 
-    assert STATE_BYTES_PER_PARAM == catalog.defaults.training_bytes_per_param
+    assert catalog.defaults.training_bytes_per_param == STATE_BYTES_PER_PARAM
     assert training_state_bytes(70e9, "bf16") == 70e9 * 16
 
 

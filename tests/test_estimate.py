@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog import Catalog
 from accelstack.cost.estimate import estimate_training, run_cost, training_flops
 from accelstack.cost.guard import check_budget
 from accelstack.errors import CatalogError
