@@ -357,7 +357,7 @@ def curve_point(
     rel = max(curve.residual, spreads.minimum) + curve.extra_spread
     rel = min(0.9, rel + spreads.per_decade_outside * outside)
     lo_s, hi_s = curve.params_range or (p, p)
-    sizes = f"{lo_s:g}-{hi_s:g}B"
+    sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
     n = len(curve.records)
     stacks = ", ".join(sorted(curve.stacks)) or "one stack"
     if curve.from_curve is not None:
