@@ -363,9 +363,10 @@ def curve_point(
     if curve.from_curve is not None:
         src = curve.from_curve
         detail = f"x {curve.factor:g}, " if curve.factor != 1 else ""
+        beyond = f"; beyond the records' sizes to {p:g}B" if outside > 0 else ""
         source = (
             f"extrapolated from {src.family} {src.precision} ({detail}{n} records, {sizes}; "
-            f"{stacks}): {curve.reason}"
+            f"{stacks}{beyond}): {curve.reason}"
         )
         return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
     fitted = f"{curve.family} {workload.precision} curve, {n} steady-state records ({stacks})"
