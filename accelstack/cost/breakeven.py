@@ -52,8 +52,18 @@ class BreakEven:
     price_now: float
     price_at_most: float
     too_close: bool
+    runner_up_within_budget: bool = True
+    pick_run_usd: float = 0.0
 
     def line(self) -> str:
+        if self.runner_up_run_usd < self.pick_run_usd:
+            return (
+                f"break-even: {self.runner_up} runs for less (${self.runner_up_run_usd:,.0f} "
+                f"against ${self.pick_run_usd:,.0f}) but is over budget; {self.pick} would match "
+                f"it at MFU >= {self.mfu_at_least or float('inf'):.2f} (now {self.mfu_now:.2f}) "
+                f"or a price <= ${self.price_at_most:,.2f}/h per instance "
+                f"(now ${self.price_now:,.2f})"
+            )
         mfu = (
             f"its MFU >= {self.mfu_at_least:.2f} (now {self.mfu_now:.2f})"
             if self.mfu_at_least is not None
@@ -63,6 +73,7 @@ class BreakEven:
             f"break-even: {self.pick} stays cheapest while {mfu} and its price <= "
             f"${self.price_at_most:,.2f}/h per instance (now ${self.price_now:,.2f}); "
             f"runner-up {self.runner_up} at ${self.runner_up_run_usd:,.0f}"
+            + ("" if self.runner_up_within_budget else " (over budget)")
         )
 
 
@@ -70,7 +81,7 @@ def overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def break_even(pick: Side, runner: Side) -> BreakEven:
+def break_even(pick: Side, runner: Side, runner_within_budget: bool = True) -> BreakEven:
     """The MFU and price at which `pick` stops being cheaper than `runner`."""
     target = runner.run_usd
     hours_budget = target / (pick.hourly_usd * pick.spot_factor) - pick.one_time_hours
@@ -87,4 +98,6 @@ def break_even(pick: Side, runner: Side) -> BreakEven:
         price_now=pick.instance_rate_usd,
         price_at_most=max(0.0, rate),
         too_close=overlaps(pick.run_usd_range, runner.run_usd_range),
+        runner_up_within_budget=runner_within_budget,
+        pick_run_usd=pick.run_usd,
     )

@@ -449,6 +449,20 @@ def side(c: Candidate, o: OptionRun) -> Side:
     )
 
 
+def _runner_up(
+    candidates: Sequence[Candidate], pick_type: str, deadline_hours: float | None
+) -> tuple[Candidate, OptionRun] | None:
+    """The cheapest row of another type that meets the deadline: within budget when one is,
+    else the cheapest over budget (the break-even still says how far ahead the pick is)."""
+    rows = [
+        r
+        for r in _rows(candidates)
+        if r[0].instance_type != pick_type
+        and (deadline_hours is None or r[1].wall_hours <= deadline_hours + 1e-9)
+    ]
+    return min(rows, key=lambda r: (not r[1].fits_budget, *_cost_key(r))) if rows else None
+
+
 def pick(
     candidates: Sequence[Candidate],
     deadline_hours: float | None,
@@ -467,11 +481,11 @@ def pick(
     if not fits:
         return None, None
     best = min(fits, key=_cost_key)
-    others = [r for r in fits if r[0].instance_type != best[0].instance_type]
     cheapest = _pick_of(*best, sizing, spot_source)
-    if others:
-        runner = min(others, key=_cost_key)
-        cheapest = dataclasses.replace(cheapest, break_even=break_even(side(*best), side(*runner)))
+    runner = _runner_up(candidates, best[0].instance_type, deadline_hours)
+    if runner is not None:
+        pair = break_even(side(*best), side(*runner), runner[1].fits_budget)
+        cheapest = dataclasses.replace(cheapest, break_even=pair)
     fastest = min(fits, key=_time_key)
     return cheapest, _pick_of(*fastest, sizing, spot_source)
 
