@@ -392,3 +392,146 @@ def test_price_of_a_spot_spec_carries_the_same_overhead_as_compare(catalog: Cata
     assert row.run_usd == pytest.approx(v.run.run_usd)
     od = check_budget(resolve(parse_spec({**data_of("llama3-70b-trn2"), "budget": {}}, "t")))
     assert od.spot_factor == 1.0 and od.run.wall_hours == od.estimate.wall_hours
+
+
+# ---- ranges, break-even, labels ------------------------------------------------------
+
+
+def test_cheapest_pick_prints_ranges_break_even_and_too_close() -> None:
+    cmp = compare(stack_with("llama3-70b-p5", data_of("llama3-70b-p5")["budget"]))
+    p = cmp.cheapest
+    assert p is not None and p.break_even is not None
+    lo, hi = p.run_usd_range
+    assert lo < p.run_usd < hi
+    text = render(cmp)
+    assert text.count("break-even: ") == 1
+    assert f"break-even: {p.instance_type} stays cheapest while its MFU >= " in text
+    # overlapping run-cost ranges: the estimate cannot separate them
+    assert p.too_close and "too close to call: run `accelstack trial` on both" in text
+    assert "CHEAPEST (too close to call)" in text
+    # every row carries its ranges
+    for c in cmp.candidates:
+        for o in c.options:
+            assert o.wall_hours_range[0] <= o.wall_hours <= o.wall_hours_range[1]
+            assert o.run_usd_range[0] <= o.run_usd <= o.run_usd_range[1]
+
+
+def test_break_even_arithmetic() -> None:
+    import dataclasses
+
+    from accelstack.cost.breakeven import Side, break_even
+
+    pick = Side(
+        "a",
+        "on-demand",
+        4,
+        1000.0,
+        (900.0, 1100.0),
+        10.5,
+        100.0,
+        20.0,
+        20.0,
+        None,
+        1.0,
+        0.4,
+        9.0,
+        0.9,
+        0.5,
+    )
+    runner = Side(
+        "b",
+        "on-demand",
+        8,
+        1500.0,
+        (1400.0, 1600.0),
+        5.0,
+        300.0,
+        20.0,
+        35.0,
+        None,
+        1.0,
+        0.5,
+        4.0,
+        0.9,
+        0.5,
+    )
+    be = break_even(pick, runner)
+    # at the threshold MFU the pick's run costs the runner-up's
+    hours = 9.0 * 0.4 / be.mfu_at_least / 0.9 + 0.5  # type: ignore[operator]
+    assert 100.0 * hours == pytest.approx(1500.0)
+    # at the threshold price too (rest of the stack 20 $/h over the same wall hours)
+    assert 20.0 * 10.5 + 4 * be.price_at_most * 10.5 == pytest.approx(1500.0)
+    assert not be.too_close and "stays cheapest while its MFU >= 0.28 (now 0.40)" in be.line()
+    close = break_even(pick, dataclasses.replace(runner, run_usd_range=(1050.0, 1600.0)))
+    assert close.too_close
+
+
+def test_fastest_is_the_fastest_of_all_rows_and_within_budget_is_labelled() -> None:
+    budget = data_of("mixed-trn2-p5")["budget"]
+    cmp = compare(stack_with("mixed-trn2-p5", budget))
+    assert cmp.fastest is not None and cmp.fastest_within_budget is not None
+    assert cmp.fastest.instance_type == "p5.48xlarge" and not cmp.fastest.within_budget
+    assert cmp.fastest_within_budget.instance_type == "trn2.48xlarge"
+    assert cmp.fastest.wall_hours < cmp.fastest_within_budget.wall_hours
+    text = render(cmp)
+    (fast_row,) = [x for x in text.splitlines() if x.startswith("  ") and "FASTEST" in x]
+    assert fast_row.split()[0] == "p5.48xlarge" and "over budget" in fast_row
+    (within_row,) = [x for x in text.splitlines() if "fastest within budget" in x and "CHEAP" in x]
+    assert within_row.split()[0] == "trn2.48xlarge"
+    assert "fastest (of all rows): 4 x p5.48xlarge" in text
+    assert "fastest within budget: 2 x trn2.48xlarge" in text
+    # the over-budget runner-up runs for less: the break-even says so instead of "stays"
+    assert "runs for less" in text and "but is over budget" in text
+
+
+def test_json_rows_carry_the_flags_and_the_pick_its_break_even(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    assert main(["compare", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = [o for c in doc["candidates"] for o in c["options"]]
+    assert sum(o["cheapest"] for o in rows) == 1 and sum(o["fastest"] for o in rows) == 1
+    assert all(isinstance(o["within_budget"], bool) for o in rows)
+    for o in rows:
+        assert {"low", "high"} == set(o["run_usd_range"]) == set(o["wall_hours_range"])
+    be = doc["cheapest"]["break_even"]
+    assert be == doc["break_even"] and be["mfu_at_least"] < be["mfu_now"]
+    assert be["line"].startswith("break-even: trn2.48xlarge stays cheapest")
+
+
+def test_capacity_block_rows_bill_the_whole_window(catalog: Catalog) -> None:
+    cmp = compare(stack_with("llama3-70b-trn2", {}), ["trn2.48xlarge"])
+    od, cb = cmp.candidates[0].options
+    assert cb.option == "capacity-block" and od.billed_pool_hours is None
+    days = catalog.capacity_blocks.window_days(cb.wall_hours)
+    assert cb.billed_pool_hours == days * 24 > cb.wall_hours
+    assert days in catalog.capacity_blocks.durations_days()
+    assert cb.run_usd == pytest.approx(
+        cb.other_hourly_usd * cb.wall_hours + cb.pool_hourly_usd * days * 24
+    )
+    assert f"billed {days}-day window" in render(cmp)
+
+
+def test_deadline_sizing_stops_where_nodes_no_longer_pay() -> None:
+    import dataclasses
+
+    from accelstack.cost.compare import MIN_MARGINAL_EFFICIENCY, marginal_efficiency
+
+    assert marginal_efficiency(8, 100.0, 16, 50.0) == pytest.approx(1.0)
+    assert marginal_efficiency(8, 100.0, 16, 80.0) == pytest.approx(0.25)
+    stack = stack_with("llama3-70b-p5", {})
+    cat = stack.catalog
+    # a steep loss per node doubling: beyond a few dozen nodes more nodes barely help
+    steep = cat.throughput.scaling.model_copy(update={"loss_per_node_doubling": 0.12})
+    tp = cat.throughput.model_copy(update={"scaling": steep})
+    slow = dataclasses.replace(stack, catalog=cat.model_copy(update={"throughput": tp}))
+    (c,) = compare(slow, ["p5.48xlarge"], deadline_hours=50).candidates
+    assert c.reason is not None and "more nodes no longer pay" in c.reason
+    assert MIN_MARGINAL_EFFICIENCY == 0.5
+    # with the catalog's scaling the same deadline is met with the fewest nodes that do
+    (ok,) = compare(stack, ["p5.48xlarge"], deadline_hours=200).candidates
+    assert ok.available and ok.wall_hours <= 200
+    (fewer,) = compare(stack, ["p5.48xlarge"], chips=(ok.nodes - 1) * 8).candidates
+    assert fewer.wall_hours > 200
