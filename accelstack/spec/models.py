@@ -397,7 +397,9 @@ class Measured(Strict):
         None, ge=1, le=100_000, description="nodes the trial ran on (carried to the pool's count)"
     )
     world_size: int | None = Field(None, ge=1, description="processes of the trial job")
-    device_kind: Text | None = Field(None, description="device kind the trial ran on (refused when not the pool's)")
+    device_kind: Text | None = Field(
+        None, description="device kind the trial ran on (refused when not the pool's)"
+    )
     model: Text | None = Field(
         None, description="the model that ran: its size, measured by the trial or given"
     )
