@@ -115,8 +115,10 @@ Scripts: {pools}. Copy this directory to one node of each pool (or to shared sto
 Each node appends one JSON line to `{records}` (override with ACCELSTACK_TRIAL_RECORDS).
 
 Your entrypoint must stop after `ACCELSTACK_MAX_STEPS` steps and call `step_done()` after
-each one (see the docstring of `{WRAPPER}`). Then, on your workstation:
+each one, and should call `model_ran(module=model)` once so the record carries the model that
+actually ran (see the docstring of `{WRAPPER}`). `calibrate` refuses a record from another
+device kind than its pool (a CPU run) or with an implausible MFU. Then, on your workstation:
 
     accelstack calibrate {records} --spec stacks/{stack.name}.yaml
-    accelstack price stacks/{stack.name}.yaml     # MFU source = measured (...)
+    accelstack price stacks/{stack.name}.yaml     # MFU basis: measured (...)
 """
