@@ -67,8 +67,9 @@ def test_price_bills_the_whole_window_up_front() -> None:
     assert r.billed_pool_hours is not None and r.billed_pool_hours % 24 == 0
     assert r.billed_pool_hours >= r.wall_hours
     other = v.cost.hourly_usd - r.pool_hourly_usd
+    assert r.extra_usd == pytest.approx(8 * 20 * 0.045)  # image pulls through the NAT
     assert r.run_usd == pytest.approx(
-        other * r.wall_hours + r.pool_hourly_usd * r.billed_pool_hours
+        other * r.wall_hours + r.pool_hourly_usd * r.billed_pool_hours + r.extra_usd
     )
     assert v.blocks == (8,)
 

@@ -105,7 +105,7 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
         billed = wall
         if rate.option == "capacity-block":
             billed = cat.capacity_blocks.window_days(wall) * 24
-        run = (v.cost.hourly_usd - pool_hourly) * wall + pool_hourly * billed
+        run = (v.cost.hourly_usd - pool_hourly) * wall + pool_hourly * billed + v.run.extra_usd
         rows.append(
             (rate.type, rate.option, nodes, wall, v.cost.hourly_usd, v.cost.monthly_usd, run)
         )
@@ -269,7 +269,8 @@ def test_spot_is_opt_in_and_carries_the_interruption_overhead(catalog: Catalog) 
     assert si.estimate and si.source.startswith("estimate")
     assert factor > 1 and spot.overhead_factor == pytest.approx(factor)
     assert spot.wall_hours == pytest.approx(od.wall_hours * factor)
-    assert spot.run_usd == pytest.approx(spot.hourly_usd * od.wall_hours * factor)
+    nat_data = 16 * 20 * 0.045  # the run's image pulls through the NAT gateway
+    assert spot.run_usd == pytest.approx(spot.hourly_usd * od.wall_hours * factor + nat_data)
     text = render(cmp)
     assert "spot: wall hours x interruption overhead; estimate:" in text
     assert cmp.cheapest is not None and cmp.cheapest.option == "spot"
@@ -508,8 +509,9 @@ def test_capacity_block_rows_bill_the_whole_window(catalog: Catalog) -> None:
     days = catalog.capacity_blocks.window_days(cb.wall_hours)
     assert cb.billed_pool_hours == days * 24 > cb.wall_hours
     assert days in catalog.capacity_blocks.durations_days()
+    nat_data = 16 * 20 * 0.045  # image pulls through the NAT gateway, once per node
     assert cb.run_usd == pytest.approx(
-        cb.other_hourly_usd * cb.wall_hours + cb.pool_hourly_usd * days * 24
+        cb.other_hourly_usd * cb.wall_hours + cb.pool_hourly_usd * days * 24 + nat_data
     )
     assert f"billed {days}-day window" in render(cmp)
 

@@ -57,7 +57,7 @@ def test_limits_use_monthly_hours_and_run_cost() -> None:
     v = check_budget(over({"max_hourly_usd": 1e6, "max_monthly_usd": 1e9, "max_run_usd": 1e9}))
     hourly, monthly, run = v.checks
     assert monthly.actual == pytest.approx(hourly.actual * 730)
-    assert run.actual == pytest.approx(hourly.actual * v.estimate.wall_hours)
+    assert run.actual == pytest.approx(hourly.actual * v.estimate.wall_hours + v.run.extra_usd)
     assert v.ok and v.one_line() == "trn1-multinode: within budget"
     exact = check_budget(over({"max_hourly_usd": hourly.actual}))
     assert exact.ok  # at the limit is within it

@@ -137,11 +137,16 @@ def test_run_cost_scales(catalog: Catalog, nodes: int, tokens: float, mfu: float
 def test_preset_run_cost_is_whole_stack_times_wall_hours() -> None:
     v = check_budget(resolve(load_spec(STACKS / "mixed-trn2-p5.yaml")))
     assert v.run.billed_pool_hours is None  # on-demand: billed by the hour
-    assert v.run.run_usd == pytest.approx(v.cost.hourly_usd * v.estimate.wall_hours)
+    # plus the run's image pulls through the NAT gateway (4 nodes x 20 GB x $0.045/GB)
+    assert v.run.extra_usd == pytest.approx(4 * 20 * 0.045)
+    assert v.run.run_usd == pytest.approx(
+        v.cost.hourly_usd * v.estimate.wall_hours + v.run.extra_usd
+    )
     # the idle h100 pool is billed during the run: whole stack > workload pool
     assert v.run.pool_hourly_usd == pytest.approx(v.cost.pool_hourly_usd("trn2"))
     assert v.cost.pool_hourly_usd("h100") > 100
     assert v.run.run_usd > v.run.pool_run_usd + 100 * v.estimate.wall_hours
+    assert any(x.startswith("inter-AZ data: none estimated") for x in v.data_lines)
 
 
 def test_budget_mfu_is_used_and_reported() -> None:

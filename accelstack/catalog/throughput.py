@@ -128,6 +128,8 @@ class Goodput(_Frozen):
     compile_hours: dict[str, float] = Field(default_factory=dict)  # device kind -> estimate
     compile_source: str = Field(min_length=1)
     spread: float = Field(ge=0, lt=1)  # relative uncertainty of the loss terms
+    image_pull_gb_per_node: float = Field(ge=0)  # data each node pulls once per run
+    image_pull_source: str = Field(min_length=1)
 
 
 class Spreads(_Frozen):

@@ -32,6 +32,7 @@ from accelstack.cost.pricing import (
     price_plan,
     price_stack,
 )
+from accelstack.cost.rundata import run_data
 from accelstack.errors import VerdictError
 from accelstack.jsonout import dumps
 from accelstack.resolve import Stack
@@ -61,6 +62,7 @@ class Verdict:
     checks: tuple[LimitCheck, ...]
     spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
     blocks: tuple[int, ...] = ()  # Capacity Block sizes of the workload pool
+    data_lines: tuple[str, ...] = ()  # per-GB lines of the run (NAT data, inter-AZ)
 
     @property
     def ok(self) -> bool:
@@ -142,6 +144,7 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
     factor = spot_factor(stack)
     lo, hi = est.wall_hours_range
     billed = billed_hours(stack, est.wall_hours * factor)
+    data = run_data(stack, cost)
     run = RunCost(
         est.wall_hours * factor,
         cost.hourly_usd,
@@ -151,6 +154,7 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
         billed,
         (lo * factor, hi * factor),
         None if billed is None else (billed_hours(stack, lo) or lo, billed_hours(stack, hi) or hi),
+        data.usd,
     )
     b = stack.spec.budget
     checks = (
@@ -161,7 +165,7 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
     blocks: tuple[int, ...] = ()
     if stack.workload_pool.purchase_option == "capacity-block":
         blocks = stack.catalog.capacity_blocks.blocks_for(stack.workload_pool.nodes)
-    return Verdict(stack.name, pool, cost, est, run, checks, factor, blocks)
+    return Verdict(stack.name, pool, cost, est, run, checks, factor, blocks, data.lines)
 
 
 def enforce(stack: Stack, resources: Iterable[ResourceLike] | None = None) -> None:
@@ -297,6 +301,7 @@ def _run_lines(v: Verdict) -> list[str]:
         f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
         f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
     ]
+    out += [f"  {line}" for line in v.data_lines]
     out += [f"  warning: {w}" for w in e.warnings]
     return out
 
@@ -411,6 +416,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "min_nodes": e.min_nodes,
         "run_usd": r.run_usd,
         "run_usd_range": lohi(r.run_usd_range),
+        "data_transfer_usd": r.extra_usd,
         "pool_run_usd": r.pool_run_usd,
         "usd_per_million_tokens": r.usd_per_million_tokens,
         "warnings": list(e.warnings),
