@@ -100,6 +100,12 @@ def _pick(p: Pick | None) -> dict[str, Any] | None:
     }
 
 
+def _same_row(a: Pick | None, b: Pick | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.instance_type, a.option) == (b.instance_type, b.option)
+
+
 def _is(p: Pick | None, instance_type: str, option: str) -> bool:
     return p is not None and (p.instance_type, p.option) == (instance_type, option)
 
@@ -166,7 +172,10 @@ def comparison_markdown(cmp: Comparison) -> str:
                 f"| {_cell(', '.join(notes))} |"
             )
     lines.append("")
-    for label, p in (("Cheapest", cmp.cheapest), ("Fastest (of all rows)", cmp.fastest)):
+    picks = [("Cheapest", cmp.cheapest), ("Fastest (of all rows)", cmp.fastest)]
+    if not _same_row(cmp.fastest, cmp.fastest_within_budget):
+        picks.append(("Fastest within budget", cmp.fastest_within_budget))
+    for label, p in picks:
         if p is None:
             lines.append(f"**{label}:** nothing fits the budget")
             continue
