@@ -115,3 +115,23 @@ def test_validate_warns_when_the_batch_cannot_feed_every_rank(
     out = capsys.readouterr().out
     assert "workload.global_batch_size: global batch of 256 sequences on 1,024 chips" in out
     assert "0.25 sequence per chip" in out
+
+
+def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
+    d = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    d["calibration"] = [
+        {
+            "instance_type": "p5.48xlarge",
+            "params_billion": 70.6,
+            "mfu": 1.9e-7,
+            "tokens_per_second": 0.01,
+            "file": "records.jsonl",
+            "date": "2026-11-20",
+            "steps": 9,
+            "sdk": "x",
+        }
+    ]
+    with pytest.raises(SpecError) as err:
+        parse_spec(d, "llama3-70b-p5.yaml")
+    (line,) = [str(p) for p in err.value.problems]
+    assert "calibration[0].mfu" in line and "outside the plausible 0.05-0.75" in line

@@ -1050,3 +1050,16 @@ def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
                 f"{len(blocks)} blocks ({', '.join(map(str, blocks))}): split the pool or use "
                 f"at most {cb.max_instances_per_block} nodes ({cb.source})",
             )
+
+
+@rule("calibration-mfu-band", "a calibration's MFU is a plausible training-step MFU (catalog band)")
+def _calibration_band(ctx: Context) -> Iterator[Finding]:
+    lo, hi = ctx.catalog.throughput.spreads.mfu_band
+    for i, m in enumerate(ctx.spec.calibration):
+        if not lo <= m.mfu <= hi:
+            yield (
+                f"calibration[{i}].mfu",
+                f"{m.mfu:.3g} is outside the plausible {lo:g}-{hi:g} for a training step "
+                f"(a CPU run or a proxy model recorded with the full size?); re-run "
+                "`accelstack trial` and `accelstack calibrate`",
+            )
