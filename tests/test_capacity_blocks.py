@@ -135,3 +135,13 @@ def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
         parse_spec(d, "llama3-70b-p5.yaml")
     (line,) = [str(p) for p in err.value.problems]
     assert "calibration[0].mfu" in line and "outside the plausible 0.05-0.75" in line
+
+
+def test_capacity_block_prices_only_where_aws_offers_the_type(catalog: Catalog) -> None:
+    offered = catalog.capacity_blocks.offered
+    assert offered["trn2.48xlarge"] == ("us-east-2",) and catalog.capacity_blocks.offered_source
+    rows = [r for r in catalog.instance_rates if r.option == "capacity-block"]
+    assert rows
+    for r in rows:
+        assert r.region in offered.get(r.type or "", ()), (r.type, r.region)
+        assert r.estimate and r.as_of and r.source

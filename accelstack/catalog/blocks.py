@@ -32,6 +32,8 @@ class CapacityBlocks(BaseModel):
     start_up_to_weeks_ahead: int = Field(ge=0)
     single_zone: bool
     billed_up_front: bool
+    offered: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # type -> regions
+    offered_source: str = ""
     as_of: str
     source: str = Field(min_length=1)
 
