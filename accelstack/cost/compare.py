@@ -268,10 +268,9 @@ def _deadline_nodes(
     """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
     nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
     with node count), and the candidate is unavailable when that is still too slow."""
-    best_n, best_h = min_nodes, _wall(stack, instance_type, min_nodes)
-    n = min_nodes
-    while best_h > deadline + 1e-9 and n < MAX_NODES:
-        n = min(MAX_NODES, n + max(1, n // 8))  # about 12% more nodes a step
+    prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
+    while best_h > deadline + 1e-9 and best_n < MAX_NODES:
+        n = min(MAX_NODES, best_n + max(1, best_n // 8))  # about 12% more nodes a step
         hours = _wall(stack, instance_type, n)
         if marginal_efficiency(best_n, best_h, n, hours) < MIN_MARGINAL_EFFICIENCY:
             return 0, (
@@ -279,17 +278,17 @@ def _deadline_nodes(
                 f"more nodes no longer pay ({n} nodes: {hours:,.1f} h; scaling efficiency and "
                 f"goodput fall with node count)"
             )
-        best_n, best_h = n, hours
+        prev_n, best_n, best_h = best_n, n, hours
     if best_h > deadline + 1e-9:
         return 0, (
             f"needs more than {MAX_NODES} nodes to finish in {deadline:g} h "
             f"({best_h:,.1f} h on {MAX_NODES}); a pool allows at most {MAX_NODES}"
         )
-    lo = max(min_nodes, best_n - max(1, best_n // 8) + 1) if best_n > min_nodes else min_nodes
-    for k in range(lo, best_n + 1):  # the fewest nodes inside the last step
-        if k == best_n or _wall(stack, instance_type, k) <= deadline + 1e-9:
-            best_n = k
-            break
+    # the fewest nodes inside the last step that still meet the deadline
+    best_n = next(
+        (k for k in range(prev_n + 1, best_n) if _wall(stack, instance_type, k) <= deadline + 1e-9),
+        best_n,
+    )
     floor = f"; memory fit sets {min_nodes}" if best_n == min_nodes and min_nodes > 1 else ""
     return best_n, (
         f"{_wall(stack, instance_type, best_n):,.1f} h on {best_n} node(s) meets the "
