@@ -246,3 +246,28 @@ def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
     assert main(["price", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "savings plans commit to this hourly spend for 1 or 3 years" in out
+
+
+def test_the_json_contract_in_docs_matches_the_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every `training.*` field docs/cost.md documents is in `price --format json`, and
+    every compare row field it lists is in `compare --format json`."""
+    import re
+
+    doc = (ROOT / "docs" / "cost.md").read_text()
+    section = doc[doc.index("## JSON contract") :]
+    fields = set(re.findall(r"`training\.([a-z_]+)`", section))
+    ranged = set(re.findall(r"`training\.([a-z_]+)` \(\+ `_range`\)", section))
+    assert {"mfu", "mfu_basis", "goodput", "wall_hours", "run_usd"} <= fields
+    assert main(["price", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    training = json.loads(capsys.readouterr().out)["training"]
+    for name in fields:
+        assert name in training, name
+    for name in ranged | {"mfu", "wall_hours", "run_usd"}:
+        rng = training[f"{name}_range"]
+        assert set(rng) == {"low", "high"} and rng["low"] <= training[name] <= rng["high"]
+    assert main(["compare", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    row = cmp["candidates"][0]["options"][0]
+    for name in ("fastest", "cheapest", "within_budget", "fastest_within_budget"):
+        assert isinstance(row[name], bool), name
+    assert cmp["cheapest"]["break_even"]["line"].startswith("break-even: ")
