@@ -77,9 +77,17 @@ class CapacityBlocks(BaseModel):
 def load_capacity_blocks(path: Path) -> CapacityBlocks:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return CapacityBlocks.model_validate(data["capacity_blocks"])
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+    except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    return parse_capacity_blocks(data, path)
+
+
+def parse_capacity_blocks(data: object, path: Path) -> CapacityBlocks:
+    """Validate capacity_blocks.yaml's content (`path`: the file named in errors)."""
+    if not isinstance(data, dict) or not isinstance(data.get("capacity_blocks"), dict):
+        raise CatalogError(f"{path}: no section 'capacity_blocks' (is the file truncated?)")
+    try:
+        return CapacityBlocks.model_validate(data["capacity_blocks"])
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])

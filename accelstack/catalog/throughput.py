@@ -160,6 +160,11 @@ def load_throughput(path: Path) -> Throughput:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    return parse_throughput(data, path)
+
+
+def parse_throughput(data: object, path: Path) -> Throughput:
+    """Validate throughput.yaml's content (`path`: the file named in errors)."""
     try:
         return Throughput.model_validate(data)
     except ValidationError as exc:
