@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from accelstack import naming
 from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
@@ -156,7 +157,7 @@ class Stack:
     @property
     def fsx_claim_name(self) -> str | None:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
-        return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
+        return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
 
     @property
     def zone_ids(self) -> tuple[str, ...]:
@@ -274,7 +275,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     fw = wl_pool.framework
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
-    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = naming.stack_tags(name or spec.name, spec.tags)
     return Stack(
         spec=spec,
         catalog=cat,

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from accelstack.catalog import Catalog, HelmChart
 from accelstack.components.nodegroup import EFA_LABEL
+from accelstack.naming import MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
 #: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
@@ -115,8 +116,8 @@ class DevicePluginsArgs:
             depends_on=depends_on,
             access=list(access or []),
             labels={
-                "app.kubernetes.io/managed-by": "accelstack",
-                "accelstack.io/stack": stack.name,
+                MANAGED_BY_LABEL: MANAGED_BY,
+                STACK_LABEL: stack.name,
             },
         )
 

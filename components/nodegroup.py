@@ -17,6 +17,7 @@ import pulumi_aws as aws
 
 from accelstack.components.amis import image_id
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
+from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
 #: The node role: no AmazonEKS_CNI_Policy (aws-node gets it through Pod Identity, see
@@ -26,8 +27,6 @@ NODE_ROLE_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
     "AmazonSSMManagedInstanceCore",
 )
-POOL_LABEL = "accelstack.io/pool"
-EFA_LABEL = "accelstack.io/efa"
 #: EKS node-group taint effects (API enum) by Kubernetes effect.
 TAINT_EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",

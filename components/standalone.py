@@ -38,6 +38,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
@@ -60,6 +61,7 @@ from accelstack.components.nodegroup import (
     efa_network_interfaces,
 )
 from accelstack.components.provider import aws_context
+from accelstack.naming import STACK_TAG
 from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -67,7 +69,6 @@ ENV_FILE = "/etc/accelstack/env"
 SCRIPT_DIR = "/opt/accelstack"
 RUN_COMMAND = "/usr/local/bin/accelstack-run"
 FSX_MOUNT = "/fsx"
-STACK_TAG = "accelstack:stack"
 #: `accelstack-run` finds its rank among the pool's instances; DescribeInstances supports no
 #: resource-level permissions (Service Authorization Reference, Amazon EC2 actions), so "*".
 DESCRIBE_INSTANCES_POLICY = {
@@ -340,7 +341,7 @@ def run_command(stack: Stack, pool: ResolvedPool) -> str:
     return (
         "aws ssm send-command --document-name AWS-RunShellScript "
         f"--region {stack.region} "
-        f"--targets Key=tag:accelstack:stack,Values={stack.name} "
+        f"--targets Key=tag:{STACK_TAG},Values={stack.name} "
         f"Key=tag:{POOL_LABEL},Values={pool.name} "
         f'--parameters \'commands=["{RUN_COMMAND}"],executionTimeout=["172800"]\' '
         f"--max-concurrency {pool.nodes} --comment {shlex.quote(f'accelstack {stack.name} {pool.name}')}"
@@ -350,7 +351,10 @@ def run_command(stack: Stack, pool: ResolvedPool) -> str:
 def instance_tags(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     """Tags every instance of the pool gets from the launch template: the stack and pool tags
     the SSM association and rank discovery select on (a fleet does not pass its own tags on)."""
-    return {**stable_tags(stack.tags, f"{stack.name}-{pool.name}"), POOL_LABEL: pool.name}
+    return {
+        **stable_tags(stack.tags, naming.pool_prefix(stack.name, pool.name)),
+        POOL_LABEL: pool.name,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -558,7 +562,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         profile: aws.iam.InstanceProfile,
         key_name: str | None,
     ) -> None:
-        prefix = f"{name}-{pool.name}"
+        prefix = naming.pool_prefix(name, pool.name)
         subnet = args.subnet_ids[pool.zone_id]
         nics = network_interfaces(pool, subnet, [self.security_group_id])
         lt = self._launch_template(prefix, args.stack, pool, profile, key_name, nics)
@@ -707,7 +711,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
 
     name = stack.name
     top, partition, account_id = aws_context(stack)
-    network = Network(f"{name}-network", standalone_network_args(stack), opts=top)
+    network = Network(naming.network(name), standalone_network_args(stack), opts=top)
     cluster = StandaloneCluster(
         name,  # children are `<stack>-<pool>-lt`, `<stack>-<pool>-<rank>`: as the EKS pools
         StandaloneClusterArgs.from_stack(stack, network, account_id, partition),

@@ -20,8 +20,6 @@ from accelstack.components.compile_cache import (
 from accelstack.components.device_plugins import plugin_releases
 from accelstack.components.network import subnet_cidrs
 from accelstack.components.nodegroup import (
-    EFA_LABEL,
-    POOL_LABEL,
     ami_parameter_name,
     capacity_reservation,
     capacity_type,
@@ -32,6 +30,7 @@ from accelstack.components.nodegroup import (
     node_taints,
     nodeadm_user_data,
 )
+from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack, resolve
 from accelstack.spec import parse_spec
 

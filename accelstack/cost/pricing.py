@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from accelstack import naming
 from accelstack.catalog import PURCHASE_OPTIONS, RATE_ALIASES, Catalog, Rate
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
+from accelstack.naming import POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
-POOL_LABEL = "accelstack.io/pool"
 #: EKS managed node groups without a launch template get a 20 GiB root volume.
 EKS_DEFAULT_DISK_GIB = 20
 NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
@@ -932,7 +933,7 @@ def _instance_resources(stack: Stack) -> list[Resource]:
     Fleet request for all of its nodes."""
     out: list[Resource] = []
     for p in stack.pools:
-        lt = f"{stack.name}-{p.name}-lt"
+        lt = naming.launch_template(stack.name, p.name)
         market = (
             "spot"
             if p.purchase_option == "spot"
@@ -953,7 +954,7 @@ def _instance_resources(stack: Stack) -> list[Resource]:
         out.append(
             Resource(
                 "aws:ec2/fleet:Fleet",
-                f"{stack.name}-{p.name}-fleet",
+                naming.fleet(stack.name, p.name),
                 {
                     "launchTemplateConfigs": [
                         {
@@ -982,8 +983,9 @@ def _nat_resources(stack: Stack) -> list[Resource]:
     nats = 1 if network.single_nat_gateway else len(zones)
     out: list[Resource] = []
     for i in range(nats):
-        out.append(Resource("aws:ec2/eip:Eip", f"{stack.name}-nat-{i}-eip", {"domain": "vpc"}))
-        out.append(Resource("aws:ec2/natGateway:NatGateway", f"{stack.name}-nat-{i}", {}))
+        nat = naming.nat_gateway(stack.name, i)
+        out.append(Resource("aws:ec2/eip:Eip", f"{nat}-eip", {"domain": "vpc"}))
+        out.append(Resource("aws:ec2/natGateway:NatGateway", nat, {}))
     return out
 
 
@@ -996,7 +998,7 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
     return [
         Resource(
             "aws:fsx/lustreFileSystem:LustreFileSystem",
-            f"{stack.name}-fsx",
+            naming.fsx(stack.name),
             {
                 "storageCapacity": storage.fsx_lustre_gib,
                 "deploymentType": defaults.fsx_deployment_type,
@@ -1011,7 +1013,7 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
 def _compile_cache_resources(stack: Stack) -> list[Resource]:
     """The compile-cache bucket, when the cache is on and no bucket was given."""
     if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
-        return [Resource("aws:s3/bucket:Bucket", f"{stack.name}-compile-cache", {})]
+        return [Resource("aws:s3/bucket:Bucket", naming.compile_cache(stack.name), {})]
     return []
 
 

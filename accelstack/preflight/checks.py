@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from accelstack import naming
 from accelstack.errors import AccelstackError
 
 if TYPE_CHECKING:
@@ -614,9 +615,9 @@ def _missing_reservation(stack: Stack, pool: ResolvedPool) -> CheckResult:
 
 
 def generated_bucket_name(stack_name: str, account_id: str) -> str:
-    """The name accelstack gives the compile-cache bucket it creates (the same formula as
-    `components.compile_cache.bucket_name`; a test keeps the two equal)."""
-    return f"{stack_name}-ncc-{account_id}"
+    """The name accelstack gives the compile-cache bucket it creates (naming.cache_bucket, as
+    the components)."""
+    return naming.cache_bucket(stack_name, account_id)
 
 
 def check_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:

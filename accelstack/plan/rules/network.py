@@ -8,6 +8,7 @@ import ipaddress
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack import naming
 from accelstack.plan.document import Plan
 from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
@@ -143,7 +144,11 @@ def _node_ips(plan: Plan, stack: Stack, pool: Any) -> int:
     kubernetes = bool(plan.of_type(NODE_GROUP))
     enis = 1 + (stack.catalog.defaults.vpc_cni_warm_enis if kubernetes else 0)
     per_eni = pool.instance.ipv4_per_interface if kubernetes else 1
-    lts = [r for r in plan.of_type(LAUNCH_TEMPLATE) if r.name == f"{stack.name}-{pool.name}-lt"]
+    lts = [
+        r
+        for r in plan.of_type(LAUNCH_TEMPLATE)
+        if r.name == naming.launch_template(stack.name, pool.name)
+    ]
     nics = (lts[0].inputs.get("networkInterfaces") or []) if lts else []
     extra = sum(
         1 for n in nics if n.get("networkCardIndex", 0) > 0 and n.get("interfaceType") == "efa"

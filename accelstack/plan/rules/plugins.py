@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules import deploy_rule, ref
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-POOL_LABEL = "accelstack.io/pool"
 CHARTS_DOC = "accelstack/catalog/instances.yaml charts (sources per chart)"
 
 

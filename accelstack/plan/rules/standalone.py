@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack.naming import POOL_TAG, STACK_TAG
 from accelstack.plan.document import Plan
 from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import FLEET, INSTANCE, LAUNCH_TEMPLATE, get_in, rid
@@ -26,8 +27,6 @@ ONE_REQUEST_SOURCE = (
 SSM_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html"
 DOCUMENT = "aws:ssm/document:Document"
 ASSOCIATION = "aws:ssm/association:Association"
-POOL_TAG = "accelstack.io/pool"
-STACK_TAG = "accelstack:stack"
 
 
 def _fleets(plan: Plan) -> dict[str, Any]:
