@@ -11,7 +11,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from accelstack import naming
-from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
+from accelstack.catalog import (
+    Catalog,
+    DeviceKind,
+    Family,
+    Framework,
+    InstanceType,
+    PurchaseOptionFacts,
+    load_catalog,
+)
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE
@@ -29,6 +37,7 @@ class ResolvedPool:
     device: DeviceKind
     nodes: int
     purchase_option: str
+    purchase: PurchaseOptionFacts  # what the option means (catalog purchase_options.yaml)
     reservation_id: str | None
     efa: bool
     efa_interfaces: int  # 0 when EFA is off
@@ -214,6 +223,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         device=dev,
         nodes=p.nodes,
         purchase_option=p.purchase.option,
+        purchase=cat.purchase(p.purchase.option),
         reservation_id=p.purchase.reservation_id,
         efa=efa,
         efa_interfaces=inst.efa_interfaces if efa else 0,

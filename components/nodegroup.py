@@ -33,16 +33,6 @@ TAINT_EFFECTS = {
     "NoExecute": "NO_EXECUTE",
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
 }
-#: EKS capacity type by purchase option. Savings plans are a billing construct over on-demand;
-#: an on-demand capacity reservation is launched on-demand, targeted by the launch template.
-CAPACITY_TYPES = {
-    "on-demand": "ON_DEMAND",
-    "savings-plan-1y": "ON_DEMAND",
-    "savings-plan-3y": "ON_DEMAND",
-    "reservation": "ON_DEMAND",
-    "spot": "SPOT",
-    "capacity-block": "CAPACITY_BLOCK",
-}
 IMDS: Any = {
     "http_endpoint": "enabled",
     "http_tokens": "required",
@@ -104,7 +94,9 @@ def node_taints(pool: ResolvedPool) -> list[Any]:
 
 
 def capacity_type(pool: ResolvedPool) -> str:
-    return CAPACITY_TYPES[pool.purchase_option]
+    """The node group's capacity type (catalog purchase_options: savings plans and on-demand
+    reservations launch ON_DEMAND)."""
+    return pool.purchase.capacity_type
 
 
 def capacity_reservation(pool: ResolvedPool) -> Any:
@@ -114,16 +106,15 @@ def capacity_reservation(pool: ResolvedPool) -> Any:
 
 
 def market_options(pool: ResolvedPool) -> Any:
-    if pool.purchase_option == "capacity-block":
-        return {"market_type": "capacity-block"}
-    return None
+    market = pool.purchase.launch_market
+    return {"market_type": market} if market else None
 
 
 def instance_type_placement(pool: ResolvedPool) -> tuple[str | None, list[str] | None]:
     """(launch template instance type, node group instance types): a Capacity Block node group
     takes its type from the launch template and none on the node group (EKS "Capacity Blocks
     for ML" with managed node groups); every other pool sets it on the node group."""
-    if capacity_type(pool) == "CAPACITY_BLOCK":
+    if pool.purchase.launch_market is not None:
         return pool.instance_type, None
     return None, [pool.instance_type]
 

@@ -76,17 +76,6 @@ DESCRIBE_INSTANCES_POLICY = {
     "Statement": [{"Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"}],
 }
 INSTANCE_ROLE_POLICIES = ("AmazonSSMManagedInstanceCore",)
-#: Fleet capacity type by purchase option (botocore ec2 `DefaultTargetCapacityType` enum:
-#: spot | on-demand | capacity-block | reserved-capacity). Savings plans bill on-demand use; an
-#: on-demand capacity reservation is used through the fleet's capacity reservation options.
-FLEET_CAPACITY_TYPES = {
-    "on-demand": "on-demand",
-    "savings-plan-1y": "on-demand",
-    "savings-plan-3y": "on-demand",
-    "reservation": "on-demand",
-    "spot": "spot",
-    "capacity-block": "capacity-block",
-}
 #: The Lustre ports an FSx client must reach (FSx for Lustre user guide, "File system access
 #: control with Amazon VPC": inbound and outbound TCP 988 and 1018-1023,
 #: https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html).
@@ -110,7 +99,7 @@ def standalone_network_args(stack: Stack) -> NetworkArgs:
 def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
     """The fleet's capacity: all `pool.nodes` in one request, all or nothing, one zone, one
     type, in the pool's market (spot and capacity blocks through the fleet, not the LT)."""
-    market = FLEET_CAPACITY_TYPES[pool.purchase_option]
+    market = pool.purchase.fleet_market  # catalog purchase_options (botocore ec2 enum)
     all_or_nothing: dict[str, Any] = {
         "single_instance_type": True,
         "single_availability_zone": True,
@@ -125,7 +114,7 @@ def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
     if market == "spot":
         out["spot_options"] = all_or_nothing
     else:
-        if pool.purchase_option == "reservation":
+        if pool.purchase.reservation_first:
             all_or_nothing["capacity_reservation_options"] = {
                 "usage_strategy": "use-capacity-reservations-first"
             }

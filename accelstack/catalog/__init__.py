@@ -11,11 +11,14 @@ import re
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog.purchase import FILE as PURCHASE_FILE
+from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
+from accelstack.catalog.purchase import load_table
 from accelstack.catalog.records import TrainingRecord, load_records
 from accelstack.errors import (
     CatalogError,
@@ -31,17 +34,15 @@ _AS_OF = re.compile(r"^\d{4}(-\d{2}){0,2}$")
 PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
 ]
-PURCHASE_OPTIONS: tuple[str, ...] = (
-    "on-demand",
-    "spot",
-    "savings-plan-1y",
-    "savings-plan-3y",
-    "capacity-block",
-    "reservation",
-)
+PURCHASE_OPTIONS: tuple[str, ...] = get_args(PurchaseOption)
+#: What each option means to every layer (purchase_options.yaml, bundled): capacity type,
+#: markets, price key, billing, limits, with sources.
+PURCHASE_TABLE = load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS)
 #: Options billed at another option's rate (AWS bills an on-demand capacity reservation at the
-#: on-demand rate).
-RATE_ALIASES: dict[str, str] = {"reservation": "on-demand"}
+#: on-demand rate): derived from the table's price keys.
+RATE_ALIASES: dict[str, str] = {
+    n: r.price_key for n, r in PURCHASE_TABLE.purchase_options.items() if r.rate_alias
+}
 Precision = Literal["bf16", "fp16", "fp8"]
 
 
@@ -352,6 +353,8 @@ class Catalog(_Frozen):
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
     launch: LaunchFacts
+    purchase_options: dict[str, PurchaseOptionFacts]
+    purchase_sources: dict[str, str]
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -477,7 +480,7 @@ class Catalog(_Frozen):
     def instance_rate(self, region: str, instance_type: str, option: str) -> Rate:
         """Hourly rate for one instance; raises MissingPrice (never returns 0 for unknown)."""
         self.instance(instance_type)
-        billed_as = RATE_ALIASES.get(option, option)
+        billed_as = self.purchase(option).price_key
         rate = self._rate_index.get((region, instance_type, billed_as))
         if rate is None:
             known = sorted(
@@ -490,7 +493,16 @@ class Catalog(_Frozen):
         return rate
 
     def has_rate(self, region: str, instance_type: str, option: str) -> bool:
-        return (region, instance_type, RATE_ALIASES.get(option, option)) in self._rate_index
+        return (region, instance_type, self.purchase(option).price_key) in self._rate_index
+
+    def purchase(self, option: str) -> PurchaseOptionFacts:
+        """The purchase_options.yaml row of an option (the spec allows only these)."""
+        try:
+            return self.purchase_options[option]
+        except KeyError:
+            raise CatalogError(
+                f"unknown purchase option '{option}'{did_you_mean(option, self.purchase_options)}"
+            ) from None
 
     @staticmethod
     def fsx_price_item(deployment_type: str, throughput_per_tib: int | None) -> str:
@@ -519,6 +531,8 @@ _FIELD_FILES = {
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
+    "purchase_options": PURCHASE_FILE,
+    "purchase_sources": PURCHASE_FILE,
 }
 
 
@@ -580,6 +594,10 @@ def _fields(base: Path) -> dict[str, object]:
             "offerings_source": offer["source"],
         }
         fields["launch"] = launch
+        name = PURCHASE_FILE
+        table = load_table(base / PURCHASE_FILE, PURCHASE_OPTIONS)
+        fields["purchase_options"] = table.purchase_options
+        fields["purchase_sources"] = table.sources
         name = "records.yaml"
         fields["records"] = load_records(base / name)
         name = "prices.yaml"
@@ -679,7 +697,8 @@ def _check_integrity(c: Catalog) -> None:
         key = (rate.region, rate.type or "", rate.option or "")
         if rate.type not in c.instances:
             raise CatalogError(f"prices: unknown instance type '{rate.type}'")
-        if rate.option not in PURCHASE_OPTIONS or rate.option in RATE_ALIASES:
+        row = c.purchase_options.get(rate.option or "")
+        if row is None or row.rate_alias:
             raise CatalogError(f"prices: {rate.type} in {rate.region}: bad option '{rate.option}'")
         if key in seen:
             raise CatalogError(f"prices: duplicate row {key}")

@@ -55,15 +55,6 @@ CHECKS: tuple[str, ...] = ("offering", "quota", "ami", "reservation", "bucket", 
 #: Capacity reservation states: usable now, usable later, or dead.
 RESERVATION_ACTIVE = frozenset({"active"})
 RESERVATION_LATER = frozenset({"scheduled", "pending", "payment-pending", "assessing", "delayed"})
-#: Markets by purchase option. Savings plans are a billing discount on On-Demand usage.
-MARKET_BY_OPTION: dict[str, str | None] = {
-    "on-demand": "on-demand",
-    "savings-plan-1y": "on-demand",
-    "savings-plan-3y": "on-demand",
-    "spot": "spot",
-    "capacity-block": None,  # reserved capacity: no On-Demand quota is consumed at launch
-    "reservation": None,
-}
 #: IAM actions each check needs (printed with a permission failure).
 IAM_ACTIONS: dict[str, str] = {
     "offering": "ec2:DescribeInstanceTypeOfferings",
@@ -179,7 +170,7 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         acc[code] = (fam, mkt, total + vcpus, [*users, who])
 
     for pool in stack.pools:
-        market = MARKET_BY_OPTION[pool.purchase_option]
+        market = pool.purchase.quota_market  # catalog purchase_options; None: reserved ahead
         if market is None:
             skipped.append(pool)
             continue

@@ -228,11 +228,15 @@ def _pool_efa(ctx: Context) -> Iterator[Finding]:
             yield (f"{f.at}.efa_interface_style", "is set but EFA is off for this pool")
 
 
+def _reserved_options(ctx: Context) -> list[str]:
+    return [n for n, row in ctx.catalog.purchase_options.items() if row.needs_reservation]
+
+
 @rule("pool-reservation-id", "capacity-block and reservation need reservation_id; others refuse it")
 def _pool_reservation(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
         option = f.pool.purchase.option
-        needs_id = option in ("capacity-block", "reservation")
+        needs_id = ctx.catalog.purchase(option).needs_reservation
         if needs_id and not f.pool.purchase.reservation_id:
             yield (
                 f"{f.at}.purchase.reservation_id",
@@ -242,7 +246,7 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
         if not needs_id and f.pool.purchase.reservation_id:
             yield (
                 f"{f.at}.purchase.reservation_id",
-                f"is only allowed with capacity-block or reservation, not '{option}'",
+                f"is only allowed with {' or '.join(_reserved_options(ctx))}, not '{option}'",
             )
 
 
