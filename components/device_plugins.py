@@ -35,6 +35,11 @@ def tolerations(pools: list[ResolvedPool]) -> list[dict[str, str]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def instance_types(pools: list[ResolvedPool]) -> list[str]:
+    """The distinct instance types of the given pools, sorted (a chart's instance list)."""
+    return sorted({p.instance_type for p in pools})
+
+
 def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
     """The device kind's node label, shared by the given pools (all of one device kind)."""
     labels = {(p.device.node_label.key, p.device.node_label.value) for p in pools}
@@ -49,7 +54,8 @@ def plugin_releases(
 ) -> dict[str, tuple[HelmChart, dict[str, Any]]]:
     """role -> (chart, values): which device plugins the pools need, each restricted to the
     nodes that have the device and tolerating exactly those nodes' taints. Values use only the
-    keys the catalog records for the chart; instance lists come from the catalog's types."""
+    keys the catalog records for the chart; instance lists name the stack's own pool types, so
+    a catalog row added for another type changes no deployed stack."""
     out: dict[str, tuple[HelmChart, dict[str, Any]]] = {}
     neuron = [p for p in pools if p.device.compile_cache]
     gpu = [p for p in pools if p.device.device_resource and not p.device.compile_cache]
@@ -59,7 +65,7 @@ def plugin_releases(
         out[NEURON] = (
             charts[NEURON],
             {
-                "neuronInstances": catalog.chart_instance_types(NEURON),
+                "neuronInstances": instance_types(neuron),
                 "npd": {"enabled": False},
                 "devicePlugin": {
                     "nodeSelector": node_selector_for(neuron),
@@ -78,7 +84,7 @@ def plugin_releases(
             {
                 "supportedInstanceLabels": {
                     "keys": ["node.kubernetes.io/instance-type"],
-                    "values": catalog.chart_instance_types(EFA),
+                    "values": instance_types(efa),
                 },
                 "nodeSelector": {EFA_LABEL: "true"},
                 "tolerations": tolerations(efa),

@@ -232,8 +232,10 @@ def test_device_plugins_follow_the_pools(catalog: Catalog) -> None:
     assert rel["neuron"][0] == charts["neuron"] and rel["efa"][0] == charts["efa"]
     neuron_values = rel["neuron"][1]
     assert neuron_values["devicePlugin"]["nodeSelector"] == {"accelstack.io/accelerator": "neuron"}
-    assert "trn1.32xlarge" in neuron_values["neuronInstances"]
-    assert "trn1.32xlarge" in rel["efa"][1]["supportedInstanceLabels"]["values"]
+    # the instance lists name the stack's own pool types only: a catalog row added for
+    # another type leaves every deployed stack's chart values as they are
+    assert neuron_values["neuronInstances"] == [p.instance_type for p in trn.pools]
+    assert rel["efa"][1]["supportedInstanceLabels"]["values"] == [trn.pools[0].instance_type]
     assert rel["efa"][1]["nodeSelector"] == {EFA_LABEL: "true"}
     assert rel["efa"][1]["tolerations"][0]["key"] == "aws.amazon.com/neuron"
     p5 = plugin_releases(stack_for(catalog, "p5.48xlarge").pools, catalog)

@@ -180,6 +180,7 @@ class InstanceType(_Frozen):
     efa_gbps: int = Field(ge=0)
     ipv4_per_interface: int = Field(ge=1)
     preview: bool = False
+    compare: bool = False  # a default candidate of `accelstack compare`
     estimated_fields: tuple[str, ...] = ()
     source: str
     dit_exceptions: dict[str, str] = Field(default_factory=dict)
@@ -375,17 +376,9 @@ class Catalog(_Frozen):
     def device_kind_of(self, instance_type: str) -> DeviceKind:
         return self.device_kinds[self.family_of(instance_type).device_kind]
 
-    def chart_instance_types(self, chart: str) -> list[str]:
-        """The instance types a device-plugin chart must serve, from the instance table: the
-        chart's device kind, or (no device kind: the EFA chart) every type with EFA."""
-        c = self.charts[chart]
-        if c.device_kind is None:
-            return sorted(n for n, i in self.instances.items() if i.efa_interfaces > 0)
-        return sorted(
-            n
-            for n, i in self.instances.items()
-            if self.families[i.family].device_kind == c.device_kind
-        )
+    def compare_candidates(self) -> tuple[str, ...]:
+        """`accelstack compare`'s default candidates: the rows flagged `compare`, in order."""
+        return tuple(n for n, i in self.instances.items() if i.compare)
 
     def chart_node_labels(self, device_kind: str) -> dict[str, str]:
         """Node labels the charts of a device kind require by their default affinity."""

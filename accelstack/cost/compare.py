@@ -31,15 +31,6 @@ from accelstack.errors import CatalogError, VerdictError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
 
-DEFAULT_TYPES: tuple[str, ...] = (
-    "trn1.32xlarge",
-    "trn1n.32xlarge",
-    "trn2.48xlarge",
-    "trn3.48xlarge",
-    "p5.48xlarge",
-    "p5e.48xlarge",
-    "p5en.48xlarge",
-)
 _ROWS = PURCHASE_TABLE.purchase_options
 #: Options `--options` accepts (catalog purchase_options `comparable`; "reservation" is billed
 #: at the on-demand rate, so it adds nothing).
@@ -384,7 +375,7 @@ def compare(
     chips: int | None = None,
 ) -> Comparison:
     """Every candidate on equal work (chip budget or deadline), its options, the two picks."""
-    types = tuple(instance_types) if instance_types else DEFAULT_TYPES
+    types = tuple(instance_types) if instance_types else stack.catalog.compare_candidates()
     opts = check_options(options)
     sizing = sizing_for(stack, chips, deadline_hours)
     cands = tuple(evaluate(stack, t, opts, sizing) for t in types)

@@ -104,7 +104,7 @@ def _serves(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 yield (
                     ref(r),
                     f"{chart.instance_list_key} misses {', '.join(missing)}: the plugin will not "
-                    f"schedule there; generate the list from the catalog ({chart.values_source})",
+                    f"schedule there; list every pool type it serves ({chart.values_source})",
                 )
         if chart.node_labels and "affinity" not in values:
             yield from _labelled(plan, chart, {p.name for p in pools})
