@@ -18,6 +18,8 @@ UPDATE_GOLDEN = os.environ.get("ACCELSTACK_UPDATE_GOLDEN") == "1"
 for var in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
     os.environ.pop(var, None)
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+# The bundled catalog only: a developer's catalog overlay must not change what tests see.
+os.environ.pop("ACCELSTACK_CATALOG_DIR", None)
 # Facts that change with time (EKS support windows) are judged on a pinned date, so golden
 # files do not drift; tests that need another date set ACCELSTACK_TODAY themselves.
 os.environ["ACCELSTACK_TODAY"] = "2026-11-22"

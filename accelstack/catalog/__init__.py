@@ -16,10 +16,11 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog.overlay import check_dir, merge, overlay_dir
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
-from accelstack.catalog.purchase import load_table
-from accelstack.catalog.records import TrainingRecord, load_records
+from accelstack.catalog.purchase import load_table, parse_table
+from accelstack.catalog.records import TrainingRecord, parse_records
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -529,8 +530,22 @@ _FIELD_FILES = {
 }
 
 
-def _read(name: str, base: Path) -> dict[str, object]:
-    path = base / name
+def _where(name: str, base: Path, overlay: Path | None) -> Path:
+    """The file an error in `name` is reported against: the overlay's when it has one."""
+    if overlay is not None and (overlay / name).exists():
+        return overlay / name
+    return base / name
+
+
+def _read(name: str, base: Path, overlay: Path | None = None) -> dict[str, object]:
+    """A catalog file, with the overlay's file of that name merged on top (overlay.py)."""
+    data = _read_path(base / name)
+    if overlay is not None and (overlay / name).exists():
+        data = merge(data, _read_path(overlay / name))
+    return data
+
+
+def _read_path(path: Path) -> dict[str, object]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
@@ -563,13 +578,13 @@ def _regions(offer: dict[str, object], extra: dict[str, object]) -> dict[str, di
     return regions
 
 
-def _fields(base: Path) -> dict[str, object]:
+def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
     """The catalog's fields from its files; a missing or misshapen section names its file."""
-    inst = _read("instances.yaml", base)
-    offer = _read("offerings.yaml", base)
-    extra = _read("offerings_extra.yaml", base)
-    prices = _read("prices.yaml", base)
-    launch = _read("launch.yaml", base)
+    inst = _read("instances.yaml", base, overlay)
+    offer = _read("offerings.yaml", base, overlay)
+    extra = _read("offerings_extra.yaml", base, overlay)
+    prices = _read("prices.yaml", base, overlay)
+    launch = _read("launch.yaml", base, overlay)
     name = "offerings.yaml"
     try:
         regions = _regions(offer, extra)
@@ -588,11 +603,13 @@ def _fields(base: Path) -> dict[str, object]:
         }
         fields["launch"] = launch
         name = PURCHASE_FILE
-        table = load_table(base / PURCHASE_FILE, PURCHASE_OPTIONS)
+        table = parse_table(
+            _read(name, base, overlay), _where(name, base, overlay), PURCHASE_OPTIONS
+        )
         fields["purchase_options"] = table.purchase_options
         fields["purchase_sources"] = table.sources
         name = "records.yaml"
-        fields["records"] = load_records(base / name)
+        fields["records"] = parse_records(_read(name, base, overlay), _where(name, base, overlay))
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
@@ -600,25 +617,31 @@ def _fields(base: Path) -> dict[str, object]:
             )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"no section {exc}" if isinstance(exc, KeyError) else "a section has the wrong shape"
-        raise CatalogError(f"{base / name}: {what} (is the file truncated?)") from None
+        where = _where(name, base, overlay)
+        raise CatalogError(f"{where}: {what} (is the file truncated?)") from None
     return fields
 
 
-def load_catalog(base: Path | None = None) -> Catalog:
-    """Load and validate the catalog files (default: the ones beside this module); cached per
-    directory. A broken file is one CatalogError line naming it."""
-    return _load(base or CATALOG_DIR)
+def load_catalog(base: Path | None = None, overlay: Path | None = None) -> Catalog:
+    """Load and validate the catalog files (default: the ones beside this module, with the
+    user's overlay on top: `--catalog DIR` / ACCELSTACK_CATALOG_DIR, see overlay.py); cached
+    per directory. A broken file is one CatalogError line naming it."""
+    if overlay is not None:
+        overlay = check_dir(overlay)
+    elif base is None:
+        overlay = overlay_dir()
+    return _load(base or CATALOG_DIR, overlay)
 
 
 @lru_cache(maxsize=4)
-def _load(base: Path) -> Catalog:
-    fields = _fields(base)
+def _load(base: Path, overlay: Path | None = None) -> Catalog:
+    fields = _fields(base, overlay)
     try:
         catalog = Catalog.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(x) for x in err["loc"]]
-        file = base / _FIELD_FILES.get(loc[0] if loc else "", "instances.yaml")
+        file = _where(_FIELD_FILES.get(loc[0] if loc else "", "instances.yaml"), base, overlay)
         raise CatalogError(
             f"{file}: {'.'.join(loc)}: {err['msg']} ({exc.error_count()} problems in all)"
         ) from None
@@ -626,11 +649,11 @@ def _load(base: Path) -> Catalog:
         _check_integrity(catalog)
     except CatalogError as exc:
         name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
-        raise CatalogError(f"{base / name}: {exc}") from None
+        raise CatalogError(f"{_where(name, base, overlay)}: {exc}") from None
     try:
         _check_launch(catalog)
     except CatalogError as exc:
-        raise CatalogError(f"{base / 'launch.yaml'}: {exc}") from None
+        raise CatalogError(f"{_where('launch.yaml', base, overlay)}: {exc}") from None
     return catalog
 
 

@@ -112,7 +112,8 @@ def refresh(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show changes, write nothing")] = False,
     prices_file: Annotated[
-        Path | None, typer.Option("--file", help="prices file (default: the catalog's)")
+        Path | None,
+        typer.Option("--file", help="prices file (default: the catalog overlay's prices.yaml)"),
     ] = None,
     fmt: FormatOpt = "text",
 ) -> None:
