@@ -86,8 +86,8 @@ class ClusterArgs:
     partition: pulumi.Input[str] = "aws"
     account_id: pulumi.Input[str] = ""
     tags: dict[str, str] = field(default_factory=dict)
-    support_type: str = "STANDARD"  # EKS upgrade policy (issue 10)
-    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
+    support_type: str = "STANDARD"  # EKS upgrade policy
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
 
     @classmethod
     def from_stack(

@@ -53,14 +53,6 @@ NODE_GROUP_IGNORE = ["scalingConfig.desiredSize"]
 # ---------------------------------------------------------------------------------------
 
 
-def ami_parameter_name(kubernetes_version: str, variant: str) -> str:
-    """Public SSM parameter of the EKS-optimized AL2023 AMI for a device kind's variant."""
-    return (
-        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/"
-        f"{variant}/recommended/image_id"
-    )
-
-
 def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
     """One interface per network card: card 0 is device index 0 type 'efa'; the others are
     device index 1 with the pool's interface style ('efa' or 'efa-only'). Empty without EFA.
@@ -303,7 +295,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
         role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
-        ami = image_id(self, args.pool)  # the AMI pinned in the stack config (issue 10)
+        ami = image_id(self, args.pool)  # the AMI pinned in the stack config
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
         efa_sg = _efa_security_group(self, name, args)
         self.security_group_id = None
@@ -435,7 +427,7 @@ class SystemNodeGroupArgs:
     label: dict[str, str]
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
-    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
 
     @classmethod
     def from_stack(

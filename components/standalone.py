@@ -91,7 +91,7 @@ EGRESS_PORTS = (443, 80)
 
 
 def standalone_network_args(stack: Stack) -> NetworkArgs:
-    """The issue-3 network, cut to the pools' zones: one private subnet per pool zone (EFA
+    """The EKS network, cut to the pools' zones: one private subnet per pool zone (EFA
     traffic does not cross zones; there is no control plane that needs a second zone)."""
     return replace(NetworkArgs.from_stack(stack), zone_ids=stack.zone_ids)
 

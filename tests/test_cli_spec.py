@@ -108,7 +108,7 @@ def test_new_clones_preset_and_writes_pulumi_stack_file(project: Path, capsys):
     assert spec.name == "team-a" and spec.pools[0].instance_type == "trn1.32xlarge"
     cfg = yaml.safe_load((project / "Pulumi.team-a.yaml").read_text())
     assert cfg["config"] == {"aws:region": "us-west-2", "accelstack:spec": "stacks/team-a.yaml"}
-    assert "next: accelstack amis pin stacks/team-a.yaml" in out  # AMIs are pinned (issue 10)
+    assert "next: accelstack amis pin stacks/team-a.yaml" in out  # AMIs are pinned
 
 
 def test_new_retarget_trainium_to_p5_switches_derived_fields(project: Path, capsys):

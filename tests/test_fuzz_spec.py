@@ -1,4 +1,4 @@
-"""The invariant of issue 14, as a property: for any spec text, validation either refuses it with
+"""The validation invariant, as a property: for any spec text, validation either refuses it with
 one clean line per problem naming the file, or accepts it, and then resolve, price, compare and
 render all succeed (a smaller sample also runs the plan) and no output carries NaN/Infinity.
 

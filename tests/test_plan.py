@@ -105,7 +105,7 @@ def test_cost_engineer_fields_are_readable() -> None:
     assert ng.inputs["capacityType"] == "ON_DEMAND"
     assert pool_lt(plan, "trn2").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 1024
     assert plan.of_type(FSX)[0].inputs["storageCapacity"] == 4800
-    # one NAT gateway per zone in use (issue 10: no inter-AZ data charges)
+    # one NAT gateway per zone in use (no inter-AZ data charges)
     assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == 2
 
 

@@ -1,4 +1,4 @@
-"""Issue 14, part A: every input class that crashed a command, or passed validation and then
+"""Every input class that crashed a command, or passed validation and then
 failed in plan/price/render, has a fixed example here. Bad input is one line per problem that
 names the file and the YAML path, with user values escaped."""
 
@@ -39,7 +39,7 @@ BASE: dict[str, Any] = {
         "entrypoint": "train.py",
         "image": "registry.example/torchneuron:2.14.3",  # trn2's native path has no public one
     },
-    # what every EKS spec needs since issue 10: the deployer's CIDRs and an admin
+    # what every EKS spec needs: the deployer's CIDRs and an admin
     "cluster": {
         "public_access_cidrs": ["203.0.113.0/24"],
         "admin_principal_arns": ["arn:aws:iam::123456789012:role/deployer"],

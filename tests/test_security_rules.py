@@ -1,5 +1,5 @@
 """The security defaults as deploy rules: `check` enforces them offline, and the CrossGuard pack
-calls the same functions (issue 13: check runs the whole pack, budget, security, deploy rules)."""
+calls the same functions (check runs the whole pack: budget, security, deploy rules)."""
 
 from __future__ import annotations
 

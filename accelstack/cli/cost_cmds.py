@@ -1,4 +1,4 @@
-"""price, compare, prices refresh: the cost commands (issue #5).
+"""price, compare, prices refresh: the cost commands.
 
 `price` and `compare` are pure (catalog only, no AWS); `prices refresh` calls the AWS Pricing
 API, spot history, Savings Plans and Capacity Block offerings, and rewrites the prices file.

@@ -67,7 +67,7 @@ class Artifact:
 
 
 # ---------------------------------------------------------------------------------------
-# Names shared with the components (issue 3) and standalone (issue 6)
+# Names shared with the EKS components and the standalone cluster
 # ---------------------------------------------------------------------------------------
 
 

@@ -786,7 +786,7 @@ def _tags_identity(ctx: Context) -> Iterator[Finding]:
 
 
 # ---------------------------------------------------------------------------------------
-# Issue 10 (10B): names, tags, the subnet IP budget, FSx paths
+# Names, tags, the subnet IP budget, FSx paths
 # ---------------------------------------------------------------------------------------
 
 #: The most tags any one resource adds on top of the stack's identity tags (naming.py): Name,

@@ -1,4 +1,4 @@
-"""Deploy rules: how the deployer reaches the Kubernetes API (defect 1 of issue 10)."""
+"""Deploy rules: how the deployer reaches the Kubernetes API."""
 
 from __future__ import annotations
 

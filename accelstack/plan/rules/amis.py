@@ -1,4 +1,4 @@
-"""Deploy rule for issue 10 defect 5: no node boots from a moving AMI alias.
+"""Deploy rule: no node boots from a moving AMI alias.
 
 `.../recommended/image_id` and a DLAMI's `latest` move whenever AWS publishes an image, so a
 program that resolves them on every run rolls every accelerator node (EKS) or recreates every

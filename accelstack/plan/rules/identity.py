@@ -1,4 +1,4 @@
-"""Deploy rules: what a pod can become (defect 6 of issue 10): IMDS hop limit, the CNI's
+"""Deploy rules: what a pod can become: IMDS hop limit, the CNI's
 permissions, Pod Identity trust, cluster-creator admin."""
 
 from __future__ import annotations

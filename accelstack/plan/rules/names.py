@@ -1,4 +1,4 @@
-"""Name and tag deploy rules (issue 10 defect 7): what validation must have refused, checked on
+"""Name and tag deploy rules: what validation must have refused, checked on
 the names the program actually generates. Limits come from botocore's service models where
 they exist (accelstack/catalog/limits.py cites the shapes)."""
 

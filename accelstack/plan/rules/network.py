@@ -1,4 +1,4 @@
-"""Network deploy rules (issue 10 defects 4, 8 and 11): FSx clients can reach the Lustre
+"""Network deploy rules: FSx clients can reach the Lustre
 ports, the private subnets hold the nodes' addresses, S3 traffic skips the NAT gateway, and
 every zone in use has its own NAT gateway."""
 

@@ -1,4 +1,4 @@
-"""Deploy rules: managed node groups (defect 2 of issue 10: Capacity Blocks, desired size)."""
+"""Deploy rules: managed node groups (Capacity Blocks, desired size)."""
 
 from __future__ import annotations
 

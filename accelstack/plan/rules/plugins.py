@@ -1,4 +1,4 @@
-"""Deploy rules: device-plugin Helm releases (defect 3 of issue 10). The catalog's `charts:`
+"""Deploy rules: device-plugin Helm releases. The catalog's `charts:`
 table (accelstack/catalog/instances.yaml) records each chart's pinned version, the values keys
 accelstack may set and the node labels its default affinity needs, each with its source."""
 

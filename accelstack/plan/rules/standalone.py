@@ -1,4 +1,4 @@
-"""Deploy rules for standalone clusters (orchestration: ec2), issue 10 defect 10.
+"""Deploy rules for standalone clusters (orchestration: ec2).
 
 A pool's instances are launched in one request (EC2 Fleet, type instant, all or nothing), so
 a cluster placement group is filled at once instead of node by node; and what runs on them

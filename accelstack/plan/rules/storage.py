@@ -1,4 +1,4 @@
-"""Deploy rules: FSx for Lustre (defect 4 of issue 10, EKS and shared part)."""
+"""Deploy rules: FSx for Lustre (EKS and shared)."""
 
 from __future__ import annotations
 
