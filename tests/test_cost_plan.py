@@ -30,7 +30,7 @@ def test_every_planned_type_has_a_rule_or_is_free(preset: Path) -> None:
     uncovered = sorted({r.type for r in plan.resources if not covered(r.type)})
     assert uncovered == [], (
         f"{preset.stem}: no price rule and not in FREE: {uncovered}; add a rule to "
-        "accelstack/cost.py RULES or list the type in FREE with the reason"
+        "accelstack/cost/pricing.py RULES or list the type in FREE with the reason"
     )
     billable = {r.type for r in plan.resources if r.type in RULES}
     assert "aws:ec2/natGateway:NatGateway" in billable

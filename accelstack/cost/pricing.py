@@ -778,7 +778,7 @@ def price_resources(
         if free_reason(res.type) is None:
             raise UnpricedResource(
                 f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
-                "rule to accelstack/cost.py RULES or, if AWS does not bill it, to FREE"
+                "rule to accelstack/cost/pricing.py RULES or, if AWS does not bill it, to FREE"
             )
         free[res.type] += 1
     return StackCost(

@@ -78,7 +78,7 @@ def training_service_account(stack: Stack) -> str:
 
 
 def fsx_claim_name(stack: Stack) -> str:
-    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem
+    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem.py
     creates it when storage.fsx_lustre_gib is set)."""
     return naming.fsx(stack.name)
 
