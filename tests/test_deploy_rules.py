@@ -65,7 +65,7 @@ def assert_line(v: Violation, resource_name: str) -> None:
 
 
 def test_framework_builds_violations_from_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("accelstack.plan.rules.RULES", list(RULES))
+    monkeypatch.setattr("accelstack.plan.rules.registry.RULES", list(RULES))
 
     @deploy_rule("test-rule", "https://example.invalid/doc", "a test")
     def _body(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
@@ -396,7 +396,7 @@ def test_cli_plan_and_check_print_one_line_per_violation_and_exit_1(
     import shutil
 
     from accelstack.cli import main
-    from accelstack.plan import rules
+    from accelstack.plan.rules import registry as rules
 
     monkeypatch.setattr(rules, "RULES", list(rules.RULES))
 

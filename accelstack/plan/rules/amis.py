@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import (
     FLEET,
     INSTANCE,
@@ -21,6 +20,7 @@ from accelstack.plan.rules._res import (
     get_in,
     rid,
 )
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
 from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

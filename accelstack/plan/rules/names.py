@@ -18,8 +18,8 @@ from accelstack.catalog.limits import (
     max_tags,
 )
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack import naming
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.catalog import HelmChart

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.naming import POOL_TAG, STACK_TAG
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import FLEET, INSTANCE, LAUNCH_TEMPLATE, get_in, rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
