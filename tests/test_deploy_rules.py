@@ -13,11 +13,8 @@ import pytest
 
 from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import RULES, Violation, deploy_rule, evaluate
-from accelstack.resolve import Stack, resolve
-from accelstack.spec import load_spec
-from tests.conftest import ROOT, preset_ids
-
-from .helpers_plan import plan_stack
+from accelstack.resolve import Stack
+from tests.conftest import ROOT, planned_preset, preset_ids
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -27,8 +24,8 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
 @cache
 def preset(stem: str) -> tuple[Plan, Stack]:
-    stack = resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml"))
-    return plan_stack(stack), stack
+    stack, plan = planned_preset(stem)
+    return plan, stack
 
 
 def replace(plan: Plan, type_: str, name: str, **changes: Any) -> Plan:

@@ -18,7 +18,7 @@ from accelstack.errors import VerdictError
 from accelstack.plan import Plan, PlanError, PlannedResource, fake_ami, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
-from tests.conftest import PRESETS, ROOT, compare_golden, preset_ids
+from tests.conftest import PRESETS, ROOT, compare_golden, planned_preset, preset_ids
 from tests.test_components import EFA_COUNTS, small_spec
 
 from .helpers_plan import plan_stack
@@ -35,9 +35,8 @@ KMS = "aws:kms/key:Key"
 STATEFUL = (BUCKET, FSX, KMS)
 
 
-@cache
 def preset_plan(stem: str) -> Plan:
-    return plan_stack(resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")))
+    return planned_preset(stem)[1]
 
 
 @cache
