@@ -4,6 +4,7 @@ namespace and service account (bound to the compile-cache role through EKS Pod I
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,8 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from accelstack.catalog import Catalog, HelmChart
-from accelstack.components.nodegroup import EFA_LABEL
-from accelstack.naming import MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL
+from accelstack.naming import EFA_LABEL, MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
 #: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
@@ -111,7 +111,7 @@ class DevicePluginsArgs:
         stack: Stack,
         kubeconfig: pulumi.Input[str],
         depends_on: list[pulumi.Resource],
-        access: list[pulumi.Resource] | None = None,
+        access: Sequence[pulumi.Resource] | None = None,
     ) -> DevicePluginsArgs:
         return cls(
             kubeconfig=kubeconfig,

@@ -33,6 +33,7 @@ import json
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import pulumi
@@ -42,7 +43,7 @@ from accelstack import naming
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
-    managed_policy_arn,
+    managed_policy_output,
     policy_json,
     stable_tags,
 )
@@ -55,13 +56,12 @@ from accelstack.components.filesystem import FileSystem, FileSystemArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
     IMDS,
-    POOL_LABEL,
     allow_all_within,
     capacity_reservation,
     efa_network_interfaces,
 )
 from accelstack.components.provider import aws_context
-from accelstack.naming import STACK_TAG
+from accelstack.naming import POOL_LABEL, STACK_TAG
 from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -485,9 +485,7 @@ class StandaloneCluster(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-role-{policy}",
                 role=role.name,
-                policy_arn=pulumi.Output.from_input(args.partition).apply(
-                    lambda part, p=policy: managed_policy_arn(part, p)
-                ),
+                policy_arn=managed_policy_output(args.partition, policy),
                 opts=self._child(),
             )
         aws.iam.RolePolicy(
@@ -587,8 +585,8 @@ class StandaloneCluster(pulumi.ComponentResource):
         capacity reservation, placement, instance tags. No user data (see `_delivery`)."""
         tags = stable_tags(stack.tags)
         itags = instance_tags(stack, pool)
-        return aws.ec2.LaunchTemplate(
-            f"{prefix}-lt",
+        # the SDK's overloads take TypedDicts; the arguments are built as plain dicts
+        args: dict[str, Any] = dict(
             name=f"{prefix}-lt",
             description=f"accelstack standalone pool {pool.name} ({pool.instance_type})",
             image_id=image_id(self, pool),
@@ -607,8 +605,11 @@ class StandaloneCluster(pulumi.ComponentResource):
                 {"resource_type": "volume", "tags": itags},
             ],
             tags=tags,
-            opts=self._child(),
         )
+        lt: aws.ec2.LaunchTemplate = aws.ec2.LaunchTemplate(
+            f"{prefix}-lt", opts=self._child(), **args
+        )
+        return lt
 
     def _fleet(
         self,
@@ -624,18 +625,17 @@ class StandaloneCluster(pulumi.ComponentResource):
         override: dict[str, Any] = {"instance_type": pool.instance_type}
         if subnet is not None:
             override["subnet_id"] = subnet
+        config: Any = {
+            "launch_template_specification": {
+                "launch_template_name": lt.name,
+                "version": lt.latest_version.apply(str),
+            },
+            "overrides": [override],
+        }
         return aws.ec2.Fleet(
             f"{prefix}-fleet",
             type="instant",
-            launch_template_configs=[
-                {
-                    "launch_template_specification": {
-                        "launch_template_name": lt.name,
-                        "version": lt.latest_version.apply(str),
-                    },
-                    "overrides": [override],
-                }
-            ],
+            launch_template_configs=[config],
             terminate_instances=True,
             **fleet_capacity(pool),
             tags={**stable_tags(stack.tags), POOL_LABEL: pool.name},
@@ -695,6 +695,10 @@ def _document_renderer(stack: Stack, pool: ResolvedPool) -> Callable[[list[Any]]
 # ---------------------------------------------------------------------------------------
 
 
+def _cache_url(stack: Stack, pool: str, bucket: str) -> str:
+    return stack.compile_cache_url(pool, bucket)
+
+
 def build_standalone(stack: Stack) -> dict[str, Any]:
     """`components.program.build` for orchestration ec2: network, then the cluster."""
 
@@ -717,7 +721,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
         bucket = cluster.bucket_name
         outputs["compileCacheBucket"] = bucket
         outputs["compileCacheUrls"] = {
-            p.name: bucket.apply(lambda b, p=p.name: stack.compile_cache_url(p, b))
+            p.name: bucket.apply(partial(_cache_url, stack, p.name))
             for p in stack.pools
             if p.compile_cache
         }
