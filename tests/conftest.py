@@ -74,7 +74,15 @@ def compare_golden(actual: str, golden: Path) -> None:
 
 # --- `make test-fast`: the unit tests, without plans or torchrun ---------------------------
 #: What makes a test plan a stack (the program under Pulumi's mocks) or run a plan command.
-PLAN_CALLS = ("plan_stack(", "run_plan(", "planned_preset(", "run_program(", '"plan"', '"check"')
+PLAN_CALLS = (
+    "plan_stack(",
+    "run_plan(",
+    "planned_preset(",
+    "run_program(",
+    '"plan"',
+    '"check"',
+    '"diff"',
+)
 
 
 def _planning_helpers(module: object) -> set[str]:

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -271,6 +272,7 @@ def _downstream(spec: Any) -> Any:
     return stack
 
 
+@pytest.mark.slow  # a property test over many generated specs: not a unit test
 @settings(PROFILE)
 @given(spec_texts())
 def test_refused_cleanly_or_priced_compared_and_rendered(text: str) -> None:
