@@ -102,10 +102,11 @@ def test_the_ticket_check_finds_ticket_words() -> None:
     ]
 
 
-def test_the_plan_marker_follows_helpers_and_fixtures(request: pytest.FixtureRequest) -> None:
+def test_the_plan_marker_follows_helpers_and_fixtures() -> None:
     """`make test-fast` skips what plans: found through the module's helpers and fixtures."""
-    from tests import conftest, test_deploy_rules, test_security_rules
+    from tests import conftest, test_deploy_rules, test_naming, test_plan, test_security_rules
 
     assert {"preset"} <= conftest._planning_helpers(test_deploy_rules)
     assert {"trn1"} <= conftest._planning_helpers(test_security_rules)  # a fixture
-    assert request.node.get_closest_marker("plan") is None
+    assert "test_golden_plan" in conftest._planning_helpers(test_plan)
+    assert conftest._planning_helpers(test_naming) == set()
