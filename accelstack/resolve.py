@@ -195,13 +195,11 @@ def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) ->
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
-    offered = catalog.zones_offering(spec.region, pool.instance_type)
     wanted = pool.availability_zone or spec.availability_zone
-    if wanted:
-        zid = catalog.zone_id(spec.region, wanted)
-        if zid is not None:
-            return zid
-    return offered[0]
+    zid = catalog.pool_zone(spec.region, pool.instance_type, wanted)
+    if zid is None:  # validation refuses a type not offered in the region
+        raise AccelstackError(f"pool {pool.name}: {pool.instance_type} is offered in no zone")
+    return zid
 
 
 def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:

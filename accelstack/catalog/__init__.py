@@ -456,6 +456,16 @@ class Catalog(_Frozen):
         """Zone ids in `region` that offer `instance_type` (empty when none)."""
         return self.region(region).types.get(instance_type, ())
 
+    def pool_zone(self, region: str, instance_type: str, wanted: str | None) -> str | None:
+        """The zone id a pool's subnet is placed in: the zone asked for (name or id) when the
+        region has it, else the first zone offering the type; None when none does. The one
+        placement rule: resolve places pools with it, the spec rules budget IPs with it."""
+        zid = self.zone_id(region, wanted) if wanted else None
+        if zid is not None:
+            return zid
+        offered = self.zones_offering(region, instance_type)
+        return offered[0] if offered else None
+
     def zone_id(self, region: str, zone: str) -> str | None:
         """Resolve a zone name or id to a zone id; None when the region has no such zone."""
         reg = self.region(region)

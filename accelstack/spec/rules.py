@@ -864,15 +864,11 @@ def _tag_count(ctx: Context) -> Iterator[Finding]:
 
 
 def _pool_zone(ctx: Context, f: PoolFacts) -> str:
-    """The zone id the pool's subnet will be in (as resolve.py picks it)."""
+    """The zone id the pool's subnet will be in (Catalog.pool_zone, as resolve places it)."""
+    if not ctx.region_ok:
+        return "?"
     wanted = f.pool.availability_zone or ctx.spec.availability_zone
-    zid = ctx.catalog.zone_id(ctx.spec.region, wanted) if wanted and ctx.region_ok else None
-    if zid:
-        return zid
-    offered = (
-        ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type) if ctx.region_ok else []
-    )
-    return offered[0] if offered else "?"
+    return ctx.catalog.pool_zone(ctx.spec.region, f.pool.instance_type, wanted) or "?"
 
 
 def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
