@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from accelstack.cli.boundary import as_failure
-from accelstack.cli.output import FormatOpt, TextOrJson, echo_json
-from accelstack.errors import EXIT_VERDICT, Problem, SpecError, VerdictError
+from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.errors import EXIT_VERDICT, VerdictError
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
+    from accelstack.cost.ceiling import Ceiling
     from accelstack.cost.guard import Verdict
     from accelstack.plan import Plan, Program
     from accelstack.plan.rules import Violation
     from accelstack.resolve import Stack
+    from accelstack.stackconfig import StackRef
 
 
 def program() -> Program:
@@ -30,12 +32,20 @@ def program() -> Program:
     return program
 
 
-def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
-    """The budget verdict, priced from what the program declared."""
+def plan_verdict(plan: Plan, stack: Stack, ceiling: Ceiling | None = None) -> Verdict:
+    """The budget verdict (with the organisation ceiling), priced from what the program
+    declared."""
     from accelstack.cost.guard import check_budget
     from accelstack.cost.pricing import price_plan
 
-    return check_budget(stack, price_plan(stack, plan.resources))
+    return check_budget(stack, price_plan(stack, plan.resources), ceiling)
+
+
+def ceiling_for(flag: Path | None, root: Path) -> Ceiling | None:
+    """The organisation ceiling in force for a project (flag, variable, or its file)."""
+    from accelstack.cost.ceiling import find_ceiling
+
+    return find_ceiling(flag, root)
 
 
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
@@ -62,16 +72,23 @@ def verdict_doc(v: Verdict) -> dict[str, Any]:
     return {"ok": v.ok, "line": v.one_line(), "reasons": v.reasons}
 
 
-def _plan_stack(spec: Path, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
-    """Resolve and plan without the guard: the caller reports the verdict after the plan."""
-    from accelstack.catalog import load_catalog
+def _plan_ref(ref: StackRef, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
+    """Resolve a stack exactly as the program does (its stack config) and plan it without the
+    guard: the caller reports the verdict after the plan."""
     from accelstack.plan import run_plan
-    from accelstack.resolve import resolve
-    from accelstack.spec import load_spec
+    from accelstack.stackconfig import resolve_ref
 
-    catalog = catalog or load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve_ref(ref, catalog)
     return stack, run_plan(stack, program(), guard=False)
+
+
+def _plan_stack(
+    spec: Path, catalog: Catalog | None = None, stack_name: str | None = None
+) -> tuple[Stack, Plan]:
+    """A spec file planned as its own stack, or as `stack_name` (its Pulumi.<stack>.yaml)."""
+    from accelstack.stackconfig import ref_for_spec
+
+    return _plan_ref(ref_for_spec(spec, stack_name), catalog)
 
 
 def plan(
@@ -80,14 +97,25 @@ def plan(
         TextOrJson,
         typer.Option("--format", help="text (resource tree + cost report) or json (document)"),
     ] = "text",
+    stack_name: StackOpt = None,
+    ceiling: CeilingOpt = None,
 ) -> None:
     """Plan a spec offline: run the Pulumi program under mocks, show every resource and the
-    cost report, then the deploy rules and the budget verdict (exit 1 on a violation or when
-    over budget)."""
-    from accelstack.cost.guard import render_report, verdict_dict
+    cost report, then the deploy rules and the budget verdict (exit 1 on a violation, when
+    over budget or the organisation ceiling, or when the budget sets no limit).
 
-    stack, result = _plan_stack(spec)
-    verdict = plan_verdict(result, stack)
+    Examples:
+
+      accelstack plan stacks/llama3-70b-trn2.yaml
+
+      accelstack plan stacks/llama3-70b-trn2.yaml --stack prod --format json
+    """
+    from accelstack.cost.guard import render_report, verdict_dict
+    from accelstack.stackconfig import ref_for_spec
+
+    ref = ref_for_spec(spec, stack_name)
+    stack, result = _plan_ref(ref)
+    verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
@@ -105,34 +133,22 @@ def plan(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _spec_files(paths: list[Path]) -> list[Path]:
-    """Spec files from files and directories (*.yaml, *.yml); Pulumi stack files skipped."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise SpecError([Problem(str(path), "", "is neither a spec file nor a directory")])
-    files = [f for f in files if not f.name.startswith("Pulumi.")]
-    if not files:
-        raise SpecError([Problem(", ".join(map(str, paths)), "", "has no *.yaml specs")])
-    return files
+def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict[str, Any]:
+    """One stack's plan and verdict, or its error: the row `check` prints."""
+    from accelstack.cli.stackrefs import ref_label
 
-
-def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
-    """One spec's plan and verdict, or its error: the row `check` prints."""
+    label = ref_label(ref)
     try:
-        stack, result = _plan_stack(path, catalog)
-        verdict = plan_verdict(result, stack)
+        stack, result = _plan_ref(ref, catalog)
+        verdict = plan_verdict(result, stack, ceiling)
         found = [v.line() for v in violations_of(result, stack)]
     except Exception as exc:  # one broken spec must not hide the rest
-        failure = as_failure(exc, f"check {path}")
+        failure = as_failure(exc, f"check {label}")
         lines = str(failure).splitlines() or [type(failure).__name__]
-        return {"file": str(path), "ok": False, "exit_code": failure.exit_code, "errors": lines}
+        return {"file": label, "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
-        "file": str(path),
+        "file": label,
+        "pulumi_stack": ref.stack,
         "stack": stack.name,
         "ok": verdict.ok and not found,
         "exit_code": 0 if verdict.ok and not found else VerdictError.exit_code,
@@ -165,17 +181,43 @@ def _echo_checked(row: dict[str, Any]) -> None:
 
 def check(
     paths: Annotated[
-        list[Path], typer.Argument(help="spec files or directories of specs (e.g. stacks/)")
+        list[Path],
+        typer.Argument(help="spec files, spec folders (stacks/) or project folders (.)"),
     ],
     fmt: FormatOpt = "text",
+    stack_name: StackOpt = None,
+    ceiling: CeilingOpt = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="git ref: check only the stacks whose spec or Pulumi.<stack>.yaml changed since",
+        ),
+    ] = None,
 ) -> None:
-    """Validate, plan and price every spec in one process: each stack's hourly and run cost
-    and warnings; non-zero on any failure (1 over budget, 2 bad spec)."""
-    from accelstack.catalog import load_catalog
+    """Validate, plan and price every stack in one process, each resolved as the program
+    resolves it (the spec its Pulumi.<stack>.yaml points at, the stack's name prefix, region
+    and AMI pins): hourly and run cost and warnings; non-zero on any failure (1 over budget,
+    over the organisation ceiling, no limit, or a deploy rule; 2 bad spec).
 
-    files = _spec_files(paths)
+    Examples:
+
+      accelstack check stacks/
+
+      accelstack check . --base origin/main --ceiling org-ceiling.yaml
+    """
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.stackrefs import changed_since, stack_refs
+
+    refs = stack_refs(paths, stack_name)
+    if base is not None:
+        refs = changed_since(refs, base)
+        if not refs:
+            typer.echo(f"no stack changed since {base}")
+            return
     catalog = load_catalog()  # a broken catalog is one line, not one per spec
-    rows = [_check_one(path, catalog) for path in files]
+    limit = ceiling_for(ceiling, refs[0].root)
+    rows = [_check_one(ref, catalog, limit) for ref in refs]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
         echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})

@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from accelstack.catalog import PurchaseOption
 from accelstack.errors import shown, text_problem
@@ -377,6 +377,28 @@ class Budget(Strict):
     mfu: float | None = Field(
         None, ge=0.01, le=1, description="MFU override for the estimate (0.01 to 1)"
     )
+    unlimited: bool = Field(
+        False,
+        description="no limit on purpose (needs `reason`); without any limit a stack is refused",
+    )
+    reason: Text | None = Field(None, description="why this stack has no limit (with unlimited)")
+
+    @model_validator(mode="after")
+    def _unlimited_is_explicit(self) -> Budget:
+        limits = [self.max_hourly_usd, self.max_monthly_usd, self.max_run_usd]
+        if self.unlimited and not (self.reason or "").strip():
+            raise ValueError("unlimited: true needs a reason (who approved it and why)")
+        if self.unlimited and any(v is not None for v in limits):
+            raise ValueError("unlimited: true with a max_* limit set; keep one or the other")
+        if self.reason and not self.unlimited:
+            raise ValueError("reason is only read with unlimited: true")
+        return self
+
+    @property
+    def has_limit(self) -> bool:
+        return any(
+            v is not None for v in (self.max_hourly_usd, self.max_monthly_usd, self.max_run_usd)
+        )
 
 
 class Measured(Strict):
