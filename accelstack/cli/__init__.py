@@ -65,6 +65,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.preflight_cmds",
     "accelstack.cli.ami_cmds",
     "accelstack.cli.diff_cmds",
+    "accelstack.cli.stacks_cmds",
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )

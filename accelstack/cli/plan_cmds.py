@@ -194,6 +194,9 @@ def check(
             help="git ref: check only the stacks whose spec or Pulumi.<stack>.yaml changed since",
         ),
     ] = None,
+    specs: Annotated[
+        str, typer.Option("--specs", help="the specs' folder in a project folder")
+    ] = "stacks",
 ) -> None:
     """Validate, plan and price every stack in one process, each resolved as the program
     resolves it (the spec its Pulumi.<stack>.yaml points at, the stack's name prefix, region
@@ -209,9 +212,9 @@ def check(
     from accelstack.catalog import load_catalog
     from accelstack.cli.stackrefs import changed_since, stack_refs
 
-    refs = stack_refs(paths, stack_name)
+    refs = stack_refs(paths, stack_name, specs)
     if base is not None:
-        refs = changed_since(refs, base)
+        refs = changed_since(refs, base, specs)
         if not refs:
             typer.echo(f"no stack changed since {base}")
             return

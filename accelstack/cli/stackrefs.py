@@ -12,13 +12,13 @@ from accelstack.errors import Problem, SpecError
 from accelstack.stackconfig import SPEC_KEY, StackRef
 
 
-def refs_of_dir(path: Path) -> list[StackRef]:
+def refs_of_dir(path: Path, specs: str = "stacks") -> list[StackRef]:
     """Every stack of a project folder, or of the project a `stacks/` folder belongs to (the
     stacks whose Pulumi.<stack>.yaml points into it, and its specs' own stacks)."""
-    from accelstack.stackconfig import SPECS_DIR, project_root, project_stacks
+    from accelstack.stackconfig import project_root, project_stacks
 
-    if (path / "Pulumi.yaml").is_file() or (path / SPECS_DIR).is_dir():
-        return project_stacks(path.resolve())
+    if (path / "Pulumi.yaml").is_file() or (path / specs).is_dir():
+        return project_stacks(path.resolve(), specs)
     root = project_root(path)
     folder = path.resolve()
     specs = str(folder.relative_to(root)) if folder.is_relative_to(root) else str(path)
@@ -40,13 +40,15 @@ def refs_of_file(path: Path, stack_name: str | None) -> list[StackRef]:
     return [own, *others]
 
 
-def stack_refs(paths: list[Path], stack_name: str | None = None) -> list[StackRef]:
+def stack_refs(
+    paths: list[Path], stack_name: str | None = None, specs: str = "stacks"
+) -> list[StackRef]:
     """The stacks to check: spec files and project or spec folders (Pulumi stack files are
     read as the stacks they configure, never as specs)."""
     refs: list[StackRef] = []
     for path in paths:
         if path.is_dir():
-            refs += refs_of_dir(path)
+            refs += refs_of_dir(path, specs)
         elif path.is_file() and not path.name.startswith("Pulumi."):
             refs += refs_of_file(path, stack_name)
         elif not path.is_file():
@@ -127,7 +129,9 @@ def _from_ref(ref: str, specs: str, into: Path, cwd: Path | None = None) -> str:
         target = into / pointer
         if not target.exists() and ".." not in Path(pointer).parts:
             _show(ref, str(Path(top, pointer)) if top else pointer, target, cwd)
-    return f"{ref} ({sha.stdout.strip()})"
+    short = sha.stdout.strip()
+    full_sha = len(ref) == 40 and all(c in "0123456789abcdef" for c in ref)
+    return short if full_sha else f"{ref} ({short})"
 
 
 def _refs_at(root: Path, specs: str) -> dict[str, StackRef]:
@@ -146,21 +150,13 @@ def side(side: str, specs: str, into: Path) -> tuple[str, dict[str, StackRef], P
     return label, _refs_at(into, specs), into
 
 
-def changed_since(refs: list[StackRef], base: str) -> list[StackRef]:
+def changed_since(refs: list[StackRef], base: str, specs: str = "stacks") -> list[StackRef]:
     """The stacks of `refs` whose spec or stack config differs at git ref `base` (or is new
     there): what `check --base` and the CI examples check."""
     if not refs:
         return []
     root = refs[0].root
     with tempfile.TemporaryDirectory(prefix="accelstack-base-") as tmp:
-        specs = _specs_folder(refs)
         _from_ref(base, specs, Path(tmp), cwd=root)
         old = {r.stack: r.fingerprint() for r in _refs_at(Path(tmp), specs).values()}
     return [r for r in refs if old.get(r.stack) != r.fingerprint()]
-
-
-def _specs_folder(refs: list[StackRef]) -> str:
-    for r in refs:
-        if r.spec.resolve().is_relative_to(r.root.resolve()):
-            return str(r.spec.resolve().parent.relative_to(r.root.resolve()))
-    return "stacks"
