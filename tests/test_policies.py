@@ -232,7 +232,7 @@ def test_budget_from_the_spec_named_after_the_stack(
 
 
 def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
-    preview_of: Any, tmp_path: Any
+    preview_of: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import yaml
 
@@ -241,7 +241,8 @@ def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
     data["budget"]["max_hourly_usd"] = 100
     spec = tmp_path / "tight.yaml"
     spec.write_text(yaml.safe_dump(data))
-    preview_of("dev", {"accelstack:spec": str(spec)})
+    monkeypatch.chdir(tmp_path)
+    preview_of("dev", {"accelstack:spec": "tight.yaml"})
     res, hourly = preset_resources("llama3-70b-trn2")
     msgs = run(bp.budget, StackArgs(res))
     assert len(msgs) == 1
@@ -255,3 +256,22 @@ def test_budget_without_a_spec_is_refused(preview_of: Any) -> None:
     msgs = run(bp.budget, StackArgs(res))
     assert len(msgs) == 1 and msgs[0].startswith("cannot check this stack's budget")
     assert "no-such-stack.yaml" in msgs[0]
+
+
+def test_budget_holds_every_stack_to_the_organisation_ceiling(
+    preview_of: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    preview_of("llama3-70b-trn2")
+    res, _ = preset_resources("llama3-70b-trn2")
+    ceiling = tmp_path / "org.yaml"
+    ceiling.write_text("max_hourly_usd: 100\n")
+    msgs = run(bp.budget, StackArgs(res, {"ceiling": str(ceiling)}))
+    assert len(msgs) == 1 and f"exceeds ceiling max_hourly_usd ({ceiling}) $100.00" in msgs[0]
+    (tmp_path / "accelstack-ceiling.yaml").write_text("max_hourly_usd: 100\n")
+    found = run(bp.budget, StackArgs(res))  # the project's file, found at preview
+    assert found == [msgs[0].replace(str(ceiling), str(tmp_path / "accelstack-ceiling.yaml"))]
+    hand_kept = {"region": "us-east-2", "max_hourly_usd": 1e6}
+    assert any("ceiling max_hourly_usd" in m for m in run(bp.budget, StackArgs(res, hand_kept)))
+    msgs = run(bp.budget, StackArgs(res, {"region": "us-east-2", "ceiling": str(ceiling)}))
+    assert any("sets no max_*_usd limit" in m for m in msgs)  # fails closed
