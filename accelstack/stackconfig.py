@@ -111,19 +111,23 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     return {str(k): v for k, v in config.items()}
 
 
-def spec_pointer(config: Mapping[str, Any], stack: str, source: str) -> str:
+def spec_pointer(
+    config: Mapping[str, Any], stack: str, source: str, root: Path | None = None
+) -> str:
     """The spec path a stack deploys: `accelstack:spec`, else stacks/<stack>.yaml. A path that
-    leaves the project (absolute, or through '..') is refused: the gate could not see it."""
+    leaves the project (through '..', or absolute outside `root`) is refused: the gate could
+    not see the file it names."""
     named = config.get(SPEC_KEY) or f"{SPECS_DIR}/{stack}.yaml"
     if not isinstance(named, str):
         raise AccelstackError(f"{source}: config {SPEC_KEY} must be a path, found {shown(named)}")
     pure = PurePosixPath(named.replace("\\", "/"))
-    if pure.is_absolute() or ".." in pure.parts:
+    inside = root is not None and Path(named).resolve().is_relative_to(root.resolve())
+    if ".." in pure.parts or (pure.is_absolute() and not inside):
         raise AccelstackError(
             f"{source}: config {SPEC_KEY} is {shown(named)}; allowed: a path inside the project "
             "(relative, no '..'), so reviews and `accelstack diff` see the file it names"
         )
-    return str(pure)
+    return named if pure.is_absolute() else str(pure)
 
 
 def _stack_file(root: Path, stack: str) -> Path:
@@ -134,7 +138,7 @@ def stack_ref(root: Path, stack: str) -> StackRef:
     """The stack `stack` of the project at `root` (its Pulumi.<stack>.yaml when present)."""
     file = _stack_file(root, stack)
     config = read_stack_config(file) if file.is_file() else {}
-    pointer = spec_pointer(config, stack, file.name)
+    pointer = spec_pointer(config, stack, file.name, root)
     return StackRef(stack, root / pointer, root, config, file if file.is_file() else None)
 
 

@@ -14,12 +14,15 @@ The repository's `__main__.py` and the `__main__.py` that `accelstack init` writ
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 
 from accelstack.components.program import build
 from accelstack.cost.ceiling import find_ceiling
 from accelstack.cost.guard import enforce
 from accelstack.resolve import Stack
+from accelstack.spec.placeholders import refuse_placeholders
 from accelstack.stackconfig import (
     ALLOW_KEY,
     AMIS_KEY,
@@ -44,7 +47,7 @@ def stack_config() -> dict[str, object]:
 
 def spec_path(pulumi_stack: str) -> str:
     """The spec this Pulumi stack deploys: config `accelstack:spec`, else stacks/<stack>.yaml."""
-    return spec_pointer(stack_config(), pulumi_stack, f"Pulumi.{pulumi_stack}.yaml")
+    return spec_pointer(stack_config(), pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
 
 
 def stack_from_config() -> Stack:
@@ -52,7 +55,7 @@ def stack_from_config() -> Stack:
     when the spec is invalid, the name prefix is not, or `aws:region` conflicts."""
     pulumi_stack = pulumi.get_stack()
     config = stack_config()
-    spec = spec_pointer(config, pulumi_stack, f"Pulumi.{pulumi_stack}.yaml")
+    spec = spec_pointer(config, pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
     return resolve_deployment(spec, pulumi_stack, config)
 
 
@@ -62,5 +65,7 @@ def main() -> None:
     # raises before any resource is registered: over budget, over the organisation's ceiling
     # (accelstack-ceiling.yaml or ACCELSTACK_CEILING), or no limit at all
     enforce(stack, ceiling=find_ceiling())
+    # documentation CIDRs, example accounts and ARNs: refused here, never after the cluster
+    refuse_placeholders(stack.spec, spec_path(pulumi.get_stack()))
     for key, value in build(stack).items():
         pulumi.export(key, value)

@@ -41,7 +41,8 @@ def spec_path(policy_config: Mapping[str, Any]) -> Path:
     pulumi_stack = os.environ.get("PULUMI_STACK")
     named = policy_config.get("spec")
     if not named and (pulumi_stack or _stack_config(SPEC_KEY)):
-        named = spec_pointer(stack_config(), pulumi_stack or "", f"Pulumi.{pulumi_stack}.yaml")
+        source = f"Pulumi.{pulumi_stack}.yaml"
+        named = spec_pointer(stack_config(), pulumi_stack or "", source, Path.cwd())
     if not named:
         raise AccelstackError(
             "no spec: set config accelstack:spec, policy config spec, or name the stack after "

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from accelstack.cli import main
+from accelstack.cost.ceiling import load_ceiling
 from accelstack.cost.guard import check_budget, enforce, render_report, report_for_plan
 from accelstack.cost.pricing import billable_resources
-from accelstack.cost.ceiling import load_ceiling
 from accelstack.errors import SpecError, VerdictError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec

@@ -14,6 +14,8 @@ from accelstack.cli import main
 from accelstack.plan import Plan, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
+from tests.helpers_plan import plan_stack
+from tests.helpers_program import fill
 from tests.test_plan import preset_plan
 
 
@@ -29,6 +31,8 @@ def run_project(project: Path, pulumi_stack: str, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.chdir(project)
     config = yaml.safe_load((project / f"Pulumi.{pulumi_stack}.yaml").read_text())["config"]
+    spec_file = project / "stacks" / f"{pulumi_stack}.yaml"  # the user fills the placeholders
+    spec_file.write_text(fill(spec_file.read_text()))
 
     def program(_: Stack) -> dict[str, Any]:
         # a new project has no AMI pins yet (`accelstack amis pin` needs AWS): follow the alias
@@ -63,8 +67,11 @@ def test_init_writes_a_project_whose_program_builds_the_presets_resources(
         f"accelstack=={__version__}"
     )
     plan = run_project(project, "trn1-multinode", monkeypatch)
-    want = preset_plan("trn1-multinode")
+    # the preset's resources, with the placeholders the user filled in (access entry names
+    # hash the admin ARN)
+    want = plan_stack(resolve(load_spec(project / "stacks" / "trn1-multinode.yaml")))
     assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
+    assert len(want.resources) == len(preset_plan("trn1-multinode").resources)
 
 
 def test_init_with_a_stack_name_renames_the_spec(

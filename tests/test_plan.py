@@ -22,6 +22,7 @@ from tests.conftest import PRESETS, ROOT, compare_golden, preset_ids
 from tests.test_components import EFA_COUNTS, small_spec
 
 from .helpers_plan import plan_stack
+from .helpers_program import filled_copy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -592,7 +593,9 @@ def test_existing_compile_cache_bucket_is_used_not_created(catalog: Catalog) -> 
     assert plan.outputs["compileCacheUrls"] == {"p": "s3://team-neuron-cache/jobs/p/"}
 
 
-def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
+def test_the_pulumi_program_builds_what_the_plan_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """__main__.py under the same mocks: config -> spec -> guard -> build -> exports."""
     import runpy
 
@@ -601,15 +604,14 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
     # config accelstack:spec names the spec; the Pulumi stack is the spec's own (same name), so
     # resources keep the spec's names (tests/test_stack_names.py: other stack names)
     stack = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
+    filled_copy(ROOT / "stacks" / "trn1-multinode.yaml", tmp_path)  # placeholders filled in
+    monkeypatch.chdir(tmp_path)
 
     def program(_: Stack) -> dict[str, Any]:
         multinode = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
         pins = {p: fake_ami(p) for p in multinode.ami_parameters}  # as `accelstack amis pin`
         pulumi.runtime.set_all_config(
-            {
-                "accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml"),
-                "accelstack:amis": json.dumps(pins),
-            }
+            {"accelstack:spec": "stacks/trn1-multinode.yaml", "accelstack:amis": json.dumps(pins)}
         )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
@@ -618,7 +620,8 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
         return {}
 
     plan = run_plan(stack, build=program, guard=False)  # __main__ runs the guard itself
-    want = preset_plan("trn1-multinode")
+    # the preset with its placeholders filled (access entry names hash the admin ARN)
+    want = plan_stack(resolve(load_spec(tmp_path / "stacks" / "trn1-multinode.yaml")))
     assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
     # (lookup answers follow the mocked stack's region, so compare region-free inputs)
     assert [r.inputs for r in plan.of_type(NG)] == [r.inputs for r in want.of_type(NG)]

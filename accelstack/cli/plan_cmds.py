@@ -117,13 +117,17 @@ def plan(
     stack, result = _plan_ref(ref)
     verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
+    warnings = stack_warnings(stack, result)
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
         doc["violations"] = [violation_doc(v) for v in found]
+        doc["warnings"] = warnings
         echo_json(doc)
     else:
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
+        for note in warnings:  # before the report, so the verdict stays the last line
+            typer.echo(f"warning: {note}")
         typer.echo(render_report(verdict).rstrip("\n"))
         for v in found:
             typer.echo(f"violation: {v.line()}", err=True)

@@ -93,8 +93,15 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
 
 
 def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
-    """What `validate` (and `check`) warn about a valid spec."""
-    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
+    """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
+    estimated offerings, extended-support Kubernetes, and placeholder values (documentation
+    ranges, example accounts) that `pulumi up` refuses."""
+    from accelstack.spec.placeholders import spec_placeholders
+
+    placeholders = [
+        f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(spec)
+    ]
+    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog), *placeholders]
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:

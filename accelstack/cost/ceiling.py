@@ -71,7 +71,9 @@ def find_ceiling(flag: Path | None = None, root: Path | None = None) -> Ceiling 
     named = flag or (Path(os.environ[CEILING_ENV]) if os.environ.get(CEILING_ENV) else None)
     if named is not None:
         if not named.is_file():
-            raise AccelstackError(f"{named}: the cost ceiling file does not exist (--ceiling or {CEILING_ENV})")
+            raise AccelstackError(
+                f"{named}: the cost ceiling file does not exist (--ceiling or {CEILING_ENV})"
+            )
         return load_ceiling(named)
     found = (root or Path.cwd()) / CEILING_FILE
     return load_ceiling(found) if found.is_file() else None
