@@ -88,7 +88,7 @@ def validate_spec_budget(
     """The spec's budget over the preview's resources: the same verdict as `accelstack plan`."""
     from accelstack.cost.guard import check_budget
     from accelstack.cost.pricing import price_plan
-    from policies.spec_source import ceiling_for_preview, stack_for_preview
+    from .spec_source import ceiling_for_preview, stack_for_preview
 
     try:
         stack = stack_for_preview(cfg)
@@ -124,7 +124,7 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
 
 def _check_figures(cfg: Mapping[str, Any], cost: Any, report_violation: ReportViolation) -> None:
     """The hand-kept limits, then the organisation ceiling; no limit at all is refused."""
-    from policies.spec_source import ceiling_for_preview
+    from .spec_source import ceiling_for_preview
 
     mark = " (prices include estimates)" if cost.estimate else ""
     figures = [
@@ -214,7 +214,7 @@ s3_buckets_blocked = StackValidationPolicy(
     validate=validate_buckets_have_blocks,
 )
 
-from policies.deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
+from .deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
 
 POLICIES = [
     budget,

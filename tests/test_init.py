@@ -125,3 +125,31 @@ def test_init_refuses_an_unknown_preset(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2
     assert "did you mean 'trn1-multinode'" in output
     assert not (tmp_path / "p").exists()
+
+
+def test_init_next_steps_pin_amis_and_the_project_runs_the_policy_pack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "p"
+    code, output = init(capsys, str(project), "--from", "trn1-multinode", "--stack", "team-b")
+    assert code == 0, output
+    steps = output.split("next:\n", 1)[1].splitlines()
+    pin = next(i for i, s in enumerate(steps) if "accelstack amis pin" in s)
+    up = next(i for i, s in enumerate(steps) if "pulumi up --policy-pack" in s)
+    assert pin < up and "stacks/team-b.yaml --stack team-b" in steps[pin]
+    assert "--policy-pack policies" in steps[up]
+    assert any("placeholder" in s for s in steps[:up])
+    readme = (project / "README.md").read_text()
+    assert readme.index("accelstack amis pin stacks/team-b.yaml") < readme.index(
+        "pulumi up --policy-pack policies"
+    )
+    pack = yaml.safe_load((project / "policies" / "PulumiPolicy.yaml").read_text())
+    assert pack["runtime"]["options"]["virtualenv"] == "../venv"
+    main_py = (project / "policies" / "__main__.py").read_text()
+    assert "from accelstack.policypack.budget_policies import POLICIES" in main_py
+    compile(main_py, "policies/__main__.py", "exec")
+    workflow = (project / ".github" / "workflows" / "accelstack.yml").read_text()
+    assert "policyPacks: policies" in workflow
+    from accelstack.policypack.budget_policies import POLICIES  # the module the pack imports
+
+    assert {p.name for p in POLICIES} >= {"accelstack-budget", "accelstack-deploy-rules"}
