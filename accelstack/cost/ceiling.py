@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 
 CEILING_FILE = "accelstack-ceiling.yaml"
 CEILING_ENV = "ACCELSTACK_CEILING"
@@ -51,7 +52,9 @@ def load_ceiling(path: Path) -> Ceiling:
     """Read a ceiling file; every problem is one line naming the file and key."""
     file = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml_text(path.read_text(encoding="utf-8"))  # the spec's scalar rules
+    except YamlRefused as exc:
+        raise SpecError([Problem(file, exc.path, exc.message)]) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
