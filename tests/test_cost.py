@@ -254,7 +254,7 @@ def test_spec_pricing_follows_spec_changes() -> None:
     existing["network"] = {
         "mode": "existing",
         "vpc_id": "vpc-0123456789abcdef0",
-        "private_subnet_ids": ["subnet-0123456789abcdef0"],
+        "private_subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
     }
     assert not [i for i in price_stack(stack_of(existing)).items if i.category == "network"]
 

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from .helpers_program import fill
 from .conftest import ROOT
+from .helpers_program import fill
 from .helpers_wheel import build_wheel
 
 pytestmark = pytest.mark.slow

@@ -122,6 +122,7 @@ class InternalError(AccelstackError):
 AWS_SETUP_ERRORS = {
     "NoCredentialsError": "no AWS credentials found",
     "PartialCredentialsError": "the AWS credentials are incomplete",
+    "CredentialRetrievalError": "the AWS credentials cannot be retrieved",
     "NoRegionError": "no AWS region set",
     "ProfileNotFound": "the AWS profile does not exist",
     "TokenRetrievalError": "the AWS SSO token cannot be refreshed",
