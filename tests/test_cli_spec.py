@@ -44,8 +44,8 @@ def test_validate_bad_spec_exit_2_one_line_per_problem(tmp_path: Path, capsys):
     code, out, err = run(capsys, "validate", str(f))
     assert code == 2
     assert err.strip() == (
-        f"error: {f}: pools[0].instance_type: 'trn2.48xl' is not a known instance type; did you "
-        "mean 'trn2.48xlarge'? (known: p5.48xlarge, p5.4xlarge, p5e.48xlarge, p5en.48xlarge, "
+        f"error: {f}: pools[0].instance_type: 'trn2.48xl' is not a supported instance type; did "
+        "you mean 'trn2.48xlarge'? (supported: p5.48xlarge, p5.4xlarge, p5e.48xlarge, p5en.48xlarge, "
         "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge, "
         "trn3.48xlarge)"
     )

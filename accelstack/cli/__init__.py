@@ -66,6 +66,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.ami_cmds",
     "accelstack.cli.diff_cmds",
     "accelstack.cli.stacks_cmds",
+    "accelstack.cli.instances_cmds",
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )

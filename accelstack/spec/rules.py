@@ -184,8 +184,8 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
         if itype not in cat.instances:
             yield (
                 f"pools[{i}].instance_type",
-                f"{shown(itype)} is not a known instance type"
-                f"{did_you_mean(itype, cat.accelerated_types())} (known: {known})",
+                f"{shown(itype)} is not a supported instance type"
+                f"{did_you_mean(itype, cat.accelerated_types())} (supported: {known})",
             )
         elif not cat.instances[itype].accelerated:
             yield (
