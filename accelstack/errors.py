@@ -82,7 +82,9 @@ def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """Return "; did you mean 'x'?" for a near miss, else ""."""
     text = str(value)
     options = sorted(set(choices))
-    close = [o for o in difflib.get_close_matches(text, options, n=3, cutoff=0.6) if _close(text, o)]
+    close = [
+        o for o in difflib.get_close_matches(text, options, n=3, cutoff=0.6) if _close(text, o)
+    ]
     if not close:
         lowered = {o.lower(): o for o in options}
         if text.lower() in lowered:

@@ -52,7 +52,7 @@ app = typer.Typer(
     help="One workload spec to a priced, budget-checked AWS training cluster "
     "(Trainium trn1/trn2/trn3 or NVIDIA p5).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
 )
 

@@ -37,8 +37,7 @@ def price(
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
 ) -> None:
-    """Price the stack from its spec, estimate the training run, check the budget and the
-    organisation ceiling.
+    """Price the stack, estimate the training run, check the budget and the ceiling.
 
     Exits 1 with a one-line reason when a limit is exceeded or the budget sets none.
 
@@ -97,7 +96,14 @@ def compare(
     """Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.
 
     Candidates get the same chip budget (--chips, default the spec's) or, with only
-    --deadline-hours, the nodes that meet the deadline; the output says which.
+    --deadline-hours, the nodes that meet the deadline; the output says which. The markdown
+    form carries a Mermaid chart of the run costs, which a pull request renders.
+
+    Examples:
+
+      accelstack compare stacks/llama3-70b-trn2.yaml
+
+      accelstack compare stacks/llama3-70b-trn2.yaml --deadline-hours 240 --format markdown
     """
     from accelstack.catalog import load_catalog
     from accelstack.cost.compare import DEFAULT_OPTIONS, render

@@ -160,7 +160,9 @@ def diff(
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
 ) -> None:
-    """Compare the stacks of two git refs or folders, each resolved as the program resolves
+    """What a change does to every stack: rolls, replacements, resources, cost.
+
+    Compares the stacks of two git refs or folders, each resolved as the program resolves
     it (the spec its Pulumi.<stack>.yaml points at, and every accelstack: key): node rolls
     and stateful replacements first, then resources added, changed, replaced and removed with
     before -> after values and monthly cost, the cost delta and each side's verdict. Below

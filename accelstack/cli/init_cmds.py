@@ -76,8 +76,17 @@ def init(
     stack: _StackOpt = None,
     force: _ForceOpt = False,
 ) -> None:
-    """Start a deployable Pulumi project from a preset: Pulumi.yaml, the program entry,
-    stacks/STACK.yaml, Pulumi.STACK.yaml, requirements.txt, a CI workflow and a README."""
+    """Start a deployable Pulumi project from a preset.
+
+    Writes Pulumi.yaml, the program entry, stacks/STACK.yaml, Pulumi.STACK.yaml,
+    requirements.txt, the CrossGuard pack (policies/), a CI workflow and a README.
+
+    Examples:
+
+      accelstack init my-cluster --from llama3-70b-trn2
+
+      accelstack init team-a --from trn1-finetune --stack team-a
+    """
     from accelstack import __version__
     from accelstack.catalog import load_catalog
     from accelstack.cli.spec_cmds import (

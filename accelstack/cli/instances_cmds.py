@@ -129,9 +129,10 @@ def instances(
         typer.Option("--format", help="text, json (every field) or markdown"),
     ] = "text",
 ) -> None:
-    """List the instance types the catalog knows: chips, accelerator memory, EFA, vCPU,
-    regions and zones offered, and the hourly price per purchase option (cheapest region;
-    * = an estimated price).
+    """List the instance types: chips, memory, EFA, regions, price per purchase option.
+
+    Chips, accelerator memory, EFA, vCPU, regions and zones offered, and the hourly price per
+    purchase option (cheapest region; * = an estimated price), all from the catalog.
 
     Examples:
 

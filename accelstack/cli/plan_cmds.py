@@ -100,9 +100,11 @@ def plan(
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
 ) -> None:
-    """Plan a spec offline: run the Pulumi program under mocks, show every resource and the
-    cost report, then the deploy rules and the budget verdict (exit 1 on a violation, when
-    over budget or the organisation ceiling, or when the budget sets no limit).
+    """Plan a spec offline: every resource, the cost report and the verdicts.
+
+    Runs the Pulumi program under mocks, shows every resource and the cost report, then the
+    deploy rules and the budget verdict (exit 1 on a violation, when over budget or the
+    organisation ceiling, or when the budget sets no limit).
 
     Examples:
 
@@ -202,10 +204,12 @@ def check(
         str, typer.Option("--specs", help="the specs' folder in a project folder")
     ] = "stacks",
 ) -> None:
-    """Validate, plan and price every stack in one process, each resolved as the program
-    resolves it (the spec its Pulumi.<stack>.yaml points at, the stack's name prefix, region
-    and AMI pins): hourly and run cost and warnings; non-zero on any failure (1 over budget,
-    over the organisation ceiling, no limit, or a deploy rule; 2 bad spec).
+    """Validate, plan and price every stack: the GitOps gate.
+
+    Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
+    points at, the stack's name prefix, region and AMI pins): hourly and run cost and
+    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, no
+    limit, or a deploy rule; 2 bad spec).
 
     Examples:
 

@@ -29,8 +29,9 @@ def stacks(
         typer.Option("--format", help="text, json, names (one stack a line), specs (spec paths)"),
     ] = "text",
 ) -> None:
-    """List the stacks a project deploys: each Pulumi.<stack>.yaml and the spec it points at,
-    and each spec's own stack.
+    """List the stacks a project deploys, as the program resolves them.
+
+    Each Pulumi.<stack>.yaml and the spec it points at, and each spec's own stack.
 
     Examples:
 
