@@ -56,12 +56,44 @@ def shorten(value: Any) -> Any:
     return text
 
 
+def _text_of(value: Any) -> str | None:
+    """User data as text: base64 decoded when it is (launch templates carry it encoded)."""
+    if not isinstance(value, str):
+        return None
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return value
+
+
+def _lines_change(before: Any, after: Any) -> tuple[Any, Any] | None:
+    """For multi-line text (user data, scripts): only the lines that differ, else None."""
+    import difflib
+
+    a, b = _text_of(before), _text_of(after)
+    if a is None or b is None or ("\n" not in a and "\n" not in b):
+        return None
+    diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0))
+    gone = [d[1:].strip() for d in diff if d.startswith("-") and not d.startswith("---")]
+    new = [d[1:].strip() for d in diff if d.startswith("+") and not d.startswith("+++")]
+    return shorten(" | ".join(gone)) or "(no line)", shorten(" | ".join(new)) or "(no line)"
+
+
+def value_change(key: str, before: Any, after: Any) -> dict[str, Any]:
+    """{key, before, after} as a report shows it: multi-line text by its changed lines."""
+    lines = _lines_change(before, after)
+    if lines is not None:
+        return {"key": key, "before": lines[0], "after": lines[1]}
+    return {"key": key, "before": shorten(before), "after": shorten(after)}
+
+
 def changed_values(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
     """[{key, before, after}] for every key whose value differs (absent: None)."""
     keys = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-    return [
-        {"key": k, "before": shorten(before.get(k)), "after": shorten(after.get(k))} for k in keys
-    ]
+    return [value_change(k, before.get(k), after.get(k)) for k in keys]
 
 
 def resource_costs(verdict: Verdict) -> dict[str, float]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from accelstack.plan.diff_inputs import shorten
+from accelstack.plan.diff_inputs import value_change
 
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
 
@@ -68,15 +68,13 @@ def _template_changes(
     a, b = old.get("inputs") or {}, new.get("inputs") or {}
     skip = t.no_new_version | _ignored(new)
     keys = sorted(k for k in a.keys() | b.keys() if k not in skip and a.get(k) != b.get(k))
-    return [{"key": k, "before": shorten(a.get(k)), "after": shorten(b.get(k))} for k in keys]
+    return [value_change(k, a.get(k), b.get(k)) for k in keys]
 
 
 def _own_changes(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> list[dict[str, Any]]:
     a, b = old.get("inputs") or {}, new.get("inputs") or {}
     keys = [k for k in src.keys if k not in _ignored(new) and nested(a, k) != nested(b, k)]
-    return [
-        {"key": k, "before": shorten(nested(a, k)), "after": shorten(nested(b, k))} for k in keys
-    ]
+    return [value_change(k, nested(a, k), nested(b, k)) for k in keys]
 
 
 def _templates(plan: dict[str, Any], t: RollTable) -> dict[str, dict[str, Any]]:
