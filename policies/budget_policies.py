@@ -88,6 +88,7 @@ def validate_spec_budget(
     """The spec's budget over the preview's resources: the same verdict as `accelstack plan`."""
     from accelstack.cost.guard import check_budget
     from accelstack.cost.pricing import price_plan
+
     from .spec_source import ceiling_for_preview, stack_for_preview
 
     try:

@@ -278,3 +278,29 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     # the AMI pin is shown as an input before -> after
     stack = json.loads(out)["stacks"][0]
     assert any(c["key"] == "spec.pools[0].logical_cores" for c in stack["inputs"])
+
+
+def test_plan_against_a_ref_lists_the_roll_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pins = _pins(STACKS / "llama3-70b-trn2.yaml")
+    ((param, _),) = pins.items()
+    repo = _project(tmp_path / "repo", pins)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "base")
+    _stack_file_pins = {param: "ami-0123456789abcdef0"}
+    config = yaml.safe_load((repo / "Pulumi.llama3-70b-trn2.yaml").read_text())
+    config["config"]["accelstack:amis"] = _stack_file_pins
+    (repo / "Pulumi.llama3-70b-trn2.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.chdir(repo)
+    spec = "stacks/llama3-70b-trn2.yaml"
+    code, out, _ = _run(capsys, "plan", spec, "--against", "main")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("changes against main (") and "1 changed" in lines[0]
+    assert lines[1].startswith("  ! rolls 16 x trn2.48xlarge (llama3-70b-trn2-trn2-ng)")
+    assert "imageId: " in lines[1] and "-> ami-0123456789abcdef0" in lines[1]
+    code, out, _ = _run(capsys, "plan", spec, "--against", "main", "--format", "json")
+    (roll,) = json.loads(out)["changes"]["rolls"]
+    assert roll["count"] == 16 and roll["accelerated"]

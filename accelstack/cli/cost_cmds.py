@@ -96,8 +96,7 @@ def compare(
     """Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.
 
     Candidates get the same chip budget (--chips, default the spec's) or, with only
-    --deadline-hours, the nodes that meet the deadline; the output says which. The markdown
-    form carries a Mermaid chart of the run costs, which a pull request renders.
+    --deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
 
     Examples:
 

@@ -9,54 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import CeilingOpt, StackOpt, echo_json
 from accelstack.cli.stackrefs import side
 from accelstack.errors import Problem, SpecError
-from accelstack.plan.diff_inputs import inputs_of, resource_costs
 from accelstack.stackconfig import StackRef
 
 if TYPE_CHECKING:
-    from accelstack.catalog import Catalog
     from accelstack.cost.ceiling import Ceiling
 
 DiffFormat = Literal["text", "json", "markdown", "github-comment"]
-
-
-def _planned(
-    ref: StackRef, catalog: Catalog, label: str, ceiling: Ceiling | None
-) -> dict[str, Any]:
-    """The side row of one stack: its plan document and priced verdict, or errors."""
-    from accelstack.cli.plan_cmds import _plan_ref, plan_verdict, violations_of
-
-    shown = f"{label}:{_rel(ref.spec, ref.root)}"
-    try:
-        stack, result = _plan_ref(ref, catalog)
-        verdict = plan_verdict(result, stack, ceiling)
-        found = [v.line() for v in violations_of(result, stack)]
-    except Exception as exc:  # one broken spec must not hide the rest
-        failure = as_failure(exc, f"diff {shown}")
-        lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
-        lines = [x.replace(str(ref.root) + "/", "") for x in lines] or [type(failure).__name__]
-        return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
-    cost = {
-        "hourly_usd": round(verdict.cost.hourly_usd, 4),
-        "monthly_usd": round(verdict.cost.monthly_usd, 2),
-        "run_usd": round(verdict.run.run_usd, 2),
-        "estimate": verdict.cost.estimate,
-        "ok": verdict.ok,
-        "verdict": verdict.one_line(),
-        "violations": found,
-        "items": resource_costs(verdict),
-    }
-    return {"file": shown, "plan": result.to_dict(), "cost": cost, "inputs": inputs_of(ref)}
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _plan_sides(
@@ -67,6 +28,7 @@ def _plan_sides(
     """Plan each changed stack on both sides; a stack whose spec and stack config are
     byte-identical on both is not planned (both sides run the same accelstack and catalog)."""
     from accelstack.catalog import load_catalog
+    from accelstack.cli.plan_cmds import planned_row
 
     catalog = load_catalog()
     same = {
@@ -77,7 +39,7 @@ def _plan_sides(
     rows: list[dict[str, dict[str, Any]]] = [{}, {}]
     for i, (label, refs, _) in enumerate((base, head)):
         for name in sorted(refs.keys() - same):
-            rows[i][name] = _planned(refs[name], catalog, label, ceiling)
+            rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
     return rows[0], rows[1], sorted(same)
 
 
@@ -103,20 +65,6 @@ def _per_stack(values: list[str] | None) -> dict[str, float]:
                 [Problem("--stack-threshold", "", f"is {v!r}; allowed: STACK=USD, e.g. prod=500")]
             )
     return out
-
-
-def _accelerated() -> Any:
-    from accelstack.catalog import load_catalog
-
-    catalog = load_catalog()
-
-    def accelerated(instance_type: str) -> bool:
-        try:
-            return catalog.instance(instance_type).accelerated
-        except Exception:  # a type the catalog does not know: call it accelerated, to be safe
-            return True
-
-    return accelerated
 
 
 def _emit(doc: dict[str, Any], fmt: DiffFormat, quiet: bool) -> None:
@@ -162,13 +110,11 @@ def diff(
 ) -> None:
     """What a change does to every stack: rolls, replacements, resources, cost.
 
-    Compares the stacks of two git refs or folders, each resolved as the program resolves
-    it (the spec its Pulumi.<stack>.yaml points at, and every accelstack: key): node rolls
-    and stateful replacements first, then resources added, changed, replaced and removed with
-    before -> after values and monthly cost, the cost delta and each side's verdict. Below
-    every threshold, `github-comment` prints a short "no longer applies" body that the CI
-    script uses to update (or delete) its earlier comment. Exit 0, or the exit code of a HEAD
-    stack that does not plan.
+    Compares the stacks of two git refs or folders, each resolved as the program does (its
+    Pulumi.<stack>.yaml): node rolls and stateful replacements first, then resources with
+    before -> after values and monthly cost, and the verdicts. Below every threshold,
+    `github-comment` prints a "no longer applies" body for CI to update its earlier comment.
+    Exit 0, or the exit code of a HEAD stack that does not plan.
 
     Examples:
 
@@ -176,7 +122,7 @@ def diff(
 
       accelstack diff origin/main HEAD --stack prod --stack-threshold prod=1000
     """
-    from accelstack.cli.plan_cmds import ceiling_for
+    from accelstack.cli.plan_cmds import accelerated_types, ceiling_for
     from accelstack.plan.diff import below_threshold, diff_sides
 
     per_stack = _per_stack(stack_threshold)
@@ -186,7 +132,7 @@ def diff(
             sides = (_only(sides[0], stack_name), _only(sides[1], stack_name))
         limit = ceiling_for(ceiling, sides[1][2] if Path(head).is_dir() else Path.cwd())
         old, new, same = _plan_sides(*sides, limit)
-    doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, _accelerated())
+    doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
     failed = [r["exit_code"] for r in new.values() if r.get("errors")]
     if failed:

@@ -91,6 +91,98 @@ def _plan_stack(
     return _plan_ref(ref_for_spec(spec, stack_name), catalog)
 
 
+def side_row(
+    ref: StackRef, stack: Stack, result: Plan, verdict: Verdict, label: str
+) -> dict[str, Any]:
+    """One side of a diff for a planned stack: its plan document, priced verdict, inputs."""
+    from accelstack.plan.diff_inputs import inputs_of, resource_costs
+
+    cost = {
+        "hourly_usd": round(verdict.cost.hourly_usd, 4),
+        "monthly_usd": round(verdict.cost.monthly_usd, 2),
+        "run_usd": round(verdict.run.run_usd, 2),
+        "estimate": verdict.cost.estimate,
+        "ok": verdict.ok,
+        "verdict": verdict.one_line(),
+        "violations": [v.line() for v in violations_of(result, stack)],
+        "items": resource_costs(verdict),
+    }
+    return {"file": label, "plan": result.to_dict(), "cost": cost, "inputs": inputs_of(ref)}
+
+
+def planned_row(
+    ref: StackRef, catalog: Catalog, label: str, ceiling: Ceiling | None
+) -> dict[str, Any]:
+    """The diff side row of one stack (`side_row`), or its errors when it does not plan."""
+    shown = f"{label}:{_rel_to(ref.spec, ref.root)}"
+    try:
+        stack, result = _plan_ref(ref, catalog)
+        return side_row(ref, stack, result, plan_verdict(result, stack, ceiling), shown)
+    except Exception as exc:  # one broken spec must not hide the rest
+        failure = as_failure(exc, f"diff {shown}")
+        lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
+        lines = [x.replace(str(ref.root) + "/", "") for x in lines] or [type(failure).__name__]
+        return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
+
+
+def _rel_to(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _changes_against(
+    base: str, ref: StackRef, head: dict[str, Any], ceiling: Ceiling | None
+) -> dict[str, Any]:
+    """This stack diffed against the same stack at git ref `base` (absent there: added)."""
+    import tempfile
+
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.stackrefs import _from_ref, _refs_at
+    from accelstack.plan.diff import diff_stack
+
+    specs = _rel_to(ref.spec.parent, ref.root)
+    with tempfile.TemporaryDirectory(prefix="accelstack-against-") as tmp:
+        label = _from_ref(base, specs, Path(tmp), cwd=ref.root)
+        old_ref = _refs_at(Path(tmp), specs).get(ref.stack)
+        old = planned_row(old_ref, load_catalog(), label, ceiling) if old_ref else None
+    return {"base": label, **diff_stack(ref.stack, old, head, accelerated_types())}
+
+
+def accelerated_types() -> Any:
+    from accelstack.catalog import load_catalog
+
+    catalog = load_catalog()
+
+    def accelerated(instance_type: str) -> bool:
+        try:
+            return catalog.instance(instance_type).accelerated
+        except Exception:  # a type the catalog does not know: call it accelerated, to be safe
+            return True
+
+    return accelerated
+
+
+def _echo_changes(doc: dict[str, Any]) -> None:
+    """The change report `plan --against` prints first: rolls, stateful, inputs, counts."""
+    from accelstack.plan.diff_report import change_lines
+
+    for line in change_lines(doc):
+        typer.echo(line)
+    typer.echo("")
+
+
+AgainstOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--against",
+        help="git ref: first list what changes against this stack there (node rolls and "
+        "stateful replacements first, before -> after values)",
+    ),
+]
+
+
 def plan(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
     fmt: Annotated[
@@ -99,6 +191,7 @@ def plan(
     ] = "text",
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
+    against: AgainstOpt = None,
 ) -> None:
     """Plan a spec offline: every resource, the cost report and the verdicts.
 
@@ -111,6 +204,8 @@ def plan(
       accelstack plan stacks/llama3-70b-trn2.yaml
 
       accelstack plan stacks/llama3-70b-trn2.yaml --stack prod --format json
+
+      accelstack plan stacks/llama3-70b-trn2.yaml --against origin/main
     """
     from accelstack.cost.guard import render_report, verdict_dict
     from accelstack.stackconfig import ref_for_spec
@@ -120,12 +215,19 @@ def plan(
     verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
     warnings = stack_warnings(stack, result)
+    limit = ceiling_for(ceiling, ref.root)
+    head = side_row(ref, stack, result, verdict, str(spec))
+    changes = _changes_against(against, ref, head, limit) if against else None
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
         doc["violations"] = [violation_doc(v) for v in found]
         doc["warnings"] = warnings
+        if changes is not None:
+            doc["changes"] = changes
         echo_json(doc)
     else:
+        if changes is not None:
+            _echo_changes(changes)
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
         for note in warnings:  # before the report, so the verdict stays the last line

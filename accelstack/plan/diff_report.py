@@ -204,3 +204,18 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     if doc["unchanged"]:
         lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc['unchanged'])}"]
     return "\n".join(lines) + "\n"
+
+
+def change_lines(s: dict[str, Any]) -> list[str]:
+    """One stack's changes (a `diff_stack` document), for `plan --against`: node rolls first,
+    then stateful replacements and removals, the edited inputs, and the resource counts."""
+    lines = [f"changes against {s.get('base', 'the base')}: {_counts(s)}"]
+    lines += [f"  ! {roll_line(r)}" for r in s.get("rolls", [])]
+    for action in ("replaced", "removed"):
+        for r in s["resources"][action]:
+            if r["stateful"]:
+                lines.append(f"  ! {r['type']} {r['name']} is {action.upper()}{_why(r)}")
+    lines += [f"  input {_change(c)}" for c in s.get("inputs", [])]
+    d = s["cost"]["delta"]
+    lines.append(f"  monthly {_signed(d['monthly_usd'])}; training run {_signed(d['run_usd'], 0)}")
+    return lines
