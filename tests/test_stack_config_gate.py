@@ -91,6 +91,8 @@ def test_check_plans_what_the_pointer_names(
     assert row["file"] == "big/llama3-70b-p5.yaml [stack prod]"
     assert row["stack"] == "llama3-70b-p5-prod"  # the program's name prefix for stack prod
     assert row["hourly_usd"] > 500  # sixteen p5.48xlarge, not one trn1.2xlarge
+    code, out, _ = _run(capsys, "check", ".", "--stack", "prod", "--format", "json")
+    assert [r["pulumi_stack"] for r in json.loads(out)["stacks"]] == ["prod"]  # the deploy step
 
 
 def test_diff_shows_the_pointer_change_before_and_after(

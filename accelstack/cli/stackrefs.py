@@ -48,7 +48,8 @@ def stack_refs(
     refs: list[StackRef] = []
     for path in paths:
         if path.is_dir():
-            refs += refs_of_dir(path, specs)
+            found = refs_of_dir(path, specs)
+            refs += [r for r in found if stack_name is None or r.stack == stack_name]
         elif path.is_file() and not path.name.startswith("Pulumi."):
             refs += refs_of_file(path, stack_name)
         elif not path.is_file():
