@@ -17,6 +17,7 @@ import yaml
 
 from accelstack.cli import main
 from accelstack.plan import fake_ami
+from accelstack.plan.diff import below_threshold
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
@@ -224,7 +225,17 @@ def test_cost_moves_on_two_stacks_are_not_netted(
         "--stack-threshold",
         "p5-shrink=400000",
     )
-    assert json.loads(out)["comment"] is False
+    doc = json.loads(out)
+    # a smaller node group is listed first, and always comments (accelerated nodes go away)
+    (removal,) = doc["rolls"]
+    assert (removal["action"], removal["count"], removal["instance_type"]) == (
+        "removes",
+        8,
+        "p5.48xlarge",
+    )
+    assert doc["comment"] is True
+    quiet = below_threshold({**doc, "rolls": []}, 100000, None, {"p5-grow": 4e5, "p5-shrink": 4e5})
+    assert quiet  # without that removal, both stacks under their own thresholds stay quiet
     code, _, err = _run(capsys, *argv, "--stack-threshold", "p5-grow")
     assert code == 2 and "allowed: STACK=USD" in err
 
@@ -265,7 +276,7 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     assert causes["llama3-70b-trn2-trn2-lt.imageId"] == (old_ami, "ami-0123456789abcdef0")
     code, text, _ = _run(capsys, "diff", str(old), str(new))
     lines = text.splitlines()
-    assert lines[1] == "NODES ROLL (every node is drained and replaced):"
+    assert lines[1] == "NODES ROLL OR ARE REMOVED (a running job on them is interrupted):"
     assert lines[2].startswith(
         "  ! llama3-70b-trn2: rolls 16 x trn2.48xlarge (llama3-70b-trn2-trn2-ng): "
         "a running job is interrupted; llama3-70b-trn2-trn2-lt.imageId: "

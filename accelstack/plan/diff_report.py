@@ -105,7 +105,7 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
 def render_text(doc: dict[str, Any]) -> str:
     lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
     if doc.get("rolls"):
-        lines.append("NODES ROLL (every node is drained and replaced):")
+        lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
     if doc["stateful"]:
         lines.append("STATEFUL RESOURCES REPLACED OR REMOVED (data is lost unless moved first):")
@@ -183,7 +183,7 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     lines.append("")
     if doc.get("rolls"):
         lines.append("> [!WARNING]")
-        lines.append("> **Nodes roll** (each is drained and replaced):")
+        lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
         lines += [f"> - {line}" for line in _roll_lines(doc)]
         lines.append("")
     if doc["stateful"]:

@@ -30,6 +30,7 @@ class NodeSource:
     count: str
     instance_type: str
     keys: tuple[str, ...]
+    shrink: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class RollTable:
 def roll_table(path: Path = _TABLE) -> RollTable:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))["node_rolls"]
     sources = {
-        t: NodeSource(str(r["count"]), r["instance_type"], tuple(r["keys"]))
+        t: NodeSource(str(r["count"]), r["instance_type"], tuple(r["keys"]), r.get("shrink"))
         for t, r in data["node_sources"].items()
     }
     lt = data["launch_template"]
@@ -127,15 +128,39 @@ def _causes(
     return causes, lt_new
 
 
+def _row(key: tuple[str, str], count: int, itype: str, accelerated: Any) -> dict[str, Any]:
+    return {
+        "type": key[0],
+        "name": key[1],
+        "action": "rolls",
+        "count": count,
+        "instance_type": itype,
+        "accelerated": bool(accelerated(itype)) if accelerated else False,
+        "causes": [],
+    }
+
+
+def _scale_in(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> int:
+    """How many nodes a smaller maximum removes (the desired size may be ignored by the
+    program, but a lower maxSize still terminates nodes)."""
+    if not src.shrink:
+        return 0
+    a = nested(old.get("inputs") or {}, src.shrink)
+    b = nested(new.get("inputs") or {}, src.shrink)
+    ok = isinstance(a, int | float) and isinstance(b, int | float)
+    return int(a - b) if ok and b < a else 0
+
+
 def node_rolls(
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
     replaced: set[tuple[str, str]] | None = None,
     accelerated: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every node source of both plans that rolls: {type, name, count, instance_type,
-    accelerated, causes: [{key, before, after}]}; accelerated nodes first, then by name.
-    `accelerated(instance_type) -> bool` says which types carry accelerators."""
+    """Every node source of both plans that rolls or loses nodes: {type, name, action
+    ('rolls' | 'removes'), count, instance_type, accelerated, causes: [{key, before, after}]};
+    accelerated nodes first, then by name. `accelerated(instance_type) -> bool` says which
+    types carry accelerators."""
     t = roll_table()
     old, new = _by_key(base), _by_key(head)
     old_lts, new_lts = _templates(base or {}, t), _templates(head or {}, t)
@@ -146,17 +171,18 @@ def node_rolls(
             continue
         ctx = (old_lts, new_lts, src, t, replaced or set())
         causes, lt = _causes(key, old[key], new[key], ctx)
+        itype = _instance_type(new[key], src, lt)
         if causes:
-            itype = _instance_type(new[key], src, lt)
+            row = _row(key, _count(new[key], src), itype, accelerated)
+            rows.append({**row, "causes": causes})
+        elif src.shrink and _scale_in(old[key], new[key], src):
+            removed = _scale_in(old[key], new[key], src)
+            before, after = (
+                nested(x.get("inputs") or {}, src.shrink) for x in (old[key], new[key])
+            )
+            row = _row(key, removed, itype, accelerated)
             rows.append(
-                {
-                    "type": key[0],
-                    "name": key[1],
-                    "count": _count(new[key], src),
-                    "instance_type": itype,
-                    "accelerated": bool(accelerated(itype)) if accelerated else False,
-                    "causes": causes,
-                }
+                {**row, "action": "removes", "causes": [value_change(src.shrink, before, after)]}
             )
     return sorted(rows, key=lambda r: (not r["accelerated"], r["name"]))
 
@@ -164,9 +190,12 @@ def node_rolls(
 def roll_line(r: dict[str, Any]) -> str:
     """`rolls 16 x p5.48xlarge (llama-p5-ng): a running job is interrupted; ami: a -> b`"""
     what = "a running job is interrupted" if r["accelerated"] else "nodes are replaced"
+    if r.get("action") == "removes":
+        what = "a job running on them is interrupted" if r["accelerated"] else "nodes removed"
     causes = "; ".join(
         c["key"] if c["key"] == "(replaced)" else f"{c['key']}: {c['before']} -> {c['after']}"
         for c in r["causes"][:4]
     )
     more = f" (+{len(r['causes']) - 4} more)" if len(r["causes"]) > 4 else ""
-    return f"rolls {r['count']} x {r['instance_type']} ({r['name']}): {what}; {causes}{more}"
+    verb = r.get("action", "rolls")
+    return f"{verb} {r['count']} x {r['instance_type']} ({r['name']}): {what}; {causes}{more}"
