@@ -227,17 +227,38 @@ def resolve_deployment(
     )
 
 
+def awaits_pins(ref: StackRef) -> bool:
+    """A stack file with no `accelstack:amis` yet (`accelstack amis pin` not run): offline it
+    plans as if pinned, with a warning; the program refuses it before creating anything."""
+    if ref.config_file is None or AMIS_KEY in ref.config:
+        return False
+    return not _allow_unpinned(ref.config.get(ALLOW_KEY), str(ref.config_file))
+
+
+def ref_warnings(ref: StackRef) -> list[str]:
+    """What the gate says about a stack's config besides its spec."""
+    if awaits_pins(ref):
+        spec = _rel(ref.spec.resolve(), ref.root.resolve())
+        return [
+            f"{ref.config_file.name}: no {AMIS_KEY} yet: planned as if pinned; `pulumi up` "
+            f"refuses until `accelstack amis pin {spec} --stack {ref.stack}` records them"
+        ]
+    return []
+
+
 def resolve_ref(ref: StackRef, catalog: Catalog | None = None) -> Stack:
-    """The stack a ref deploys. A stack with no config file yet plans with the pins that
-    `accelstack amis pin` would write (the plan engine simulates them)."""
-    if ref.config_file is not None:
+    """The stack a ref deploys. A stack with no config file yet, or one that awaits its AMI
+    pins, plans with the pins that `accelstack amis pin` would write (the plan engine
+    simulates them); anything else resolves exactly as the program does."""
+    if ref.config_file is not None and not awaits_pins(ref):
         return resolve_deployment(
             ref.spec, ref.stack, ref.config, catalog, source=str(ref.config_file)
         )
     from accelstack.catalog import load_catalog
-    from accelstack.resolve import deployment_name, resolve
+    from accelstack.resolve import check_region, deployment_name, resolve
     from accelstack.spec import load_spec
 
     catalog = catalog or load_catalog()
     spec = load_spec(ref.spec, catalog)
+    check_region(spec, ref.config.get(REGION_KEY))
     return resolve(spec, catalog, name=deployment_name(spec.name, ref.stack))

@@ -21,6 +21,7 @@ import pulumi
 from accelstack.components.program import build
 from accelstack.cost.ceiling import find_ceiling
 from accelstack.cost.guard import enforce
+from accelstack.errors import AccelstackError
 from accelstack.resolve import Stack
 from accelstack.spec.placeholders import refuse_placeholders
 from accelstack.stackconfig import (
@@ -59,6 +60,22 @@ def stack_from_config() -> Stack:
     return resolve_deployment(spec, pulumi_stack, config)
 
 
+def refuse_unpinned(stack: Stack, pulumi_stack: str) -> None:
+    """Every pool boots from a pinned AMI (or the stack allows the moving alias): checked
+    before any resource is registered, never half-way through the build."""
+    missing = [
+        p.name
+        for p in stack.pools
+        if p.ami_parameter and not p.image_id and not p.allow_unpinned_ami
+    ]
+    if missing:
+        raise AccelstackError(
+            f"Pulumi.{pulumi_stack}.yaml: no AMI pinned for pool(s) {', '.join(missing)} "
+            f"(accelstack:amis); run `accelstack amis pin SPEC --stack {pulumi_stack}` first, or "
+            "set accelstack:allowUnpinnedAmis to true to follow the moving alias"
+        )
+
+
 def main() -> None:
     """The whole program: resolve, refuse when over budget, build, export the outputs."""
     stack = stack_from_config()
@@ -67,5 +84,6 @@ def main() -> None:
     enforce(stack, ceiling=find_ceiling())
     # documentation CIDRs, example accounts and ARNs: refused here, never after the cluster
     refuse_placeholders(stack.spec, spec_path(pulumi.get_stack()))
+    refuse_unpinned(stack, pulumi.get_stack())
     for key, value in build(stack).items():
         pulumi.export(key, value)

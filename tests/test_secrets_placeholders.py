@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from accelstack.cli import main
-from accelstack.components.amis import UnpinnedAmiError
 from accelstack.errors import AccelstackError
 from accelstack.files import WriteError
 from accelstack.render.artifacts import Artifact
@@ -211,6 +210,6 @@ def test_the_program_refuses_placeholders_before_creating_anything(
     assert "111122223333" in str(info.value)
     filled = tmp_path / "filled"
     filled_copy(STACKS / "trn1-finetune.yaml", filled)
-    # filled in: past the placeholder check, into the build (which wants the AMI pins)
-    with pytest.raises(UnpinnedAmiError):
+    # filled in: past the placeholder check, to the AMI pins (refused before the build too)
+    with pytest.raises(AccelstackError, match="no AMI pinned for pool"):
         _run_program("stacks/trn1-finetune.yaml", filled, monkeypatch)

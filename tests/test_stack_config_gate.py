@@ -317,3 +317,20 @@ def test_plan_against_a_ref_lists_the_roll_first(
     code, out, _ = _run(capsys, "plan", spec, "--against", "main", "--format", "json")
     (roll,) = json.loads(out)["changes"]["rolls"]
     assert roll["count"] == 16 and roll["accelerated"]
+
+
+def test_a_stack_awaiting_its_pins_plans_with_a_warning_and_wrong_pins_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path / "p", {})
+    stack_file = project / "Pulumi.llama3-70b-trn2.yaml"
+    config = yaml.safe_load(stack_file.read_text())
+    del config["config"]["accelstack:amis"]  # as `new`/`init` write it: not pinned yet
+    stack_file.write_text(yaml.safe_dump(config))
+    code, out, _ = _run(capsys, "check", str(project))
+    assert code == 0 and "Pulumi.llama3-70b-trn2.yaml: no accelstack:amis yet" in out
+    assert "accelstack amis pin stacks/llama3-70b-trn2.yaml --stack llama3-70b-trn2" in out
+    config["config"]["accelstack:amis"] = {"/aws/service/other": "ami-0123456789abcdef0"}
+    stack_file.write_text(yaml.safe_dump(config))
+    code, out, err = _run(capsys, "check", str(project))
+    assert code == 1 and "no AMI pinned for /aws/service/eks/" in out + err  # as the program

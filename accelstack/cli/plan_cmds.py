@@ -208,13 +208,13 @@ def plan(
       accelstack plan stacks/llama3-70b-trn2.yaml --against origin/main
     """
     from accelstack.cost.guard import render_report, verdict_dict
-    from accelstack.stackconfig import ref_for_spec
+    from accelstack.stackconfig import ref_for_spec, ref_warnings
 
     ref = ref_for_spec(spec, stack_name)
     stack, result = _plan_ref(ref)
     verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
-    warnings = stack_warnings(stack, result)
+    warnings = stack_warnings(stack, result) + ref_warnings(ref)
     limit = ceiling_for(ceiling, ref.root)
     head = side_row(ref, stack, result, verdict, str(spec))
     changes = _changes_against(against, ref, head, limit) if against else None
@@ -244,6 +244,7 @@ def plan(
 def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict[str, Any]:
     """One stack's plan and verdict, or its error: the row `check` prints."""
     from accelstack.cli.stackrefs import ref_label
+    from accelstack.stackconfig import ref_warnings
 
     label = ref_label(ref)
     try:
@@ -267,7 +268,7 @@ def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict
         "monthly_usd": round(verdict.cost.monthly_usd, 2),
         "run_usd": round(verdict.run.run_usd, 2),
         "estimate": verdict.cost.estimate,
-        "warnings": stack_warnings(stack, result),
+        "warnings": stack_warnings(stack, result) + ref_warnings(ref),
         "verdict": verdict_doc(verdict),
     }
 
