@@ -151,6 +151,7 @@ def test_render_is_all_or_nothing_and_locked(
     err = capsys.readouterr().err
     assert "another accelstack render is writing this directory" in err
     assert main(["render", spec, "-o", str(out)]) == 0  # and works once it is done
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no lock or stage left
 
 
 # ---- placeholders ---------------------------------------------------------------------------

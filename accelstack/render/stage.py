@@ -3,8 +3,8 @@
 1. Every artifact is scanned for credential-looking text (detect-secrets, the same detectors
    as the spec rule `no-credentials`): a hit refuses the render, naming the file, before
    anything is written.
-2. A lock (`.DIR.render-lock` beside DIR, an exclusive `flock`) refuses a second render into
-   the same directory while one runs: one line, exit 2.
+2. A lock (`.DIR.render-lock` beside DIR, an exclusive `flock`, removed when the render ends)
+   refuses a second render into the same directory while one runs: one line, exit 2.
 3. The new directory is built in a stage beside DIR (a copy of DIR, then `write_artifacts`
    with its manifest and stale-file rules), and swapped in with renames. A render that
    fails part-way leaves DIR exactly as it was: never old and new files mixed.
@@ -43,17 +43,28 @@ def render_lock(directory: Path) -> Iterator[None]:
     """Hold the render lock of `directory`; refuse (exit 2) while another render holds it."""
     make_dirs(directory.parent)
     lock = directory.parent / f".{directory.name}.render-lock"
+    busy = WriteError(directory, "another accelstack render is writing this directory; wait")
     fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise WriteError(
-                directory, "another accelstack render is writing this directory; wait for it"
-            ) from None
-        yield
+            raise busy from None
+        if not _same_file(lock, fd):  # the holder removed it as we opened it: it just ran
+            raise busy
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # removed while held: nothing is left beside DIR
     finally:
         os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _swap(stage: Path, directory: Path) -> None:
