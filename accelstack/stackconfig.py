@@ -237,7 +237,7 @@ def awaits_pins(ref: StackRef) -> bool:
 
 def ref_warnings(ref: StackRef) -> list[str]:
     """What the gate says about a stack's config besides its spec."""
-    if awaits_pins(ref):
+    if ref.config_file is not None and awaits_pins(ref):
         spec = _rel(ref.spec.resolve(), ref.root.resolve())
         return [
             f"{ref.config_file.name}: no {AMIS_KEY} yet: planned as if pinned; `pulumi up` "
