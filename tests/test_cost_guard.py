@@ -326,3 +326,20 @@ def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
     assert main(["price", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "savings plans commit to this hourly spend for 1 or 3 years" in out
+
+
+def test_diff_reports_the_ceiling_in_each_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    for side, nodes in ((old, 1), (new, 2)):
+        data = preset_data("trn1-finetune")
+        data["pools"][0]["nodes"] = nodes
+        (side / "stacks").mkdir(parents=True)
+        (side / "stacks" / "trn1-finetune.yaml").write_text(yaml.safe_dump(data))
+    ceiling = tmp_path / "org.yaml"
+    ceiling.write_text("max_hourly_usd: 3\n")
+    assert main(["diff", str(old), str(new), "--format", "json", "--ceiling", str(ceiling)]) == 0
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    assert stack["cost"]["base"]["ok"] and not stack["cost"]["head"]["ok"]
+    assert "exceeds ceiling max_hourly_usd" in stack["cost"]["head"]["verdict"]
