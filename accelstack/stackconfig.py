@@ -79,6 +79,11 @@ def project_root(start: Path) -> Path:
     return start.parent if start.name == SPECS_DIR else start
 
 
+def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per `accelstack:` key the program does not read (with a did-you-mean)."""
+    return _unknown_keys(config, file)
+
+
 def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
     return [
         Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))

@@ -21,7 +21,7 @@ import pulumi
 from accelstack.components.program import build
 from accelstack.cost.ceiling import find_ceiling
 from accelstack.cost.guard import enforce
-from accelstack.errors import AccelstackError
+from accelstack.errors import AccelstackError, SpecError
 from accelstack.resolve import Stack
 from accelstack.spec.placeholders import refuse_placeholders
 from accelstack.stackconfig import (
@@ -31,6 +31,7 @@ from accelstack.stackconfig import (
     SPEC_KEY,
     resolve_deployment,
     spec_pointer,
+    unknown_keys,
 )
 
 
@@ -51,10 +52,21 @@ def spec_path(pulumi_stack: str) -> str:
     return spec_pointer(stack_config(), pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
 
 
+def refuse_unknown_keys(pulumi_stack: str) -> None:
+    """An `accelstack:` key the program does not read is a typo, never silently ignored (the
+    gate refuses the same keys in Pulumi.<stack>.yaml)."""
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    problems = unknown_keys({**get_config_env(), **CONFIG.get()}, f"Pulumi.{pulumi_stack}.yaml")
+    if problems:
+        raise SpecError(problems)
+
+
 def stack_from_config() -> Stack:
     """The resolved stack of the current Pulumi stack; raises before anything is registered
     when the spec is invalid, the name prefix is not, or `aws:region` conflicts."""
     pulumi_stack = pulumi.get_stack()
+    refuse_unknown_keys(pulumi_stack)
     config = stack_config()
     spec = spec_pointer(config, pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
     return resolve_deployment(spec, pulumi_stack, config)

@@ -214,3 +214,28 @@ def test_the_program_refuses_placeholders_before_creating_anything(
     # filled in: past the placeholder check, to the AMI pins (refused before the build too)
     with pytest.raises(AccelstackError, match="no AMI pinned for pool"):
         _run_program("stacks/trn1-finetune.yaml", filled, monkeypatch)
+
+
+def test_the_program_refuses_an_unknown_accelstack_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pulumi
+
+    filled_copy(STACKS / "trn1-finetune.yaml", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    asyncio.set_event_loop(asyncio.new_event_loop())
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            raise AssertionError("nothing may be created")
+
+        def call(self, args: Any) -> tuple[dict[str, Any], None]:
+            raise AssertionError("nothing may be looked up")
+
+    pulumi.runtime.set_mocks(Mocks(), project="p", stack="trn1-finetune")
+    pulumi.runtime.set_all_config({"accelstack:allowUnpinnedAMIs": "true"})
+    try:
+        with pytest.raises(AccelstackError, match="did you mean 'accelstack:allowUnpinnedAmis'"):
+            runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+    finally:
+        pulumi.runtime.set_all_config({})
