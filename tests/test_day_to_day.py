@@ -14,7 +14,7 @@ import yaml
 from accelstack.cli import main
 from accelstack.spec.yamlsafe import load_yaml_text
 
-from .conftest import STACKS
+from .conftest import ROOT, STACKS
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -41,7 +41,17 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         ("amis", "pin", str(STACKS / "trn1-finetune.yaml")),
         ("amis", "upgrade", str(STACKS / "trn1-finetune.yaml")),
         ("preflight", str(STACKS / "trn1-finetune.yaml")),
-        ("prices", "refresh", "--region", "us-east-1", "--types", "trn1.2xlarge", "--dry-run"),
+        (
+            "prices",
+            "refresh",
+            "--region",
+            "us-east-1",
+            "--types",
+            "trn1.2xlarge",
+            "--dry-run",
+            "--file",
+            str(ROOT / "accelstack" / "catalog" / "prices.yaml"),  # read only: a dry run
+        ),
     ],
     ids=["amis-pin", "amis-upgrade", "preflight", "prices-refresh"],
 )
