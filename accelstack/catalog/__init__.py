@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.catalog.records import TrainingRecord, load_records
+from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -352,6 +353,7 @@ class Catalog(_Frozen):
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
     launch: LaunchFacts
+    resilience: ResilienceFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -516,6 +518,7 @@ _FIELD_FILES = {
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
     "launch": "launch.yaml",
+    "resilience": "resilience.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -580,6 +583,8 @@ def _fields(base: Path) -> dict[str, object]:
             "offerings_source": offer["source"],
         }
         fields["launch"] = launch
+        name = "resilience.yaml"
+        fields["resilience"] = _read(name, base)
         name = "records.yaml"
         fields["records"] = load_records(base / name)
         name = "prices.yaml"

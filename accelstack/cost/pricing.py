@@ -107,6 +107,10 @@ FREE: dict[str, str] = {
     "aws:eks/accessEntry:AccessEntry": "no charge",
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": "no charge",
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": "no charge",
+    "aws:autoscaling/tag:Tag": "no charge",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+        "no charge (the linked S3 prefix and the file system are priced)"
+    ),
     "aws:kms/alias:Alias": "no charge (the key is priced)",
     "aws:s3/bucketPolicy:BucketPolicy": "no charge",
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": "no charge",
@@ -1000,9 +1004,7 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
             {
                 "storageCapacity": storage.fsx_lustre_gib,
                 "deploymentType": defaults.fsx_deployment_type,
-                "perUnitStorageThroughput": (
-                    storage.fsx_throughput_per_tib or defaults.fsx_throughput_per_tib
-                ),
+                "perUnitStorageThroughput": stack.fsx_throughput_per_tib,
             },
         )
     ]
