@@ -187,6 +187,11 @@ class Stack:
         return self.catalog.defaults.training_service_account
 
     @property
+    def checkpoint_config_name(self) -> str:
+        """ConfigMap (training namespace) holding the checkpoint URL the pods read."""
+        return f"{self.name}-checkpoint"
+
+    @property
     def fsx_throughput_per_tib(self) -> int:
         """The FSx throughput tier: the checkpoint plan's (spec'd, else the lowest meeting the
         write target) on EKS; the spec's or the catalog default otherwise."""
