@@ -187,6 +187,12 @@ class Stack:
         return self.catalog.defaults.training_service_account
 
     @property
+    def checkpoint_bucket_resource(self) -> str:
+        """Logical name of the checkpoint bucket the program creates (the cost guard prices it
+        from the training state)."""
+        return f"{self.name}-checkpoints-bucket"
+
+    @property
     def checkpoint_config_name(self) -> str:
         """ConfigMap (training namespace) holding the checkpoint URL the pods read."""
         return f"{self.name}-checkpoint"
