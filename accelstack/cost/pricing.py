@@ -852,7 +852,7 @@ def option_quotes(
 def _with_options(stack: Stack, cost: StackCost) -> StackCost:
     opts = {
         p.name: option_quotes(
-            stack.catalog, stack.region, p.instance_type, p.nodes, p.purchase_option
+            stack.catalog, stack.region, p.instance_type, p.running_nodes, p.purchase_option
         )
         for p in stack.pools
     }
@@ -910,7 +910,7 @@ def _node_group_specs(stack: Stack) -> list[_NodeGroupSpec]:
             f"{name}-{p.name}",
             p.name,
             p.instance_type,
-            p.nodes,
+            p.running_nodes,  # spare nodes run and bill like the job's
             _capacity_type(p),
             p.root_volume_gib,
         )
