@@ -177,7 +177,7 @@ class TrainingIdentity(pulumi.ComponentResource):
         super().__init__("accelstack:checkpoints:TrainingIdentity", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         role = aws.iam.Role(
-            f"{name}-pod-role",
+            f"{name}-role",
             assume_role_policy=pod_identity_trust_output(
                 args.account_id, args.cluster_arn, args.namespace, args.service_account
             ),

@@ -103,7 +103,7 @@ def _checkpoints(
         stack.catalog.defaults.training_namespace,
         store.url,
         plugins.provider,
-        depends_on=[plugins.namespace],
+        depends_on=[plugins.namespace, *cluster.access],
     )
     return {"checkpointBucket": store.bucket_name, "checkpointUrl": store.url}
 
@@ -170,6 +170,22 @@ def _device_plugins(
     )
 
 
+def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[str]) -> ClusterRef:
+    """What the node groups need from the cluster (they wait for the early add-ons)."""
+    return ClusterRef(
+        name=cluster.cluster_name,
+        endpoint=cluster.endpoint,
+        certificate_authority=cluster.certificate_authority,
+        service_cidr=cluster.cluster.kubernetes_network_config.apply(
+            lambda k: k.service_ipv4_cidr or ""
+        ),
+        security_group_id=cluster.cluster_security_group_id,
+        vpc_id=network.vpc_id,
+        partition=partition,
+        depends_on=list(cluster.early_addons),
+    )
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
@@ -186,18 +202,7 @@ def build(stack: Stack) -> dict[str, Any]:
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
-    ref = ClusterRef(
-        name=cluster.cluster_name,
-        endpoint=cluster.endpoint,
-        certificate_authority=cluster.certificate_authority,
-        service_cidr=cluster.cluster.kubernetes_network_config.apply(
-            lambda k: k.service_ipv4_cidr or ""
-        ),
-        security_group_id=cluster.cluster_security_group_id,
-        vpc_id=network.vpc_id,
-        partition=partition,
-        depends_on=list(cluster.early_addons),
-    )
+    ref = _cluster_ref(cluster, network, partition)
     system = SystemNodeGroup(
         f"{name}-system", SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )

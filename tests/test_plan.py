@@ -332,16 +332,15 @@ def test_compile_cache_bucket_is_locked_down_and_protected() -> None:
 
 def test_pod_identity_policy_in_the_plan_names_only_the_cache() -> None:
     plan = preset_plan("llama3-70b-trn2")
-    bucket = plan.of_type(BUCKET)[0].inputs["bucket"]
-    policy = json.loads(plan.of_type("aws:iam/rolePolicy:RolePolicy")[0].inputs["policy"])
+    bucket = plan.get(BUCKET, "llama3-70b-trn2-compile-cache-bucket").inputs["bucket"]
+    cache = plan.get("aws:iam/rolePolicy:RolePolicy", "llama3-70b-trn2-training-compile-cache")
+    policy = json.loads(cache.inputs["policy"])
     resources = sorted(str(s["Resource"]) for s in policy["Statement"])
     assert resources == sorted([f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/neuron-cache/*"])
     (assoc,) = plan.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert assoc.inputs["namespace"] == load_catalog().defaults.training_namespace
     trust = json.loads(
-        plan.get("aws:iam/role:Role", "llama3-70b-trn2-compile-cache-pod-role").inputs[
-            "assumeRolePolicy"
-        ]
+        plan.get("aws:iam/role:Role", "llama3-70b-trn2-training-role").inputs["assumeRolePolicy"]
     )
     assert trust["Statement"][0]["Principal"]["Service"] == "pods.eks.amazonaws.com"
 

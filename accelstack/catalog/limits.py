@@ -79,7 +79,7 @@ ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-{pool}-node-role", "eks", False),
     ("{stack}-system-node-role", "eks", False),
     ("{stack}-cluster-role", "eks", False),
-    ("{stack}-compile-cache-pod-role", "eks", True),
+    ("{stack}-training-role", "eks", False),
     ("{stack}-node-role", "ec2", False),
 )
 NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
