@@ -54,7 +54,7 @@ def checkpoint_lifecycle(prefix: str, noncurrent_days: int) -> list[Any]:
 
 def checkpoint_policy(arn: str, prefix: str) -> dict[str, Any]:
     """Read, write and delete under the checkpoint prefix (multipart included), nothing else."""
-    doc = pod_identity_policy(arn, prefix)
+    doc: dict[str, Any] = pod_identity_policy(arn, prefix)
     doc["Statement"][1]["Action"] = [*doc["Statement"][1]["Action"], *MULTIPART_ACTIONS]
     return doc
 

@@ -112,7 +112,7 @@ def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     return {POOL_LABEL: pool.name}
 
 
-def scaling_config(pool: ResolvedPool) -> dict[str, int]:
+def scaling_config(pool: ResolvedPool) -> Any:
     """Desired and max = the job's nodes plus spares; min 0 on a capacity block or reservation
     (EKS scales a Capacity Block group to 0 before the block ends, and the upgrade path scales
     it to 0 first: capacity-blocks-mng.adoc), else the running count."""
@@ -124,7 +124,7 @@ def scaling_config(pool: ResolvedPool) -> dict[str, int]:
     }
 
 
-def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts) -> dict[str, Any]:
+def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts) -> Any:
     """Nodes replaced in parallel during a version update, sized to the pool; MINIMAL (old
     nodes go before new ones launch) where the capacity is held for the pool, which has no
     room for DEFAULT's surge nodes (EKS API NodegroupUpdateConfig)."""
@@ -459,6 +459,8 @@ def _pool_node_group(
     """The managed node group: `pool.nodes` fixed, from the launch template."""
     pool, c = args.pool, args.cluster
     facts = args.update
+    repair: Any = {"enabled": True} if args.node_repair else None
+    upd: Any = update_config(pool, facts) if facts else {"max_unavailable": 1}
     return aws.eks.NodeGroup(
         f"{name}-ng",
         cluster_name=c.name,
@@ -467,8 +469,8 @@ def _pool_node_group(
         instance_types=instance_type_placement(pool)[1],
         capacity_type=capacity_type(pool),
         scaling_config=scaling_config(pool),
-        update_config=update_config(pool, facts) if facts else {"max_unavailable": 1},
-        node_repair_config={"enabled": True} if args.node_repair else None,
+        update_config=upd,
+        node_repair_config=repair,
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
         labels=node_labels(pool, args.plugin_labels),
         taints=node_taints(pool) or None,
@@ -482,6 +484,11 @@ def _pool_node_group(
     )
 
 
+def _asg_name(resources: Any) -> str:
+    """The name of the node group's Auto Scaling group (EKS creates one per group)."""
+    return str(resources[0].autoscaling_groups[0].name)
+
+
 def propagated_tags(
     parent: pulumi.Resource, name: str, ng: aws.eks.NodeGroup, tags: dict[str, str]
 ) -> None:
@@ -490,7 +497,7 @@ def propagated_tags(
     and putting them in the launch template would make a tag edit roll the pool. Named by a
     hash of the key, so editing a value updates one tag in place. Running nodes keep the
     tags they launched with until they are replaced."""
-    asg = ng.resources.apply(lambda r: r[0].autoscaling_groups[0].name)
+    asg = ng.resources.apply(_asg_name)
     stable = stable_tags(tags)
     for key in sorted(k for k in tags if k not in stable):
         aws.autoscaling.Tag(
