@@ -602,6 +602,37 @@ def test_bucket_check_is_skipped_without_a_neuron_pool() -> None:
     assert check_bucket(stack_from("llama3-70b-p5"), make_clients("us-east-2")) == []
 
 
+def checkpoint_bucket(name: str, region: str) -> Any:
+    def edit(d: dict[str, Any]) -> None:
+        d["checkpoint"] = {"bucket": name, "bucket_region": region}
+
+    return edit
+
+
+def test_checkpoint_bucket_in_the_stack_region_passes(moto_aws: None) -> None:
+    SESSION.client("s3", region_name="us-east-2").create_bucket(
+        Bucket="acme-ckpt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+    )
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-ckpt", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert (r.status, r.subject) == (PASS, "checkpoint bucket acme-ckpt")
+
+
+def test_checkpoint_bucket_really_in_another_region_fails(moto_aws: None) -> None:
+    """The spec says us-east-2 (validation passes); S3 says us-east-1: preflight refuses."""
+    SESSION.client("s3", region_name="us-east-1").create_bucket(Bucket="acme-ckpt")
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-ckpt", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert r.status == FAIL
+    assert "acme-ckpt is in us-east-1, not the stack's region us-east-2" in r.message
+
+
+def test_missing_checkpoint_bucket_fails(moto_aws: None) -> None:
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-none", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert r.status == FAIL and "acme-none does not exist" in r.message
+
+
 # ---------------------------------------------------------------------------------------
 # kubernetes (Stubber: moto answers DescribeClusterVersions with 'Not yet implemented')
 # ---------------------------------------------------------------------------------------
