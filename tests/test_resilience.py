@@ -358,3 +358,11 @@ def test_catalog_facts_load(catalog: Catalog) -> None:
     assert res.node_group_update.max_unavailable(1) == 1
     assert res.node_group_update.max_unavailable(2048) == 100
     assert res.node_group_update.update_minutes(2) == 60
+
+
+def test_spare_nodes_are_eks_only() -> None:
+    data = spec_data("trn1-standalone")
+    data["pools"][0]["spare_nodes"] = 1
+    assert "pools[0].spare_nodes: applies to orchestration 'eks' (node groups) only" in refused(
+        data
+    )

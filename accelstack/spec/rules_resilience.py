@@ -120,6 +120,8 @@ def _spare_nodes(ctx: Context) -> Iterator[Finding]:
     for i, pool in enumerate(ctx.spec.pools):
         at, option = f"pools[{i}]", pool.purchase.option
         held = pool.purchase.instances
+        if pool.spare_nodes and ctx.spec.orchestration != "eks":
+            yield (f"{at}.spare_nodes", "applies to orchestration 'eks' (node groups) only")
         if option not in RESERVED_OPTIONS:
             if held is not None:
                 yield (
