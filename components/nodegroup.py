@@ -440,8 +440,9 @@ def _pool_launch_template(
         placement=placement,
         capacity_reservation_specification=capacity_reservation(pool),
         instance_market_options=market_options(pool),
-        # stable tags only: a user-tag edit must not create a version (it would roll every
-        # node); user tags reach instances through the group's propagated tags
+        # stable tags only: a tag_specifications edit creates a version, which rolls every
+        # node (terraform-provider-aws ec2_launch_template.go; EKS launch-templates guide);
+        # user tags reach instances through the group's propagated tags instead
         tag_specifications=_tag_specs(args.tags, f"{name}"),
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent),
