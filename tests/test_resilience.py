@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -22,6 +23,7 @@ from accelstack.catalog.sizing import (
 from accelstack.cost.pricing import price_plan, price_stack
 from accelstack.errors import SpecError
 from accelstack.plan import Plan
+from accelstack.plan.rules import evaluate
 from accelstack.render import render_manifest
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, parse_spec, read_yaml
@@ -366,3 +368,50 @@ def test_spare_nodes_are_eks_only() -> None:
     assert "pools[0].spare_nodes: applies to orchestration 'eks' (node groups) only" in refused(
         data
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Deploy rules: what the plans above show, enforced on any plan (CrossGuard included)
+# ---------------------------------------------------------------------------------------
+
+
+def _edited(plan: Plan, name: str, change: Any) -> Plan:
+    out = [
+        replace(r, inputs=change(copy.deepcopy(r.inputs))) if r.name == name else r
+        for r in plan.resources
+    ]
+    return replace(plan, resources=out)
+
+
+def _fired(plan: Plan, stack: Stack, rule: str) -> list[str]:
+    return [v.line() for v in evaluate(plan, stack) if v.rule == rule]
+
+
+@pytest.mark.parametrize("stem", EKS_PRESETS)
+def test_presets_pass_the_resilience_rules(stem: str) -> None:
+    plan, stack = preset_plan(stem), stack_of(spec_data(stem))
+    rules = ("node-repair-on", "reserved-capacity-scales-to-zero", "launch-template-stable-tags")
+    assert [v for v in evaluate(plan, stack) if v.rule in rules] == []
+
+
+def test_rules_catch_repair_off_min_size_and_instance_user_tags() -> None:
+    plan, stack = preset_plan("p5e-capacity-block"), stack_of(spec_data("p5e-capacity-block"))
+    ng = "p5e-capacity-block-h200-ng"
+
+    def no_repair(i: dict[str, Any]) -> dict[str, Any]:
+        return {**i, "nodeRepairConfig": {"enabled": False}}
+
+    def min_eight(i: dict[str, Any]) -> dict[str, Any]:
+        return {**i, "scalingConfig": {**i["scalingConfig"], "minSize": 8}, "updateConfig": {}}
+
+    def user_tag(i: dict[str, Any]) -> dict[str, Any]:
+        i["tagSpecifications"][0]["tags"]["team"] = "research"
+        return i
+
+    (line,) = _fired(_edited(plan, ng, no_repair), stack, "node-repair-on")
+    assert ng in line and "node-health.html" in line
+    size, strategy = _fired(_edited(plan, ng, min_eight), stack, "reserved-capacity-scales-to-zero")
+    assert "minSize is 8" in size and "MINIMAL" in strategy
+    bad = _edited(plan, "p5e-capacity-block-h200-lt", user_tag)
+    (line,) = _fired(bad, stack, "launch-template-stable-tags")
+    assert "tags instances with team" in line

@@ -87,6 +87,7 @@ from accelstack.plan.rules import (  # noqa: E402,F401
     network,
     nodegroups,
     plugins,
+    resilience,
     security,
     standalone,
     storage,
