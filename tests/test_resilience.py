@@ -415,3 +415,16 @@ def test_rules_catch_repair_off_min_size_and_instance_user_tags() -> None:
     bad = _edited(plan, "p5e-capacity-block-h200-lt", user_tag)
     (line,) = _fired(bad, stack, "launch-template-stable-tags")
     assert "tags instances with team" in line
+
+
+def test_a_lost_pod_is_replaced_only_after_it_terminated() -> None:
+    import yaml
+
+    docs = [
+        d
+        for d in yaml.safe_load_all(render_manifest(stack_of(spec_data("llama3-70b-p5")), "job"))
+        if d
+    ]
+    (job,) = [d for d in docs if d["kind"] == "Job"]
+    assert job["spec"]["podReplacementPolicy"] == "Failed"
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
