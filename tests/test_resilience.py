@@ -428,3 +428,27 @@ def test_a_lost_pod_is_replaced_only_after_it_terminated() -> None:
     (job,) = [d for d in docs if d["kind"] == "Job"]
     assert job["spec"]["podReplacementPolicy"] == "Failed"
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def test_spare_nodes_count_in_the_subnet_address_budget() -> None:
+    """The most nodes a small VPC's zone subnet holds fit; one spare more does not."""
+    data = spec_data("llama3-70b-p5")
+    data["network"] = {"vpc_cidr": "10.42.0.0/20"}
+    data["budget"] = {}
+    del data["storage"]  # only the address budget is tested
+    data["workload"]["model"] = {"params_billion": 1}
+
+    def fits(nodes: int, spare: int) -> bool:
+        data["pools"][0].update(nodes=nodes, spare_nodes=spare)
+        try:
+            parse_spec(copy.deepcopy(data), "llama3-70b-p5.yaml")
+        except SpecError as exc:
+            assert "subnet" in str(exc), str(exc)
+            return False
+        return True
+
+    most = max(n for n in range(1, 65) if fits(n, 0))
+    assert most < 64 and not fits(most, 1)
+    assert "spare" not in refused(
+        {**data, "pools": [{**data["pools"][0], "nodes": most + 1, "spare_nodes": 0}]}
+    )
