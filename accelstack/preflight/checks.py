@@ -182,12 +182,12 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         if market is None:
             skipped.append(pool)
             continue
-        vcpus = pool.nodes * pool.instance.vcpus
+        vcpus = pool.running_nodes * pool.instance.vcpus  # spare nodes need quota too
         add(
             pool.device.quota_family,
             market,
             vcpus,
-            f"pool {pool.name}: {pool.nodes} x {pool.instance_type} ({vcpus} vCPUs)",
+            f"pool {pool.name}: {pool.running_nodes} x {pool.instance_type} ({vcpus} vCPUs)",
         )
     if stack.spec.orchestration == "eks":
         sys_inst = cat.instance(stack.system_instance_type)
@@ -468,12 +468,16 @@ def _reservation_wrong_type(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]
 
 def _reservation_too_small(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
     total = int(cr.get("TotalInstanceCount", 0))
-    if total >= pool.nodes:
+    if total >= pool.running_nodes:
         return None
     return (
-        f"holds {total} instance(s), fewer than the {pool.nodes} nodes asked for",
-        f"set {_pool_field(stack, pool, 'nodes')}: {total}, or extend the reservation "
-        f"to {pool.nodes} instances",
+        f"holds {total} instance(s), fewer than the {pool.running_nodes} nodes asked for",
+        (
+            f"set {_pool_field(stack, pool, 'nodes')}: {total}"
+            if not pool.spare_nodes
+            else f"lower {_pool_field(stack, pool, 'nodes')} + spare_nodes to {total}"
+        )
+        + f", or extend the reservation to {pool.running_nodes} instances",
     )
 
 
@@ -498,7 +502,7 @@ def _reservation_not_started(stack: Stack, pool: ResolvedPool, cr: dict[str, Any
 
 def _reservation_in_use(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
     available = cr.get("AvailableInstanceCount")
-    if available is None or int(available) >= pool.nodes:
+    if available is None or int(available) >= pool.running_nodes:
         return None
     total = int(cr.get("TotalInstanceCount", 0))
     return (
