@@ -127,6 +127,16 @@ def test_offering_access_denied_is_a_warning_with_the_permission() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def test_spare_nodes_need_quota_too() -> None:
+    def spares(d: dict[str, Any]) -> None:
+        d["pools"][0]["spare_nodes"] = 2
+
+    needs, _ = quota_needs(stack_from("trn1-multinode", spares))
+    by_code = {n.quota_code: n for n in needs}
+    assert by_code["L-2C3B7624"].vcpus == (4 + 2) * 128
+    assert by_code["L-2C3B7624"].users == ("pool trn1: 6 x trn1.32xlarge (768 vCPUs)",)
+
+
 def test_quota_needs_sum_pools_per_code_and_count_eks_system_nodes() -> None:
     def two_trn_pools(d: dict[str, Any]) -> None:
         d["pools"].append({"name": "spare", "instance_type": "trn1.32xlarge", "nodes": 2})
