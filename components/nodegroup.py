@@ -104,12 +104,14 @@ def node_labels(pool: ResolvedPool, plugin_labels: dict[str, str] | None = None)
 
 
 def registration_labels(pool: ResolvedPool) -> dict[str, str]:
-    """The labels a node registers with (nodeadm user data): only the pool label the job's
-    nodeSelector needs, which changes only with the pool itself. The rest of `node_labels` is
-    the node group's `labels`, which EKS applies to the nodes in place (UpdateNodegroupConfig;
-    with a custom AMI asynchronously, EKS launch-templates guide), so a label edit never
-    creates a launch-template version and never rolls a node."""
-    return {POOL_LABEL: pool.name}
+    """The labels a node registers with (nodeadm user data): the pool's own (pool, device
+    kind, EFA), which the job's and the device plugins' node selectors need from the start and
+    which change only with the pool itself (a change that rolls anyway). Every other label
+    (the charts' affinity labels, anything added later) is only in the node group's `labels`,
+    which EKS applies to the nodes in place (EKS API UpdateNodegroupConfig; with a custom AMI
+    asynchronously, EKS launch-templates guide), so a label edit never creates a
+    launch-template version and never rolls a node."""
+    return node_labels(pool)
 
 
 def scaling_config(pool: ResolvedPool) -> Any:
