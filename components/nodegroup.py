@@ -459,7 +459,8 @@ def _pool_node_group(
     attachments: list[pulumi.Resource],
     lt: aws.ec2.LaunchTemplate,
 ) -> aws.eks.NodeGroup:
-    """The managed node group: `pool.nodes` fixed, from the launch template."""
+    """The managed node group from the launch template: the pool's nodes plus spares, auto
+    repair, update batches and timeouts sized to the pool (resilience.yaml)."""
     pool, c = args.pool, args.cluster
     facts = args.update
     repair: Any = {"enabled": True} if args.node_repair else None
