@@ -3,16 +3,22 @@ real torchrun (torch CPU build, gloo), 2 nodes x 2 processes on 127.0.0.1, and a
 loop (tests/fixtures/render/resume_train.py) that saves into the ACCELSTACK_CHECKPOINT_DIR the
 script exports. One worker is SIGKILLed mid-run after the step-5 checkpoint; torchrun's restart
 budget (the pods' PET_MAX_RESTARTS) starts the worker group again, and every rank continues at
-step 6 with the state it saved, ending with exactly the state of an uninterrupted run.
+step 6 with the state it saved, ending with exactly the state of an uninterrupted run. And a
+whole node lost and replaced (what node auto repair and the job controller do on EKS): the
+replacement runs the same script, joins the survivors' next rendezvous round, and every rank
+again resumes at step 6.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,20 +100,48 @@ def _run(tmp: Path, extra: dict[str, str]) -> list[subprocess.Popen[bytes]]:
             **extra,
         }
     )
-    procs = []
-    for rank in range(NODES):
-        with (tmp / f"node{rank}.log").open("wb") as log:
-            procs.append(
-                subprocess.Popen(
-                    ["bash", str(script)],
-                    env={**env, "ACCELSTACK_NODE_RANK": str(rank)},
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    cwd=tmp,
-                    start_new_session=True,
-                )
-            )
-    return procs
+    (tmp / "env.json").write_text(json.dumps(env))
+    return [_start_node(tmp, rank) for rank in range(NODES)]
+
+
+def _start_node(tmp: Path, rank: int, log_name: str | None = None) -> subprocess.Popen[bytes]:
+    """One node: the rendered script in its own session (so the test can end it whole)."""
+    env = json.loads((tmp / "env.json").read_text())
+    with (tmp / (log_name or f"node{rank}.log")).open("wb") as log:
+        return subprocess.Popen(
+            ["bash", str(tmp / "launch.sh")],
+            env={**env, "ACCELSTACK_NODE_RANK": str(rank)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=tmp,
+            start_new_session=True,
+        )
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process under `pid` (from /proc): torchrun starts its workers in sessions of
+    their own, so ending the node's session alone would leave them running."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _kill_node(proc: subprocess.Popen[bytes]) -> None:
+    """The node is gone: its script, torchrun agent and workers, all at once."""
+    for pid in [proc.pid, *_descendants(proc.pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _starts(tmp: Path, rank: int) -> list[dict[str, object]]:
@@ -149,3 +183,34 @@ def test_without_checkpoints_a_restart_starts_over(tmp_path: Path) -> None:
     assert all(p.returncode == 0 for p in procs)
     for rank in range(WORLD):
         assert [s["start"] for s in _starts(tmp_path, rank)] == [0, 0]
+
+
+def test_a_replaced_node_rejoins_from_the_last_checkpoint(tmp_path: Path) -> None:
+    """A whole node dies (its launch script and every process under it are SIGKILLed) after
+    the step-5 checkpoint; a replacement node starts the same script (as the job controller
+    does on a repaired or spare node); the survivor's collective times out, its torchrun agent
+    restarts into a new rendezvous round with the replacement, and every rank resumes at
+    step 6."""
+    extra = {
+        "ACCELSTACK_TEST_KILL_STEP": "-1",
+        "ACCELSTACK_TEST_STEP_SECONDS": "0.4",
+        "ACCELSTACK_TEST_COLLECTIVE_TIMEOUT": "10",
+    }
+    procs = _run(tmp_path, extra)
+    latest = tmp_path / "checkpoints" / "latest"
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (latest.exists() and latest.read_text() == "step-5"):
+        assert time.monotonic() < deadline, "no step-5 checkpoint"
+        assert procs[1].poll() is None, "node 1 ended before the fault"
+        time.sleep(0.05)
+    _kill_node(procs[1])
+    replacement = _start_node(tmp_path, 1, "node1-replacement.log")
+    wait_then_end_sessions([procs[0], replacement], TIMEOUT_S)
+    logs = [(tmp_path / n).read_text(errors="replace")[-3000:] for n in ("node0.log",)]
+    assert procs[0].returncode == 0 and replacement.returncode == 0, logs
+    for rank in range(WORLD):
+        starts = _starts(tmp_path, rank)
+        assert starts[0]["start"] == 0
+        assert starts[-1]["start"] == 6, starts  # resumed after the step-5 checkpoint
+        done = json.loads((tmp_path / f"done-{rank}.json").read_text())
+        assert done["state"] == STEPS * WORLD
