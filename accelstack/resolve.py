@@ -10,7 +10,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
+from accelstack import naming
+from accelstack.catalog import (
+    Catalog,
+    DeviceKind,
+    Family,
+    Framework,
+    InstanceType,
+    PurchaseOptionFacts,
+    load_catalog,
+)
 from accelstack.catalog.sizing import fsx_tier_for, fsx_write_seconds, training_state_bytes
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
@@ -29,6 +38,7 @@ class ResolvedPool:
     device: DeviceKind
     nodes: int
     purchase_option: str
+    purchase: PurchaseOptionFacts  # what the option means (catalog purchase_options.yaml)
     reservation_id: str | None
     efa: bool
     efa_interfaces: int  # 0 when EFA is off
@@ -80,7 +90,7 @@ class ResolvedPool:
     @property
     def reserved_capacity(self) -> bool:
         """On a capacity block or reservation: no room for surge nodes, minSize 0."""
-        return self.purchase_option in ("capacity-block", "reservation")
+        return self.purchase.needs_reservation
 
 
 @dataclass(frozen=True)
@@ -190,12 +200,12 @@ class Stack:
     def checkpoint_bucket_resource(self) -> str:
         """Logical name of the checkpoint bucket the program creates (the cost guard prices it
         from the training state)."""
-        return f"{self.name}-checkpoints-bucket"
+        return naming.checkpoint_bucket_resource(self.name)
 
     @property
     def checkpoint_config_name(self) -> str:
         """ConfigMap (training namespace) holding the checkpoint URL the pods read."""
-        return f"{self.name}-checkpoint"
+        return naming.checkpoint_config(self.name)
 
     @property
     def fsx_throughput_per_tib(self) -> int:
@@ -209,7 +219,7 @@ class Stack:
     @property
     def fsx_claim_name(self) -> str | None:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
-        return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
+        return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
 
     @property
     def zone_ids(self) -> tuple[str, ...]:
@@ -238,13 +248,11 @@ def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) ->
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
-    offered = catalog.zones_offering(spec.region, pool.instance_type)
     wanted = pool.availability_zone or spec.availability_zone
-    if wanted:
-        zid = catalog.zone_id(spec.region, wanted)
-        if zid is not None:
-            return zid
-    return offered[0]
+    zid = catalog.pool_zone(spec.region, pool.instance_type, wanted)
+    if zid is None:  # validation refuses a type not offered in the region
+        raise AccelstackError(f"pool {pool.name}: {pool.instance_type} is offered in no zone")
+    return zid
 
 
 def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
@@ -266,6 +274,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         device=dev,
         nodes=p.nodes,
         purchase_option=p.purchase.option,
+        purchase=cat.purchase(p.purchase.option),
         reservation_id=p.purchase.reservation_id,
         efa=efa,
         efa_interfaces=inst.efa_interfaces if efa else 0,
@@ -354,7 +363,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     fw = wl_pool.framework
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
-    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = naming.stack_tags(name or spec.name, spec.tags)
     return Stack(
         spec=spec,
         catalog=cat,

@@ -22,12 +22,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from accelstack import naming
 from accelstack.components.common import pod_identity_trust_output, policy_json, stable_tags
 from accelstack.components.compile_cache import bucket_arn, pod_identity_policy, secure_bucket
 from accelstack.resolve import Stack
 
-#: The bucket name's kind: `<stack>-ckpt-<account>`.
-BUCKET_KIND = "ckpt"
 #: File events a data repository association exports to S3 and imports back (FSx DRA docs).
 DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
 #: Multipart uploads of large shards: abort and list parts (PutObject covers the upload).
@@ -114,7 +113,7 @@ class CheckpointStore(pulumi.ComponentResource):
                 key_prefix=args.prefix,
                 expire_days=args.noncurrent_days,
                 tags=args.tags,
-                kind=BUCKET_KIND,
+                name_of=naming.checkpoint_bucket,
                 rules=checkpoint_lifecycle(args.prefix, args.noncurrent_days),
             )
         self.bucket_arn = pulumi.Output.all(args.partition, self.bucket_name).apply(

@@ -8,6 +8,7 @@ names depend only on the stack name and account, never on node counts, budget or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,13 +22,13 @@ from accelstack.components.common import (
 )
 
 __all__ = ["pod_identity_trust_policy"]  # re-exported: tests and docs name it here
+from accelstack import naming
 from accelstack.resolve import Stack
 
 
-def bucket_name(stack_name: str, account_id: str, kind: str = "ncc") -> str:
-    """Deterministic, globally unique per account; at most 40 + 6 + 12 = 58 characters
-    (`ncc`: the compile cache, `ckpt`: checkpoints)."""
-    return f"{stack_name}-{kind}-{account_id}"
+def bucket_name(stack_name: str, account_id: str) -> str:
+    """The bucket accelstack creates for the stack (naming.cache_bucket)."""
+    return naming.cache_bucket(stack_name, account_id)
 
 
 def bucket_arn(partition: str, bucket: str) -> str:
@@ -150,10 +151,10 @@ def secure_bucket(
     key_prefix: str,
     expire_days: int,
     tags: dict[str, str],
-    kind: str = "ncc",
+    name_of: Callable[[str, str], str] = naming.cache_bucket,
     rules: list[Any] | None = None,
 ) -> pulumi.Output[str]:
-    """The bucket `<stack>-<kind>-<account>` (`ncc`: the compile cache) and its hardening,
+    """The bucket `name_of(stack, account)` (default: the compile cache's) and its hardening,
     children of `parent` named `{prefix}-<role>`: protected and retained on delete, public
     access blocked, owner-enforced, encrypted, versioned, lifecycle `rules` (default: stale
     cache objects expired), TLS-only. Used by the EKS CompileCache, the checkpoint store and
@@ -162,9 +163,7 @@ def secure_bucket(
     child = pulumi.ResourceOptions(parent=parent)
     bucket = aws.s3.Bucket(
         f"{prefix}-bucket",
-        bucket=pulumi.Output.from_input(account_id).apply(
-            lambda acct: bucket_name(stack_name, acct, kind)
-        ),
+        bucket=pulumi.Output.from_input(account_id).apply(lambda acct: name_of(stack_name, acct)),
         force_destroy=False,
         tags=tags,
         opts=stateful,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 
+from accelstack import naming
 from accelstack.components.checkpoints import (
     CheckpointStore,
     CheckpointStoreArgs,
@@ -52,7 +53,7 @@ def _compile_cache(
     if not stack.compile_cache_enabled:
         return {}, []
     cache = CompileCache(
-        f"{stack.name}-compile-cache",
+        naming.compile_cache(stack.name),
         CompileCacheArgs.from_stack(stack, account_id, partition),
         opts=top,
     )
@@ -79,14 +80,14 @@ def _checkpoints(
     Identity role with every grant, and the ConfigMap the rendered jobs read the URL from."""
     account_id, partition, top = context
     store = CheckpointStore(
-        f"{stack.name}-checkpoints",
+        naming.checkpoints(stack.name),
         CheckpointStoreArgs.from_stack(stack, account_id, partition, fsx_id),
         opts=top,
     )
     assert stack.checkpoint is not None  # EKS stacks only
     ckpt = Grant("checkpoints", store.bucket_arn, stack.checkpoint.prefix, multipart=True)
     TrainingIdentity(
-        f"{stack.name}-training",
+        naming.training_identity(stack.name),
         TrainingIdentityArgs(
             cluster_name=cluster.cluster_name,
             cluster_arn=cluster.cluster.arn,
@@ -128,11 +129,11 @@ def _file_system(
     )
     if fs_args is None:
         return {}, None
-    fs = FileSystem(f"{name}-fsx", fs_args, opts=top)
+    fs = FileSystem(naming.fsx(name), fs_args, opts=top)
     claim = stack.fsx_claim_name
     assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
     FsxClaim(
-        f"{name}-fsx-claim",
+        naming.fsx_claim_component(name),
         FsxClaimArgs(
             cluster_name=cluster.cluster_name,
             provider=plugins.provider,
@@ -162,7 +163,7 @@ def _device_plugins(
     """Device plugins, namespace and service account: after the system nodes (they run the
     charts' controllers) and the admins' access (the deployer makes these API calls)."""
     return DevicePlugins(
-        f"{stack.name}-device-plugins",
+        naming.device_plugins(stack.name),
         DevicePluginsArgs.from_stack(
             stack, cluster.kubeconfig, depends_on=[system.node_group], access=cluster.access
         ),
@@ -193,23 +194,23 @@ def build(stack: Stack) -> dict[str, Any]:
     name = stack.name
     top, partition, account_id = aws_context(stack)
 
-    network = Network(f"{name}-network", NetworkArgs.from_stack(stack), opts=top)
+    network = Network(naming.network(name), NetworkArgs.from_stack(stack), opts=top)
     all_private: list[pulumi.Input[str]] = [
         network.private_subnet_ids[z] for z in sorted(network.private_subnet_ids)
     ]
     cluster = Cluster(
-        f"{name}-cluster",
+        naming.cluster(name),
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
     ref = _cluster_ref(cluster, network, partition)
     system = SystemNodeGroup(
-        f"{name}-system", SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
+        naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
     pools: dict[str, AcceleratorNodeGroup] = {}
     for pool in stack.pools:
         pools[pool.name] = AcceleratorNodeGroup(
-            f"{name}-{pool.name}",
+            naming.pool_prefix(name, pool.name),
             AcceleratorNodeGroupArgs.from_stack(
                 stack, pool, ref, network.private_subnet_ids[pool.zone_id]
             ),

@@ -20,9 +20,6 @@ from accelstack.catalog.sizing import (
 from accelstack.errors import shown
 from accelstack.spec.rules import Context, Finding, rule
 
-#: Purchase options whose pool runs on capacity held for it (a block or a reservation).
-RESERVED_OPTIONS = ("capacity-block", "reservation")
-
 
 def _state_bytes(ctx: Context) -> float | None:
     wl = ctx.spec.workload
@@ -117,16 +114,18 @@ def _checkpoint_eks(ctx: Context) -> Iterator[Finding]:
     "spare nodes fit the capacity block or reservation; purchase.instances only there",
 )
 def _spare_nodes(ctx: Context) -> Iterator[Finding]:
+    table = ctx.catalog.purchase_options
+    reserved = [name for name, row in table.items() if row.needs_reservation]
     for i, pool in enumerate(ctx.spec.pools):
         at, option = f"pools[{i}]", pool.purchase.option
         held = pool.purchase.instances
         if pool.spare_nodes and ctx.spec.orchestration != "eks":
             yield (f"{at}.spare_nodes", "applies to orchestration 'eks' (node groups) only")
-        if option not in RESERVED_OPTIONS:
+        if option not in reserved:
             if held is not None:
                 yield (
                     f"{at}.purchase.instances",
-                    f"is only read with {' or '.join(RESERVED_OPTIONS)}",
+                    f"is only read with {' or '.join(reserved)}",
                 )
             continue
         size = held if held is not None else pool.nodes

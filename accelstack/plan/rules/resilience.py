@@ -6,17 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule, ref
 from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-#: The label every accelerator node group carries (the system group has none).
-POOL_LABEL = "accelstack.io/pool"
 #: Tag keys a launch template's tag specifications may carry: the stack's stable ones + Name.
-STABLE_INSTANCE_TAGS = frozenset({"accelstack:stack", "managed-by", "Name"})
+STABLE_INSTANCE_TAGS = frozenset({*IDENTITY_TAG_KEYS, "Name"})
 
 
 def accelerator_groups(plan: Plan) -> Iterator[PlannedResource]:
