@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from functools import cache
 from typing import Any
 
 import pytest
@@ -27,7 +26,7 @@ from accelstack.plan.rules import evaluate
 from accelstack.render import render_manifest
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, parse_spec, read_yaml
-from tests.conftest import STACKS, preset_ids
+from tests.conftest import STACKS, planned_preset, preset_ids
 from tests.helpers_plan import plan_stack
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -52,9 +51,9 @@ def stack_of(data: dict[str, Any], catalog: Catalog | None = None) -> Stack:
     return resolve(parse_spec(data, f"{data['name']}.yaml"), catalog)
 
 
-@cache
 def preset_plan(stem: str) -> Plan:
-    return plan_stack(stack_of(spec_data(stem)))
+    """The session's shared plan of the preset (tests/conftest.py)."""
+    return planned_preset(stem)[1]
 
 
 def accelerator_lts(plan: Plan) -> dict[str, str]:
