@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from accelstack.cost.pricing import billable_resources, price_stack
+from accelstack.catalog import load_catalog
+from accelstack.cost.pricing import billable_resources, price_resources, price_stack
 from accelstack.plan.rules import security
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
@@ -89,9 +90,13 @@ def test_budget_within_limits_passes() -> None:
 
 
 def test_budget_over_hourly_and_run_is_reported() -> None:
-    res, hourly = preset_resources("llama3-70b-trn2")
+    res, _ = preset_resources("llama3-70b-trn2")
     cfg = {"region": "us-east-2", "max_hourly_usd": 500, "max_run_usd": 100_000, "run_hours": 435.5}
     msgs = run(bp.budget, StackArgs(res, cfg))
+    # config-only limits price without the spec: the checkpoint bucket at the catalog's
+    # usage assumption instead of the training state
+    stack = resolve(load_spec(STACKS / "llama3-70b-trn2.yaml"))
+    hourly = price_resources(billable_resources(stack), load_catalog(), "us-east-2").hourly_usd
     assert len(msgs) == 2
     assert msgs[0].startswith(f"hourly ${hourly:,.2f} exceeds max_hourly_usd $500.00")
     assert msgs[1].startswith("training run $") and "max_run_usd $100,000.00" in msgs[1]

@@ -79,6 +79,7 @@ def _run_trial_script(script: Path) -> subprocess.CompletedProcess[str]:
             "OMP_NUM_THREADS": "1",
             # no EFA or GPU on a CPU runner: the fabric self-check has its own tests
             "ACCELSTACK_SKIP_FABRIC_CHECK": "1",
+            "ACCELSTACK_CHECKPOINT_DIR": str(script.parent / "checkpoints"),  # not the /fsx default
         }
     )
     return subprocess.run(
