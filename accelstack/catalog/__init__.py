@@ -21,6 +21,7 @@ from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.purchase import load_table, parse_table
 from accelstack.catalog.records import LeftOut, TrainingRecord, parse_left_out, parse_records
+from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.throughput import MfuCurve, Throughput, parse_throughput
 from accelstack.errors import (
     CatalogError,
@@ -321,6 +322,7 @@ class Catalog(_Frozen):
     launch: LaunchFacts
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
+    resilience: ResilienceFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -506,6 +508,7 @@ _FIELD_FILES = {
     "throughput": "throughput.yaml",
     "capacity_blocks": "capacity_blocks.yaml",
     "launch": "launch.yaml",
+    "resilience": "resilience.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -592,6 +595,8 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
         )
         fields["purchase_options"] = table.purchase_options
         fields["purchase_sources"] = table.sources
+        name = "resilience.yaml"
+        fields["resilience"] = _read(name, base, overlay)
         name = "records.yaml"
         records = _read(name, base, overlay)
         fields["records"] = parse_records(records, _where(name, base, overlay))

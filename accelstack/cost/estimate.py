@@ -451,7 +451,7 @@ def goodput_parts(
     """Failures, checkpoint stalls and other losses (fractions of step time), one-time hours."""
     g = catalog.throughput.goodput
     failures = nodes * g.interruptions_per_node_hour * g.lost_hours_per_interruption
-    state = training_state_bytes(workload.model.params_billion * 1e9, workload.precision)
+    state = training_state_bytes(catalog, workload.model.params_billion, workload.precision)
     write_s = state / (nodes * g.checkpoint_write_gb_per_s_per_node * 1e9)
     checkpoint = write_s / 3600.0 / g.checkpoint_interval_hours
     hours, note = one_time_hours(catalog, instance_type, workload, measured)

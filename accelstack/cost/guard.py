@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelstack.catalog import RATE_ALIASES
+from accelstack.cost.ceiling import Ceiling
 from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
     RunCost,
@@ -63,10 +64,11 @@ class Verdict:
     spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
     blocks: tuple[int, ...] = ()  # Capacity Block sizes of the workload pool
     data_lines: tuple[str, ...] = ()  # per-GB lines of the run (NAT data, inter-AZ)
+    unbounded: bool = False  # no limit and no `budget.unlimited`: refused (fails closed)
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return all(c.ok for c in self.checks) and not self.unbounded
 
     @property
     def reasons(self) -> list[str]:
@@ -93,8 +95,17 @@ class Verdict:
     def one_line(self) -> str:
         if self.ok:
             return f"{self.stack}: within budget"
+        if self.unbounded and not self.reasons:
+            return f"{self.stack} has no budget: {NO_LIMIT}"
         mark = " (prices include estimates)" if self.cost.estimate else ""
         return f"{self.stack} is over budget: {'; '.join(self.reasons)}{mark}"
+
+
+#: Why a spec with no limit is refused, and the two ways out.
+NO_LIMIT = (
+    "budget sets no max_hourly_usd, max_monthly_usd or max_run_usd; set one, or write "
+    "budget: {unlimited: true, reason: ...} to run without a limit on purpose"
+)
 
 
 #: Printed under every side-by-side: a savings-plan rate is a commitment, not a run price.
@@ -134,8 +145,27 @@ def billed_hours(stack: Stack, wall_hours: float) -> float | None:
     return stack.catalog.capacity_blocks.window_days(wall_hours) * 24.0
 
 
-def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
-    """Price (from the spec unless `cost` is given), estimate, and check every limit.
+def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[LimitCheck, ...]:
+    """The organisation ceiling's limits (those it sets) as checks, labelled with its file."""
+    if ceiling is None:
+        return ()
+    return tuple(
+        LimitCheck(f"ceiling {key} ({ceiling.source})", label, ceiling.limit(key), actual[key])
+        for key, label in (
+            ("max_hourly_usd", "hourly"),
+            ("max_monthly_usd", "monthly"),
+            ("max_run_usd", "training run"),
+        )
+        if ceiling.limit(key) is not None
+    )
+
+
+def check_budget(
+    stack: Stack, cost: StackCost | None = None, ceiling: Ceiling | None = None
+) -> Verdict:
+    """Price (from the spec unless `cost` is given), estimate, and check every limit: the
+    spec's budget, then the organisation `ceiling`. No limit at all fails closed unless the
+    budget says `unlimited: true` (with a reason).
 
     A workload pool on spot runs longer by the interruption overhead (an estimate)."""
     cost = cost if cost is not None else price_stack(stack)
@@ -157,21 +187,40 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
         data.usd,
     )
     b = stack.spec.budget
-    checks = (
+    checks: tuple[LimitCheck, ...] = (
         LimitCheck("budget.max_hourly_usd", "hourly", b.max_hourly_usd, cost.hourly_usd),
         LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),
         LimitCheck("budget.max_run_usd", "training run", b.max_run_usd, run.run_usd),
     )
+    actual = {"max_hourly_usd": cost.hourly_usd, "max_monthly_usd": cost.monthly_usd}
+    checks += _ceiling_checks(ceiling, {**actual, "max_run_usd": run.run_usd})
+    unbounded = not b.has_limit and not b.unlimited
     blocks: tuple[int, ...] = ()
     if stack.workload_pool.purchase_option == "capacity-block":
         blocks = stack.catalog.capacity_blocks.blocks_for(stack.workload_pool.nodes)
-    return Verdict(stack.name, pool, cost, est, run, checks, factor, blocks, data.lines)
+    return Verdict(
+        stack.name,
+        pool,
+        cost,
+        est,
+        run,
+        checks,
+        factor,
+        unbounded=unbounded,
+        blocks=blocks,
+        data_lines=data.lines,
+    )
 
 
-def enforce(stack: Stack, resources: Iterable[ResourceLike] | None = None) -> None:
-    """Raise VerdictError (one line) when `stack` exceeds its budget. Builds nothing."""
+def enforce(
+    stack: Stack,
+    resources: Iterable[ResourceLike] | None = None,
+    ceiling: Ceiling | None = None,
+) -> None:
+    """Raise VerdictError (one line) when `stack` exceeds its budget or the organisation
+    ceiling, or sets no limit at all. Builds nothing."""
     cost = price_plan(stack, resources) if resources is not None else None
-    verdict = check_budget(stack, cost)
+    verdict = check_budget(stack, cost, ceiling)
     if not verdict.ok:
         raise VerdictError(verdict.one_line())
 
@@ -332,7 +381,12 @@ def _check_line(chk: LimitCheck, estimate: bool) -> str:
 
 
 def _budget_lines(v: Verdict) -> list[str]:
-    return ["budget", *(_check_line(chk, v.cost.estimate) for chk in v.checks), ""]
+    lines = ["budget", *(_check_line(chk, v.cost.estimate) for chk in v.checks)]
+    if v.unbounded:
+        lines.append(f"  REFUSED: {NO_LIMIT}")
+    elif all(c.limit is None for c in v.checks[:3]):  # the spec's own three
+        lines.append("  unlimited on purpose (budget.unlimited)")
+    return [*lines, ""]
 
 
 def render_report(v: Verdict) -> str:
@@ -444,6 +498,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
         ],
+        "unbounded": v.unbounded,
         "ok": v.ok,
         "verdict": v.one_line(),
     }
