@@ -131,11 +131,10 @@ def test_every_row_has_a_source(catalog):
     assert catalog.capacity_blocks.source and catalog.capacity_blocks.as_of
 
 
-def test_state_bytes_agree_with_the_memory_fit(catalog):
-    from accelstack.catalog.sizing import STATE_BYTES_PER_PARAM, training_state_bytes
+def test_state_bytes_follow_the_memory_fit(catalog):
+    from accelstack.catalog.sizing import training_state_bytes
 
-    assert catalog.defaults.training_bytes_per_param == STATE_BYTES_PER_PARAM
-    assert training_state_bytes(70e9, "bf16") == 70e9 * 16
+    assert training_state_bytes(catalog, 70, "bf16") == 70e9 * 16
 
 
 def test_estimates_are_marked(catalog):

@@ -150,6 +150,7 @@ def test_calibrate_then_price_uses_the_measurement(tmp_path: Path, capsys) -> No
     assert "carried" not in price and "WARNING" not in price
     d = yaml.safe_load(spec_path.read_text())
     d["pools"][0]["nodes"] = 8
+    d["budget"] = {"max_hourly_usd": 1000}  # eight p5.48xlarge and the cluster around them
     spec_path.write_text(yaml.safe_dump(d, sort_keys=False))
     assert main(["price", str(spec_path), "--format", "json"]) == 0
     t = json.loads(capsys.readouterr().out)["training"]
