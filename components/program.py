@@ -12,6 +12,7 @@ import pulumi
 from accelstack.components.cluster import Cluster, ClusterArgs
 from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
+from accelstack.components.job_controller import JobLayer, JobLayerArgs
 from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
@@ -120,6 +121,30 @@ def _device_plugins(
     )
 
 
+def _job_layer(
+    stack: Stack, plugins: DevicePlugins, system: SystemNodeGroup, top: pulumi.ResourceOptions
+) -> dict[str, Any]:
+    """The job controller (and Kueue with its queues): after the system nodes that run their
+    controllers and the training namespace the queue lives in."""
+    JobLayer(
+        f"{stack.name}-jobs",
+        JobLayerArgs.from_stack(
+            stack, plugins.provider, depends_on=[system.node_group, plugins.namespace]
+        ),
+        opts=top,
+    )
+    out: dict[str, Any] = {"jobController": stack.job_controller}
+    if stack.queue_name:
+        out["queueName"] = stack.queue_name
+    return out
+
+
+def kubeconfig_command(region: str, cluster_name: str) -> str:
+    """The exact command that writes a kubeconfig entry for the cluster (AWS CLI reference,
+    `aws eks update-kubeconfig --region REGION --name NAME`)."""
+    return f"aws eks update-kubeconfig --region {region} --name {cluster_name}"
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
@@ -165,6 +190,9 @@ def build(stack: Stack) -> dict[str, Any]:
         "clusterName": cluster.cluster_name,
         "kubeconfig": cluster.kubeconfig,  # already a secret
         "region": stack.region,
+        "kubeconfigCommand": cluster.cluster_name.apply(
+            lambda n: kubeconfig_command(stack.region, n)
+        ),
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
         "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
@@ -173,6 +201,7 @@ def build(stack: Stack) -> dict[str, Any]:
     outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
 
     plugins = _device_plugins(stack, cluster, system, top)
+    outputs.update(_job_layer(stack, plugins, system, top))
 
     outputs.update(_file_system(stack, network, cluster, plugins, system, top))
     return outputs

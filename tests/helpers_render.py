@@ -30,6 +30,8 @@ ORCH_VARS = (
     "RANK",
     "PET_NNODES",
     "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
     "SLURM_JOB_ID",
     "SLURM_NNODES",
     "SLURM_NODEID",

@@ -328,6 +328,17 @@ class HelmChart(_Frozen):
     values_source: str
     instance_list_key: str | None  # the values key that lists the instance types it serves
     node_labels: dict[str, str] = Field(default_factory=dict)  # its default affinity needs
+    #: device-plugin (installed per the pools' devices), job-controller (per jobs.controller)
+    #: or queue (Kueue, per jobs.kueue)
+    role: Literal["device-plugin", "job-controller", "queue"] = "device-plugin"
+    kind: Literal["helm", "kustomize"] = "helm"
+    controller: str | None = None  # the jobs.controller value that installs a job controller
+    default: bool = False  # the job controller of an EKS stack whose spec names none
+    manifest_kind: str | None = None  # the manifest render lists first with this controller
+    api_version: str | None = None  # the API its custom resources are served under
+    bundles: dict[str, str] = Field(default_factory=dict)  # dependency charts it installs
+    bundles_source: str | None = None
+    integrations: tuple[str, ...] = ()  # job kinds a queue admits as installed
 
 
 class RegionOfferings(_Frozen):
@@ -384,11 +395,28 @@ class Catalog(_Frozen):
             if self.families[i.family].device_kind == c.device_kind
         )
 
+    def controller_chart(self, controller: str) -> HelmChart | None:
+        """The job-controller row that `jobs.controller: <controller>` installs (None: none)."""
+        for c in self.charts.values():
+            if c.role == "job-controller" and c.controller == controller:
+                return c
+        return None
+
+    def default_job_controller(self) -> str:
+        """The jobs.controller an EKS stack gets when its spec names none."""
+        return next(
+            (c.controller for c in self.charts.values() if c.default and c.controller), "none"
+        )
+
+    def job_controllers(self) -> list[str]:
+        """The jobs.controller values the catalog can install (plus `none`)."""
+        return [*sorted(c.controller for c in self.charts.values() if c.controller), "none"]
+
     def chart_node_labels(self, device_kind: str) -> dict[str, str]:
         """Node labels the charts of a device kind require by their default affinity."""
         out: dict[str, str] = {}
         for c in self.charts.values():
-            if c.device_kind == device_kind:
+            if c.role == "device-plugin" and c.device_kind == device_kind:
                 out.update(c.node_labels)
         return out
 

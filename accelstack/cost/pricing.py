@@ -141,7 +141,13 @@ FREE: dict[str, str] = {
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": "no charge",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": "no charge",
     "kubernetes:apps/v1:DaemonSet": "no charge (runs on priced nodes)",
-    "kubernetes:helm.sh/v3:Release": "no charge (device plugins: DaemonSets on priced nodes)",
+    "kubernetes:helm.sh/v3:Release": (
+        "no charge (device plugins, job controller, Kueue: pods on priced nodes)"
+    ),
+    "kubernetes:kustomize/v2:Directory": "no charge (training operator: pods on priced nodes)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": "no charge (a Kueue object)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": "no charge (a Kueue object)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": "no charge (a Kueue object)",
     "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
 }
 #: Prefixes of types that are never billed: component resources, providers, the stack.

@@ -33,8 +33,9 @@ from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 
-Orchestrator = Literal["auto", "pytorchjob", "slurm", "standalone"]
-ORCHESTRATORS: tuple[str, ...] = ("auto", "pytorchjob", "slurm", "standalone")
+Orchestrator = Literal["auto", "trainjob", "pytorchjob", "slurm", "standalone"]
+ORCHESTRATORS: tuple[str, ...] = ("auto", "trainjob", "pytorchjob", "slurm", "standalone")
+ManifestKind = Literal["trainjob", "pytorchjob", "job"]
 
 
 #: Node label the components put on every node of a pool (value: the pool name).
@@ -45,6 +46,13 @@ FSX_MOUNT_PATH = "/fsx"
 SCRIPT_MOUNT_DIR = "/etc/accelstack"
 #: Environment variable that carries the compile-cache URL at run time.
 CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
+#: Kubeflow Trainer's names for the training step: the replicated Job `node` and its container
+#: `node`, which the torch plugin gives the PET_* variables (kubeflow/trainer pkg/constants
+#: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
+TRAINER_JOB = "node"
+TRAINER_CONTAINER = "node"
+#: Label Kueue reads the LocalQueue from (Kueue docs, tasks/run/trainjobs.md).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -250,6 +258,8 @@ def _context(
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
         "python_env": python_env(stack, pool),
+        "queue_name": stack.queue_name,
+        "queue_label": QUEUE_LABEL,
     }
 
 
@@ -288,16 +298,30 @@ def render_node_script(
     return environment().get_template(template).render(ctx)
 
 
-def render_manifest(
-    stack: Stack, kind: Literal["pytorchjob", "job"], *, bucket: str | None = None
-) -> str:
-    """Kubernetes manifests: a launch ConfigMap plus a PyTorchJob (`pytorchjob`), or plus a
-    headless Service and an indexed batch/v1 Job (`job`) for clusters without the operator."""
+def render_manifest(stack: Stack, kind: ManifestKind, *, bucket: str | None = None) -> str:
+    """Kubernetes manifests: a launch ConfigMap and NetworkPolicy plus a TrainingRuntime and
+    TrainJob (`trainjob`, Kubeflow Trainer v2), a PyTorchJob (`pytorchjob`, Training Operator
+    v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller)."""
     p = stack.workload_pool
-    orch = "pytorchjob" if kind == "pytorchjob" else "standalone"
+    orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
     ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
     ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
+    if kind == "trainjob":
+        ctx.update(_trainer_context(stack))
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
+
+
+def _trainer_context(stack: Stack) -> dict[str, object]:
+    """The pinned Trainer row (API version) and the names the TrainJob and runtime share."""
+    chart = stack.catalog.controller_chart("trainer")
+    if chart is None:
+        raise RenderError("the catalog has no Kubeflow Trainer row (charts, controller trainer)")
+    return {
+        "controller": chart,
+        "runtime_name": f"{job_name(stack)}-runtime",
+        "trainer_job": TRAINER_JOB,
+        "trainer_container": TRAINER_CONTAINER,
+    }
 
 
 def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
@@ -306,29 +330,50 @@ def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
     return environment().get_template("sbatch.sh.j2").render(ctx)
 
 
+#: What each manifest file is, for the index (the apply command is added per file).
+_MANIFEST_PURPOSE: dict[str, str] = {
+    "trainjob": "Kubeflow Trainer v2 TrainJob plus the TrainingRuntime that carries the pod "
+    "template, the ConfigMap holding the script and the NetworkPolicy",
+    "pytorchjob": "Kubeflow PyTorchJob (legacy Training Operator v1, installed by the stack "
+    "because jobs.controller is pytorchjob) plus the ConfigMap and NetworkPolicy",
+    "job": "the same job without a job controller: ConfigMap, NetworkPolicy, headless Service "
+    "and an indexed batch/v1 Job",
+}
+
+
+def manifest_kinds(stack: Stack) -> list[ManifestKind]:
+    """The manifests an EKS stack renders, the one to apply first: the spec's kind (default:
+    the installed controller's), then the controller's own, then the indexed Job, which needs
+    no controller."""
+    chart = stack.job_controller_chart
+    own = [chart.manifest_kind] if chart and chart.manifest_kind else []
+    out: list[ManifestKind] = []
+    for kind in [stack.job_kind, *own, "job"]:
+        if kind in _MANIFEST_PURPOSE and kind not in out:
+            out.append(kind)  # type: ignore[arg-type]
+    return out
+
+
 def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
-    """The node script plus the PyTorchJob and plain-Job manifests that embed it."""
-    return [
+    """The manifests (the one to apply first leads) and the node script they embed."""
+    out = [
+        Artifact(
+            f"{kind}.yaml",
+            f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply -f {kind}.yaml`",
+            render_manifest(stack, kind, bucket=bucket),
+        )
+        for kind in manifest_kinds(stack)
+    ]
+    out.append(
         Artifact(
             launch_script_name(p),
-            f"node launch script for pool {p.name} (auto-detects PyTorchJob, Slurm or "
-            "standalone variables); the manifests embed the same script in a ConfigMap",
+            f"node launch script for pool {p.name} (auto-detects TrainJob, PyTorchJob, Slurm "
+            "or standalone variables); the manifests embed the same script in a ConfigMap",
             render_node_script(stack, p, "auto", bucket=bucket),
             executable=True,
-        ),
-        Artifact(
-            "pytorchjob.yaml",
-            "Kubeflow PyTorchJob (training operator) plus the ConfigMap holding the script: "
-            "`kubectl apply -f pytorchjob.yaml`",
-            render_manifest(stack, "pytorchjob", bucket=bucket),
-        ),
-        Artifact(
-            "job.yaml",
-            "the same job without the training operator: ConfigMap, headless Service and an "
-            "indexed batch/v1 Job: `kubectl apply -f job.yaml`",
-            render_manifest(stack, "job", bucket=bucket),
-        ),
-    ]
+        )
+    )
+    return out
 
 
 def _standalone_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
