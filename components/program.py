@@ -12,8 +12,8 @@ import pulumi
 from accelstack.components.cluster import Cluster, ClusterArgs
 from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
-from accelstack.components.job_controller import JobLayer, JobLayerArgs
 from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
+from accelstack.components.job_controller import JobLayer, JobLayerArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
     AcceleratorNodeGroup,

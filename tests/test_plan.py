@@ -349,11 +349,12 @@ def test_pod_identity_policy_in_the_plan_names_only_the_cache() -> None:
 def test_no_nvidia_resources_without_gpu_and_no_cache_without_neuron() -> None:
     p5 = preset_plan("llama3-70b-p5")
     charts = {r.inputs["chart"] for r in p5.of_type("kubernetes:helm.sh/v3:Release")}
-    assert charts == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
+    trainer = load_catalog().charts["trainer"].chart
+    assert charts == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", trainer}
     assert p5.of_type(BUCKET) == [] and "compileCacheUrls" not in p5.outputs
     ft = preset_plan("trn1-finetune")
     charts = {r.inputs["chart"] for r in ft.of_type("kubernetes:helm.sh/v3:Release")}
-    assert charts == {"oci://public.ecr.aws/neuron/neuron-helm-chart"}
+    assert charts == {"oci://public.ecr.aws/neuron/neuron-helm-chart", trainer}
 
 
 def test_no_security_group_rule_opens_ingress_to_the_world() -> None:

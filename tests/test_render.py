@@ -542,7 +542,7 @@ def test_cli_render_writes_artifacts_and_index(
         "README.md",
         "job.yaml",
         "launch-trn1.sh",
-        "pytorchjob.yaml",
+        "trainjob.yaml",  # the stack installs Kubeflow Trainer: no PyTorchJob unless chosen
     ]
     names.remove(".accelstack-render.json")
     index = (out / "README.md").read_text()
@@ -553,6 +553,7 @@ def test_cli_render_writes_artifacts_and_index(
     assert script.stat().st_mode & 0o111
     assert "s3://my-cache/neuron-cache/trn1/" in script.read_text()
     assert "wrote 4 files" in capsys.readouterr().out
+    assert index.index("`trainjob.yaml`") < index.index("`job.yaml`")
 
 
 def test_cli_render_bad_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

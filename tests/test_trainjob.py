@@ -374,3 +374,54 @@ def test_trainjob_node_script_real_torchrun(tmp_path: Path) -> None:
     assert {r["allreduce"] for r in results} == {world * (world + 1) / 2}
     assert all(all(r["checks"]["env"].values()) for r in results)
     assert all(r["argv"] == ["--lr", "3e-4", "it's $(x)"] for r in results)
+
+
+# ---------------------------------------------------------------------------------------
+# From `pulumi up` to a watched run: one sequence in the README, the init README, the index
+# ---------------------------------------------------------------------------------------
+
+
+def test_run_sequence_is_the_same_everywhere(tmp_path: Path) -> None:
+    from accelstack.cli.init_cmds import project_files
+    from accelstack.render import render_runbook, runbook_context
+
+    generic = render_runbook(
+        runbook_context(
+            name="my-run",
+            region="us-east-2",
+            namespace="training",
+            spec="stacks/my-run.yaml",
+            kind="trainjob",
+            nodes=16,
+        )
+    )
+    readme = (ROOT / "README.md").read_text()
+    body = generic.split("\n", 1)[1]  # the README uses its own heading
+    assert body.split("\n\n", 1)[1] in readme
+    init = project_files("p", "dev", "llama3-70b-p5", "us-east-2", "0")["README.md"]
+    assert "aws eks update-kubeconfig --region us-east-2 --name dev" in init
+    assert "kubectl apply --server-side -f run/trainjob.yaml" in init
+    index = render(preset_stack("llama3-70b-trn2"))[-1].content
+    for needle in (
+        "aws eks update-kubeconfig --region us-east-2 --name llama3-70b-trn2",
+        "kubectl -n training get trainjob llama3-70b-trn2 -w",
+        "logs -f -l app.kubernetes.io/name=llama3-70b-trn2,batch.kubernetes.io/job-completion-index=0",
+        "kubectl -n training delete trainjob llama3-70b-trn2",
+        "pulumi state unprotect --all",
+        "Insufficient hugepages-2Mi",
+        "ImagePullBackOff",
+        "RendezvousTimeoutError",
+    ):
+        assert needle in index, needle
+    legacy = render(_jobs("trn1-multinode", controller="pytorchjob"))[-1].content
+    assert "kubectl -n training get pytorchjob trn1-multinode -w" in legacy
+    queued = render(_jobs("llama3-70b-p5", kueue=True))[-1].content
+    assert "get workloads" in queued and "llama3-70b-p5-queue" in queued
+
+
+def test_plan_outputs_the_kubeconfig_command() -> None:
+    plan = plan_stack(preset_stack("llama3-70b-trn2"))
+    assert plan.outputs["kubeconfigCommand"] == (
+        "aws eks update-kubeconfig --region us-east-2 --name llama3-70b-trn2"
+    )
+    assert plan.outputs["region"] == "us-east-2" and plan.outputs["clusterName"]

@@ -29,6 +29,7 @@ from accelstack.render.pods import (
     python_env,
     torchrun_max_restarts,
 )
+from accelstack.render.runbook import stack_runbook_context
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -416,9 +417,15 @@ def _index_artifact(
             namespace=stack.catalog.defaults.training_namespace,
             service_account=training_service_account(stack),
             warnings=render_warnings(stack),
+            runbook=stack_runbook_context(stack) if stack.spec.orchestration == "eks" else None,
         )
     )
     return Artifact("README.md", "this index", index)
+
+
+def render_runbook(context: dict[str, object]) -> str:
+    """The run sequence (`_runbook.md.j2`) for the given `runbook_context`."""
+    return environment().get_template("_runbook.md.j2").render(context)
 
 
 def render_warnings(stack: Stack) -> list[str]:
