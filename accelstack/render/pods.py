@@ -79,6 +79,14 @@ def pod_resources(stack: Stack, pool: ResolvedPool) -> PodResources:
     )
 
 
+def node_hugepages_2mi(stack: Stack, pool: ResolvedPool) -> int:
+    """2 MiB huge pages an EFA node allocates in its user data (0 without EFA): the catalog's
+    node allocation, which covers what the training pod requests."""
+    if not pool.efa:
+        return 0
+    return stack.catalog.launch.pods.efa_node_hugepages_mib // 2
+
+
 def backoff_limit(stack: Stack, pool: ResolvedPool) -> int:
     """PyTorchJob runPolicy.backoffLimit: the operator sums container restarts over every pod,
     and one node fault can restart all of them, so the budget scales with the node count."""

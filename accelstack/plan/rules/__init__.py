@@ -83,6 +83,7 @@ from accelstack.plan.rules import (  # noqa: E402,F401
     access,
     amis,
     identity,
+    jobs,
     names,
     network,
     nodegroups,
