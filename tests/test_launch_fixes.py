@@ -52,3 +52,15 @@ def test_controller_rule_fires_without_the_release() -> None:
     kept = [r for r in plan.resources if r.inputs.get("chart") != chart.chart]
     v = only(evaluate(dataclasses.replace(plan, resources=kept), stack), "job-controller-installed")
     assert "no matches for kind" in v.message and chart.version in v.message
+
+
+def test_neuron_pods_name_the_collectives_socket_interface() -> None:
+    from accelstack.render import render_node_script
+
+    from .helpers_render import preset_stack
+
+    for name in ("llama3-70b-trn2", "trn1-multinode"):
+        assert "export CCOM_SOCKET_IFNAME=eth0" in render_node_script(preset_stack(name))
+    # not on hosts (standalone instances name their interfaces differently), not on CUDA
+    assert "CCOM_SOCKET_IFNAME" not in render_node_script(preset_stack("trn1-standalone"))
+    assert "CCOM_SOCKET_IFNAME" not in render_node_script(preset_stack("llama3-70b-p5"))

@@ -308,10 +308,31 @@ class PythonEnv(_Frozen):
     source: str
 
 
+class FabricTool(_Frozen):
+    """The collective benchmark of one device kind (launch.yaml fabric_test.tools)."""
+
+    tool: Literal["nccl-tests", "nccom-test"]
+    image: str | None  # None: the workload image
+    binary: str
+    source: str
+
+
+class FabricTestFacts(_Frozen):
+    """Fabric acceptance test: tolerance on the network-bound bus bandwidth, sizes, tools."""
+
+    tolerance: float = Field(gt=0, le=1)
+    estimate: bool
+    min_bytes: str
+    max_bytes: str
+    iterations: int = Field(ge=1)
+    tools: dict[str, FabricTool]
+
+
 class LaunchFacts(_Frozen):
     pods: PodFacts
     fault_tolerance: FaultTolerance
     dlami_python_envs: tuple[PythonEnv, ...]
+    fabric_test: FabricTestFacts | None = None
 
 
 class HelmChart(_Frozen):

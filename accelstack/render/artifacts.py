@@ -22,6 +22,7 @@ import jinja2
 
 from accelstack.catalog import Framework
 from accelstack.errors import AccelstackError
+from accelstack.render.fabric import fabric_threshold, fabric_tool
 from accelstack.render.pods import (
     backoff_limit,
     image_warnings,
@@ -259,6 +260,7 @@ def _context(
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
         "python_env": python_env(stack, pool),
+        "pod_image": None,  # the training image; the fabric test may name its tool's image
         "queue_name": stack.queue_name,
         "queue_label": QUEUE_LABEL,
     }
@@ -325,6 +327,36 @@ def _trainer_context(stack: Stack) -> dict[str, object]:
     }
 
 
+#: Port of the Neuron collectives' root communicator in the fabric test (any free port;
+#: aws-neuron-sdk nccom-test.rst "MPI Execution").
+FABRIC_ROOT_COMM_PORT = 63182
+
+
+def render_fabric_test(stack: Stack) -> str | None:
+    """The fabric acceptance job (ConfigMap with the script and parser, NetworkPolicy,
+    TrainingRuntime on the MPI runtime, TrainJob), or None where it does not apply: one node,
+    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack."""
+    p = stack.workload_pool
+    th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
+    if th is None or tool is None or stack.job_controller != "trainer":
+        return None
+    ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
+    ctx.update(_trainer_context(stack))
+    name = f"{job_name(stack)}-fabric-test"
+    ctx.update(
+        job_name=name,
+        runtime_name=f"{name}-runtime",
+        script_name="fabric-test.sh",
+        th=th,
+        tool=tool,
+        facts=stack.catalog.launch.fabric_test,
+        root_comm_port=FABRIC_ROOT_COMM_PORT,
+        parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
+    )
+    ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
+    return environment().get_template("fabric-test.yaml.j2").render(ctx)
+
+
 def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
     p = stack.workload_pool
     ctx = _context(stack, p, orchestrator="slurm", bucket=bucket, procs_per_node_override=None)
@@ -365,6 +397,18 @@ def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Ar
         )
         for kind in manifest_kinds(stack)
     ]
+    fabric = render_fabric_test(stack)
+    if fabric is not None:
+        th = fabric_threshold(stack, p)
+        assert th is not None
+        out.append(
+            Artifact(
+                "fabric-test.yaml",
+                f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
+                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job",
+                fabric,
+            )
+        )
     out.append(
         Artifact(
             launch_script_name(p),

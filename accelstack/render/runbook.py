@@ -4,6 +4,7 @@ the rendered index, the `init` project README and the repository README."""
 
 from __future__ import annotations
 
+from accelstack.render.fabric import fabric_threshold
 from accelstack.resolve import Stack
 
 #: kubectl resource name of each manifest kind's job object.
@@ -32,6 +33,7 @@ def runbook_context(
     nodes: int | str,
     queue: str | None = None,
     protected: str = PROTECTED_GENERIC,
+    fabric: bool = True,
 ) -> dict[str, object]:
     """The variables of `_runbook.md.j2` (rendered by `accelstack.render.render_runbook`)."""
     return {
@@ -44,6 +46,7 @@ def runbook_context(
         "nodes": nodes,
         "queue": queue,
         "protected": protected,
+        "fabric": fabric,
     }
 
 
@@ -58,4 +61,6 @@ def stack_runbook_context(stack: Stack) -> dict[str, object]:
         nodes=stack.workload_pool.nodes,
         queue=stack.queue_name,
         protected=protected_resources(stack),
+        fabric=stack.job_controller == "trainer"
+        and fabric_threshold(stack, stack.workload_pool) is not None,
     )
