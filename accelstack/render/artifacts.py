@@ -27,6 +27,7 @@ from accelstack.render.pods import (
     backoff_limit,
     image_warnings,
     pod_resources,
+    precompile_key,
     python_env,
     torchrun_max_restarts,
 )
@@ -204,6 +205,7 @@ def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
     return {
         "framework": fw,
         "precompile_steps": (wl.precompile_steps or 0) if fw.precompile else 0,
+        "precompile_key": precompile_key(stack, pool),
         "neff_cache_shared": fsx,
         "neff_cache_dir": (
             f"{FSX_MOUNT_PATH}/neuron-neff-cache/{pool.name}" if fsx else LOCAL_NEFF_CACHE_DIR
