@@ -303,16 +303,28 @@ def render_node_script(
     return environment().get_template(template).render(ctx)
 
 
-def render_manifest(stack: Stack, kind: ManifestKind, *, bucket: str | None = None) -> str:
+def render_manifest(
+    stack: Stack,
+    kind: ManifestKind,
+    *,
+    bucket: str | None = None,
+    name: str | None = None,
+    extra_files: dict[str, str] | None = None,
+) -> str:
     """Kubernetes manifests: a launch ConfigMap and NetworkPolicy plus a TrainingRuntime and
     TrainJob (`trainjob`, Kubeflow Trainer v2), a PyTorchJob (`pytorchjob`, Training Operator
-    v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller)."""
+    v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller). `name`
+    replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
+    beside the script (mounted in SCRIPT_MOUNT_DIR)."""
     p = stack.workload_pool
     orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
     ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
     ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
     if kind == "trainjob":
         ctx.update(_trainer_context(stack))
+    if name:
+        ctx.update(job_name=name, runtime_name=f"{name}-runtime")
+    ctx["extra_files"] = extra_files or {}
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
 
 
