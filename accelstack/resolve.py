@@ -190,6 +190,11 @@ class Stack:
         return self.spec.orchestration == "eks" and self.spec.jobs.kueue
 
     @property
+    def metrics(self) -> bool:
+        """Accelerator metrics add-on on (EKS, `jobs.metrics`, default true)."""
+        return self.spec.orchestration == "eks" and self.spec.jobs.metrics
+
+    @property
     def queue_name(self) -> str | None:
         """The Kueue LocalQueue the job manifests name (label kueue.x-k8s.io/queue-name)."""
         return f"{self.name}-queue" if self.kueue else None

@@ -14,6 +14,7 @@ from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
 from accelstack.components.job_controller import JobLayer, JobLayerArgs
+from accelstack.components.metrics import Metrics, MetricsArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
     AcceleratorNodeGroup,
@@ -139,6 +140,27 @@ def _job_layer(
     return out
 
 
+def _metrics(
+    stack: Stack,
+    cluster: Cluster,
+    system: SystemNodeGroup,
+    account_id: pulumi.Output[str],
+    partition: pulumi.Output[str],
+    top: pulumi.ResourceOptions,
+) -> None:
+    """The accelerator-metrics add-on, after the Pod Identity agent and the system nodes."""
+    args = MetricsArgs.from_stack(
+        stack,
+        cluster.cluster_name,
+        cluster.cluster.arn,
+        account_id,
+        partition,
+        depends_on=[*cluster.early_addons, system.node_group],
+    )
+    if args is not None:
+        Metrics(f"{stack.name}-metrics", args, opts=top)
+
+
 def kubeconfig_command(region: str, cluster_name: str) -> str:
     """The exact command that writes a kubeconfig entry for the cluster (AWS CLI reference,
     `aws eks update-kubeconfig --region REGION --name NAME`)."""
@@ -202,6 +224,7 @@ def build(stack: Stack) -> dict[str, Any]:
 
     plugins = _device_plugins(stack, cluster, system, top)
     outputs.update(_job_layer(stack, plugins, system, top))
+    _metrics(stack, cluster, system, account_id, partition, top)
 
     outputs.update(_file_system(stack, network, cluster, plugins, system, top))
     return outputs

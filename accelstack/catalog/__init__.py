@@ -362,6 +362,17 @@ class HelmChart(_Frozen):
     integrations: tuple[str, ...] = ()  # job kinds a queue admits as installed
 
 
+class MetricsAddon(_Frozen):
+    """The accelerator-metrics add-on (instances.yaml `metrics_addon`, sources there)."""
+
+    addon_name: str
+    namespace: str
+    service_account: str
+    policy: str
+    rate_item: str  # the prices.yaml service item billed per node-hour
+    source: str
+
+
 class RegionOfferings(_Frozen):
     zones: dict[str, str]  # zone name -> zone id
     types: dict[str, tuple[str, ...]]  # instance type -> zone ids
@@ -377,6 +388,7 @@ class Catalog(_Frozen):
     instances: dict[str, InstanceType]
     defaults: Defaults
     charts: dict[str, HelmChart]
+    metrics_addon: MetricsAddon | None = None
     regions: dict[str, RegionOfferings]
     offerings_source: str
     instance_rates: tuple[Rate, ...]
@@ -625,6 +637,7 @@ def _fields(base: Path) -> dict[str, object]:
             "instances": _named(inst["instances"]),  # type: ignore[arg-type]
             "defaults": inst["defaults"],
             "charts": _named(inst["charts"]),  # type: ignore[arg-type]
+            "metrics_addon": inst.get("metrics_addon"),
             "regions": regions,
             "offerings_source": offer["source"],
         }

@@ -747,7 +747,33 @@ def price_ebs_volume(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     ]
 
 
+def price_eks_addon(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    """The metrics add-on bills per node (catalog metrics_addon.rate_item); other add-ons run
+    on the priced nodes and cost nothing themselves (an empty list: listed as free)."""
+    addon = ctx.catalog.metrics_addon
+    if addon is None or res.inputs.get("addonName") != addon.addon_name:
+        return []
+    nodes = sum(
+        _num(_get(r.inputs, "scalingConfig", "desiredSize"), "scalingConfig.desiredSize", r)
+        for r in ctx.resources
+        if r.type == "aws:eks/nodeGroup:NodeGroup"
+    )
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item=addon.rate_item,
+            quantity=nodes,
+            unit="node-hour",
+            category="monitoring",
+            what=f"CloudWatch Container Insights metrics ({addon.addon_name}), {nodes:g} nodes",
+            assumption="every node of the cluster sends GPU/Neuron/EFA, node and pod metrics",
+        )
+    ]
+
+
 RULES: dict[str, Rule] = {
+    "aws:eks/addon:Addon": price_eks_addon,
     "aws:eks/nodeGroup:NodeGroup": price_node_group,
     "aws:ec2/instance:Instance": price_instance,
     "aws:ec2/fleet:Fleet": price_fleet,
@@ -786,8 +812,10 @@ def price_resources(
     for res in resources:
         rule = RULES.get(res.type)
         if rule is not None:
-            items.extend(rule(res, ctx))
-            continue
+            priced = rule(res, ctx)
+            items.extend(priced)
+            if priced or free_reason(res.type) is None:
+                continue
         if free_reason(res.type) is None:
             raise UnpricedResource(
                 f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
@@ -1021,6 +1049,15 @@ def _compile_cache_resources(stack: Stack) -> list[Resource]:
     return []
 
 
+def _metrics_resources(stack: Stack) -> list[Resource]:
+    """The metrics add-on, when the stack turns it on."""
+    addon = stack.catalog.metrics_addon
+    if not stack.metrics or addon is None:
+        return []
+    name = f"{stack.name}-metrics"
+    return [Resource("aws:eks/addon:Addon", f"{name}-addon", {"addonName": addon.addon_name}, name)]
+
+
 def billable_resources(stack: Stack) -> list[Resource]:
     """The billable resources the plan declares for `stack`, from the spec alone."""
     compute = _eks_resources if stack.spec.orchestration == "eks" else _instance_resources
@@ -1029,6 +1066,7 @@ def billable_resources(stack: Stack) -> list[Resource]:
         *_nat_resources(stack),
         *_fsx_resources(stack),
         *_compile_cache_resources(stack),
+        *_metrics_resources(stack),
     ]
 
 

@@ -264,6 +264,11 @@ def _context(
         "python_env": python_env(stack, pool),
         "pod_image": None,  # the training image; the fabric test may name its tool's image
         "queue_name": stack.queue_name,
+        "metrics_namespace": (
+            stack.catalog.metrics_addon.namespace
+            if stack.metrics and stack.catalog.metrics_addon
+            else None
+        ),
         "queue_label": QUEUE_LABEL,
     }
 
