@@ -161,6 +161,18 @@ def _metrics(
         Metrics(f"{stack.name}-metrics", args, opts=top)
 
 
+def _access_outputs(stack: Stack, cluster: Cluster) -> dict[str, Any]:
+    """How to reach the cluster: its name, region, kubeconfig and the command that writes one."""
+    return {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": cluster.kubeconfig,  # already a secret
+        "region": stack.region,
+        "kubeconfigCommand": cluster.cluster_name.apply(
+            lambda n: kubeconfig_command(stack.region, n)
+        ),
+    }
+
+
 def kubeconfig_command(region: str, cluster_name: str) -> str:
     """The exact command that writes a kubeconfig entry for the cluster (AWS CLI reference,
     `aws eks update-kubeconfig --region REGION --name NAME`)."""
@@ -209,12 +221,7 @@ def build(stack: Stack) -> dict[str, Any]:
         )
 
     outputs: dict[str, Any] = {
-        "clusterName": cluster.cluster_name,
-        "kubeconfig": cluster.kubeconfig,  # already a secret
-        "region": stack.region,
-        "kubeconfigCommand": cluster.cluster_name.apply(
-            lambda n: kubeconfig_command(stack.region, n)
-        ),
+        **_access_outputs(stack, cluster),
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
         "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
