@@ -252,9 +252,12 @@ def test_cluster_settings() -> None:
     assert plan.option(KMS, key.name, "protect") is True
     addons = {r.inputs["addonName"] for r in plan.of_type("aws:eks/addon:Addon")}
     core = {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
-    assert addons == core | {"aws-fsx-csi-driver"}  # this preset has FSx
+    # this preset has FSx; metrics are on by default (tests/test_metrics_addon.py)
+    assert addons == core | {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
     without_fsx = preset_plan("trn1-multinode")
-    assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core
+    assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core | {
+        "amazon-cloudwatch-observability"
+    }
 
 
 def test_fsx_claim_binds_the_file_system_the_jobs_mount() -> None:

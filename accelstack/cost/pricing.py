@@ -150,6 +150,9 @@ FREE: dict[str, str] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": "no charge (a Kueue object)",
     "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
 }
+#: Types with a rule that prices some of their resources and leaves the others free (listed
+#: in FREE too): the metrics add-on bills per node, the other EKS add-ons run on priced nodes.
+PARTLY_FREE: tuple[str, ...] = ("aws:eks/addon:Addon",)
 #: Prefixes of types that are never billed: component resources, providers, the stack.
 FREE_PREFIXES: dict[str, str] = {
     "accelstack:": "component resource (a grouping; its children are priced)",
@@ -814,7 +817,7 @@ def price_resources(
         if rule is not None:
             priced = rule(res, ctx)
             items.extend(priced)
-            if priced or free_reason(res.type) is None:
+            if priced or res.type not in PARTLY_FREE:
                 continue
         if free_reason(res.type) is None:
             raise UnpricedResource(
