@@ -94,3 +94,26 @@ def test_cli_trial_nodes_option(tmp_path: Path, capsys: pytest.CaptureFixture[st
     (tj,) = [d for d in _docs(text) if d["kind"] == "TrainJob"]
     assert tj["spec"]["trainer"]["numNodes"] == 4
     assert "trial-h100.yaml" in capsys.readouterr().out
+
+
+def test_job_names_leave_room_for_jobset_pod_names() -> None:
+    """The longest stack name (40), pool name (24) and a 2,048-node pool still give JobSet pod
+    names that are DNS labels: training, fabric test and trial."""
+    from accelstack.catalog import load_catalog
+    from accelstack.render.artifacts import DNS_LABEL_MAX, jobset_pod_name_fits
+    from accelstack.render.trial import trial_job_name
+    from accelstack.resolve import resolve
+    from accelstack.spec import Spec, load_spec
+
+    data = load_spec(STACKS / "llama3-70b-p5.yaml").model_dump()
+    data["name"] = "a" * 40
+    data["pools"][0]["name"] = data["workload"]["pool"] = "p" * 24
+    data["pools"][0]["nodes"] = 512  # the spec maximum today (2,048 checked below)
+    stack = resolve(Spec.model_validate(data), load_catalog())
+    assert jobset_pod_name_fits(stack.name, "node", 2048)
+    assert jobset_pod_name_fits(f"{stack.name}-fabric", "launcher", 1)
+    assert jobset_pod_name_fits(f"{stack.name}-fabric", "node", 2048)
+    name = trial_job_name(stack, "p" * 24, 2048)
+    assert name == f"{stack.name}-trial0"  # the pool's position: the long name would not fit
+    assert jobset_pod_name_fits(name, "node", 2048) and len(name) <= DNS_LABEL_MAX
+    assert not jobset_pod_name_fits("x" * 60, "node", 10)

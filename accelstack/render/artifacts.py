@@ -346,6 +346,17 @@ def _trainer_context(stack: Stack) -> dict[str, object]:
     }
 
 
+#: JobSet names every pod `<jobset>-<replicated job>-<job index>-<pod index>` and refuses a
+#: JobSet whose longest pod name exceeds a DNS label (kubernetes-sigs/jobset@f22e565a
+#: pkg/util/placement/placement.go GenPodName, pkg/webhooks/jobset_webhook.go).
+DNS_LABEL_MAX = 63
+
+
+def jobset_pod_name_fits(name: str, replicated_job: str, pods: int) -> bool:
+    """Whether the longest pod name JobSet generates for `name` is a valid DNS label."""
+    return len(f"{name}-{replicated_job}-0-{max(0, pods - 1)}") <= DNS_LABEL_MAX
+
+
 #: Port of the Neuron collectives' root communicator in the fabric test (any free port;
 #: aws-neuron-sdk nccom-test.rst "MPI Execution").
 FABRIC_ROOT_COMM_PORT = 63182
@@ -361,7 +372,7 @@ def render_fabric_test(stack: Stack) -> str | None:
         return None
     ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
     ctx.update(_trainer_context(stack))
-    name = f"{job_name(stack)}-fabric-test"
+    name = f"{job_name(stack)}-fabric"  # + "-launcher-0-N" stays a DNS label
     ctx.update(
         job_name=name,
         runtime_name=f"{name}-runtime",

@@ -23,6 +23,7 @@ from accelstack.render.artifacts import (
     SCRIPT_MOUNT_DIR,
     Artifact,
     RenderError,
+    jobset_pod_name_fits,
     render_manifest,
     render_node_script,
 )
@@ -112,9 +113,18 @@ def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int
     return render_manifest(
         t,
         t.job_kind,  # type: ignore[arg-type]
-        name=f"{stack.name}-trial-{pool}"[:63].rstrip("-"),
+        name=trial_job_name(stack, pool, nodes),
         extra_files={WRAPPER: source},
     )
+
+
+def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
+    """`<stack>-trial-<pool>`, or `<stack>-trial<i>` (the pool's position) where the pod names
+    JobSet or the indexed Job derive from the longer one would not be DNS labels."""
+    name = f"{stack.name}-trial-{pool}"
+    if jobset_pod_name_fits(name, "node", nodes):
+        return name
+    return f"{stack.name}-trial{[p.name for p in stack.pools].index(pool)}"
 
 
 def trial_warnings(stack: Stack) -> list[str]:
