@@ -419,13 +419,15 @@ def manifest_kinds(stack: Stack) -> list[ManifestKind]:
 
 def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
     """The manifests (the one to apply first leads) and the node script they embed."""
+    kinds = manifest_kinds(stack)
     out = [
         Artifact(
             f"{kind}.yaml",
-            f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply -f {kind}.yaml`",
+            f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply --server-side -f {kind}.yaml`"
+            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (same names)"),
             render_manifest(stack, kind, bucket=bucket),
         )
-        for kind in manifest_kinds(stack)
+        for i, kind in enumerate(kinds)
     ]
     fabric = render_fabric_test(stack)
     if fabric is not None:
