@@ -81,7 +81,8 @@ def render(
     fmt: FormatOpt = "text",
     force: _ForceOpt = False,
 ) -> None:
-    """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
+    """Render launch artifacts: node scripts, TrainJob (or the spec's job kind) and Job
+    manifests, the fabric acceptance job, README index."""
     from accelstack.catalog import load_catalog
     from accelstack.render import render as render_all
     from accelstack.render import render_warnings
