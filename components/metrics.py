@@ -58,7 +58,7 @@ class Metrics(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         a = args.addon
         role = aws.iam.Role(
-            f"{name}-agent-role",
+            f"{name}-role",  # short: with a 40-character stack name and Pulumi's suffix, 61
             assume_role_policy=pod_identity_trust_output(
                 args.account_id, args.cluster_arn, a.namespace, a.service_account
             ),
@@ -66,7 +66,7 @@ class Metrics(pulumi.ComponentResource):
             opts=child,
         )
         attachment = aws.iam.RolePolicyAttachment(
-            f"{name}-agent-role-{a.policy}",
+            f"{name}-role-{a.policy}",
             role=role.name,
             policy_arn=managed_policy_output(args.partition, a.policy),
             opts=child,
