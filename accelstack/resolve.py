@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from accelstack import naming
 from accelstack.catalog import (
     Catalog,
     DeviceKind,
@@ -17,6 +18,7 @@ from accelstack.catalog import (
     Framework,
     HelmChart,
     InstanceType,
+    PurchaseOptionFacts,
     load_catalog,
 )
 from accelstack.errors import AccelstackError, shown
@@ -36,6 +38,7 @@ class ResolvedPool:
     device: DeviceKind
     nodes: int
     purchase_option: str
+    purchase: PurchaseOptionFacts  # what the option means (catalog purchase_options.yaml)
     reservation_id: str | None
     efa: bool
     efa_interfaces: int  # 0 when EFA is off
@@ -164,7 +167,7 @@ class Stack:
     @property
     def fsx_claim_name(self) -> str | None:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
-        return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
+        return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
 
     # ---- job layer (charts rows of role job-controller / queue; spec `jobs`) -------------
     @property
@@ -226,13 +229,11 @@ def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) ->
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
-    offered = catalog.zones_offering(spec.region, pool.instance_type)
     wanted = pool.availability_zone or spec.availability_zone
-    if wanted:
-        zid = catalog.zone_id(spec.region, wanted)
-        if zid is not None:
-            return zid
-    return offered[0]
+    zid = catalog.pool_zone(spec.region, pool.instance_type, wanted)
+    if zid is None:  # validation refuses a type not offered in the region
+        raise AccelstackError(f"pool {pool.name}: {pool.instance_type} is offered in no zone")
+    return zid
 
 
 def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
@@ -254,6 +255,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         device=dev,
         nodes=p.nodes,
         purchase_option=p.purchase.option,
+        purchase=cat.purchase(p.purchase.option),
         reservation_id=p.purchase.reservation_id,
         efa=efa,
         efa_interfaces=inst.efa_interfaces if efa else 0,
@@ -315,7 +317,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     fw = wl_pool.framework
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
-    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = naming.stack_tags(name or spec.name, spec.tags)
     return Stack(
         spec=spec,
         catalog=cat,

@@ -12,8 +12,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from accelstack import naming
 from accelstack.catalog import HelmChart
-from accelstack.components.nodegroup import POOL_LABEL
+from accelstack.naming import MANAGED_BY, MANAGED_BY_LABEL, POOL_LABEL, STACK_LABEL
 from accelstack.render.pods import pod_resources
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -25,11 +26,9 @@ def pool_quota(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     """What the pool's nodes give training pods, as Kueue quantities: one training pod per
     node (render/pods.py sizes its requests), times the pool's nodes."""
     pod, n = pod_resources(stack, pool), pool.nodes
-    out = {
-        "cpu": f"{pod.cpu_millicores * n}m",
-        "memory": f"{pod.memory_mib * n}Mi",
-        pool.device.device_resource: str(pool.accelerators_per_node * n),
-    }
+    out = {"cpu": f"{pod.cpu_millicores * n}m", "memory": f"{pod.memory_mib * n}Mi"}
+    if pool.device.device_resource:
+        out[pool.device.device_resource] = str(pool.accelerators_per_node * n)
     if pool.efa_interfaces:
         out[EFA_RESOURCE] = str(pool.efa_interfaces * n)
         out[HUGEPAGES] = f"{pod.hugepages_mib * n}Mi"
@@ -55,7 +54,7 @@ def cluster_queue_spec(stack: Stack, namespace: str) -> dict[str, Any]:
 
 
 def flavor_name(stack: Stack, pool: str) -> str:
-    return f"{stack.name}-{pool}"
+    return naming.resource_flavor(stack.name, pool)
 
 
 @dataclass(frozen=True)
@@ -83,10 +82,7 @@ class JobLayerArgs:
             queue=queues[0] if stack.kueue and queues else None,
             namespace=stack.catalog.defaults.training_namespace,
             depends_on=depends_on,
-            labels={
-                "app.kubernetes.io/managed-by": "accelstack",
-                "accelstack.io/stack": stack.name,
-            },
+            labels={MANAGED_BY_LABEL: MANAGED_BY, STACK_LABEL: stack.name},
         )
 
 
@@ -136,7 +132,7 @@ class JobLayer(pulumi.ComponentResource):
         copts = pulumi.ResourceOptions(
             parent=self, provider=args.provider, depends_on=[release, *args.depends_on]
         )
-        api, stack = args.queue.api_version, args.stack
+        api, stack = args.queue.api_version or "", args.stack  # the catalog row names it
         for p in stack.pools:
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{p.name}",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.catalog import MetricsAddon
 from accelstack.components.common import managed_policy_output, pod_identity_trust_output
 from accelstack.resolve import Stack
@@ -46,7 +47,7 @@ class MetricsArgs:
             account_id=account_id,
             partition=partition,
             depends_on=depends_on,
-            tags={"accelstack:stack": stack.name, "managed-by": "accelstack"},
+            tags=naming.stable_tags(stack.tags),
         )
 
 

@@ -20,8 +20,10 @@ from typing import Literal
 
 import jinja2
 
+from accelstack import naming
 from accelstack.catalog import Framework
 from accelstack.errors import AccelstackError
+from accelstack.naming import POOL_LABEL, STACK_LABEL
 from accelstack.render.fabric import fabric_threshold, fabric_tool
 from accelstack.render.pods import (
     backoff_limit,
@@ -41,8 +43,6 @@ ORCHESTRATORS: tuple[str, ...] = ("auto", "trainjob", "pytorchjob", "slurm", "st
 ManifestKind = Literal["trainjob", "pytorchjob", "job"]
 
 
-#: Node label the components put on every node of a pool (value: the pool name).
-POOL_LABEL = "accelstack.io/pool"
 #: Where the FSx for Lustre volume is mounted in training pods.
 FSX_MOUNT_PATH = "/fsx"
 #: Where the node script is mounted in training pods (from the launch ConfigMap).
@@ -54,8 +54,6 @@ CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
 #: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
 TRAINER_JOB = "node"
 TRAINER_CONTAINER = "node"
-#: Label Kueue reads the LocalQueue from (Kueue docs, tasks/run/trainjobs.md).
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -78,7 +76,7 @@ class Artifact:
 
 
 # ---------------------------------------------------------------------------------------
-# Names shared with the components (issue 3) and standalone (issue 6)
+# Names shared with the EKS components and the standalone cluster
 # ---------------------------------------------------------------------------------------
 
 
@@ -89,9 +87,9 @@ def training_service_account(stack: Stack) -> str:
 
 
 def fsx_claim_name(stack: Stack) -> str:
-    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem
+    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem.py
     creates it when storage.fsx_lustre_gib is set)."""
-    return f"{stack.name}-fsx"
+    return naming.fsx(stack.name)
 
 
 def job_name(stack: Stack) -> str:
@@ -258,6 +256,7 @@ def _context(
         "script_dir": SCRIPT_MOUNT_DIR,
         "efa_resource": "vpc.amazonaws.com/efa",
         "pool_label": POOL_LABEL,
+        "stack_label": STACK_LABEL,
         "pod": pod_resources(stack, pool),
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
@@ -269,7 +268,7 @@ def _context(
             if stack.metrics and stack.catalog.metrics_addon
             else None
         ),
-        "queue_label": QUEUE_LABEL,
+        "queue_label": naming.QUEUE_LABEL,
     }
 
 
@@ -328,7 +327,7 @@ def render_manifest(
     if kind == "trainjob":
         ctx.update(_trainer_context(stack))
     if name:
-        ctx.update(job_name=name, runtime_name=f"{name}-runtime")
+        ctx.update(job_name=name, runtime_name=naming.training_runtime(name))
     ctx["extra_files"] = extra_files or {}
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
 
@@ -340,7 +339,7 @@ def _trainer_context(stack: Stack) -> dict[str, object]:
         raise RenderError("the catalog has no Kubeflow Trainer row (charts, controller trainer)")
     return {
         "controller": chart,
-        "runtime_name": f"{job_name(stack)}-runtime",
+        "runtime_name": naming.training_runtime(job_name(stack)),
         "trainer_job": TRAINER_JOB,
         "trainer_container": TRAINER_CONTAINER,
     }
@@ -372,10 +371,10 @@ def render_fabric_test(stack: Stack) -> str | None:
         return None
     ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
     ctx.update(_trainer_context(stack))
-    name = f"{job_name(stack)}-fabric"  # + "-launcher-0-N" stays a DNS label
+    name = naming.fabric_job(job_name(stack))
     ctx.update(
         job_name=name,
-        runtime_name=f"{name}-runtime",
+        runtime_name=naming.training_runtime(name),
         script_name="fabric-test.sh",
         th=th,
         tool=tool,

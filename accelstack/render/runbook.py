@@ -4,6 +4,7 @@ the rendered index, the `init` project README and the repository README."""
 
 from __future__ import annotations
 
+from accelstack import naming
 from accelstack.render.fabric import fabric_threshold
 from accelstack.resolve import Stack
 
@@ -47,6 +48,7 @@ def runbook_context(
         "queue": queue,
         "protected": protected,
         "fabric": fabric,
+        "pool_label": naming.POOL_LABEL,
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from accelstack import naming
 from accelstack.catalog.sizing import memory_fit
 from accelstack.render.artifacts import (
     FSX_MOUNT_PATH,
@@ -121,10 +122,10 @@ def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int
 def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
     """`<stack>-trial-<pool>`, or `<stack>-trial<i>` (the pool's position) where the pod names
     JobSet or the indexed Job derive from the longer one would not be DNS labels."""
-    name = f"{stack.name}-trial-{pool}"
+    name = naming.trial_job(stack.name, pool)
     if jobset_pod_name_fits(name, "node", nodes):
         return name
-    return f"{stack.name}-trial{[p.name for p in stack.pools].index(pool)}"
+    return naming.trial_job_short(stack.name, [p.name for p in stack.pools].index(pool))
 
 
 def trial_warnings(stack: Stack) -> list[str]:

@@ -8,10 +8,11 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
 from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
-from accelstack.plan.rules.plugins import POOL_LABEL, RELEASE
+from accelstack.plan.rules.plugins import RELEASE
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

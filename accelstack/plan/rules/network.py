@@ -1,4 +1,4 @@
-"""Network deploy rules (issue 10 defects 4, 8 and 11): FSx clients can reach the Lustre
+"""Network deploy rules: FSx clients can reach the Lustre
 ports, the private subnets hold the nodes' addresses, S3 traffic skips the NAT gateway, and
 every zone in use has its own NAT gateway."""
 
@@ -8,9 +8,10 @@ import ipaddress
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack import naming
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -143,7 +144,11 @@ def _node_ips(plan: Plan, stack: Stack, pool: Any) -> int:
     kubernetes = bool(plan.of_type(NODE_GROUP))
     enis = 1 + (stack.catalog.defaults.vpc_cni_warm_enis if kubernetes else 0)
     per_eni = pool.instance.ipv4_per_interface if kubernetes else 1
-    lts = [r for r in plan.of_type(LAUNCH_TEMPLATE) if r.name == f"{stack.name}-{pool.name}-lt"]
+    lts = [
+        r
+        for r in plan.of_type(LAUNCH_TEMPLATE)
+        if r.name == naming.launch_template(stack.name, pool.name)
+    ]
     nics = (lts[0].inputs.get("networkInterfaces") or []) if lts else []
     extra = sum(
         1 for n in nics if n.get("networkCardIndex", 0) > 0 and n.get("interfaceType") == "efa"

@@ -1,0 +1,193 @@
+"""Every name, label, taint and tag the stack generates, in one place.
+
+The components, pricing, the spec and deploy rules, render and preflight all call these
+helpers; none of them spells a label key or a generated-name pattern itself
+(tests/test_naming.py scans the tree for stray literals). Pure: imports nothing of accelstack,
+so every layer may use it.
+
+`stack` is the resource-name prefix (`Stack.name`: the deployment name when one is given,
+else the spec's name); `pool` is a pool's name from the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# --- Kubernetes node labels and taints -------------------------------------------------
+
+#: The node label every pool's nodes carry (value: the pool name); pods select their pool by it.
+POOL_LABEL = "accelstack.io/pool"
+#: The node label on pools with EFA interfaces (value "true"); the EFA device plugin runs there.
+EFA_LABEL = "accelstack.io/efa"
+#: The label on every Kubernetes object the stack renders or creates (value: the stack name).
+STACK_LABEL = "accelstack.io/stack"
+#: `app.kubernetes.io/managed-by` value on the objects the components create.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+# --- AWS tags ---------------------------------------------------------------------------
+
+#: The tag that names the stack on every AWS resource (run commands and the cost report find
+#: the stack's resources by it).
+STACK_TAG = "accelstack:stack"
+#: The tag that marks a resource as created by accelstack, and its value.
+MANAGED_BY_TAG = "managed-by"
+MANAGED_BY = "accelstack"
+#: Tags that identify the stack. Stateful resources carry only these (stable) so changing
+#: `spec.tags` never touches their inputs; user tags may not replace them.
+IDENTITY_TAG_KEYS = (STACK_TAG, MANAGED_BY_TAG)
+#: The stack's own label and tag namespaces: user tags may not start with them.
+IDENTITY_TAG_PREFIXES = ("accelstack:", "accelstack.io/")
+#: The pool tag on standalone instances and fleets (the same key as the node label).
+POOL_TAG = POOL_LABEL
+
+
+def stack_tags(stack: str, user_tags: Mapping[str, str]) -> dict[str, str]:
+    """The tags on every resource of the stack: its identity tags, then the spec's."""
+    return {STACK_TAG: stack, MANAGED_BY_TAG: MANAGED_BY, **user_tags}
+
+
+def stable_tags(tags: Mapping[str, str], name: str | None = None, **extra: str) -> dict[str, str]:
+    """Only the identity tags of `tags` (plus `Name` and `extra`): for stateful resources."""
+    out = {k: tags[k] for k in IDENTITY_TAG_KEYS if k in tags}
+    if name:
+        out["Name"] = name
+    out.update(extra)
+    return out
+
+
+def tag_filter(key: str) -> str:
+    """An EC2/SSM filter key for a tag (`tag:<key>`)."""
+    return f"tag:{key}"
+
+
+# --- Resource names ---------------------------------------------------------------------
+
+
+def provider(stack: str) -> str:
+    """The stack's explicit AWS provider."""
+    return f"{stack}-aws"
+
+
+def network(stack: str) -> str:
+    """The network component (VPC, subnets, NAT gateways, endpoints)."""
+    return f"{stack}-network"
+
+
+def cluster(stack: str) -> str:
+    """The EKS cluster component."""
+    return f"{stack}-cluster"
+
+
+def system_nodes(stack: str) -> str:
+    """The EKS system node group component (`system` is a reserved pool name for it)."""
+    return f"{stack}-system"
+
+
+def pool_prefix(stack: str, pool: str) -> str:
+    """The name of a pool's component (EKS node group, standalone pool): `<stack>-<pool>`."""
+    return f"{stack}-{pool}"
+
+
+def launch_template(stack: str, pool: str) -> str:
+    """A pool's launch template: `<stack>-<pool>-lt`."""
+    return f"{pool_prefix(stack, pool)}-lt"
+
+
+def fleet(stack: str, pool: str) -> str:
+    """A standalone pool's EC2 Fleet: `<stack>-<pool>-fleet`."""
+    return f"{pool_prefix(stack, pool)}-fleet"
+
+
+def compile_cache(stack: str) -> str:
+    """The compile-cache component (its bucket is `<stack>-compile-cache-bucket`)."""
+    return f"{stack}-compile-cache"
+
+
+def cache_bucket(stack: str, account_id: str) -> str:
+    """The compile-cache bucket accelstack creates: deterministic and globally unique per
+    account; at most 40 + 5 + 12 = 57 characters."""
+    return f"{stack}-ncc-{account_id}"
+
+
+def fsx(stack: str) -> str:
+    """The FSx for Lustre component, and the PersistentVolumeClaim the jobs mount."""
+    return f"{stack}-fsx"
+
+
+def fsx_claim_component(stack: str) -> str:
+    """The component that creates the FSx PersistentVolume and its claim."""
+    return f"{fsx(stack)}-claim"
+
+
+def nat_gateway(stack: str, index: int) -> str:
+    """The index-th NAT gateway (its Elastic IP is `<name>-eip`)."""
+    return f"{stack}-nat-{index}"
+
+
+def device_plugins(stack: str) -> str:
+    """The device-plugins component (charts, namespace, service account)."""
+    return f"{stack}-device-plugins"
+
+
+def job_layer(stack: str) -> str:
+    """The job-layer component (job controller release, Kueue and its queues)."""
+    return f"{stack}-jobs"
+
+
+def metrics(stack: str) -> str:
+    """The metrics component (CloudWatch Observability add-on and its agent's role)."""
+    return f"{stack}-metrics"
+
+
+def queue(stack: str) -> str:
+    """The Kueue LocalQueue the job manifests name (the ClusterQueue is `<stack>`)."""
+    return f"{stack}-queue"
+
+
+def resource_flavor(stack: str, pool: str) -> str:
+    """The Kueue ResourceFlavor of a pool (its nodes, by the pool label)."""
+    return f"{stack}-{pool}"
+
+
+def training_runtime(job: str) -> str:
+    """The TrainingRuntime a TrainJob names (`<job>-runtime`)."""
+    return f"{job}-runtime"
+
+
+def fabric_job(stack: str) -> str:
+    """The fabric acceptance TrainJob (short: JobSet's pod names `<job>-launcher-0-N` stay
+    DNS labels)."""
+    return f"{stack}-fabric"
+
+
+def trial_job(stack: str, pool: str) -> str:
+    """The trial job of a pool, beside the real job."""
+    return f"{stack}-trial-{pool}"
+
+
+def trial_job_short(stack: str, index: int) -> str:
+    """The trial job of the index-th pool, where `trial_job` would make pod names too long."""
+    return f"{stack}-trial{index}"
+
+
+#: The label Kueue reads a job's LocalQueue from (Kueue docs, tasks/run/trainjobs.md).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+#: The IAM role and EKS node group names the components derive from the stack and pool names,
+#: and when each exists: (pattern, orchestration, only with a compile cache). Each is
+#: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names spec
+#: rule checks them before a plan; the iam-role-name / eks-nodegroup-name deploy rules check
+#: the names the program really generates.
+ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-node-role", "eks", False),
+    ("{stack}-system-node-role", "eks", False),
+    ("{stack}-cluster-role", "eks", False),
+    ("{stack}-compile-cache-pod-role", "eks", True),
+    ("{stack}-metrics-role", "eks", False),
+    ("{stack}-node-role", "ec2", False),
+)
+NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-ng", "eks", False),
+    ("{stack}-system-ng", "eks", False),
+)
