@@ -200,7 +200,7 @@ class Stack:
     @property
     def queue_name(self) -> str | None:
         """The Kueue LocalQueue the job manifests name (label kueue.x-k8s.io/queue-name)."""
-        return f"{self.name}-queue" if self.kueue else None
+        return naming.queue(self.name) if self.kueue else None
 
     @property
     def zone_ids(self) -> tuple[str, ...]:

@@ -177,7 +177,7 @@ def _readme(stack: Stack, steps: int, records: str, nodes: int = 1) -> str:
     pools = ", ".join(f"`trial-{p}.sh`" for p in trial_pools(stack))
     where = "one node" if nodes == 1 else f"up to {nodes} nodes"
     return f"""# Trial of {stack.name}: {steps} steps on {where} per pool
-{_eks_readme(stack, records)}
+{_eks_readme(stack, records, nodes)}
 Scripts: {pools}. Copy this directory to one node of each pool (or to shared storage),
 `cd` into it and run the pool's script (`ACCELSTACK_NNODES` defaults to the trial's node count;
 above one node, set ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR on each node).
@@ -191,17 +191,19 @@ each one (see the docstring of `{WRAPPER}`). Then, on your workstation:
 """
 
 
-def _eks_readme(stack: Stack, records: str) -> str:
+def _eks_readme(stack: Stack, records: str, nodes: int) -> str:
     if stack.spec.orchestration != "eks":
         return ""
     ns = stack.catalog.defaults.training_namespace
     first = trial_pools(stack)[0]
+    job = trial_job_name(stack, first, trial_nodes(stack, first, nodes))
+    pattern = naming.trial_job(stack.name, "POOL")
     return f"""
 On the cluster (EKS): `kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
-pool, the stack's job kind named `{stack.name}-trial-POOL`, beside the real job). Each node
+pool, the stack's job kind named `{pattern}`, beside the real job). Each node
 appends its record to `{eks_records_path(stack, records)}` and prints it to its log; collect them with
 
-    kubectl -n {ns} logs -l app.kubernetes.io/name={stack.name}-trial-{first} --tail=-1 \\
+    kubectl -n {ns} logs -l app.kubernetes.io/name={job} --tail=-1 \\
       | sed -n 's/^ACCELSTACK_TRIAL_RECORD //p' >> {records}
 
 Run with `--nodes 1`, then `--nodes 2`, `4`, ... to measure how throughput scales with nodes.
