@@ -12,7 +12,8 @@ Output formats (the tools' documented ones):
   GB/s = 1e9 bytes/s, doc/PERFORMANCE.md): a header of `#` lines, then one row per size:
   `size count type redop root time algbw busbw #wrong time algbw busbw #wrong` (out-of-place,
   then in-place), footer `# Avg bus bandwidth    : <value>`.
-* nccom-test (aws-neuron-sdk tools/neuron-sys-tools/nccom-test.rst, "Output description"):
+* nccom-test (aws-neuron/aws-neuron-sdk@81ce03a tools/neuron-sys-tools/nccom-test.rst, "Output
+  description"):
   header `size(B) count(elems) type time(us) algbw(GB/s) busbw(GB/s) [algorithm]`, one row per
   size, footer `Avg bus bandwidth: <value>GB/s`; its GB/s are gibibytes per second (2**30).
 
