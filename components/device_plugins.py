@@ -66,7 +66,10 @@ def plugin_releases(
             charts[NEURON],
             {
                 "neuronInstances": instance_types(neuron),
-                "npd": {"enabled": False},
+                # the chart's node problem detector: Neuron hardware errors (SRAM/HBM/NC
+                # uncorrectable, DMA) become a NeuronHealth node condition; in kube-system,
+                # which exists (its default namespace is not created by this release)
+                "npd": {"enabled": True, "namespaceOverride": "kube-system"},
                 "devicePlugin": {
                     "nodeSelector": node_selector_for(neuron),
                     "tolerations": tolerations(neuron),

@@ -21,6 +21,7 @@ from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.purchase import load_table, parse_table
 from accelstack.catalog.records import TrainingRecord, parse_records
+from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -401,6 +402,7 @@ class Catalog(_Frozen):
     launch: LaunchFacts
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
+    resilience: ResilienceFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -593,6 +595,7 @@ _FIELD_FILES = {
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
     "launch": "launch.yaml",
+    "resilience": "resilience.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -680,6 +683,8 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
         )
         fields["purchase_options"] = table.purchase_options
         fields["purchase_sources"] = table.sources
+        name = "resilience.yaml"
+        fields["resilience"] = _read(name, base, overlay)
         name = "records.yaml"
         fields["records"] = parse_records(_read(name, base, overlay), _where(name, base, overlay))
         name = "prices.yaml"

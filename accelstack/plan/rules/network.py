@@ -179,7 +179,7 @@ def _ip_budget(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
         cidr = str(subnet.inputs.get("cidrBlock"))
         zone = subnet.inputs.get("availabilityZoneId")
         pools = [p for p in stack.pools if p.zone_id == zone]
-        need = system + sum(p.nodes * _node_ips(plan, stack, p) for p in pools)
+        need = system + sum(p.running_nodes * _node_ips(plan, stack, p) for p in pools)
         usable = ipaddress.IPv4Network(cidr).num_addresses - reserved
         if need > usable:
             yield (
