@@ -123,6 +123,7 @@ def _run(
             ),
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
+            "ACCELSTACK_CHECKPOINT_DIR": str(out / "checkpoints"),
             **(extra or {}),
         }
     )
