@@ -159,6 +159,51 @@ def device_plugins(stack: str) -> str:
     return f"{stack}-device-plugins"
 
 
+def job_layer(stack: str) -> str:
+    """The job-layer component (job controller release, Kueue and its queues)."""
+    return f"{stack}-jobs"
+
+
+def metrics(stack: str) -> str:
+    """The metrics component (CloudWatch Observability add-on and its agent's role)."""
+    return f"{stack}-metrics"
+
+
+def queue(stack: str) -> str:
+    """The Kueue LocalQueue the job manifests name (the ClusterQueue is `<stack>`)."""
+    return f"{stack}-queue"
+
+
+def resource_flavor(stack: str, pool: str) -> str:
+    """The Kueue ResourceFlavor of a pool (its nodes, by the pool label)."""
+    return f"{stack}-{pool}"
+
+
+def training_runtime(job: str) -> str:
+    """The TrainingRuntime a TrainJob names (`<job>-runtime`)."""
+    return f"{job}-runtime"
+
+
+def fabric_job(stack: str) -> str:
+    """The fabric acceptance TrainJob (short: JobSet's pod names `<job>-launcher-0-N` stay
+    DNS labels)."""
+    return f"{stack}-fabric"
+
+
+def trial_job(stack: str, pool: str) -> str:
+    """The trial job of a pool, beside the real job."""
+    return f"{stack}-trial-{pool}"
+
+
+def trial_job_short(stack: str, index: int) -> str:
+    """The trial job of the index-th pool, where `trial_job` would make pod names too long."""
+    return f"{stack}-trial{index}"
+
+
+#: The label Kueue reads a job's LocalQueue from (Kueue docs, tasks/run/trainjobs.md).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
 #: The IAM role and EKS node group names the components derive from the stack and pool names,
 #: and when each exists: (pattern, orchestration, only with a compile cache). Each is
 #: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names spec
@@ -169,6 +214,7 @@ ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-system-node-role", "eks", False),
     ("{stack}-cluster-role", "eks", False),
     ("{stack}-training-role", "eks", False),
+    ("{stack}-metrics-role", "eks", False),
     ("{stack}-node-role", "ec2", False),
 )
 NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (

@@ -16,6 +16,7 @@ from accelstack.catalog import (
     DeviceKind,
     Family,
     Framework,
+    HelmChart,
     InstanceType,
     PurchaseOptionFacts,
     load_catalog,
@@ -220,6 +221,39 @@ class Stack:
     def fsx_claim_name(self) -> str | None:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
         return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
+
+    # ---- job layer (charts rows of role job-controller / queue; spec `jobs`) -------------
+    @property
+    def job_controller(self) -> str:
+        """The job controller the stack installs: the spec's, else the catalog default (EKS);
+        `none` on standalone clusters."""
+        if self.spec.orchestration != "eks":
+            return "none"
+        return self.spec.jobs.controller or self.catalog.default_job_controller()
+
+    @property
+    def job_controller_chart(self) -> HelmChart | None:
+        return self.catalog.controller_chart(self.job_controller)
+
+    @property
+    def job_kind(self) -> str:
+        """The manifest `render` lists first: the spec's, else the controller's own kind."""
+        chart = self.job_controller_chart
+        return self.spec.jobs.kind or (chart.manifest_kind if chart else None) or "job"
+
+    @property
+    def kueue(self) -> bool:
+        return self.spec.orchestration == "eks" and self.spec.jobs.kueue
+
+    @property
+    def metrics(self) -> bool:
+        """Accelerator metrics add-on on (EKS, `jobs.metrics`, default true)."""
+        return self.spec.orchestration == "eks" and self.spec.jobs.metrics
+
+    @property
+    def queue_name(self) -> str | None:
+        """The Kueue LocalQueue the job manifests name (label kueue.x-k8s.io/queue-name)."""
+        return naming.queue(self.name) if self.kueue else None
 
     @property
     def zone_ids(self) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from accelstack.components.common import (
     stable_tags,
 )
 from accelstack.naming import EFA_LABEL, POOL_LABEL
+from accelstack.render.pods import node_hugepages_2mi
 from accelstack.resolve import ResolvedPool, Stack
 
 #: The node role: no AmazonEKS_CNI_Policy (aws-node gets it through Pod Identity, see
@@ -230,6 +231,26 @@ def lnc_setup(pool: ResolvedPool) -> str | None:
     )
 
 
+def hugepages_setup(pages: int) -> str | None:
+    """Shell lines that allocate `pages` 2 MiB huge pages before the kubelet starts, so it
+    reports them as hugepages-2Mi capacity (Kubernetes docs, "Manage HugePages": nodes must
+    pre-allocate huge pages; kernel admin guide hugetlbpage: vm.nr_hugepages is the persistent
+    pool). The sysctl file keeps the setting across reboots; never lowers a larger pool."""
+    if pages <= 0:
+        return None
+    return (
+        f"echo 'vm.nr_hugepages = {pages}' > /etc/sysctl.d/90-accelstack-efa-hugepages.conf\n"
+        f"if (( $(cat /proc/sys/vm/nr_hugepages) < {pages} )); then "
+        f"sysctl -w vm.nr_hugepages={pages}; fi"
+    )
+
+
+def node_setup(args: AcceleratorNodeGroupArgs) -> str | None:
+    """The shell part of the pool's user data: LNC file and huge pages, as needed."""
+    parts = [p for p in (lnc_setup(args.pool), hugepages_setup(args.hugepages_2mi)) if p]
+    return "\n".join(parts) or None
+
+
 def allow_all_within(
     prefix: str,
     security_group_id: pulumi.Input[str],
@@ -316,6 +337,7 @@ class AcceleratorNodeGroupArgs:
     tags: dict[str, str] = field(default_factory=dict)  # stable tags for resource inputs
     instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
     plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
+    hugepages_2mi: int = 0  # 2 MiB huge pages the node allocates for EFA (launch.yaml pods)
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
     node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
 
@@ -332,6 +354,7 @@ class AcceleratorNodeGroupArgs:
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
             plugin_labels=stack.catalog.chart_node_labels(pool.device.name),
+            hugepages_2mi=node_hugepages_2mi(stack, pool),
             update=res.node_group_update,
             node_repair=res.node_repair.enabled,
         )
@@ -406,7 +429,7 @@ def _pool_launch_template(
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
     ).apply(
-        lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints, lnc_setup(pool)))
+        lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints, node_setup(args)))
     )
     interfaces: list[Any] = [
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)

@@ -23,6 +23,8 @@ from accelstack.components.common import stable_tags
 from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
+from accelstack.components.job_controller import JobLayer, JobLayerArgs
+from accelstack.components.metrics import Metrics, MetricsArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
     AcceleratorNodeGroup,
@@ -171,6 +173,63 @@ def _device_plugins(
     )
 
 
+def _job_layer(
+    stack: Stack, plugins: DevicePlugins, system: SystemNodeGroup, top: pulumi.ResourceOptions
+) -> dict[str, Any]:
+    """The job controller (and Kueue with its queues): after the system nodes that run their
+    controllers and the training namespace the queue lives in."""
+    JobLayer(
+        naming.job_layer(stack.name),
+        JobLayerArgs.from_stack(
+            stack, plugins.provider, depends_on=[system.node_group, plugins.namespace]
+        ),
+        opts=top,
+    )
+    out: dict[str, Any] = {"jobController": stack.job_controller}
+    if stack.queue_name:
+        out["queueName"] = stack.queue_name
+    return out
+
+
+def _metrics(
+    stack: Stack,
+    cluster: Cluster,
+    system: SystemNodeGroup,
+    account_id: pulumi.Output[str],
+    partition: pulumi.Output[str],
+    top: pulumi.ResourceOptions,
+) -> None:
+    """The accelerator-metrics add-on, after the Pod Identity agent and the system nodes."""
+    args = MetricsArgs.from_stack(
+        stack,
+        cluster.cluster_name,
+        cluster.cluster.arn,
+        account_id,
+        partition,
+        depends_on=[*cluster.early_addons, system.node_group],
+    )
+    if args is not None:
+        Metrics(naming.metrics(stack.name), args, opts=top)
+
+
+def _access_outputs(stack: Stack, cluster: Cluster) -> dict[str, Any]:
+    """How to reach the cluster: its name, region, kubeconfig and the command that writes one."""
+    return {
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": cluster.kubeconfig,  # already a secret
+        "region": stack.region,
+        "kubeconfigCommand": cluster.cluster_name.apply(
+            lambda n: kubeconfig_command(stack.region, n)
+        ),
+    }
+
+
+def kubeconfig_command(region: str, cluster_name: str) -> str:
+    """The exact command that writes a kubeconfig entry for the cluster (AWS CLI reference,
+    `aws eks update-kubeconfig --region REGION --name NAME`)."""
+    return f"aws eks update-kubeconfig --region {region} --name {cluster_name}"
+
+
 def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[str]) -> ClusterRef:
     """What the node groups need from the cluster (they wait for the early add-ons)."""
     return ClusterRef(
@@ -218,9 +277,7 @@ def build(stack: Stack) -> dict[str, Any]:
         )
 
     outputs: dict[str, Any] = {
-        "clusterName": cluster.cluster_name,
-        "kubeconfig": cluster.kubeconfig,  # already a secret
-        "region": stack.region,
+        **_access_outputs(stack, cluster),
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
         "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
@@ -230,6 +287,8 @@ def build(stack: Stack) -> dict[str, Any]:
     outputs.update(cache_outputs)
 
     plugins = _device_plugins(stack, cluster, system, top)
+    outputs.update(_job_layer(stack, plugins, system, top))
+    _metrics(stack, cluster, system, account_id, partition, top)
 
     fs_outputs, fsx_id = _file_system(stack, network, cluster, plugins, system, top)
     outputs.update(fs_outputs)

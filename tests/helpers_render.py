@@ -30,6 +30,8 @@ ORCH_VARS = (
     "RANK",
     "PET_NNODES",
     "PET_NODE_RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
     "SLURM_JOB_ID",
     "SLURM_NNODES",
     "SLURM_NODEID",
@@ -123,17 +125,53 @@ FABRIC_SHIM_DIR = SHIMS / "fabric"
 
 
 def fake_sysroot(root: Path, *, efa: int, neuron_devices: int = 0) -> Path:
-    """A directory standing in for / (ACCELSTACK_TEST_SYSROOT): `efa` entries under
-    sys/class/infiniband and `neuron_devices` dev/neuron<N> files."""
-    ib = root / "sys" / "class" / "infiniband"
+    """A directory standing in for / (ACCELSTACK_TEST_SYSROOT): `efa` uverbs devices under
+    dev/infiniband (what the EFA device plugin mounts into a pod) and `neuron_devices`
+    dev/neuron<N> files."""
+    ib = root / "dev" / "infiniband"
     ib.mkdir(parents=True, exist_ok=True)
     for i in range(efa):
-        (ib / f"rdmap{i}s0").mkdir(exist_ok=True)
+        (ib / f"uverbs{i}").touch()
     dev = root / "dev"
-    dev.mkdir(exist_ok=True)
     for i in range(neuron_devices):
         (dev / f"neuron{i}").touch()
     return root
+
+
+def nccl_plugin_env(root: Path, pool: Any) -> dict[str, str]:
+    """LD_LIBRARY_PATH with a loadable stand-in for the pool's NCCL network plugin (a copy of
+    the C math library under the plugin's file name: dlopen only needs a valid shared object),
+    and the test's Python for the load check; empty for pools without the plugin."""
+    plugin = pool.framework.nccl_net_plugin if pool.framework and pool.efa else None
+    if not plugin:
+        return {}
+    import ctypes.util
+    import shutil
+
+    libdir = root / "nccl-plugin"
+    libdir.mkdir(parents=True, exist_ok=True)
+    libm = ctypes.util.find_library("m") or "libm.so.6"
+    src = next(
+        (
+            Path(d) / libm
+            for d in (
+                "/lib/x86_64-linux-gnu",
+                "/usr/lib/x86_64-linux-gnu",
+                "/lib64",
+                "/usr/lib64",
+                "/lib/aarch64-linux-gnu",
+            )
+            if (Path(d) / libm).exists()
+        ),
+        None,
+    )
+    assert src is not None, "no C math library to stand in for the NCCL plugin"
+    shutil.copy(src, libdir / f"libnccl-net-{plugin}.so")
+    old = os.environ.get("LD_LIBRARY_PATH", "")
+    return {
+        "LD_LIBRARY_PATH": f"{libdir}{os.pathsep}{old}" if old else str(libdir),
+        "ACCELSTACK_PYTHON": sys.executable,
+    }
 
 
 def fabric_env(root: Path, pool: Any, *, gpus: int | None = None) -> dict[str, str]:
@@ -142,6 +180,7 @@ def fabric_env(root: Path, pool: Any, *, gpus: int | None = None) -> dict[str, s
     neuron = pool.accelerators_per_node if pool.device.accelerator_probe == "neuron-dev" else 0
     fake_sysroot(root, efa=pool.efa_interfaces, neuron_devices=neuron)
     return {
+        **nccl_plugin_env(root, pool),
         "ACCELSTACK_SKIP_FABRIC_CHECK": "0",
         "ACCELSTACK_TEST_SYSROOT": str(root),
         "ACCELSTACK_FAKE_GPUS": str(pool.accelerators_per_node if gpus is None else gpus),

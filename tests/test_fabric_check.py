@@ -58,15 +58,37 @@ def test_matching_node_proceeds_to_torchrun(
 def test_missing_efa_interface_stops_the_node(tmp_path: Path, preset: str) -> None:
     script, pool = _script(preset)
     env = fabric_env(tmp_path / "root", pool)
-    ib = tmp_path / "root" / "sys" / "class" / "infiniband"
-    next(ib.iterdir()).rmdir()  # one interface missing
+    ib = tmp_path / "root" / "dev" / "infiniband"
+    next(ib.iterdir()).unlink()  # the pod was given one interface fewer than the node has
+    # the host's sysfs still lists every device: the check must not count those
+    sysfs = tmp_path / "root" / "sys" / "class" / "infiniband"
+    sysfs.mkdir(parents=True)
+    for i in range(pool.efa_interfaces):  # type: ignore[attr-defined]
+        (sysfs / f"rdmap{i}s0").mkdir()
     proc, dump = run_script(script, tmp_path, {**STANDALONE, **env})
     want = pool.efa_interfaces  # type: ignore[attr-defined]
     assert proc.returncode == 2 and dump is None
     assert _errors(proc.stderr) == [
-        f"accelstack: error: fabric check: {want - 1} EFA interface(s) in /sys/class/infiniband, "
-        f"{pool.instance_type} has {want} (pool {pool.name})"  # type: ignore[attr-defined]
+        f"accelstack: error: fabric check: {want - 1} EFA device(s) in /dev/infiniband, "
+        f"{pool.instance_type} has {want} (pool {pool.name}): "  # type: ignore[attr-defined]
+        f"request all {want} vpc.amazonaws.com/efa"
     ]
+
+
+def test_missing_nccl_plugin_stops_a_cuda_node(tmp_path: Path) -> None:
+    script, pool = _script("llama3-70b-p5")
+    env = fabric_env(tmp_path / "root", pool)
+    assert "libnccl-net-ofi.so" in script
+    (tmp_path / "root" / "nccl-plugin" / "libnccl-net-ofi.so").unlink()
+    proc, dump = run_script(script, tmp_path, {**STANDALONE, **env})
+    assert proc.returncode == 2 and dump is None
+    (line,) = _errors(proc.stderr)
+    assert "NCCL network plugin libnccl-net-ofi.so (aws-ofi-nccl) does not load" in line
+
+
+def test_neuron_nodes_do_not_check_an_nccl_plugin() -> None:
+    script, _ = _script("llama3-70b-trn2")
+    assert "libnccl-net" not in script
 
 
 def test_missing_efa_provider_stops_the_node(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from accelstack.render import render_manifest
+from accelstack.render.artifacts import render_fabric_test
 
 from .conftest import PRESETS, ROOT
 from .helpers_render import preset_stack
@@ -54,8 +55,23 @@ def _checkov() -> str | None:
 
 
 def _pods_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The PyTorchJob's replica templates as Pods (checkov skips custom resources)."""
+    """The PyTorchJob's replica templates, or a TrainingRuntime's replicated Jobs' pod
+    templates, as Pods (checkov skips custom resources)."""
     meta = doc["metadata"]
+    if doc["kind"] == "TrainingRuntime":
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{meta['name']}-{rj['name']}",
+                    "namespace": meta["namespace"],
+                    "labels": rj["template"]["spec"]["template"]["metadata"]["labels"],
+                },
+                "spec": rj["template"]["spec"]["template"]["spec"],
+            }
+            for rj in doc["spec"]["template"]["spec"]["replicatedJobs"]
+        ]
     return [
         {
             "apiVersion": "v1",
@@ -78,13 +94,19 @@ def _write_manifests(out: Path) -> int:
         stack = preset_stack(path.stem)
         if stack.spec.orchestration != "eks":
             continue
-        for kind in ("pytorchjob", "job"):
-            text = render_manifest(stack, kind, bucket="cache-bucket")  # type: ignore[arg-type]
+        fabric = render_fabric_test(stack)
+        texts = {
+            kind: render_manifest(stack, kind, bucket="cache-bucket")  # type: ignore[arg-type]
+            for kind in ("trainjob", "pytorchjob", "job")
+        }
+        if fabric is not None:
+            texts["fabric-test"] = fabric
+        for kind, text in texts.items():
             (out / f"{path.stem}-{kind}.yaml").write_text(text)
             pods = [
                 p
                 for d in yaml.safe_load_all(text)
-                if d and d["kind"] == "PyTorchJob"
+                if d and d["kind"] in ("PyTorchJob", "TrainingRuntime")
                 for p in _pods_of(d)
             ]
             if pods:

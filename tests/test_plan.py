@@ -253,9 +253,12 @@ def test_cluster_settings() -> None:
     addons = {r.inputs["addonName"] for r in plan.of_type("aws:eks/addon:Addon")}
     core = {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
     core |= {"eks-node-monitoring-agent"}  # feeds node auto repair
-    assert addons == core | {"aws-fsx-csi-driver"}  # this preset has FSx
+    # this preset has FSx; metrics are on by default (tests/test_metrics_addon.py)
+    assert addons == core | {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
     without_fsx = preset_plan("trn1-multinode")
-    assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core
+    assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core | {
+        "amazon-cloudwatch-observability"
+    }
 
 
 def test_fsx_claim_binds_the_file_system_the_jobs_mount() -> None:
@@ -352,12 +355,13 @@ def test_pod_identity_policy_in_the_plan_names_only_the_cache() -> None:
 def test_no_nvidia_resources_without_gpu_and_no_cache_without_neuron() -> None:
     p5 = preset_plan("llama3-70b-p5")
     charts = {r.inputs["chart"] for r in p5.of_type("kubernetes:helm.sh/v3:Release")}
-    assert charts == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
+    trainer = load_catalog().charts["trainer"].chart
+    assert charts == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", trainer}
     buckets = [b.name for b in p5.of_type(BUCKET)]
     assert buckets == ["llama3-70b-p5-checkpoints-bucket"] and "compileCacheUrls" not in p5.outputs
     ft = preset_plan("trn1-finetune")
     charts = {r.inputs["chart"] for r in ft.of_type("kubernetes:helm.sh/v3:Release")}
-    assert charts == {"oci://public.ecr.aws/neuron/neuron-helm-chart"}
+    assert charts == {"oci://public.ecr.aws/neuron/neuron-helm-chart", trainer}
 
 
 def test_no_security_group_rule_opens_ingress_to_the_world() -> None:

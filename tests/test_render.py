@@ -25,6 +25,7 @@ from accelstack.render import (
     training_service_account,
     yamlstr,
 )
+from accelstack.render.pods import precompile_key
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 
@@ -536,9 +537,10 @@ def test_cli_render_writes_artifacts_and_index(
     assert names == [
         ".accelstack-render.json",  # render's manifest (tests/test_reliability_io.py)
         "README.md",
+        "fabric-test.yaml",  # 4 nodes with EFA: the fabric acceptance job
         "job.yaml",
         "launch-trn1.sh",
-        "pytorchjob.yaml",
+        "trainjob.yaml",  # the stack installs Kubeflow Trainer: no PyTorchJob unless chosen
     ]
     names.remove(".accelstack-render.json")
     index = (out / "README.md").read_text()
@@ -548,7 +550,8 @@ def test_cli_render_writes_artifacts_and_index(
     script = out / "launch-trn1.sh"
     assert script.stat().st_mode & 0o111
     assert "s3://my-cache/neuron-cache/trn1/" in script.read_text()
-    assert "wrote 4 files" in capsys.readouterr().out
+    assert "wrote 5 files" in capsys.readouterr().out
+    assert index.index("`trainjob.yaml`") < index.index("`job.yaml`")
 
 
 def test_cli_render_bad_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -595,8 +598,9 @@ def test_precompile_runs_once_with_its_own_args(tmp_path: Path) -> None:
     (start,) = tmp_path.glob("neuron_parallel_compile.*.start")
     pre_argv = start.read_text().splitlines()[1:]
     assert pre_argv[-2:] == ["--compile-only", "it's $(x)"]  # appended in this phase only
-    assert "--rdzv_id=job-7-precompile" in pre_argv
-    assert (state / "precompiled-job-7").exists()
+    key = precompile_key(stack, stack.workload_pool)
+    assert f"--rdzv_id=job-7-precompile-{key}" in pre_argv
+    assert (state / f"precompiled-job-7-{key}-n1").exists()
     assert dump is not None and "--compile-only" not in dump["argv"]  # training: without them
     # a restarted worker of the same job goes straight to the training rendezvous
     proc, dump = run_script(script, tmp_path, env)
@@ -617,6 +621,8 @@ def test_precompile_state_survives_container_restarts_in_pods() -> None:
             else [doc["spec"]["template"]["spec"]]
         )
         for spec in specs:
-            assert {"name": "state", "emptyDir": {}} in spec["volumes"]
+            # a node directory: kept across container restarts and pod replacements on the node
+            state = {"path": "/var/tmp/accelstack/trn1-multinode", "type": "DirectoryOrCreate"}
+            assert {"name": "state", "hostPath": state} in spec["volumes"]
             mounts = spec["containers"][0]["volumeMounts"]
             assert {"name": "state", "mountPath": "/var/tmp/accelstack"} in mounts

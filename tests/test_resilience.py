@@ -192,7 +192,13 @@ def test_spare_nodes_run_beside_the_job(catalog: Catalog) -> None:
     spare = price_stack(stack_of(data))
     rate = catalog.instance_rate("us-east-2", "p5.48xlarge", "on-demand").usd
     disk = 1024 * catalog.service_rate("us-east-2", "ebs-gp3").usd / catalog.hours_per_month
-    assert spare.hourly_usd - base.hourly_usd == pytest.approx(2 * (rate + disk), rel=1e-6)
+    # every node also sends metrics (the metrics add-on is priced per node)
+    addon = catalog.metrics_addon
+    assert addon is not None
+    metrics = catalog.service_rate("us-east-2", addon.rate_item).usd
+    assert spare.hourly_usd - base.hourly_usd == pytest.approx(
+        2 * (rate + disk + metrics), rel=1e-6
+    )
 
 
 def test_neuron_node_problem_detector_is_on() -> None:

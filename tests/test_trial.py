@@ -261,8 +261,10 @@ def test_trial_cli_renders_one_node_per_pool(tmp_path: Path, capsys) -> None:
     assert main(["trial", str(spec), "-o", str(out), "--steps", "7"]) == 0
     printed = capsys.readouterr().out
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    scripts = [n for n in names if n.startswith("trial-")]
+    scripts = [n for n in names if n.startswith("trial-") and n.endswith(".sh")]
     assert len(scripts) == 2 and WRAPPER in names and "README.md" in names
+    # an EKS stack: each pool's trial also as a manifest (tests/test_trial_eks.py)
+    assert [n for n in names if n.endswith(".yaml")] == ["trial-h100.yaml", "trial-trn2.yaml"]
     for name in scripts:
         text = (out / name).read_text()
         assert "ACCELSTACK_MAX_STEPS=7" in text or "ACCELSTACK_MAX_STEPS='7'" in text

@@ -273,10 +273,31 @@ class PythonEnv(_Frozen):
     source: str
 
 
+class FabricTool(_Frozen):
+    """The collective benchmark of one device kind (launch.yaml fabric_test.tools)."""
+
+    tool: Literal["nccl-tests", "nccom-test"]
+    image: str | None  # None: the workload image
+    binary: str
+    source: str
+
+
+class FabricTestFacts(_Frozen):
+    """Fabric acceptance test: tolerance on the network-bound bus bandwidth, sizes, tools."""
+
+    tolerance: float = Field(gt=0, le=1)
+    estimate: bool
+    min_bytes: str
+    max_bytes: str
+    iterations: int = Field(ge=1)
+    tools: dict[str, FabricTool]
+
+
 class LaunchFacts(_Frozen):
     pods: PodFacts
     fault_tolerance: FaultTolerance
     dlami_python_envs: tuple[PythonEnv, ...]
+    fabric_test: FabricTestFacts | None = None
 
 
 class HelmChart(_Frozen):
@@ -293,6 +314,28 @@ class HelmChart(_Frozen):
     values_source: str
     instance_list_key: str | None  # the values key that lists the instance types it serves
     node_labels: dict[str, str] = Field(default_factory=dict)  # its default affinity needs
+    #: device-plugin (installed per the pools' devices), job-controller (per jobs.controller)
+    #: or queue (Kueue, per jobs.kueue)
+    role: Literal["device-plugin", "job-controller", "queue"] = "device-plugin"
+    kind: Literal["helm", "kustomize"] = "helm"
+    controller: str | None = None  # the jobs.controller value that installs a job controller
+    default: bool = False  # the job controller of an EKS stack whose spec names none
+    manifest_kind: str | None = None  # the manifest render lists first with this controller
+    api_version: str | None = None  # the API its custom resources are served under
+    bundles: dict[str, str] = Field(default_factory=dict)  # dependency charts it installs
+    bundles_source: str | None = None
+    integrations: tuple[str, ...] = ()  # job kinds a queue admits as installed
+
+
+class MetricsAddon(_Frozen):
+    """The accelerator-metrics add-on (instances.yaml `metrics_addon`, sources there)."""
+
+    addon_name: str
+    namespace: str
+    service_account: str
+    policy: str
+    rate_item: str  # the prices.yaml service item billed per node-hour
+    source: str
 
 
 class RegionOfferings(_Frozen):
@@ -310,6 +353,7 @@ class Catalog(_Frozen):
     instances: dict[str, InstanceType]
     defaults: Defaults
     charts: dict[str, HelmChart]
+    metrics_addon: MetricsAddon | None = None
     regions: dict[str, RegionOfferings]
     offerings_source: str
     instance_rates: tuple[Rate, ...]
@@ -347,11 +391,28 @@ class Catalog(_Frozen):
         """`accelstack compare`'s default candidates: the rows flagged `compare`, in order."""
         return tuple(n for n, i in self.instances.items() if i.compare)
 
+    def controller_chart(self, controller: str) -> HelmChart | None:
+        """The job-controller row that `jobs.controller: <controller>` installs (None: none)."""
+        for c in self.charts.values():
+            if c.role == "job-controller" and c.controller == controller:
+                return c
+        return None
+
+    def default_job_controller(self) -> str:
+        """The jobs.controller an EKS stack gets when its spec names none."""
+        return next(
+            (c.controller for c in self.charts.values() if c.default and c.controller), "none"
+        )
+
+    def job_controllers(self) -> list[str]:
+        """The jobs.controller values the catalog can install (plus `none`)."""
+        return [*sorted(c.controller for c in self.charts.values() if c.controller), "none"]
+
     def chart_node_labels(self, device_kind: str) -> dict[str, str]:
         """Node labels the charts of a device kind require by their default affinity."""
         out: dict[str, str] = {}
         for c in self.charts.values():
-            if c.device_kind == device_kind:
+            if c.role == "device-plugin" and c.device_kind == device_kind:
                 out.update(c.node_labels)
         return out
 
@@ -585,6 +646,7 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
             "instances": _named(inst["instances"]),  # type: ignore[arg-type]
             "defaults": inst["defaults"],
             "charts": _named(inst["charts"]),  # type: ignore[arg-type]
+            "metrics_addon": inst.get("metrics_addon"),
             "regions": regions,
             "offerings_source": offer["source"],
         }

@@ -66,8 +66,27 @@ def project_files(
         "policies/PulumiPolicy.yaml": pf.POLICY_PACK_YAML,
         "policies/__main__.py": pf.POLICY_PACK_MAIN,
         ".github/workflows/accelstack.yml": fill(pf.WORKFLOW),
-        "README.md": fill(README),
+        "README.md": fill(README) + "\n" + _run_section(stack, region),
     }
+
+
+def _run_section(stack: str, region: str) -> str:
+    """The run sequence for the new project's stack (the default job controller's manifest)."""
+    from accelstack.catalog import load_catalog
+    from accelstack.render import render_runbook, runbook_context
+
+    cat = load_catalog()
+    chart = cat.controller_chart(cat.default_job_controller())
+    return render_runbook(
+        runbook_context(
+            name=stack,
+            region=region,
+            namespace=cat.defaults.training_namespace,
+            spec=f"stacks/{stack}.yaml",
+            kind=(chart.manifest_kind if chart else None) or "job",
+            nodes="NODES",
+        )
+    )
 
 
 def init(

@@ -81,7 +81,8 @@ def render(
     fmt: FormatOpt = "text",
     force: _ForceOpt = False,
 ) -> None:
-    """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index.
+    """Render launch artifacts: node scripts, TrainJob (or the spec's job kind) and Job
+    manifests, the fabric acceptance job, README index.
 
     The directory is written in one step (staged beside it, then swapped in); a second
     render into it while one runs is refused, and so is any file that would carry a

@@ -29,8 +29,15 @@ def trial(
     force: Annotated[
         bool, typer.Option("--force", help="write into a non-empty directory")
     ] = False,
+    nodes: Annotated[
+        int,
+        typer.Option(
+            "--nodes", min=1, max=100_000, help="nodes per pool (at most the pool's own count)"
+        ),
+    ] = 1,
 ) -> None:
-    """Render a STEPS-step benchmark job on one node of each accelerated pool of SPEC."""
+    """Render a STEPS-step benchmark job on NODES nodes of each accelerated pool of SPEC (and
+    its Kubernetes manifest on EKS stacks)."""
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
     from accelstack.render.trial import render_trial, trial_warnings
@@ -39,7 +46,7 @@ def trial(
 
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
-    artifacts = render_trial(stack, steps, records)
+    artifacts = render_trial(stack, steps, records, nodes=nodes)
     write_artifacts(output, artifacts, force)
     typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
     for art in artifacts:

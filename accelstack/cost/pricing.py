@@ -134,9 +134,18 @@ FREE: dict[str, str] = {
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": "no charge",
     "kubernetes:scheduling.k8s.io/v1:PriorityClass": "no charge",
     "kubernetes:apps/v1:DaemonSet": "no charge (runs on priced nodes)",
-    "kubernetes:helm.sh/v3:Release": "no charge (device plugins: DaemonSets on priced nodes)",
+    "kubernetes:helm.sh/v3:Release": (
+        "no charge (device plugins, job controller, Kueue: pods on priced nodes)"
+    ),
+    "kubernetes:kustomize/v2:Directory": "no charge (training operator: pods on priced nodes)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": "no charge (a Kueue object)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": "no charge (a Kueue object)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": "no charge (a Kueue object)",
     "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
 }
+#: Types with a rule that prices some of their resources and leaves the others free (listed
+#: in FREE too): the metrics add-on bills per node, the other EKS add-ons run on priced nodes.
+PARTLY_FREE: tuple[str, ...] = ("aws:eks/addon:Addon",)
 #: Prefixes of types that are never billed: component resources, providers, the stack.
 FREE_PREFIXES: dict[str, str] = {
     "accelstack:": "component resource (a grouping; its children are priced)",
@@ -761,7 +770,33 @@ def price_ebs_volume(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     ]
 
 
+def price_eks_addon(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    """The metrics add-on bills per node (catalog metrics_addon.rate_item); other add-ons run
+    on the priced nodes and cost nothing themselves (an empty list: listed as free)."""
+    addon = ctx.catalog.metrics_addon
+    if addon is None or res.inputs.get("addonName") != addon.addon_name:
+        return []
+    nodes = sum(
+        _num(_get(r.inputs, "scalingConfig", "desiredSize"), "scalingConfig.desiredSize", r)
+        for r in ctx.resources
+        if r.type == "aws:eks/nodeGroup:NodeGroup"
+    )
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item=addon.rate_item,
+            quantity=nodes,
+            unit="node-hour",
+            category="monitoring",
+            what=f"CloudWatch Container Insights metrics ({addon.addon_name}), {nodes:g} nodes",
+            assumption="every node of the cluster sends GPU/Neuron/EFA, node and pod metrics",
+        )
+    ]
+
+
 RULES: dict[str, Rule] = {
+    "aws:eks/addon:Addon": price_eks_addon,
     "aws:eks/nodeGroup:NodeGroup": price_node_group,
     "aws:ec2/instance:Instance": price_instance,
     "aws:ec2/fleet:Fleet": price_fleet,
@@ -803,8 +838,10 @@ def price_resources(
     for res in resources:
         rule = RULES.get(res.type)
         if rule is not None:
-            items.extend(rule(res, ctx))
-            continue
+            priced = rule(res, ctx)
+            items.extend(priced)
+            if priced or res.type not in PARTLY_FREE:
+                continue
         if free_reason(res.type) is None:
             raise UnpricedResource(
                 f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
@@ -1043,6 +1080,15 @@ def _compile_cache_resources(stack: Stack) -> list[Resource]:
     return []
 
 
+def _metrics_resources(stack: Stack) -> list[Resource]:
+    """The metrics add-on, when the stack turns it on."""
+    addon = stack.catalog.metrics_addon
+    if not stack.metrics or addon is None:
+        return []
+    name = naming.metrics(stack.name)
+    return [Resource("aws:eks/addon:Addon", f"{name}-addon", {"addonName": addon.addon_name}, name)]
+
+
 def billable_resources(stack: Stack) -> list[Resource]:
     """The billable resources the plan declares for `stack`, from the spec alone."""
     compute = _eks_resources if stack.spec.orchestration == "eks" else _instance_resources
@@ -1051,6 +1097,7 @@ def billable_resources(stack: Stack) -> list[Resource]:
         *_nat_resources(stack),
         *_fsx_resources(stack),
         *_compile_cache_resources(stack),
+        *_metrics_resources(stack),
         *_checkpoint_resources(stack),
     ]
 

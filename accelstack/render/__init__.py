@@ -18,12 +18,14 @@ from accelstack.render.artifacts import (
     render,
     render_manifest,
     render_node_script,
+    render_runbook,
     render_sbatch,
     render_warnings,
     shquote,
     training_service_account,
     yamlstr,
 )
+from accelstack.render.runbook import runbook_context, stack_runbook_context
 
 __all__ = [
     "CACHE_URL_VAR",
@@ -42,9 +44,12 @@ __all__ = [
     "render",
     "render_manifest",
     "render_node_script",
+    "render_runbook",
     "render_sbatch",
     "render_warnings",
+    "runbook_context",
     "shquote",
+    "stack_runbook_context",
     "training_service_account",
     "yamlstr",
 ]

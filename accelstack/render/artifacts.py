@@ -24,19 +24,23 @@ from accelstack import naming
 from accelstack.catalog import Framework
 from accelstack.errors import AccelstackError
 from accelstack.naming import POOL_LABEL, STACK_LABEL
+from accelstack.render.fabric import fabric_threshold, fabric_tool
 from accelstack.render.pods import (
     backoff_limit,
     image_warnings,
     pod_resources,
+    precompile_key,
     python_env,
     torchrun_max_restarts,
 )
+from accelstack.render.runbook import stack_runbook_context
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 
-Orchestrator = Literal["auto", "pytorchjob", "slurm", "standalone"]
-ORCHESTRATORS: tuple[str, ...] = ("auto", "pytorchjob", "slurm", "standalone")
+Orchestrator = Literal["auto", "trainjob", "pytorchjob", "slurm", "standalone"]
+ORCHESTRATORS: tuple[str, ...] = ("auto", "trainjob", "pytorchjob", "slurm", "standalone")
+ManifestKind = Literal["trainjob", "pytorchjob", "job"]
 
 
 #: Where the FSx for Lustre volume is mounted in training pods.
@@ -45,6 +49,11 @@ FSX_MOUNT_PATH = "/fsx"
 SCRIPT_MOUNT_DIR = "/etc/accelstack"
 #: Environment variable that carries the compile-cache URL at run time.
 CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
+#: Kubeflow Trainer's names for the training step: the replicated Job `node` and its container
+#: `node`, which the torch plugin gives the PET_* variables (kubeflow/trainer pkg/constants
+#: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
+TRAINER_JOB = "node"
+TRAINER_CONTAINER = "node"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -218,6 +227,7 @@ def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
     return {
         "framework": fw,
         "precompile_steps": (wl.precompile_steps or 0) if fw.precompile else 0,
+        "precompile_key": precompile_key(stack, pool),
         "neff_cache_shared": fsx,
         "neff_cache_dir": (
             f"{FSX_MOUNT_PATH}/neuron-neff-cache/{pool.name}" if fsx else LOCAL_NEFF_CACHE_DIR
@@ -275,6 +285,14 @@ def _context(
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
         "python_env": python_env(stack, pool),
+        "pod_image": None,  # the training image; the fabric test may name its tool's image
+        "queue_name": stack.queue_name,
+        "metrics_namespace": (
+            stack.catalog.metrics_addon.namespace
+            if stack.metrics and stack.catalog.metrics_addon
+            else None
+        ),
+        "queue_label": naming.QUEUE_LABEL,
         "checkpoint": checkpoint_context(stack),
     }
 
@@ -315,15 +333,82 @@ def render_node_script(
 
 
 def render_manifest(
-    stack: Stack, kind: Literal["pytorchjob", "job"], *, bucket: str | None = None
+    stack: Stack,
+    kind: ManifestKind,
+    *,
+    bucket: str | None = None,
+    name: str | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> str:
-    """Kubernetes manifests: a launch ConfigMap plus a PyTorchJob (`pytorchjob`), or plus a
-    headless Service and an indexed batch/v1 Job (`job`) for clusters without the operator."""
+    """Kubernetes manifests: a launch ConfigMap and NetworkPolicy plus a TrainingRuntime and
+    TrainJob (`trainjob`, Kubeflow Trainer v2), a PyTorchJob (`pytorchjob`, Training Operator
+    v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller). `name`
+    replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
+    beside the script (mounted in SCRIPT_MOUNT_DIR)."""
     p = stack.workload_pool
-    orch = "pytorchjob" if kind == "pytorchjob" else "standalone"
+    orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
     ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
     ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
+    if kind == "trainjob":
+        ctx.update(_trainer_context(stack))
+    if name:
+        ctx.update(job_name=name, runtime_name=naming.training_runtime(name))
+    ctx["extra_files"] = extra_files or {}
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
+
+
+def _trainer_context(stack: Stack) -> dict[str, object]:
+    """The pinned Trainer row (API version) and the names the TrainJob and runtime share."""
+    chart = stack.catalog.controller_chart("trainer")
+    if chart is None:
+        raise RenderError("the catalog has no Kubeflow Trainer row (charts, controller trainer)")
+    return {
+        "controller": chart,
+        "runtime_name": naming.training_runtime(job_name(stack)),
+        "trainer_job": TRAINER_JOB,
+        "trainer_container": TRAINER_CONTAINER,
+    }
+
+
+#: JobSet names every pod `<jobset>-<replicated job>-<job index>-<pod index>` and refuses a
+#: JobSet whose longest pod name exceeds a DNS label (kubernetes-sigs/jobset@f22e565a
+#: pkg/util/placement/placement.go GenPodName, pkg/webhooks/jobset_webhook.go).
+DNS_LABEL_MAX = 63
+
+
+def jobset_pod_name_fits(name: str, replicated_job: str, pods: int) -> bool:
+    """Whether the longest pod name JobSet generates for `name` is a valid DNS label."""
+    return len(f"{name}-{replicated_job}-0-{max(0, pods - 1)}") <= DNS_LABEL_MAX
+
+
+#: Port of the Neuron collectives' root communicator in the fabric test (any free port;
+#: aws-neuron-sdk nccom-test.rst "MPI Execution").
+FABRIC_ROOT_COMM_PORT = 63182
+
+
+def render_fabric_test(stack: Stack) -> str | None:
+    """The fabric acceptance job (ConfigMap with the script and parser, NetworkPolicy,
+    TrainingRuntime on the MPI runtime, TrainJob), or None where it does not apply: one node,
+    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack."""
+    p = stack.workload_pool
+    th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
+    if th is None or tool is None or stack.job_controller != "trainer":
+        return None
+    ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
+    ctx.update(_trainer_context(stack))
+    name = naming.fabric_job(job_name(stack))
+    ctx.update(
+        job_name=name,
+        runtime_name=naming.training_runtime(name),
+        script_name="fabric-test.sh",
+        th=th,
+        tool=tool,
+        facts=stack.catalog.launch.fabric_test,
+        root_comm_port=FABRIC_ROOT_COMM_PORT,
+        parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
+    )
+    ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
+    return environment().get_template("fabric-test.yaml.j2").render(ctx)
 
 
 def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
@@ -332,29 +417,64 @@ def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
     return environment().get_template("sbatch.sh.j2").render(ctx)
 
 
+#: What each manifest file is, for the index (the apply command is added per file).
+_MANIFEST_PURPOSE: dict[str, str] = {
+    "trainjob": "Kubeflow Trainer v2 TrainJob plus the TrainingRuntime that carries the pod "
+    "template, the ConfigMap holding the script and the NetworkPolicy",
+    "pytorchjob": "Kubeflow PyTorchJob (legacy Training Operator v1, installed by the stack "
+    "because jobs.controller is pytorchjob) plus the ConfigMap and NetworkPolicy",
+    "job": "the same job without a job controller: ConfigMap, NetworkPolicy, headless Service "
+    "and an indexed batch/v1 Job",
+}
+
+
+def manifest_kinds(stack: Stack) -> list[ManifestKind]:
+    """The manifests an EKS stack renders, the one to apply first: the spec's kind (default:
+    the installed controller's), then the controller's own, then the indexed Job, which needs
+    no controller."""
+    chart = stack.job_controller_chart
+    own = [chart.manifest_kind] if chart and chart.manifest_kind else []
+    out: list[ManifestKind] = []
+    for kind in [stack.job_kind, *own, "job"]:
+        if kind in _MANIFEST_PURPOSE and kind not in out:
+            out.append(kind)  # type: ignore[arg-type]
+    return out
+
+
 def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
-    """The node script plus the PyTorchJob and plain-Job manifests that embed it."""
-    return [
+    """The manifests (the one to apply first leads) and the node script they embed."""
+    kinds = manifest_kinds(stack)
+    out = [
+        Artifact(
+            f"{kind}.yaml",
+            f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply --server-side -f {kind}.yaml`"
+            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (same names)"),
+            render_manifest(stack, kind, bucket=bucket),
+        )
+        for i, kind in enumerate(kinds)
+    ]
+    fabric = render_fabric_test(stack)
+    if fabric is not None:
+        th = fabric_threshold(stack, p)
+        assert th is not None
+        out.append(
+            Artifact(
+                "fabric-test.yaml",
+                f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
+                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job",
+                fabric,
+            )
+        )
+    out.append(
         Artifact(
             launch_script_name(p),
-            f"node launch script for pool {p.name} (auto-detects PyTorchJob, Slurm or "
-            "standalone variables); the manifests embed the same script in a ConfigMap",
+            f"node launch script for pool {p.name} (auto-detects TrainJob, PyTorchJob, Slurm "
+            "or standalone variables); the manifests embed the same script in a ConfigMap",
             render_node_script(stack, p, "auto", bucket=bucket),
             executable=True,
-        ),
-        Artifact(
-            "pytorchjob.yaml",
-            "Kubeflow PyTorchJob (training operator) plus the ConfigMap holding the script: "
-            "`kubectl apply -f pytorchjob.yaml`",
-            render_manifest(stack, "pytorchjob", bucket=bucket),
-        ),
-        Artifact(
-            "job.yaml",
-            "the same job without the training operator: ConfigMap, headless Service and an "
-            "indexed batch/v1 Job: `kubectl apply -f job.yaml`",
-            render_manifest(stack, "job", bucket=bucket),
-        ),
-    ]
+        )
+    )
+    return out
 
 
 def _standalone_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
@@ -397,9 +517,15 @@ def _index_artifact(
             namespace=stack.catalog.defaults.training_namespace,
             service_account=training_service_account(stack),
             warnings=render_warnings(stack),
+            runbook=stack_runbook_context(stack) if stack.spec.orchestration == "eks" else None,
         )
     )
     return Artifact("README.md", "this index", index)
+
+
+def render_runbook(context: dict[str, object]) -> str:
+    """The run sequence (`_runbook.md.j2`) for the given `runbook_context`."""
+    return environment().get_template("_runbook.md.j2").render(context)
 
 
 def render_warnings(stack: Stack) -> list[str]:

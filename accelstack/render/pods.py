@@ -5,6 +5,8 @@ about the image reference."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 
@@ -77,6 +79,38 @@ def pod_resources(stack: Stack, pool: ResolvedPool) -> PodResources:
         hugepages_mib=f.efa_hugepages_2mi_mib if pool.efa else 0,
         add_capabilities=f.efa_add_capabilities if pool.efa else (),
     )
+
+
+def node_hugepages_2mi(stack: Stack, pool: ResolvedPool) -> int:
+    """2 MiB huge pages an EFA node allocates in its user data (0 without EFA): the catalog's
+    node allocation, which covers what the training pod requests."""
+    if not pool.efa:
+        return 0
+    return stack.catalog.launch.pods.efa_node_hugepages_mib // 2
+
+
+def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
+    """What the compiled graphs depend on, hashed: the pre-compile marker carries it, so a
+    changed model, argument, image, precision, batch or process layout compiles again while a
+    restart of the same job does not (the node count is added at run time)."""
+    wl = stack.spec.workload
+    facts = {
+        "entrypoint": wl.entrypoint,
+        "args": list(wl.args),
+        "precompile_args": list(wl.precompile_args),
+        "precompile_steps": wl.precompile_steps,
+        "env": dict(sorted(wl.env.items())),
+        "image": stack.image,
+        "model": wl.model.model_dump(),
+        "sequence_length": wl.sequence_length,
+        "global_batch_size": wl.global_batch_size,
+        "precision": wl.precision,
+        "framework": pool.framework.name if pool.framework else None,
+        "procs_per_node": pool.procs_per_node,
+        "logical_cores": pool.logical_cores,
+    }
+    text = json.dumps(facts, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def backoff_limit(stack: Stack, pool: ResolvedPool) -> int:

@@ -1,20 +1,33 @@
-"""`accelstack trial`: a short benchmark job on ONE node of each accelerated pool of a spec.
+"""`accelstack trial`: a short benchmark job on N nodes (default one) of each accelerated pool.
 
-For each pool the spec is copied with the workload moved to that pool on one node; the
+For each pool the spec is copied with the workload moved to that pool on N nodes; the
 entrypoint becomes the trial wrapper `accelstack_trial.py` (accelstack/trial/runner.py, copied
 beside the scripts) with the user's entrypoint and arguments after it, and the trial's
 facts travel as environment variables of the workload (ACCELSTACK_MAX_STEPS: steps to run;
 ACCELSTACK_TRIAL_*: what the record needs). The node script is the same template as
 `accelstack render` (standalone orchestrator; ACCELSTACK_* variables override it at run time).
 Each node appends one JSON line to ACCELSTACK_TRIAL_RECORDS; `accelstack calibrate` reads them.
+On an EKS stack each pool also gets `trial-POOL.yaml`: the manifest of the stack's job kind
+(TrainJob, PyTorchJob or indexed Job, named `<stack>-trial-<pool>`) with the wrapper in its
+ConfigMap; records go to FSx when the stack has it, and every record is also printed to the
+pod's log with the prefix `ACCELSTACK_TRIAL_RECORD `.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from accelstack import naming
 from accelstack.catalog.sizing import memory_fit
-from accelstack.render.artifacts import Artifact, render_node_script
+from accelstack.render.artifacts import (
+    FSX_MOUNT_PATH,
+    SCRIPT_MOUNT_DIR,
+    Artifact,
+    RenderError,
+    jobset_pod_name_fits,
+    render_manifest,
+    render_node_script,
+)
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
 
@@ -56,18 +69,64 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
     return env
 
 
-def trial_stack(stack: Stack, pool: str, steps: int, records: str) -> Stack:
-    """`stack` with the workload on one node of `pool`, run through the trial wrapper."""
+def trial_nodes(stack: Stack, pool: str, nodes: int) -> int:
+    """The trial's node count on `pool`: `nodes`, at most the pool's own."""
+    if nodes < 1:
+        raise RenderError(f"--nodes {nodes}: a trial needs at least one node")
+    return min(nodes, next(p.nodes for p in stack.pools if p.name == pool))
+
+
+def trial_stack(
+    stack: Stack, pool: str, steps: int, records: str, nodes: int = 1, *, wrapper: str | None = None
+) -> Stack:
+    """`stack` with the workload on `nodes` nodes of `pool`, run through the trial wrapper
+    (`wrapper`: its path where the nodes run it; default beside the script)."""
     data = stack.spec.model_dump()
     wl = data["workload"]
     wl["pool"] = pool
     wl["args"] = [wl["entrypoint"], *wl["args"]]
-    wl["entrypoint"] = f"./{WRAPPER}"
+    wl["entrypoint"] = wrapper or f"./{WRAPPER}"
     wl["env"] = {**wl["env"], **trial_env(stack, pool, steps, records)}
     for p in data["pools"]:
         if p["name"] == pool:
-            p["nodes"] = 1
+            p["nodes"] = trial_nodes(stack, pool, nodes)
     return resolve(Spec.model_validate(data), stack.catalog)
+
+
+def eks_records_path(stack: Stack, records: str) -> str:
+    """Where trial pods append records: FSx when the stack has it (they outlive the pods),
+    else the pod's /tmp (the log carries every record too)."""
+    if stack.spec.storage.fsx_lustre_gib:
+        return f"{FSX_MOUNT_PATH}/accelstack-trial/{stack.name}/{records}"
+    return f"/tmp/{records}"
+
+
+def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int) -> str:
+    """The pool's trial as the stack's own job kind, beside (not instead of) the real job."""
+    t = trial_stack(
+        stack,
+        pool,
+        steps,
+        eks_records_path(stack, records),
+        nodes,
+        wrapper=f"{SCRIPT_MOUNT_DIR}/{WRAPPER}",
+    )
+    source = RUNNER_SOURCE.read_text(encoding="utf-8")
+    return render_manifest(
+        t,
+        t.job_kind,  # type: ignore[arg-type]
+        name=trial_job_name(stack, pool, nodes),
+        extra_files={WRAPPER: source},
+    )
+
+
+def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
+    """`<stack>-trial-<pool>`, or `<stack>-trial<i>` (the pool's position) where the pod names
+    JobSet or the indexed Job derive from the longer one would not be DNS labels."""
+    name = naming.trial_job(stack.name, pool)
+    if jobset_pod_name_fits(name, "node", nodes):
+        return name
+    return naming.trial_job_short(stack.name, [p.name for p in stack.pools].index(pool))
 
 
 def trial_warnings(stack: Stack) -> list[str]:
@@ -91,27 +150,38 @@ def render_trial(
     steps: int,
     records: str = DEFAULT_RECORDS,
     procs_per_node_override: int | None = None,
+    nodes: int = 1,
 ) -> list[Artifact]:
-    """trial-POOL.sh per accelerated pool, the wrapper, and a README."""
+    """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper, a README."""
     arts = []
+    eks = stack.spec.orchestration == "eks"
     for pool in trial_pools(stack):
-        t = trial_stack(stack, pool, steps, records)
+        n = trial_nodes(stack, pool, nodes)
+        t = trial_stack(stack, pool, steps, records, n)
         script = render_node_script(
             t, pool, "standalone", procs_per_node_override=procs_per_node_override
         )
-        arts.append(Artifact(f"trial-{pool}.sh", f"{steps}-step trial on one node", script, True))
+        what = f"{steps}-step trial on {n} node(s)"
+        arts.append(Artifact(f"trial-{pool}.sh", what, script, True))
+        if eks:
+            manifest = trial_manifest(stack, pool, steps, records, n)
+            arts.append(Artifact(f"trial-{pool}.yaml", f"{what}: `kubectl apply -f`", manifest))
     source = RUNNER_SOURCE.read_text(encoding="utf-8")
     arts.append(Artifact(WRAPPER, "times the steps, appends one record per node", source))
-    arts.append(Artifact("README.md", "how to run the trial", _readme(stack, steps, records)))
+    arts.append(
+        Artifact("README.md", "how to run the trial", _readme(stack, steps, records, nodes))
+    )
     return arts
 
 
-def _readme(stack: Stack, steps: int, records: str) -> str:
+def _readme(stack: Stack, steps: int, records: str, nodes: int = 1) -> str:
     pools = ", ".join(f"`trial-{p}.sh`" for p in trial_pools(stack))
-    return f"""# Trial of {stack.name}: {steps} steps on one node per pool
-
+    where = "one node" if nodes == 1 else f"up to {nodes} nodes"
+    return f"""# Trial of {stack.name}: {steps} steps on {where} per pool
+{_eks_readme(stack, records, nodes)}
 Scripts: {pools}. Copy this directory to one node of each pool (or to shared storage),
-`cd` into it and run the pool's script (`ACCELSTACK_NNODES=1` is the default for a trial).
+`cd` into it and run the pool's script (`ACCELSTACK_NNODES` defaults to the trial's node count;
+above one node, set ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR on each node).
 Each node appends one JSON line to `{records}` (override with ACCELSTACK_TRIAL_RECORDS).
 
 Your entrypoint must stop after `ACCELSTACK_MAX_STEPS` steps and call `step_done()` after
@@ -121,4 +191,23 @@ device kind than its pool (a CPU run) or with an implausible MFU. Then, on your 
 
     accelstack calibrate {records} --spec stacks/{stack.name}.yaml
     accelstack price stacks/{stack.name}.yaml     # MFU basis: measured (...)
+"""
+
+
+def _eks_readme(stack: Stack, records: str, nodes: int) -> str:
+    if stack.spec.orchestration != "eks":
+        return ""
+    ns = stack.catalog.defaults.training_namespace
+    first = trial_pools(stack)[0]
+    job = trial_job_name(stack, first, trial_nodes(stack, first, nodes))
+    pattern = naming.trial_job(stack.name, "POOL")
+    return f"""
+On the cluster (EKS): `kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
+pool, the stack's job kind named `{pattern}`, beside the real job). Each node
+appends its record to `{eks_records_path(stack, records)}` and prints it to its log; collect them with
+
+    kubectl -n {ns} logs -l app.kubernetes.io/name={job} --tail=-1 \\
+      | sed -n 's/^ACCELSTACK_TRIAL_RECORD //p' >> {records}
+
+Run with `--nodes 1`, then `--nodes 2`, `4`, ... to measure how throughput scales with nodes.
 """

@@ -334,6 +334,32 @@ class Storage(Strict):
         return v
 
 
+class Jobs(Strict):
+    """The job layer of an EKS stack: the controller the stack installs, the manifest `render`
+    lists first, optional Kueue queueing, and accelerator metrics."""
+
+    controller: Text | None = Field(
+        None,
+        description="job controller the stack installs: trainer (Kubeflow Trainer v2 with "
+        "JobSet, default), pytorchjob (legacy Training Operator v1) or none",
+    )
+    version: Text | None = Field(
+        None, description="the controller's version; must be the catalog's pinned one"
+    )
+    kind: Literal["trainjob", "pytorchjob", "job"] | None = Field(
+        None,
+        description="the manifest render lists first (default: the controller's own kind; "
+        "job: the indexed batch/v1 Job, which needs no controller)",
+    )
+    kueue: bool = Field(
+        False, description="install Kueue: queueing and all-or-nothing admission, one queue"
+    )
+    metrics: bool = Field(
+        True,
+        description="Amazon CloudWatch Observability add-on: GPU, Neuron and EFA metrics (billed)",
+    )
+
+
 class Checkpoint(Strict):
     """Durable checkpoints: an S3 prefix per stack (and FSx linked to it when storage asks for
     FSx), reachable by every workload pod through EKS Pod Identity."""
@@ -496,6 +522,9 @@ class Spec(Strict):
         None, description="Neuron compile cache; created by default when a Neuron pool exists"
     )
     storage: Storage = Field(default_factory=Storage, description="shared file system")
+    jobs: Jobs = Field(
+        default_factory=Jobs, description="job controller, queueing and metrics (EKS)"
+    )
     checkpoint: Checkpoint = Field(
         default_factory=Checkpoint, description="durable checkpoint location (EKS)"
     )

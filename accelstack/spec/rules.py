@@ -1068,3 +1068,95 @@ def _calibration_band(ctx: Context) -> Iterator[Finding]:
                 f"(a CPU run or a proxy model recorded with the full size?); re-run "
                 "`accelstack trial` and `accelstack calibrate`",
             )
+
+
+# ---------------------------------------------------------------------------------------
+# Job layer (`jobs`): controller rows of the catalog's charts table
+# ---------------------------------------------------------------------------------------
+
+#: Kueue integration name of each manifest kind (the `integrations.frameworks` entries of
+#: Kueue's configuration; kubernetes-sigs/kueue charts/kueue/values.yaml).
+KUEUE_INTEGRATION = {
+    "trainjob": "trainer.kubeflow.org/trainjob",
+    "pytorchjob": "kubeflow.org/pytorchjob",
+    "job": "batch/job",
+}
+
+
+def _controller(ctx: Context) -> str:
+    return ctx.spec.jobs.controller or ctx.catalog.default_job_controller()
+
+
+@rule("jobs-eks-only", "the jobs section applies to EKS stacks only")
+def _jobs_eks(ctx: Context) -> Iterator[Finding]:
+    j = ctx.spec.jobs
+    if ctx.spec.orchestration == "eks":
+        return
+    for field, value in (("controller", j.controller), ("version", j.version), ("kind", j.kind)):
+        if value is not None:
+            yield (f"jobs.{field}", "applies to orchestration eks only (standalone has no jobs)")
+    if j.kueue:
+        yield ("jobs.kueue", "applies to orchestration eks only")
+
+
+@rule("jobs-controller", "jobs.controller is a controller the catalog pins, or none")
+def _jobs_controller(ctx: Context) -> Iterator[Finding]:
+    name = ctx.spec.jobs.controller
+    known = ctx.catalog.job_controllers()
+    if name is not None and name not in known:
+        yield (
+            "jobs.controller",
+            f"'{name}' is not a job controller (allowed: {', '.join(known)})"
+            f"{did_you_mean(name, known)}",
+        )
+
+
+@rule("jobs-version", "jobs.version is the version the catalog pins for the controller")
+def _jobs_version(ctx: Context) -> Iterator[Finding]:
+    version, name = ctx.spec.jobs.version, _controller(ctx)
+    if version is None or name not in ctx.catalog.job_controllers():
+        return
+    chart = ctx.catalog.controller_chart(name)
+    if chart is None:
+        yield ("jobs.version", f"controller '{name}' installs nothing, so it has no version")
+    elif version.lstrip("v") != chart.version.lstrip("v"):
+        yield (
+            "jobs.version",
+            f"'{version}' is not a version of controller '{name}' the catalog pins "
+            f"(allowed: {chart.version}; source: {chart.source.split(' ')[0]})",
+        )
+
+
+@rule("jobs-kind", "jobs.kind needs the controller that runs it (job needs none)")
+def _jobs_kind(ctx: Context) -> Iterator[Finding]:
+    kind, name = ctx.spec.jobs.kind, _controller(ctx)
+    if kind is None or kind == "job" or name not in ctx.catalog.job_controllers():
+        return
+    chart = ctx.catalog.controller_chart(name)
+    own = chart.manifest_kind if chart else None
+    if own != kind:
+        runs = [c.controller for c in ctx.catalog.charts.values() if c.manifest_kind == kind]
+        yield (
+            "jobs.kind",
+            f"{kind} needs jobs.controller '{(runs or ['none'])[0]}', but the controller is "
+            f"'{name}': nothing would run it (allowed with '{name}': "
+            f"{', '.join(sorted({'job', own or 'job'}))})",
+        )
+
+
+@rule("jobs-kueue", "Kueue admits the job's kind (its pinned chart's integrations)")
+def _jobs_kueue(ctx: Context) -> Iterator[Finding]:
+    if not ctx.spec.jobs.kueue or ctx.spec.orchestration != "eks":
+        return
+    queues = [c for c in ctx.catalog.charts.values() if c.role == "queue"]
+    chart = ctx.catalog.controller_chart(_controller(ctx))
+    kind = ctx.spec.jobs.kind or (chart.manifest_kind if chart else None) or "job"
+    integration = KUEUE_INTEGRATION.get(kind, kind)
+    if not queues:
+        yield ("jobs.kueue", "the catalog has no queue chart")
+    elif integration not in queues[0].integrations:
+        yield (
+            "jobs.kueue",
+            f"Kueue {queues[0].version} as installed does not admit {kind} ({integration}); "
+            f"it admits {', '.join(queues[0].integrations)}: use jobs.controller trainer",
+        )

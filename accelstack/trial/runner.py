@@ -213,6 +213,10 @@ def build_record(timer: _Timer) -> dict[str, Any]:
     }
 
 
+#: Prefix of the record line printed to standard output (collected from pod logs).
+RECORD_PREFIX = "ACCELSTACK_TRIAL_RECORD "
+
+
 def append_record(path: str, record: dict[str, Any]) -> None:
     """One line, one write, O_APPEND: lines from several nodes on shared storage stay whole."""
     line = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
@@ -253,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_TOO_FEW_STEPS
     path = os.environ.get("ACCELSTACK_TRIAL_RECORDS", "trial-records.jsonl")
-    append_record(path, build_record(timer))
+    record = build_record(timer)
+    append_record(path, record)
+    # also to the log: on Kubernetes the pod's files go with the pod
+    print(RECORD_PREFIX + json.dumps(record, sort_keys=True), flush=True)
     return 0
 
 

@@ -6,7 +6,8 @@
 # Run once per node. It sets the environment, checks the fabric, then starts
 # torchrun with one rank per logical NeuronCore (64 on trn2.48xlarge at LNC=2; NRN-TN-RANKS).
 # Where this node sits in the job comes from the orchestrator (ACCELSTACK_ORCHESTRATOR,
-# default auto): pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
+# default auto): trainjob (Kubeflow Trainer: PET_NNODES, PET_NODE_RANK,
+# PET_MASTER_ADDR, PET_MASTER_PORT), pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
 # MASTER_ADDR, MASTER_PORT), slurm (SLURM_NNODES, SLURM_NODEID, SLURM_JOB_NODELIST) or
 # standalone (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR,
 # ACCELSTACK_RDZV_PORT); auto tries them in that order. Node rank 0 hosts the rendezvous.
@@ -22,6 +23,7 @@ die() {
 export FI_PROVIDER=efa  # libfabric must use the EFA provider for collectives between nodes
 export FI_EFA_USE_DEVICE_RDMA=1  # let EFA read and write device memory directly (RDMA)
 export FI_EFA_FORK_SAFE=1  # data loader workers fork; keep libfabric's registered memory fork-safe
+export CCOM_SOCKET_IFNAME=eth0  # Neuron collectives bootstrap over the pod's interface (eth0 in a pod; AWS's EKS nccom-test job sets it, aws/aws-k8s-tester)
 # Neuron runtime and TorchNeuron
 export NEURON_LOGICAL_NC_CONFIG=2  # logical NeuronCore size (LNC) that makes 64 ranks per node
 export ACCELSTACK_DIST_BACKEND=neuron  # for the training script: dist.init_process_group(backend="neuron")
@@ -43,8 +45,11 @@ esac
 
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on trn2.48xlarge (catalog): 16 EFA interface(s), 16 AWS Trainium2 device(s).
+# It counts what this container was given, not what the host has: EFA as the uverbs devices the
+# EFA device plugin mounts (/dev/infiniband/uverbs*; /sys/class/infiniband lists every device of
+# the host even inside a container), accelerators as the device files or GPUs visible here.
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:
-# a directory standing in for / when counting /sys/class/infiniband and /dev entries.
+# a directory standing in for / when counting /dev entries.
 if [[ "${ACCELSTACK_SKIP_FABRIC_CHECK:-0}" == 1 ]]; then
   echo "accelstack: fabric check skipped (ACCELSTACK_SKIP_FABRIC_CHECK=1)" >&2
 else
@@ -54,9 +59,9 @@ else
   fi_info_bin="$(command -v fi_info || echo /opt/amazon/efa/bin/fi_info)"
   "$fi_info_bin" -p efa >/dev/null 2>&1 \
     || die "fabric check: libfabric has no EFA provider ('fi_info -p efa' failed): install the EFA software or fix the image; collectives would fall back to TCP"
-  efa_found="$(count_args "$sysroot"/sys/class/infiniband/*)"
+  efa_found="$(count_args "$sysroot"/dev/infiniband/uverbs[0-9]*)"
   [[ "$efa_found" == 16 ]] \
-    || die "fabric check: $efa_found EFA interface(s) in /sys/class/infiniband, trn2.48xlarge has 16 (pool trn2)"
+    || die "fabric check: $efa_found EFA device(s) in /dev/infiniband, trn2.48xlarge has 16 (pool trn2): request all 16 vpc.amazonaws.com/efa"
   accel_found="$(count_args "$sysroot"/dev/neuron[0-9]*)"
   [[ "$accel_found" == 16 ]] \
     || die "fabric check: ${accel_found:-0} AWS Trainium2 device(s) visible, trn2.48xlarge has 16 (pool trn2)"
@@ -67,17 +72,28 @@ fi
 # ---- where this node sits in the job -------------------------------------------------------
 orchestrator="${ACCELSTACK_ORCHESTRATOR:-auto}"
 if [[ "$orchestrator" == auto ]]; then
-  if [[ -n "${MASTER_ADDR:-}" && -n "${PET_NNODES:-${WORLD_SIZE:-}}" ]]; then
+  if [[ -n "${PET_MASTER_ADDR:-}" && -n "${PET_NNODES:-}" ]]; then
+    orchestrator=trainjob
+  elif [[ -n "${MASTER_ADDR:-}" && -n "${PET_NNODES:-${WORLD_SIZE:-}}" ]]; then
     orchestrator=pytorchjob
   elif [[ -n "${SLURM_JOB_ID:-}" && -n "${SLURM_NNODES:-}" ]]; then
     orchestrator=slurm
   elif [[ -n "${ACCELSTACK_HEAD_ADDR:-}" || -n "${ACCELSTACK_NNODES:-}" ]]; then
     orchestrator=standalone
   else
-    die "cannot tell where this node sits in the job: no PyTorchJob variables (MASTER_ADDR, WORLD_SIZE), no Slurm allocation (SLURM_JOB_ID) and no standalone variables (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR); set ACCELSTACK_ORCHESTRATOR or those variables"
+    die "cannot tell where this node sits in the job: no TrainJob variables (PET_MASTER_ADDR, PET_NNODES), no PyTorchJob variables (MASTER_ADDR, WORLD_SIZE), no Slurm allocation (SLURM_JOB_ID) and no standalone variables (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR); set ACCELSTACK_ORCHESTRATOR or those variables"
   fi
 fi
 case "$orchestrator" in
+  trainjob)
+    # Kubeflow Trainer's torch plugin sets these on the trainer container; the node rank is
+    # the Job completion index, the master is node 0's stable DNS name
+    nnodes="${PET_NNODES:?TrainJob: PET_NNODES is not set}"
+    node_rank="${PET_NODE_RANK:?TrainJob: PET_NODE_RANK is not set}"
+    head_addr="${PET_MASTER_ADDR:?TrainJob: PET_MASTER_ADDR is not set}"
+    rdzv_port="${PET_MASTER_PORT:?TrainJob: PET_MASTER_PORT is not set}"
+    rdzv_id="${ACCELSTACK_RDZV_ID:-mixed-trn2-p5}"
+    ;;
   pytorchjob)
     # The training operator sets PET_NNODES/PET_NODE_RANK (v1.7+); older ones WORLD_SIZE/RANK per pod.
     nnodes="${PET_NNODES:-${WORLD_SIZE:?PyTorchJob: neither PET_NNODES nor WORLD_SIZE is set}}"
@@ -109,7 +125,7 @@ case "$orchestrator" in
     rdzv_id="${ACCELSTACK_RDZV_ID:-mixed-trn2-p5}"
     ;;
   *)
-    die "ACCELSTACK_ORCHESTRATOR='$orchestrator' is not one of auto, pytorchjob, slurm, standalone"
+    die "ACCELSTACK_ORCHESTRATOR='$orchestrator' is not one of auto, trainjob, pytorchjob, slurm, standalone"
     ;;
 esac
 [[ "$nnodes" =~ ^[1-9][0-9]*$ ]] || die "node count '$nnodes' is not a positive whole number"

@@ -6,7 +6,8 @@
 # Run once per node. It sets the environment, checks the fabric, pre-compiles the graphs once, then starts
 # torchrun with one process per NeuronCore at the LNC setting.
 # Where this node sits in the job comes from the orchestrator (ACCELSTACK_ORCHESTRATOR,
-# default auto): pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
+# default auto): trainjob (Kubeflow Trainer: PET_NNODES, PET_NODE_RANK,
+# PET_MASTER_ADDR, PET_MASTER_PORT), pytorchjob (PET_NNODES/WORLD_SIZE, PET_NODE_RANK/RANK,
 # MASTER_ADDR, MASTER_PORT), slurm (SLURM_NNODES, SLURM_NODEID, SLURM_JOB_NODELIST) or
 # standalone (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR,
 # ACCELSTACK_RDZV_PORT); auto tries them in that order. Node rank 0 hosts the rendezvous.
@@ -22,6 +23,7 @@ die() {
 export FI_PROVIDER=efa  # libfabric must use the EFA provider for collectives between nodes
 export FI_EFA_USE_DEVICE_RDMA=1  # let EFA read and write device memory directly (RDMA)
 export FI_EFA_FORK_SAFE=1  # data loader workers fork; keep libfabric's registered memory fork-safe
+export CCOM_SOCKET_IFNAME=eth0  # Neuron collectives bootstrap over the pod's interface (eth0 in a pod; AWS's EKS nccom-test job sets it, aws/aws-k8s-tester)
 # Neuron runtime
 export NEURON_RT_NUM_CORES=1  # NeuronCores per process: torchrun starts one process per core
 export NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS=3  # let the runtime queue a few executions ahead of the host
@@ -49,8 +51,11 @@ esac
 
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on trn1.32xlarge (catalog): 8 EFA interface(s), 16 AWS Trainium device(s).
+# It counts what this container was given, not what the host has: EFA as the uverbs devices the
+# EFA device plugin mounts (/dev/infiniband/uverbs*; /sys/class/infiniband lists every device of
+# the host even inside a container), accelerators as the device files or GPUs visible here.
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:
-# a directory standing in for / when counting /sys/class/infiniband and /dev entries.
+# a directory standing in for / when counting /dev entries.
 if [[ "${ACCELSTACK_SKIP_FABRIC_CHECK:-0}" == 1 ]]; then
   echo "accelstack: fabric check skipped (ACCELSTACK_SKIP_FABRIC_CHECK=1)" >&2
 else
@@ -60,9 +65,9 @@ else
   fi_info_bin="$(command -v fi_info || echo /opt/amazon/efa/bin/fi_info)"
   "$fi_info_bin" -p efa >/dev/null 2>&1 \
     || die "fabric check: libfabric has no EFA provider ('fi_info -p efa' failed): install the EFA software or fix the image; collectives would fall back to TCP"
-  efa_found="$(count_args "$sysroot"/sys/class/infiniband/*)"
+  efa_found="$(count_args "$sysroot"/dev/infiniband/uverbs[0-9]*)"
   [[ "$efa_found" == 8 ]] \
-    || die "fabric check: $efa_found EFA interface(s) in /sys/class/infiniband, trn1.32xlarge has 8 (pool trn1)"
+    || die "fabric check: $efa_found EFA device(s) in /dev/infiniband, trn1.32xlarge has 8 (pool trn1): request all 8 vpc.amazonaws.com/efa"
   accel_found="$(count_args "$sysroot"/dev/neuron[0-9]*)"
   [[ "$accel_found" == 16 ]] \
     || die "fabric check: ${accel_found:-0} AWS Trainium device(s) visible, trn1.32xlarge has 16 (pool trn1)"
@@ -73,17 +78,28 @@ fi
 # ---- where this node sits in the job -------------------------------------------------------
 orchestrator="${ACCELSTACK_ORCHESTRATOR:-auto}"
 if [[ "$orchestrator" == auto ]]; then
-  if [[ -n "${MASTER_ADDR:-}" && -n "${PET_NNODES:-${WORLD_SIZE:-}}" ]]; then
+  if [[ -n "${PET_MASTER_ADDR:-}" && -n "${PET_NNODES:-}" ]]; then
+    orchestrator=trainjob
+  elif [[ -n "${MASTER_ADDR:-}" && -n "${PET_NNODES:-${WORLD_SIZE:-}}" ]]; then
     orchestrator=pytorchjob
   elif [[ -n "${SLURM_JOB_ID:-}" && -n "${SLURM_NNODES:-}" ]]; then
     orchestrator=slurm
   elif [[ -n "${ACCELSTACK_HEAD_ADDR:-}" || -n "${ACCELSTACK_NNODES:-}" ]]; then
     orchestrator=standalone
   else
-    die "cannot tell where this node sits in the job: no PyTorchJob variables (MASTER_ADDR, WORLD_SIZE), no Slurm allocation (SLURM_JOB_ID) and no standalone variables (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR); set ACCELSTACK_ORCHESTRATOR or those variables"
+    die "cannot tell where this node sits in the job: no TrainJob variables (PET_MASTER_ADDR, PET_NNODES), no PyTorchJob variables (MASTER_ADDR, WORLD_SIZE), no Slurm allocation (SLURM_JOB_ID) and no standalone variables (ACCELSTACK_NNODES, ACCELSTACK_NODE_RANK, ACCELSTACK_HEAD_ADDR); set ACCELSTACK_ORCHESTRATOR or those variables"
   fi
 fi
 case "$orchestrator" in
+  trainjob)
+    # Kubeflow Trainer's torch plugin sets these on the trainer container; the node rank is
+    # the Job completion index, the master is node 0's stable DNS name
+    nnodes="${PET_NNODES:?TrainJob: PET_NNODES is not set}"
+    node_rank="${PET_NODE_RANK:?TrainJob: PET_NODE_RANK is not set}"
+    head_addr="${PET_MASTER_ADDR:?TrainJob: PET_MASTER_ADDR is not set}"
+    rdzv_port="${PET_MASTER_PORT:?TrainJob: PET_MASTER_PORT is not set}"
+    rdzv_id="${ACCELSTACK_RDZV_ID:-trn1-multinode}"
+    ;;
   pytorchjob)
     # The training operator sets PET_NNODES/PET_NODE_RANK (v1.7+); older ones WORLD_SIZE/RANK per pod.
     nnodes="${PET_NNODES:-${WORLD_SIZE:?PyTorchJob: neither PET_NNODES nor WORLD_SIZE is set}}"
@@ -115,7 +131,7 @@ case "$orchestrator" in
     rdzv_id="${ACCELSTACK_RDZV_ID:-trn1-multinode}"
     ;;
   *)
-    die "ACCELSTACK_ORCHESTRATOR='$orchestrator' is not one of auto, pytorchjob, slurm, standalone"
+    die "ACCELSTACK_ORCHESTRATOR='$orchestrator' is not one of auto, trainjob, pytorchjob, slurm, standalone"
     ;;
 esac
 [[ "$nnodes" =~ ^[1-9][0-9]*$ ]] || die "node count '$nnodes' is not a positive whole number"
@@ -161,11 +177,19 @@ echo "accelstack: $orchestrator node $node_rank of $nnodes, rendezvous $head_add
 # read NEURON_EXTRACT_GRAPHS_ONLY to skip its output checks); the graphs are then compiled in
 # parallel into the compile cache, and training below loads them instead of compiling.
 # ACCELSTACK_MAX_STEPS tells the training script how many steps to run in this phase, and
-# workload.precompile_args are appended here only. The phase runs once per job: its marker
-# in ACCELSTACK_STATE_DIR makes a restarted worker go straight to the training rendezvous
-# (delete the marker, or use another ACCELSTACK_RDZV_ID, to pre-compile again).
+# workload.precompile_args are appended here only.
+# The phase runs once per job and model: its marker in ACCELSTACK_STATE_DIR (a directory on the node, kept across pod restarts)
+# names the job, a hash of what the graphs depend on (entrypoint, arguments, model, image,
+# precision, processes: c14483de697b) and the node count, so a restarted pod goes straight to
+# training while a changed model or node count compiles again. A node that finds no marker while
+# its peers already train (a pod replaced on a new node) would wait for them in the pre-compile
+# rendezvous: that wait is bounded (ACCELSTACK_PRECOMPILE_TIMEOUT, default a third of the
+# rendezvous timeout), then the node trains and compiles what the shared cache lacks.
 state_dir="${ACCELSTACK_STATE_DIR:-/var/tmp/accelstack}"
-precompile_marker="$state_dir/precompiled-$rdzv_id"
+precompile_key="${ACCELSTACK_PRECOMPILE_KEY:-c14483de697b}"
+precompile_marker="$state_dir/precompiled-$rdzv_id-$precompile_key-n$nnodes"
+precompile_timeout="${ACCELSTACK_PRECOMPILE_TIMEOUT:-$(( rdzv_timeout / 3 ))}"
+[[ "$precompile_timeout" =~ ^[1-9][0-9]*$ ]] || die "ACCELSTACK_PRECOMPILE_TIMEOUT '$precompile_timeout' is not a number of seconds"
 precompile_args=(
 )
 if [[ "${ACCELSTACK_SKIP_PRECOMPILE:-0}" == 1 ]]; then
@@ -175,12 +199,16 @@ elif [[ -e "$precompile_marker" ]]; then
 else
   command -v neuron_parallel_compile >/dev/null \
     || die "neuron_parallel_compile is not on PATH (it ships with torch-neuronx); set ACCELSTACK_SKIP_PRECOMPILE=1 to skip"
-  echo "accelstack: pre-compiling (10 steps)" >&2
-  ACCELSTACK_MAX_STEPS=10 neuron_parallel_compile "$torchrun_bin" "${torchrun_args[@]}" \
-    --rdzv_id="$rdzv_id-precompile" "$entrypoint" "${workload_args[@]}" "${precompile_args[@]}"
-  mkdir -p "$state_dir"
-  touch "$precompile_marker"
-  echo "accelstack: pre-compile finished" >&2
+  echo "accelstack: pre-compiling (10 steps, key $precompile_key)" >&2
+  if ACCELSTACK_MAX_STEPS=10 neuron_parallel_compile "$torchrun_bin" "${torchrun_args[@]}" \
+    --rdzv_conf="is_host=$is_host,read_timeout=$precompile_timeout,join_timeout=$precompile_timeout" \
+    --rdzv_id="$rdzv_id-precompile-$precompile_key" "$entrypoint" "${workload_args[@]}" "${precompile_args[@]}"; then
+    mkdir -p "$state_dir"
+    touch "$precompile_marker"
+    echo "accelstack: pre-compile finished" >&2
+  else
+    echo "accelstack: warning: pre-compile did not finish within ${precompile_timeout}s or failed (peers already training, or a compile error): training compiles what the cache lacks" >&2
+  fi
 fi
 
 # ---- training ------------------------------------------------------------------------------
