@@ -334,3 +334,16 @@ def test_a_stack_awaiting_its_pins_plans_with_a_warning_and_wrong_pins_fail(
     stack_file.write_text(yaml.safe_dump(config))
     code, out, err = _run(capsys, "check", str(project))
     assert code == 1 and "no AMI pinned for /aws/service/eks/" in out + err  # as the program
+
+
+def test_a_tag_edit_rolls_no_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pins = _pins(STACKS / "llama3-70b-trn2.yaml")
+    old, new = _project(tmp_path / "old", pins), _project(tmp_path / "new", pins)
+    spec = new / "stacks" / "llama3-70b-trn2.yaml"
+    data = yaml.safe_load(spec.read_text())
+    data["tags"]["team"] = "another-team"
+    spec.write_text(yaml.safe_dump(data))
+    code, out, _ = _run(capsys, "diff", str(old), str(new), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["rolls"] == []  # tags reach instances without a new template
+    assert doc["stacks"][0]["status"] == "changed"  # the edit itself is still reported
