@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
+from accelstack.catalog.ipbudget import (
+    AddressPlan,
+    plan_addresses,
+    pool_group_demands,
+    system_demand,
+)
+from accelstack.catalog.scale import NodeGroupPart, group_role, split_nodes
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE
@@ -46,6 +53,9 @@ class ResolvedPool:
     image_id: str | None = None
     allow_unpinned_ami: bool = False
     framework: Framework | None = None  # the training path (None on CPU pools)
+    #: The managed node groups the pool spans (each within the EKS per-group limit), in order;
+    #: the first keeps the pool's one-group name (see `with_node_groups`).
+    node_groups: tuple[NodeGroupPart, ...] = ()
 
     @property
     def node_lnc_setting(self) -> str | None:
@@ -92,6 +102,8 @@ class Stack:
     #: simulation); None: no stack config was read (see `with_ami_pins`).
     amis_source: str | None = None
     deployment: str = ""  # resource-name prefix when it differs from the spec's name
+    #: Addresses of a created VPC: VPC CNI settings, secondary CIDR and its subnets
+    address_plan: AddressPlan = field(default_factory=AddressPlan)
 
     @property
     def name(self) -> str:
@@ -232,6 +244,47 @@ def _kubernetes_version(spec: Spec, cat: Catalog) -> str:
     return spec.cluster.kubernetes_version or cat.defaults.kubernetes_version
 
 
+def with_node_groups(stack: Stack) -> Stack:
+    """The stack with each pool split into managed node groups of at most the EKS per-group
+    limit (full groups first: growing a pool adds groups after the ones it has) and the
+    created VPC's address plan, which says which subnet each group takes addresses from."""
+    per_group = stack.catalog.scale.limits.nodes_per_node_group.value
+    sizes = {p.name: split_nodes(p.nodes, per_group) for p in stack.pools}
+    plan = _address_plan(stack, sizes)
+    pools = tuple(
+        replace(
+            p,
+            node_groups=tuple(
+                NodeGroupPart(role=group_role(i), nodes=n, subnet=plan.subnet_of(p.name, i))
+                for i, n in enumerate(sizes[p.name])
+            ),
+        )
+        for p in stack.pools
+    )
+    return replace(stack, pools=pools, address_plan=plan)
+
+
+def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> AddressPlan:
+    """The address plan of a created VPC under EKS; an existing VPC or standalone instances
+    keep the defaults (preflight counts an existing subnet's free addresses)."""
+    if stack.spec.orchestration != "eks" or stack.spec.network.mode != "create":
+        return AddressPlan()
+    cat = stack.catalog
+    groups = [
+        g
+        for i, p in enumerate(stack.pools)
+        for g in pool_group_demands(
+            cat, f"pools[{i}]", p.name, p.zone_id, p.instance, sizes[p.name],
+            p.efa_interfaces, p.efa_interface_style,
+        )
+    ]
+    zones = stack.network_zone_ids
+    system = system_demand(
+        cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
+    )
+    return plan_addresses(cat, stack.vpc_cidr, zones, groups, system)
+
+
 def deployment_name(spec_name: str, pulumi_stack: str) -> str:
     """The resource-name prefix of one Pulumi stack deploying the spec `spec_name`.
 
@@ -275,7 +328,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
     tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
-    return Stack(
+    stack = Stack(
         spec=spec,
         catalog=cat,
         pools=tuple(pools),
@@ -296,3 +349,4 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
         tags=tags,
         deployment=name if name and name != spec.name else "",
     )
+    return with_node_groups(stack)

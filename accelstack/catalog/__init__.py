@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.catalog.records import TrainingRecord, load_records
+from accelstack.catalog.scale import ScaleFacts
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -352,6 +353,7 @@ class Catalog(_Frozen):
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
     launch: LaunchFacts
+    scale: ScaleFacts  # scale.yaml: limits, address space, UltraServers
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -516,6 +518,7 @@ _FIELD_FILES = {
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
     "launch": "launch.yaml",
+    "scale": "scale.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -580,6 +583,8 @@ def _fields(base: Path) -> dict[str, object]:
             "offerings_source": offer["source"],
         }
         fields["launch"] = launch
+        name = "scale.yaml"
+        fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR)
         name = "records.yaml"
         fields["records"] = load_records(base / name)
         name = "prices.yaml"

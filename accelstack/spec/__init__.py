@@ -25,6 +25,7 @@ from accelstack.spec.models import (
     json_schema,
 )
 from accelstack.spec.rules import RULES, Rule, check_rules
+from accelstack.spec import scale_rules  # noqa: F401,E402  (registers its rules after these)
 
 __all__ = [
     "BUCKET_RE",

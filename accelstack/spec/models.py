@@ -191,7 +191,11 @@ class Pool(Strict):
 
     name: str = Field(pattern=POOL_RE, description="pool name, used in resource names")
     instance_type: Text = Field(description="an accelerated type from the catalog")
-    nodes: int = Field(ge=1, le=512, description="node count")
+    nodes: int = Field(
+        ge=1,
+        description="node count; a pool spans several EKS managed node groups when it has more "
+        "nodes than one group allows (catalog scale.yaml limits)",
+    )
     purchase: Purchase = Field(default_factory=Purchase, description="how nodes are bought")
     efa: bool | None = Field(None, description="EFA on/off; default on where the type has it")
     efa_interface_style: Literal["efa", "efa-only"] | None = Field(

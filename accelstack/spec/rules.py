@@ -891,11 +891,14 @@ def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-@rule("subnet-ip-budget", "each zone's private subnet holds its pools' node addresses")
+@rule(
+    "subnet-ip-budget",
+    "each zone's private subnet holds its standalone pools' node addresses (EKS: pool-addresses)",
+)
 def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
     from accelstack.catalog.ipbudget import private_subnet_cidr, usable_ips
 
-    if ctx.spec.network.mode != "create":
+    if ctx.spec.network.mode != "create" or ctx.spec.orchestration == "eks":
         return
     vpc = ctx.spec.network.vpc_cidr or ctx.catalog.defaults.vpc_cidr
     try:
@@ -903,16 +906,17 @@ def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
     except ValueError:
         return  # vpc-cidr reports it
     usable = usable_ips(ctx.catalog, subnet)
+    larger = "a larger vpc_cidr (up to /16), " if int(vpc.split("/")[1]) > 16 else ""
     for demand in _zone_demand(ctx).values():
         need = sum(n for _, n in demand)
         if need > usable:
             parts = ", ".join(f"{at}: {n}" for at, n in demand)
             yield (
                 demand[0][0] + ".nodes",
-                f"the pools in this zone need {need} private addresses ({parts}; VPC CNI warm "
-                f"ENI and 'efa' interfaces included) but network.vpc_cidr {vpc} gives each "
-                f"zone a /{subnet.split('/')[1]} private subnet with {usable}: use a larger vpc_cidr, fewer nodes, or efa_interface_style "
-                "'efa-only'",
+                f"the pools in this zone need {need} private addresses ({parts}; 'efa' "
+                f"interfaces included) but network.vpc_cidr {vpc} gives each zone a "
+                f"/{subnet.split('/')[1]} private subnet with {usable}: use {larger}fewer "
+                "nodes, efa_interface_style 'efa-only', or pools in other zones",
             )
 
 
