@@ -274,8 +274,14 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
         g
         for i, p in enumerate(stack.pools)
         for g in pool_group_demands(
-            cat, f"pools[{i}]", p.name, p.zone_id, p.instance, sizes[p.name],
-            p.efa_interfaces, p.efa_interface_style,
+            cat,
+            f"pools[{i}]",
+            p.name,
+            p.zone_id,
+            p.instance,
+            sizes[p.name],
+            p.efa_interfaces,
+            p.efa_interface_style,
         )
     ]
     zones = stack.network_zone_ids

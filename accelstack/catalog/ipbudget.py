@@ -155,9 +155,7 @@ def pool_group_demands(
     """The address demand of each node group of one pool."""
     default = per_node(catalog, inst, efa_interfaces, style, compact=False)
     compact = per_node(catalog, inst, efa_interfaces, style, compact=True)
-    return [
-        GroupDemand(at, pool, i, zone, n, default, compact) for i, n in enumerate(sizes)
-    ]
+    return [GroupDemand(at, pool, i, zone, n, default, compact) for i, n in enumerate(sizes)]
 
 
 def system_demand(

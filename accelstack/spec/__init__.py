@@ -3,6 +3,7 @@ shape (`models`), then cross-field rules against the catalog (`rules`); `loader`
 and turns every failure into one-line problems; `docs` renders docs/spec.md; `retarget`
 rewrites a spec for another instance type (`accelstack new`)."""
 
+from accelstack.spec import scale_rules  # noqa: F401  (registers its rules after these)
 from accelstack.spec.loader import load_spec, parse_spec, read_yaml, translate
 from accelstack.spec.models import (
     BUCKET_RE,
@@ -25,7 +26,6 @@ from accelstack.spec.models import (
     json_schema,
 )
 from accelstack.spec.rules import RULES, Rule, check_rules
-from accelstack.spec import scale_rules  # noqa: F401,E402  (registers its rules after these)
 
 __all__ = [
     "BUCKET_RE",

@@ -147,9 +147,11 @@ def _pool_addresses(ctx: Context) -> Iterator[Finding]:
         g = next(g for g in groups if g.at == at)
         zone_cidr = plan.secondary_subnets.get(g.zone, "")
         size = usable_ips(cat, zone_cidr) if zone_cidr else 0
-        efa = "efa_interface_style 'efa-only', " if g.per_node_compact > 1 + (
-            space.compact_cni.addresses_per_node
-        ) else ""
+        efa = (
+            "efa_interface_style 'efa-only', "
+            if g.per_node_compact > 1 + (space.compact_cni.addresses_per_node)
+            else ""
+        )
         yield (
             f"{at}.nodes",
             f"the node groups of this pool do not fit zone {g.zone}: {what} beyond the private "
