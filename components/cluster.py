@@ -5,6 +5,7 @@ its permissions through Pod Identity, kube-proxy; coredns waits for the system n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
@@ -88,6 +89,9 @@ class ClusterArgs:
     tags: dict[str, str] = field(default_factory=dict)
     support_type: str = "STANDARD"  # EKS upgrade policy (issue 10)
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
+    #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
+    #: large pools); empty: the add-on's defaults
+    cni_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_stack(
@@ -112,6 +116,7 @@ class ClusterArgs:
             tags=stable_tags(stack.tags),
             support_type=c.support_type,
             addon_versions=stack.addon_versions,
+            cni_env=dict(stack.address_plan.cni_env),
         )
 
 
@@ -294,6 +299,8 @@ def _early_addons(
             extra["pod_identity_associations"] = [
                 {"role_arn": role.arn, "service_account": CNI_SERVICE_ACCOUNT}
             ]
+            if args.cni_env:
+                extra["configuration_values"] = json.dumps({"env": args.cni_env}, sort_keys=True)
             opts = pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(depends_on=[out[POD_IDENTITY_AGENT], attachment]),

@@ -37,6 +37,9 @@ class NetworkArgs:
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
+    #: The address plan's secondary CIDR and its subnet per zone (large pools), if any
+    secondary_cidr: str | None = None
+    secondary_subnets: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_stack(cls, stack: Stack) -> NetworkArgs:
@@ -52,6 +55,8 @@ class NetworkArgs:
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),
             tags=stable_tags(stack.tags),
+            secondary_cidr=stack.address_plan.secondary_cidr,
+            secondary_subnets=dict(stack.address_plan.secondary_subnets),
         )
 
 
@@ -77,12 +82,15 @@ class Network(pulumi.ComponentResource):
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
     vpc_cidr: pulumi.Output[str]
+    #: zone id -> the zone's subnet in the secondary CIDR (created VPC with large pools)
+    secondary_subnet_ids: dict[str, pulumi.Output[str]]
 
     def __init__(
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.secondary_subnet_ids = {}
         if args.existing_vpc_id:
             self._existing(name, args)
         else:
@@ -129,6 +137,7 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(name, args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(name, args, vpc, tables, child)
+        self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
         self.public_subnet_ids = [s.id for s in public.values()]
 
@@ -297,3 +306,43 @@ def _s3_gateway_endpoint(
         tags={**args.tags, "Name": f"{name}-s3"},
         opts=child,
     )
+
+
+def _secondary_subnets(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    tables: list[aws.ec2.RouteTable],
+    child: pulumi.ResourceOptions,
+) -> dict[str, pulumi.Output[str]]:
+    """The secondary CIDR (resolve's address plan) and, per zone that needs one, a private
+    subnet in it on the zone's private route table (its NAT gateway and the S3 endpoint)."""
+    if not args.secondary_cidr:
+        return {}
+    block = aws.ec2.VpcIpv4CidrBlockAssociation(
+        f"{name}-secondary-cidr", vpc_id=vpc.id, cidr_block=args.secondary_cidr, opts=child
+    )
+    after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block]))
+    table_of = dict(zip(args.zone_ids, tables, strict=True))
+    out: dict[str, pulumi.Output[str]] = {}
+    for zone, cidr in sorted(args.secondary_subnets.items()):
+        subnet = aws.ec2.Subnet(
+            f"{name}-nodes-{zone}",
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone_id=zone,
+            tags={
+                **args.tags,
+                f"kubernetes.io/cluster/{args.cluster_name}": "shared",
+                "Name": f"{name}-nodes-{zone}",
+            },
+            opts=after,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-nodes-{zone}-rta",
+            subnet_id=subnet.id,
+            route_table_id=table_of[zone].id,
+            opts=child,
+        )
+        out[zone] = subnet.id
+    return out

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.amis import image_id
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
 from accelstack.resolve import ResolvedPool, Stack
@@ -286,16 +287,24 @@ class AcceleratorNodeGroupArgs:
     tags: dict[str, str] = field(default_factory=dict)  # stable tags for resource inputs
     instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
     plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
+    #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
+    secondary_subnet_id: pulumi.Input[str] | None = None
 
     @classmethod
     def from_stack(
-        cls, stack: Stack, pool: ResolvedPool, cluster: ClusterRef, subnet_id: pulumi.Input[str]
+        cls,
+        stack: Stack,
+        pool: ResolvedPool,
+        cluster: ClusterRef,
+        subnet_id: pulumi.Input[str],
+        secondary_subnet_id: pulumi.Input[str] | None = None,
     ) -> AcceleratorNodeGroupArgs:
         return cls(
             pool=pool,
             kubernetes_version=stack.kubernetes_version,
             cluster=cluster,
             subnet_id=subnet_id,
+            secondary_subnet_id=secondary_subnet_id,
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
             plugin_labels=stack.catalog.chart_node_labels(pool.device.name),
@@ -303,7 +312,8 @@ class AcceleratorNodeGroupArgs:
 
 
 class AcceleratorNodeGroup(pulumi.ComponentResource):
-    node_group: aws.eks.NodeGroup
+    node_group: aws.eks.NodeGroup  # the first of `node_groups`
+    node_groups: list[aws.eks.NodeGroup]  # one per `pool.node_groups` part
     node_group_name: pulumi.Output[str]
     security_group_id: pulumi.Output[str] | None
     node_role_arn: pulumi.Output[str]
@@ -321,8 +331,11 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
             security_groups.append(efa_sg.id)
             self.security_group_id = efa_sg.id
         lt = _pool_launch_template(self, name, args, ami, security_groups)
-        ng = _pool_node_group(self, name, args, role.arn, attachments, lt)
-        self.node_group = ng
+        self.node_groups = [
+            _pool_node_group(self, name, args, role.arn, attachments, lt, part)
+            for part in args.pool.node_groups
+        ]
+        ng = self.node_group = self.node_groups[0]
         self.node_group_name = ng.node_group_name
         self.node_role_arn = role.arn
         self.register_outputs({"nodeGroupName": self.node_group_name})
@@ -402,20 +415,25 @@ def _pool_node_group(
     role_arn: pulumi.Input[str],
     attachments: list[pulumi.Resource],
     lt: aws.ec2.LaunchTemplate,
+    part: NodeGroupPart,
 ) -> aws.eks.NodeGroup:
-    """The managed node group: `pool.nodes` fixed, from the launch template."""
+    """One managed node group of the pool (`part`, from resolve): its node count fixed, from
+    the pool's launch template, in the subnet the address plan gives it."""
     pool, c = args.pool, args.cluster
+    subnet = args.subnet_id if part.subnet == "primary" else args.secondary_subnet_id
+    if subnet is None:
+        raise ValueError(f"pool {pool.name}: node group {part.role} needs the secondary subnet")
     return aws.eks.NodeGroup(
-        f"{name}-ng",
+        f"{name}-{part.role}",
         cluster_name=c.name,
         node_role_arn=role_arn,
-        subnet_ids=[args.subnet_id],
+        subnet_ids=[subnet],
         instance_types=instance_type_placement(pool)[1],
         capacity_type=capacity_type(pool),
         scaling_config={
-            "desired_size": pool.nodes,
-            "min_size": pool.nodes,
-            "max_size": pool.nodes,
+            "desired_size": part.nodes,
+            "min_size": part.nodes,
+            "max_size": part.nodes,
         },
         update_config={"max_unavailable": 1},
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},

@@ -156,7 +156,11 @@ def build(stack: Stack) -> dict[str, Any]:
         pools[pool.name] = AcceleratorNodeGroup(
             f"{name}-{pool.name}",
             AcceleratorNodeGroupArgs.from_stack(
-                stack, pool, ref, network.private_subnet_ids[pool.zone_id]
+                stack,
+                pool,
+                ref,
+                network.private_subnet_ids[pool.zone_id],
+                network.secondary_subnet_ids.get(pool.zone_id),
             ),
             opts=top,
         )
