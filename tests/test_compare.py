@@ -357,10 +357,12 @@ def test_copy_is_not_mutated() -> None:
 
 
 def test_deadline_needing_more_than_a_pool_allows_is_unavailable() -> None:
-    cmp = compare(stack_with("llama3-70b-p5", {}), ["p5.48xlarge"], deadline_hours=1)
+    """The most nodes a pool can have: 29 node groups (30 per cluster, one for the system
+    nodes) of 450 (the EKS defaults, catalog scale.yaml)."""
+    cmp = compare(stack_with("llama3-70b-p5", {}), ["p5.48xlarge"], deadline_hours=0.25)
     (c,) = cmp.candidates
     assert c.reason is not None and c.reason.startswith("not available: needs ")
-    assert c.reason.endswith("nodes to finish in 1 h; a pool allows at most 512")
+    assert c.reason.endswith("nodes to finish in 0.25 h; a pool allows at most 13050")
     assert cmp.cheapest is None
 
 

@@ -53,8 +53,6 @@ DEFAULT_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block")
 #: Savings-plan term per option, in years (AWS Savings Plans: 1- or 3-year commitments).
 COMMITMENT_YEARS: dict[str, int] = {"savings-plan-1y": 1, "savings-plan-3y": 3}
 HOURS_PER_YEAR = 8760
-#: Pools allow at most this many nodes (accelstack/spec/models.py, Pool.nodes).
-MAX_NODES = 512
 
 
 @dataclass(frozen=True)
@@ -214,6 +212,7 @@ def sizing_for(stack: Stack, chips: int | None, deadline_hours: float | None) ->
 def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> tuple[int, str]:
     """(nodes, note) for one candidate, or (0, reason) when the sizing cannot be met."""
     per_node = stack.catalog.instance(instance_type).chips
+    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
     if sizing.basis == "chips":
         assert sizing.chips is not None
         nodes = sizing.chips // per_node
@@ -222,17 +221,17 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
                 f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
                 f"memory fit needs at least {min_nodes}"
             )
-        if nodes > MAX_NODES:
-            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {MAX_NODES}"
+        if nodes > max_nodes:
+            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {max_nodes}"
         return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
     assert sizing.deadline_hours is not None
     one = estimate_for(retarget_stack(stack, instance_type, 1, "on-demand")).wall_hours
     need = max(1, math.ceil(one / sizing.deadline_hours - 1e-9))
     nodes = max(min_nodes, need)
-    if nodes > MAX_NODES:
+    if nodes > max_nodes:
         return 0, (
             f"needs {nodes} nodes to finish in {sizing.deadline_hours:g} h; "
-            f"a pool allows at most {MAX_NODES}"
+            f"a pool allows at most {max_nodes}"
         )
     floor = f"; memory fit sets {min_nodes}" if min_nodes > need else ""
     return nodes, (
