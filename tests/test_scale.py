@@ -150,3 +150,85 @@ def test_a_trn2u_pool_is_whole_ultraservers() -> None:
         r"UltraServers \(4 instances each.*use 4 or 8",
     ):
         stack_of(data)
+
+
+# -- preflight: the account's quotas and an existing VPC's free addresses -------------------
+
+
+def existing_vpc(nodes: int) -> Any:
+    def edit(d: dict[str, Any]) -> None:
+        d["pools"][0]["nodes"] = nodes
+        d["budget"] = dict(OPEN_BUDGET)
+        d["network"] = {
+            "mode": "existing",
+            "vpc_id": "vpc-0123456789abcdef0",
+            "private_subnet_ids": ["subnet-0123456789abcdef0"],
+        }
+
+    return edit
+
+
+def test_an_existing_vpc_512_node_pool_is_split_and_preflight_names_the_quota() -> None:
+    from accelstack.preflight import check_limits
+
+    from .helpers_preflight import make_clients, quota, stack_from, stubbed
+
+    stack = stack_from("llama3-70b-p5", existing_vpc(512))
+    assert [(g.role, g.nodes) for g in stack.pools[0].node_groups] == [("ng", 450), ("ng-2", 62)]
+    sq, stub = stubbed("service-quotas", stack.region)
+    stub.add_response(
+        "get_service_quota",
+        quota("L-BD136A63", 400.0),
+        {"ServiceCode": "eks", "QuotaCode": "L-BD136A63"},
+    )
+    stub.add_response(
+        "get_service_quota",
+        quota("L-6D54EA21", 30.0),
+        {"ServiceCode": "eks", "QuotaCode": "L-6D54EA21"},
+    )
+    with stub:
+        results = check_limits(stack, make_clients(stack.region, service_quotas=sq))
+    stub.assert_no_pending_responses()
+    by = {r.subject: r for r in results}
+    bad = by["quota L-BD136A63"]
+    assert bad.status == "FAIL"
+    assert "nodes per EKS managed node group: quota L-BD136A63 is 400, below the 450" in bad.message
+    assert "service-quotas.html" in bad.message
+    assert bad.fix is not None and "--service-code eks --quota-code L-BD136A63" in bad.fix
+    assert by["quota L-6D54EA21"].status == "PASS"
+    assert "3 needed (h100: 2, system: 1)" in by["quota L-6D54EA21"].message
+
+
+def test_preflight_counts_an_existing_subnets_free_addresses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+
+    from moto import mock_aws
+
+    from accelstack.preflight import check_subnets
+
+    from .helpers_preflight import fake_aws_env, make_clients, stack_from, with_zone
+
+    fake_aws_env(monkeypatch)
+    with mock_aws():
+        import boto3
+
+        ec2 = boto3.client("ec2", region_name="us-east-2")
+        vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+        sn = ec2.create_subnet(VpcId=vpc, CidrBlock="10.9.0.0/20", AvailabilityZone="us-east-2a")
+        sid, zone = sn["Subnet"]["SubnetId"], sn["Subnet"]["AvailabilityZoneId"]
+
+        def stack_with(nodes: int) -> Stack:
+            base = stack_from("llama3-70b-p5", existing_vpc(nodes))
+            net = base.spec.network.model_copy(update={"vpc_id": vpc, "private_subnet_ids": (sid,)})
+            spec = base.spec.model_copy(update={"network": net})
+            return with_zone(dataclasses.replace(base, spec=spec), zone)
+
+        clients = make_clients("us-east-2", ec2=ec2)
+        (ok,) = check_subnets(stack_with(16), clients)
+        (bad,) = check_subnets(stack_with(512), clients)
+    assert ok.status == "PASS" and f"{sid} (4091 free)" in ok.message
+    assert bad.status == "FAIL"
+    assert "4091 free addresses, 51230 needed (pool h100: 51200, system nodes: 30)" in bad.message
+    assert bad.fix is not None and "network.mode 'create'" in bad.fix
