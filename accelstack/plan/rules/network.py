@@ -171,7 +171,9 @@ def _node_ips(plan: Plan, stack: Stack, inst: Any, lt_name: str | None) -> int:
 def _group_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, int]]]:
     """subnet id -> (node group, addresses) of every node group in the plan; a group over
     several subnets (the system nodes) counts its share, rounded up, in each."""
-    insts = {f"{stack.name}-system-ng": (stack.catalog.instances[stack.system_instance_type], None)}
+    insts: dict[str, tuple[Any, str | None]] = {
+        f"{stack.name}-system-ng": (stack.catalog.instances[stack.system_instance_type], None)
+    }
     for p in stack.pools:
         for part in p.node_groups:
             insts[f"{stack.name}-{p.name}-{part.role}"] = (p.instance, f"{stack.name}-{p.name}-lt")
