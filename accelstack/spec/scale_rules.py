@@ -35,6 +35,17 @@ def _groups(ctx: Context, f: PoolFacts) -> tuple[int, ...]:
     return split_nodes(f.pool.nodes, ctx.catalog.scale.limits.nodes_per_node_group.value)
 
 
+def _group_count(ctx: Context) -> list[tuple[PoolFacts, int]]:
+    """Each pool's node-group count (by division: a huge count is never materialised)."""
+    per = ctx.catalog.scale.limits.nodes_per_node_group.value
+    return [(f, -(-f.pool.nodes // per)) for f in ctx.known_pools]
+
+
+def _over_group_limit(ctx: Context) -> bool:
+    total = sum(n for _, n in _group_count(ctx)) + 1
+    return total > ctx.catalog.scale.limits.node_groups_per_cluster.value
+
+
 @rule(
     "pool-node-groups",
     "the pools' managed node groups (at most the EKS nodes-per-group limit each) and the system "
@@ -44,7 +55,7 @@ def _node_groups(ctx: Context) -> Iterator[Finding]:
     if ctx.spec.orchestration != "eks" or not ctx.known_pools:
         return
     lim = ctx.catalog.scale.limits
-    counts = [(f, len(_groups(ctx, f))) for f in ctx.known_pools]
+    counts = _group_count(ctx)
     total = sum(n for _, n in counts) + 1  # + the system node group
     if total <= lim.node_groups_per_cluster.value:
         return
@@ -125,6 +136,8 @@ def _demands(ctx: Context) -> tuple[list[GroupDemand], list[str]]:
 def _pool_addresses(ctx: Context) -> Iterator[Finding]:
     if ctx.spec.orchestration != "eks" or ctx.spec.network.mode != "create":
         return
+    if _over_group_limit(ctx):
+        return  # pool-node-groups reports it
     cat = ctx.catalog
     vpc = ctx.spec.network.vpc_cidr or cat.defaults.vpc_cidr
     try:
