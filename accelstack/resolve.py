@@ -56,6 +56,9 @@ class ResolvedPool:
     #: The managed node groups the pool spans (each within the EKS per-group limit), in order;
     #: the first keeps the pool's one-group name (see `with_node_groups`).
     node_groups: tuple[NodeGroupPart, ...] = ()
+    #: (reservation id, nodes) of every reservation or Capacity Block behind the pool, in the
+    #: spec's order; `reservation_id` is the first. Empty: no reservation.
+    reservations: tuple[tuple[str, int], ...] = ()
 
     @property
     def node_lnc_setting(self) -> str | None:
@@ -225,7 +228,9 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         device=dev,
         nodes=p.nodes,
         purchase_option=p.purchase.option,
-        reservation_id=p.purchase.reservation_id,
+        reservation_id=p.purchase.reservation_id
+        or (p.purchase.reservations[0].id if p.purchase.reservations else None),
+        reservations=_reservations(p),
         efa=efa,
         efa_interfaces=inst.efa_interfaces if efa else 0,
         efa_interface_style=p.efa_interface_style or d.efa_interface_style,
@@ -234,10 +239,20 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         logical_cores=lnc,
         procs_per_node=cat.neuron_cores(p.instance_type, lnc),
         compile_cache=dev.compile_cache and p.compile_cache is not False,
-        placement_group=efa and p.purchase.reservation_id is None,
+        placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
     )
+
+
+def _reservations(p: Pool) -> tuple[tuple[str, int], ...]:
+    """(id, nodes) of each reservation behind the pool: the list, else the one reservation_id
+    holding every node, else none."""
+    if p.purchase.reservations:
+        return tuple((r.id, r.nodes) for r in p.purchase.reservations)
+    if p.purchase.reservation_id:
+        return ((p.purchase.reservation_id, p.nodes),)
+    return ()
 
 
 def _kubernetes_version(spec: Spec, cat: Catalog) -> str:
@@ -249,19 +264,38 @@ def with_node_groups(stack: Stack) -> Stack:
     limit (full groups first: growing a pool adds groups after the ones it has) and the
     created VPC's address plan, which says which subnet each group takes addresses from."""
     per_group = stack.catalog.scale.limits.nodes_per_node_group.value
-    sizes = {p.name: split_nodes(p.nodes, per_group) for p in stack.pools}
+    parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
+    sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     plan = _address_plan(stack, sizes)
     pools = tuple(
         replace(
             p,
             node_groups=tuple(
-                NodeGroupPart(role=group_role(i), nodes=n, subnet=plan.subnet_of(p.name, i))
-                for i, n in enumerate(sizes[p.name])
+                NodeGroupPart(
+                    role=group_role(i),
+                    nodes=n,
+                    subnet=plan.subnet_of(p.name, i),
+                    reservation_id=rid,
+                    launch_template=lt,
+                )
+                for i, (n, rid, lt) in enumerate(parts[p.name])
             ),
         )
         for p in stack.pools
     )
     return replace(stack, pools=pools, address_plan=plan)
+
+
+def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
+    """(nodes, reservation id, launch template role) of each node group: every reservation
+    behind the pool in order (its own launch template targets it: `lt`, `lt-2`, ...), each
+    split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
+    runs = pool.reservations or ((None, pool.nodes),)
+    return [
+        (n, rid, "lt" if k == 0 else f"lt-{k + 1}")
+        for k, (rid, total) in enumerate(runs)
+        for n in split_nodes(total, per_group)
+    ]
 
 
 def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> AddressPlan:

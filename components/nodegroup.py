@@ -109,10 +109,13 @@ def capacity_type(pool: ResolvedPool) -> str:
     return CAPACITY_TYPES[pool.purchase_option]
 
 
-def capacity_reservation(pool: ResolvedPool) -> Any:
-    if pool.reservation_id is None:
+def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) -> Any:
+    """The launch template's reservation target: `reservation_id` (one of the pool's
+    reservations, per node group) or the pool's first."""
+    rid = reservation_id or pool.reservation_id
+    if rid is None:
         return None
-    return {"capacity_reservation_target": {"capacity_reservation_id": pool.reservation_id}}
+    return {"capacity_reservation_target": {"capacity_reservation_id": rid}}
 
 
 def market_options(pool: ResolvedPool) -> Any:
@@ -330,10 +333,15 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         if efa_sg is not None:
             security_groups.append(efa_sg.id)
             self.security_group_id = efa_sg.id
-        lt = _pool_launch_template(self, name, args, ami, security_groups)
+        lts: dict[str, aws.ec2.LaunchTemplate] = {}
+        for part in args.pool.node_groups:  # one launch template per reservation behind the pool
+            if part.launch_template not in lts:
+                lts[part.launch_template] = _pool_launch_template(
+                    self, name, args, ami, security_groups, part
+                )
         self.node_groups = [
-            _pool_node_group(self, name, args, role.arn, attachments, lt, part)
-            for part in args.pool.node_groups
+            _pool_node_group(self, name, args, role.arn, attachments, lts[p.launch_template], p)
+            for p in args.pool.node_groups
         ]
         ng = self.node_group = self.node_groups[0]
         self.node_group_name = ng.node_group_name
@@ -375,8 +383,10 @@ def _pool_launch_template(
     args: AcceleratorNodeGroupArgs,
     ami: pulumi.Input[str],
     security_groups: list[pulumi.Input[str]],
+    part: NodeGroupPart,
 ) -> aws.ec2.LaunchTemplate:
-    """The pool's launch template: EKS AMI, nodeadm user data, EFA interfaces, capacity."""
+    """The pool's launch template (`part.launch_template`: one per reservation behind the
+    pool): EKS AMI, nodeadm user data, EFA interfaces, the part's reservation."""
     pool, c = args.pool, args.cluster
     placement = _placement(parent, name, pool, args.tags)
     labels, taints = node_labels(pool, args.plugin_labels), node_taints(pool)
@@ -389,7 +399,7 @@ def _pool_launch_template(
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
     ]
     return aws.ec2.LaunchTemplate(
-        f"{name}-lt",
+        f"{name}-{part.launch_template}",
         description=f"accelstack pool {pool.name}",
         image_id=ami,
         instance_type=instance_type_placement(pool)[0],
@@ -400,7 +410,7 @@ def _pool_launch_template(
         network_interfaces=interfaces or None,
         vpc_security_group_ids=None if interfaces else security_groups,
         placement=placement,
-        capacity_reservation_specification=capacity_reservation(pool),
+        capacity_reservation_specification=capacity_reservation(pool, part.reservation_id),
         instance_market_options=market_options(pool),
         tag_specifications=_tag_specs(args.instance_tags, f"{name}"),
         tags=args.tags,

@@ -232,3 +232,53 @@ def test_preflight_counts_an_existing_subnets_free_addresses(
     assert bad.status == "FAIL"
     assert "4091 free addresses, 51230 needed (pool h100: 51200, system nodes: 30)" in bad.message
     assert bad.fix is not None and "network.mode 'create'" in bad.fix
+
+
+# -- several reservations behind one pool -----------------------------------------------------
+
+
+def blocks(*parts: tuple[str, int], nodes: int | None = None) -> dict[str, Any]:
+    data = sized("p5e-capacity-block", nodes or sum(n for _, n in parts))
+    data["pools"][0]["purchase"] = {
+        "option": "capacity-block",
+        "reservations": [{"id": rid, "nodes": n} for rid, n in parts],
+    }
+    return data
+
+
+def test_each_reservation_gets_its_own_launch_template_and_node_group() -> None:
+    a, b = "cr-0a1b2c3d4e5f67890", "cr-0b1b2c3d4e5f67890"
+    stack = stack_of(blocks((a, 16), (b, 8)))
+    plan = plan_stack(stack, guard=False)
+    assert evaluate(plan, stack) == []
+    lts = {
+        r.name: r.inputs["capacityReservationSpecification"]["capacityReservationTarget"][
+            "capacityReservationId"
+        ]
+        for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name.startswith(f"{stack.name}-{stack.pools[0].name}-lt")
+    }
+    assert sorted(lts.values()) == [a, b]
+    ngs = groups(plan, f"{stack.name}-{stack.pools[0].name}-")
+    assert sorted(g["scalingConfig"]["maxSize"] for g in ngs.values()) == [8, 16]
+    first = ngs[f"{stack.name}-{stack.pools[0].name}-ng"]
+    assert first["scalingConfig"]["maxSize"] == 16  # the first reservation keeps the old names
+    assert not plan.of_type("aws:ec2/placementGroup:PlacementGroup")  # reservations: no PG
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            blocks(("cr-0a1b2c3d4e5f67890", 16), ("cr-0b1b2c3d4e5f67890", 8), nodes=30),
+            r"purchase\.reservations: hold 16 \+ 8 = 24 nodes but the pool has 30",
+        ),
+        (
+            blocks(("cr-0a1b2c3d4e5f67890", 4), ("cr-0a1b2c3d4e5f67890", 4)),
+            r"purchase\.reservations\[1\]\.id: 'cr-0a1b2c3d4e5f67890' is listed twice",
+        ),
+    ],
+)
+def test_reservations_that_do_not_add_up_are_refused(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        stack_of(data)

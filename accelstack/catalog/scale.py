@@ -122,6 +122,8 @@ class NodeGroupPart(_Frozen):
     role: str
     nodes: int = Field(ge=1)
     subnet: Literal["primary", "secondary"] = "primary"
+    reservation_id: str | None = None  # the reservation or Capacity Block it launches into
+    launch_template: str = "lt"  # role of the pool's launch template it uses (one per reservation)
 
 
 def group_role(index: int) -> str:

@@ -677,33 +677,39 @@ def judge_reservation(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> C
 
 
 def check_reservations(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """Every reservation behind every pool, each judged against the nodes the pool launches
+    into it."""
+    from dataclasses import replace
+
     out: list[CheckResult] = []
-    for pool in stack.pools:
-        if pool.reservation_id is None:
-            continue
-        subject = f"pool {pool.name}"
-        try:
-            resp = clients.ec2.describe_capacity_reservations(
-                CapacityReservationIds=[pool.reservation_id]
-            )
-        except Exception as exc:
-            if not _is_client_error(exc):
-                raise
-            if _error_code(exc).startswith("InvalidCapacityReservationId"):
-                out.append(_missing_reservation(stack, pool))
-            else:
-                out.append(_not_checked("reservation", subject, exc))
-            continue
-        entries = [
-            dict(cr)
-            for cr in resp.get("CapacityReservations", [])
-            if cr.get("CapacityReservationId") == pool.reservation_id
-        ]
-        if not entries:
-            out.append(_missing_reservation(stack, pool))
-        else:
-            out.append(judge_reservation(stack, pool, entries[0]))
+    for whole in stack.pools:
+        for rid, nodes in whole.reservations:
+            one = replace(whole, reservation_id=rid, nodes=nodes)
+            out.append(_check_reservation(stack, clients, one))
     return out
+
+
+def _check_reservation(stack: Stack, clients: AwsClients, pool: ResolvedPool) -> CheckResult:
+    """One reservation (`pool.reservation_id`, holding `pool.nodes`)."""
+    assert pool.reservation_id is not None
+    try:
+        resp = clients.ec2.describe_capacity_reservations(
+            CapacityReservationIds=[pool.reservation_id]
+        )
+    except Exception as exc:
+        if not _is_client_error(exc):
+            raise
+        if _error_code(exc).startswith("InvalidCapacityReservationId"):
+            return _missing_reservation(stack, pool)
+        return _not_checked("reservation", f"pool {pool.name}", exc)
+    entries = [
+        dict(cr)
+        for cr in resp.get("CapacityReservations", [])
+        if cr.get("CapacityReservationId") == pool.reservation_id
+    ]
+    if not entries:
+        return _missing_reservation(stack, pool)
+    return judge_reservation(stack, pool, entries[0])
 
 
 def _missing_reservation(stack: Stack, pool: ResolvedPool) -> CheckResult:

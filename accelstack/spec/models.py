@@ -173,6 +173,13 @@ class Strict(BaseModel):
     )
 
 
+class Reservation(Strict):
+    """One of several capacity reservations or Capacity Blocks behind a pool."""
+
+    id: Annotated[str, Field(pattern=RESERVATION_RE)] = Field(description="cr-... id")
+    nodes: int = Field(ge=1, description="instances the pool launches into this reservation")
+
+
 class Purchase(Strict):
     """How a pool's instances are bought."""
 
@@ -183,6 +190,12 @@ class Purchase(Strict):
     )
     reservation_id: Annotated[str, Field(pattern=RESERVATION_RE)] | None = Field(
         None, description="cr-... id; required for capacity-block and reservation"
+    )
+    reservations: tuple[Reservation, ...] = Field(
+        (),
+        description="several reservations or Capacity Blocks behind one pool, instead of "
+        "reservation_id: each its id and node count (they add up to the pool's nodes); one "
+        "managed node group per reservation",
     )
 
 

@@ -228,7 +228,7 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
         option = f.pool.purchase.option
         needs_id = option in ("capacity-block", "reservation")
-        if needs_id and not f.pool.purchase.reservation_id:
+        if needs_id and not f.pool.purchase.reservation_id and not f.pool.purchase.reservations:
             yield (
                 f"{f.at}.purchase.reservation_id",
                 f"is required for purchase option '{option}' "

@@ -173,3 +173,38 @@ def _pool_addresses(ctx: Context) -> Iterator[Finding]:
             f"({first_url(space.secondary_cidr_source)}): use {efa}fewer nodes, or split the "
             "pool into pools in other zones",
         )
+
+
+@rule(
+    "pool-reservations",
+    "several reservations behind a pool: capacity-block or reservation only, not with "
+    "reservation_id, distinct ids, node counts adding up to the pool's nodes",
+)
+def _reservations(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        buy = f.pool.purchase
+        if not buy.reservations:
+            continue
+        at = f"{f.at}.purchase.reservations"
+        if buy.option not in ("capacity-block", "reservation"):
+            yield (at, f"is only allowed with capacity-block or reservation, not '{buy.option}'")
+        if buy.reservation_id:
+            yield (at, "and reservation_id are exclusive: list every reservation here")
+        if ctx.spec.orchestration == "ec2":
+            yield (
+                at,
+                "needs orchestration 'eks' (one node group per reservation); a standalone pool "
+                "launches into one reservation_id",
+            )
+        ids = [r.id for r in buy.reservations]
+        for i, rid in enumerate(ids):
+            if rid in ids[:i]:
+                yield (f"{at}[{i}].id", f"{shown(rid)} is listed twice; each reservation once")
+        total = sum(r.nodes for r in buy.reservations)
+        if total != f.pool.nodes:
+            parts = " + ".join(str(r.nodes) for r in buy.reservations)
+            yield (
+                at,
+                f"hold {parts} = {total} nodes but the pool has {f.pool.nodes}: make "
+                "pools[].nodes the sum of the reservations' nodes",
+            )
