@@ -17,7 +17,7 @@ from accelstack.catalog.ipbudget import (
     pool_group_demands,
     system_demand,
 )
-from accelstack.catalog.scale import NodeGroupPart, group_role, split_nodes
+from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE
@@ -59,6 +59,8 @@ class ResolvedPool:
     #: (reservation id, nodes) of every reservation or Capacity Block behind the pool, in the
     #: spec's order; `reservation_id` is the first. Empty: no reservation.
     reservations: tuple[tuple[str, int], ...] = ()
+    #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
+    ultraserver: UltraServer | None = None
 
     @property
     def node_lnc_setting(self) -> str | None:
@@ -174,6 +176,12 @@ class Stack:
         return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
 
     @property
+    def ultraserver_pools(self) -> tuple[ResolvedPool, ...]:
+        """Pools of UltraServer members: their nodes get devices through the Neuron DRA driver
+        and the UltraServer Operator places jobs on whole UltraServers."""
+        return tuple(p for p in self.pools if p.ultraserver is not None)
+
+    @property
     def zone_ids(self) -> tuple[str, ...]:
         return tuple(sorted({p.zone_id for p in self.pools}))
 
@@ -270,6 +278,7 @@ def with_node_groups(stack: Stack) -> Stack:
     pools = tuple(
         replace(
             p,
+            ultraserver=stack.catalog.scale.ultraservers.get(p.instance_type),
             node_groups=tuple(
                 NodeGroupPart(
                     role=group_role(i),

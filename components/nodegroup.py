@@ -29,6 +29,10 @@ NODE_ROLE_POLICIES = (
 )
 POOL_LABEL = "accelstack.io/pool"
 EFA_LABEL = "accelstack.io/efa"
+#: How a Neuron node's devices are allocated, set only in a stack with an UltraServer pool: the
+#: Neuron DRA driver must not run on nodes that run the Neuron device plugin (EKS user guide,
+#: device-management-neuron), so each Neuron node group says which of the two serves it.
+NEURON_ALLOCATION_LABEL = "accelstack.io/neuron-allocation"
 #: EKS node-group taint effects (API enum) by Kubernetes effect.
 TAINT_EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",
@@ -96,6 +100,15 @@ def node_labels(pool: ResolvedPool, plugin_labels: dict[str, str] | None = None)
         labels[EFA_LABEL] = "true"
     labels.update(plugin_labels or {})
     return labels
+
+
+def allocation_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
+    """`NEURON_ALLOCATION_LABEL` for a pool of the UltraServer pools' device kind (Neuron):
+    'dra' on UltraServer members, 'device-plugin' on the others; {} in stacks without
+    UltraServer pools (their node groups do not change)."""
+    if not any(u.device.name == pool.device.name for u in stack.ultraserver_pools):
+        return {}
+    return {NEURON_ALLOCATION_LABEL: "dra" if pool.ultraserver else "device-plugin"}
 
 
 def node_taints(pool: ResolvedPool) -> list[Any]:
@@ -310,7 +323,10 @@ class AcceleratorNodeGroupArgs:
             secondary_subnet_id=secondary_subnet_id,
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
-            plugin_labels=stack.catalog.chart_node_labels(pool.device.name),
+            plugin_labels={
+                **stack.catalog.chart_node_labels(pool.device.name),
+                **allocation_labels(stack, pool),
+            },
         )
 
 

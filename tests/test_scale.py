@@ -282,3 +282,71 @@ def test_each_reservation_gets_its_own_launch_template_and_node_group() -> None:
 def test_reservations_that_do_not_add_up_are_refused(data: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         stack_of(data)
+
+
+# -- UltraServers -------------------------------------------------------------------------------
+
+
+def ultra(nodes: int, **extra: Any) -> dict[str, Any]:
+    data = sized(
+        "llama3-70b-trn2",
+        nodes,
+        instance_type="trn2u.48xlarge",
+        purchase={"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890"},
+    )
+    data["region"], data["availability_zone"] = "ap-south-2", None
+    data.update(extra)
+    return data
+
+
+@pytest.fixture(scope="module")
+def ultra_catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The catalog with a test-only trn2u Capacity Block rate (the catalog has none: prices
+    fail closed), so an UltraServer pool validates and plans."""
+    import shutil
+
+    from accelstack.catalog import CATALOG_DIR
+
+    base = tmp_path_factory.mktemp("catalog")
+    shutil.copytree(CATALOG_DIR, base, dirs_exist_ok=True)
+    prices = base / "prices.yaml"
+    text = prices.read_text(encoding="utf-8").replace(
+        "instances:\n",
+        "instances:\n  - {region: ap-south-2, type: trn2u.48xlarge, option: capacity-block, "
+        'usd: 1.0, as_of: "2026-11", estimate: true, source: "test fixture"}\n',
+        1,
+    )
+    prices.write_text(text, encoding="utf-8")
+    return load_catalog(base)
+
+
+def test_an_ultraserver_pool_installs_the_dra_driver_and_operator(ultra_catalog: Any) -> None:
+    data = ultra(8)
+    stack = resolve(parse_spec(data, "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
+    plan = plan_stack(stack, guard=False)
+    assert evaluate(plan, stack) == []
+    (neuron,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if "neuron" in r.name]
+    values = neuron.inputs["values"]
+    assert neuron.inputs["version"] == ultra_catalog.charts["neuron"].version == "1.9.0"
+    assert values["draDriver"]["enabled"] is True
+    assert values["draDriver"]["nodeSelector"]["accelstack.io/neuron-allocation"] == "dra"
+    assert values["ultraserverOperator"] == {"enabled": True}
+    assert values["devicePlugin"] == {"enabled": False}  # never beside the DRA driver
+    (ng,) = groups(plan, f"{stack.name}-{stack.pools[0].name}-").values()
+    assert ng["labels"]["accelstack.io/neuron-allocation"] == "dra"
+
+
+def test_ultraserver_pools_need_a_kubernetes_version_the_dra_driver_supports() -> None:
+    data = ultra(8)
+    data["cluster"]["kubernetes_version"] = "1.33"
+    with pytest.raises(SpecError, match=r"cluster.kubernetes_version: '1.33' is below 1.34"):
+        stack_of(data)
+
+
+def test_stacks_without_ultraservers_keep_their_neuron_values_and_labels() -> None:
+    stack = stack_of(sized("llama3-70b-trn2", 16))
+    plan = plan_stack(stack, guard=False)
+    (neuron,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if "neuron" in r.name]
+    assert "draDriver" not in neuron.inputs["values"]
+    for ng in groups(plan, stack.name).values():
+        assert "accelstack.io/neuron-allocation" not in (ng.get("labels") or {})

@@ -72,9 +72,12 @@ class AddressSpace(_Frozen):
 
 
 class UltraServerPlacement(_Frozen):
+    """What places jobs on whole UltraServers on EKS: a chart of the catalog, from a version,
+    on a Kubernetes version at least `min_kubernetes`."""
+
+    chart: str
     chart_version: str
     min_kubernetes: str
-    values: dict[str, bool | str | int]
 
 
 class UltraServer(_Frozen):

@@ -208,3 +208,28 @@ def _reservations(ctx: Context) -> Iterator[Finding]:
                 f"hold {parts} = {total} nodes but the pool has {f.pool.nodes}: make "
                 "pools[].nodes the sum of the reservations' nodes",
             )
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
+
+
+@rule(
+    "pool-ultraserver-placement",
+    "an UltraServer pool on EKS runs a Kubernetes version the Neuron DRA driver supports",
+)
+def _ultraserver_placement(ctx: Context) -> Iterator[Finding]:
+    if ctx.spec.orchestration != "eks":
+        return
+    k8s = ctx.spec.cluster.kubernetes_version or ctx.catalog.defaults.kubernetes_version
+    for f in ctx.known_pools:
+        us = ctx.catalog.scale.ultraservers.get(f.pool.instance_type)
+        if us is None or _version(k8s) >= _version(us.placement.min_kubernetes):
+            continue
+        yield (
+            "cluster.kubernetes_version",
+            f"{shown(k8s)} is below {us.placement.min_kubernetes}, which the Neuron DRA driver "
+            f"needs to place {f.at} ({f.pool.instance_type}) on whole UltraServers "
+            "(https://docs.aws.amazon.com/eks/latest/userguide/device-management-neuron.html): "
+            f"use {us.placement.min_kubernetes} or later",
+        )
