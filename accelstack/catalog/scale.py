@@ -32,6 +32,8 @@ class Limit(_Frozen):
 class Limits(_Frozen):
     nodes_per_node_group: Limit
     node_groups_per_cluster: Limit
+    clusters_per_region: Limit
+    vpcs_per_region: Limit
     ipv4_cidr_blocks_per_vpc: Limit
     placement_groups_per_region: Limit
     fleet_target_capacity: Limit
@@ -93,8 +95,14 @@ class UltraServer(_Frozen):
         return math.ceil(nodes / self.instances)
 
 
+class TopologyLabels(_Frozen):
+    labels: tuple[str, ...]
+    source: str
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
+    topology_labels: TopologyLabels
     address_space: AddressSpace
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)

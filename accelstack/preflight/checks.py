@@ -86,7 +86,8 @@ IAM_ACTIONS: dict[str, str] = {
     "reservation": "ec2:DescribeCapacityReservations",
     "bucket": "s3:ListBucket (HeadBucket), sts:GetCallerIdentity",
     "kubernetes": "eks:DescribeClusterVersions",
-    "limits": "servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota",
+    "limits": "servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota, "
+    "eks:ListClusters, ec2:DescribeVpcs",
     "subnets": "ec2:DescribeSubnets",
 }
 #: Errors that mean "you may not ask", not "the answer is no".
@@ -408,19 +409,35 @@ def _judge_limit(stack: Stack, need: LimitNeed, value: float, is_default: bool) 
     )
 
 
+def _in_use(clients: AwsClients, what: str | None) -> int:
+    """How many of a Region-wide resource the account already has (EKS clusters, VPCs)."""
+    if what == "clusters":
+        pages = clients.eks.get_paginator("list_clusters").paginate()
+        return sum(len(page.get("clusters", [])) for page in pages)
+    if what == "vpcs":
+        return len(clients.ec2.describe_vpcs().get("Vpcs", []))
+    return 0
+
+
 def check_limits(stack: Stack, clients: AwsClients) -> list[CheckResult]:
-    """The EKS and VPC quotas the stack's node groups and network need (scale_checks)."""
+    """The EKS and VPC quotas the stack's node groups and network need (scale_checks); a
+    Region-wide one also counts what the account already has."""
+    from dataclasses import replace
+
     from accelstack.preflight.scale_checks import limit_needs
 
     out: list[CheckResult] = []
     for need in limit_needs(stack):
         try:
             value, is_default = _quota_value(clients, need.quota_code, need.limit.service)
+            used = _in_use(clients, need.in_use)
         except Exception as exc:
             if not _is_client_error(exc):
                 raise
             out.append(_not_checked("limits", f"quota {need.quota_code}", exc))
             continue
+        if used:
+            need = replace(need, need=need.need + used, who=f"{need.who} + {used} existing")
         out.append(_judge_limit(stack, need, value, is_default))
     return out
 

@@ -17,12 +17,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LimitNeed:
-    """One quota the stack needs at least `need` of."""
+    """One quota the stack needs at least `need` of, plus what the account already uses of it
+    when `in_use` names a count (region-wide limits: clusters, VPCs, placement groups)."""
 
     name: str  # the scale.yaml limit
     limit: Limit
     need: int
     who: str  # what needs it
+    in_use: str | None = None  # "clusters" | "vpcs": the account's existing ones count too
 
     @property
     def quota_code(self) -> str:
@@ -31,8 +33,8 @@ class LimitNeed:
 
 
 def limit_needs(stack: Stack) -> list[LimitNeed]:
-    """The EKS node-group quotas (largest group, groups in the cluster) and, for a created VPC
-    with a secondary CIDR, the IPv4 CIDR blocks per VPC."""
+    """The EKS node-group quotas (largest group, groups in the cluster), one more cluster and
+    (created) VPC in the Region and, with a secondary CIDR, the IPv4 CIDR blocks per VPC."""
     if stack.spec.orchestration != "eks":
         return []
     lim = stack.catalog.scale.limits
@@ -54,6 +56,11 @@ def limit_needs(stack: Stack) -> list[LimitNeed]:
             f"{groups}, system: 1",
         )
     )
+    out.append(
+        LimitNeed("clusters_per_region", lim.clusters_per_region, 1, "this cluster", "clusters")
+    )
+    if stack.spec.network.mode == "create":
+        out.append(LimitNeed("vpcs_per_region", lim.vpcs_per_region, 1, "this VPC", "vpcs"))
     if stack.address_plan.secondary_cidr:
         out.append(
             LimitNeed(
