@@ -350,3 +350,17 @@ def test_stacks_without_ultraservers_keep_their_neuron_values_and_labels() -> No
     assert "draDriver" not in neuron.inputs["values"]
     for ng in groups(plan, stack.name).values():
         assert "accelstack.io/neuron-allocation" not in (ng.get("labels") or {})
+
+
+def test_every_node_group_name_fits_when_the_pool_role_name_does() -> None:
+    """The pool's IAM role '{stack}-{pool}-node-role' (64 with the autoname suffix) is checked
+    by generated-names; the longest node group name a cluster allows, '{stack}-{pool}-ng-29'
+    (63), is never longer relative to its limit, so no separate rule is needed."""
+    from accelstack.catalog import limits
+    from accelstack.catalog.scale import group_role
+
+    role_max, _ = limits.iam_role_name()
+    most = load_catalog().scale.limits.node_groups_per_cluster.value - 1
+    longest = len(f"-{group_role(most - 1)}") + limits.AUTONAME_SUFFIX
+    role = len("-node-role") + limits.AUTONAME_SUFFIX
+    assert limits.NODEGROUP_NAME_MAX - longest >= role_max - role
