@@ -173,6 +173,11 @@ def build(stack: Stack) -> dict[str, Any]:
         "systemNodeGroup": system.node_group_name,
         "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
     }
+    if any(len(ng.node_groups) > 1 for ng in pools.values()):
+        # pools over one EKS managed node group: every group's name, in order
+        outputs["poolNodeGroups"] = {
+            p: [g.node_group_name for g in ng.node_groups] for p, ng in sorted(pools.items())
+        }
 
     outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
 

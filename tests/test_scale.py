@@ -81,6 +81,10 @@ def test_growing_400_to_500_adds_a_group_and_keeps_the_first() -> None:
     for kind in ("aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/placementGroup:PlacementGroup"):
         assert len([r for r in big.of_type(kind) if "-h100-" in r.name]) == 1
     assert second["launchTemplate"] == first_after["launchTemplate"]
+    assert "poolNodeGroups" not in small.outputs
+    assert big.outputs["poolNodeGroups"] == {
+        "h100": ["llama3-70b-p5-h100-ng", "llama3-70b-p5-h100-ng-2"]
+    }
 
 
 @pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
