@@ -368,3 +368,32 @@ def test_every_node_group_name_fits_when_the_pool_role_name_does() -> None:
     longest = len(f"-{group_role(most - 1)}") + limits.AUTONAME_SUFFIX
     role = len("-node-role") + limits.AUTONAME_SUFFIX
     assert limits.NODEGROUP_NAME_MAX - longest >= role_max - role
+
+
+@pytest.mark.parametrize(
+    ("vpc", "nodes", "larger"),
+    [("10.0.0.0/20", 70, True), ("10.42.0.0/16", 1100, False)],
+)
+def test_standalone_address_advice_only_names_fixes_that_work(
+    vpc: str, nodes: int, larger: bool
+) -> None:
+    """trn1.32xlarge with 'efa' on its 7 extra cards takes 8 addresses per instance: a /20 VPC
+    (/23 per zone, 507) holds 63; a /16 (/19, 8187) 1,023. A larger vpc_cidr is advice only
+    below /16 (validation refuses anything larger)."""
+    data = sized("trn1-standalone", nodes, efa_interface_style="efa")
+    data["network"] = {"vpc_cidr": vpc}
+    with pytest.raises(SpecError) as err:
+        stack_of(data)
+    line = next(p for p in str(err.value).splitlines() if "private addresses" in p)
+    assert "pools[0].nodes: the pools in this zone need" in line
+    assert ("a larger vpc_cidr (up to /16)" in line) == larger
+    assert "efa_interface_style 'efa-only'" in line
+
+
+def test_standalone_advice_leaves_out_efa_only_when_the_pool_has_it() -> None:
+    data = sized("trn1-standalone", 8200, efa_interface_style="efa-only")
+    with pytest.raises(SpecError) as err:
+        stack_of(data)
+    line = next(p for p in str(err.value).splitlines() if "private addresses" in p)
+    assert "need 8200 private addresses" in line and "'efa-only'" not in line
+    assert line.endswith("use fewer nodes or pools in other zones")

@@ -907,16 +907,21 @@ def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
         return  # vpc-cidr reports it
     usable = usable_ips(ctx.catalog, subnet)
     larger = "a larger vpc_cidr (up to /16), " if int(vpc.split("/")[1]) > 16 else ""
+    style = ctx.catalog.defaults.efa_interface_style
+    with_ena = {f.at for f in ctx.known_pools if (f.pool.efa_interface_style or style) == "efa"}
     for demand in _zone_demand(ctx).values():
         need = sum(n for _, n in demand)
         if need > usable:
             parts = ", ".join(f"{at}: {n}" for at, n in demand)
+            efa_only = (
+                ", efa_interface_style 'efa-only'" if with_ena & {at for at, _ in demand} else ""
+            )
             yield (
                 demand[0][0] + ".nodes",
                 f"the pools in this zone need {need} private addresses ({parts}; 'efa' "
                 f"interfaces included) but network.vpc_cidr {vpc} gives each zone a "
                 f"/{subnet.split('/')[1]} private subnet with {usable}: use {larger}fewer "
-                "nodes, efa_interface_style 'efa-only', or pools in other zones",
+                f"nodes{efa_only} or pools in other zones",
             )
 
 
