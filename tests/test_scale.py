@@ -397,3 +397,45 @@ def test_standalone_advice_leaves_out_efa_only_when_the_pool_has_it() -> None:
     line = next(p for p in str(err.value).splitlines() if "private addresses" in p)
     assert "need 8200 private addresses" in line and "'efa-only'" not in line
     assert line.endswith("use fewer nodes or pools in other zones")
+
+
+def test_preflight_judges_each_reservation_behind_a_pool() -> None:
+    """Two Capacity Blocks of 8 behind a 16-node p5e pool: each is judged against the nodes the
+    pool launches into it (8 each); one holding only 4 fails as too small."""
+    from datetime import UTC, datetime
+
+    from accelstack.preflight import check_reservations
+
+    from .helpers_preflight import make_clients, stubbed
+
+    a, b = "cr-0a1b2c3d4e5f67890", "cr-0b1b2c3d4e5f67890"
+    stack = stack_of(blocks((a, 8), (b, 8)))
+
+    def block(rid: str, total: int) -> dict[str, Any]:
+        return {
+            "CapacityReservationId": rid,
+            "InstanceType": "p5e.48xlarge",
+            "InstancePlatform": "Linux/UNIX",
+            "AvailabilityZone": "us-east-2b",
+            "AvailabilityZoneId": stack.pools[0].zone_id,
+            "TotalInstanceCount": total,
+            "AvailableInstanceCount": total,
+            "State": "active",
+            "ReservationType": "capacity-block",
+            "InstanceMatchCriteria": "targeted",
+            "StartDate": datetime(2026, 11, 20, 11, 30, tzinfo=UTC),
+            "EndDate": datetime(2026, 11, 27, 11, 30, tzinfo=UTC),
+        }
+
+    ec2, stub = stubbed("ec2", stack.region)
+    for rid, total in ((a, 8), (b, 4)):
+        stub.add_response(
+            "describe_capacity_reservations",
+            {"CapacityReservations": [block(rid, total)]},
+            {"CapacityReservationIds": [rid]},
+        )
+    with stub:
+        first, second = check_reservations(stack, make_clients(stack.region, ec2=ec2))
+    assert first.status == "PASS" and a in first.message
+    assert second.status == "FAIL" and b in second.message
+    assert "4" in second.message and "8" in second.message
