@@ -439,3 +439,21 @@ def test_preflight_judges_each_reservation_behind_a_pool() -> None:
     assert first.status == "PASS" and a in first.message
     assert second.status == "FAIL" and b in second.message
     assert "4" in second.message and "8" in second.message
+
+
+def test_each_reservation_of_an_ultraserver_pool_is_whole_ultraservers() -> None:
+    data = ultra(8)
+    data["pools"][0]["purchase"] = {
+        "option": "capacity-block",
+        "reservations": [
+            {"id": "cr-0a1b2c3d4e5f67890", "nodes": 6},
+            {"id": "cr-0b1b2c3d4e5f67890", "nodes": 2},
+        ],
+    }
+    with pytest.raises(SpecError) as err:
+        stack_of(data)
+    text = str(err.value)
+    assert (
+        "pools[0].purchase.reservations[0].nodes: 6 is not a whole number of UltraServers" in text
+    )
+    assert "pools[0].purchase.reservations[1].nodes: 2 is not a whole number" in text

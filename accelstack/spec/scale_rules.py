@@ -95,7 +95,16 @@ def _fleet_capacity(ctx: Context) -> Iterator[Finding]:
 def _ultraserver(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
         us = ctx.catalog.scale.ultraservers.get(f.pool.instance_type)
-        if us is None or us.whole(f.pool.nodes):
+        if us is None:
+            continue
+        for i, r in enumerate(f.pool.purchase.reservations):
+            if not us.whole(r.nodes):
+                yield (
+                    f"{f.at}.purchase.reservations[{i}].nodes",
+                    f"{r.nodes} is not a whole number of UltraServers ({us.instances} instances "
+                    "each): a Capacity Block for UltraServers holds whole ones",
+                )
+        if us.whole(f.pool.nodes):
             continue
         lower = f.pool.nodes - f.pool.nodes % us.instances
         options = " or ".join(str(n) for n in (lower, lower + us.instances) if n > 0)
