@@ -120,6 +120,17 @@ def _device_plugins(
     )
 
 
+def _node_group_outputs(pools: dict[str, AcceleratorNodeGroup]) -> dict[str, Any]:
+    """`nodeGroups`: each pool's first node group; `poolNodeGroups` (only when a pool spans
+    several EKS managed node groups): every group's name, in order."""
+    out: dict[str, Any] = {"nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())}}
+    if any(len(ng.node_groups) > 1 for ng in pools.values()):
+        out["poolNodeGroups"] = {
+            p: [g.node_group_name for g in ng.node_groups] for p, ng in sorted(pools.items())
+        }
+    return out
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
@@ -171,13 +182,8 @@ def build(stack: Stack) -> dict[str, Any]:
         "region": stack.region,
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
-        "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
+        **_node_group_outputs(pools),
     }
-    if any(len(ng.node_groups) > 1 for ng in pools.values()):
-        # pools over one EKS managed node group: every group's name, in order
-        outputs["poolNodeGroups"] = {
-            p: [g.node_group_name for g in ng.node_groups] for p, ng in sorted(pools.items())
-        }
 
     outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
 
