@@ -331,7 +331,7 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
     system = system_demand(
         cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
     )
-    return plan_addresses(cat, stack.vpc_cidr, zones, groups, system)
+    return plan_addresses(cat, stack.region, stack.vpc_cidr, zones, groups, system)
 
 
 def deployment_name(spec_name: str, pulumi_stack: str) -> str:

@@ -37,8 +37,7 @@ class NetworkArgs:
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
-    #: The address plan's secondary CIDR and its subnet per zone (large pools), if any
-    secondary_cidr: str | None = None
+    #: zone id -> the zone's secondary CIDR block and node subnet (large pools), if any
     secondary_subnets: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -55,7 +54,6 @@ class NetworkArgs:
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),
             tags=stable_tags(stack.tags),
-            secondary_cidr=stack.address_plan.secondary_cidr,
             secondary_subnets=dict(stack.address_plan.secondary_subnets),
         )
 
@@ -315,17 +313,14 @@ def _secondary_subnets(
     tables: list[aws.ec2.RouteTable],
     child: pulumi.ResourceOptions,
 ) -> dict[str, pulumi.Output[str]]:
-    """The secondary CIDR (resolve's address plan) and, per zone that needs one, a private
-    subnet in it on the zone's private route table (its NAT gateway and the S3 endpoint)."""
-    if not args.secondary_cidr:
-        return {}
-    block = aws.ec2.VpcIpv4CidrBlockAssociation(
-        f"{name}-secondary-cidr", vpc_id=vpc.id, cidr_block=args.secondary_cidr, opts=child
-    )
-    after = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block]))
+    """Per zone that needs one (resolve's address plan): a secondary CIDR block on the VPC and
+    a private subnet spanning it, on the zone's private route table (NAT, S3 endpoint)."""
     table_of = dict(zip(args.zone_ids, tables, strict=True))
     out: dict[str, pulumi.Output[str]] = {}
     for zone, cidr in sorted(args.secondary_subnets.items()):
+        block = aws.ec2.VpcIpv4CidrBlockAssociation(
+            f"{name}-secondary-{zone}", vpc_id=vpc.id, cidr_block=cidr, opts=child
+        )
         subnet = aws.ec2.Subnet(
             f"{name}-nodes-{zone}",
             vpc_id=vpc.id,
@@ -336,7 +331,7 @@ def _secondary_subnets(
                 f"kubernetes.io/cluster/{args.cluster_name}": "shared",
                 "Name": f"{name}-nodes-{zone}",
             },
-            opts=after,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block])),
         )
         aws.ec2.RouteTableAssociation(
             f"{name}-nodes-{zone}-rta",

@@ -285,7 +285,7 @@ def test_a_slash_20_holds_four_p5_nodes_at_default_settings_and_five_with_compac
     assert not fired(plan_stack(ok, guard=False), ok, "subnet-ip-budget")
     five = variant("llama3-70b-p5", p5_in("10.0.0.0/20", 5))
     assert five.address_plan.cni_env == {"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "8"}
-    assert five.address_plan.secondary_cidr is None
+    assert five.address_plan.secondary_subnets == {}
     assert not fired(plan_stack(five, guard=False), five, "subnet-ip-budget")
     data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
     p5_in("10.0.0.0/20", 5)(data)
@@ -296,12 +296,12 @@ def test_a_slash_20_holds_four_p5_nodes_at_default_settings_and_five_with_compac
 
 def test_a_pool_too_large_even_for_the_secondary_cidr_is_refused_with_a_fix_that_works() -> None:
     """2,048 p5 nodes with 'efa' interfaces on the 31 extra cards take 1 + 10 + 31 addresses
-    each: the /17 of the secondary CIDR cannot hold them; the advice ('efa-only') plans."""
+    each: the zone's secondary /16 cannot hold them; the advice ('efa-only') plans."""
     with pytest.raises(
         SpecError,
         match=r"pools\[0\]\.nodes: the node groups of this pool do not fit zone use2-az3: .*"
-        r"100\.64\.0\.0/17 subnet \(32763 addresses\) .*ai-on-eks.*: use efa_interface_style "
-        r"'efa-only'",
+        r"secondary CIDR block 100\.66\.0\.0/16 \(65531 addresses; .*ai-on-eks.*\): use "
+        r"efa_interface_style 'efa-only'",
     ):
         variant("llama3-70b-p5", p5_in("10.42.0.0/16", 2048, "efa"))
     fixed = variant("llama3-70b-p5", p5_in("10.42.0.0/16", 2048, "efa-only"))
@@ -313,7 +313,7 @@ def test_a_pool_too_large_even_for_the_secondary_cidr_is_refused_with_a_fix_that
     assert lines and lines[0].resource.startswith(
         "aws:ec2/subnet:Subnet 'llama3-70b-p5-network-nodes-use2-az3'"
     )
-    assert "100.64.0.0/17 offers 32763 addresses" in lines[0].message
+    assert "100.66.0.0/16 offers 65531 addresses" in lines[0].message
     assert "subnet-sizing" in lines[0].line()
 
 

@@ -113,7 +113,7 @@ def test_sixteen_nodes_keep_the_default_network() -> None:
     plan = plan_stack(stack, guard=False)
     cni = next(r for r in plan.of_type("aws:eks/addon:Addon") if "vpc-cni" in r.name)
     assert "configurationValues" not in cni.inputs or not cni.inputs["configurationValues"]
-    assert stack.address_plan.secondary_cidr is None
+    assert stack.address_plan.secondary_subnets == {}
 
 
 @pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
@@ -457,3 +457,23 @@ def test_each_reservation_of_an_ultraserver_pool_is_whole_ultraservers() -> None
         "pools[0].purchase.reservations[0].nodes: 6 is not a whole number of UltraServers" in text
     )
     assert "pools[0].purchase.reservations[1].nodes: 2 is not a whole number" in text
+
+
+def test_a_zones_secondary_block_does_not_move_when_pools_are_added_elsewhere() -> None:
+    """Each zone's secondary /16 follows from its zone id alone (RFC 6598 range, the region's
+    zones in id order): a second large pool in another zone adds a block, the first stays."""
+    one = stack_of(sized("llama3-70b-p5", 2048))
+    data = sized("llama3-70b-p5", 2048)
+    second = copy.deepcopy(data["pools"][0])
+    second.update(name="h100b", availability_zone="use2-az1")
+    data["pools"].append(second)
+    two = stack_of(data)
+    assert one.address_plan.secondary_subnets == {"use2-az3": "100.66.0.0/16"}
+    assert two.address_plan.secondary_subnets == {
+        "use2-az1": "100.64.0.0/16",
+        "use2-az3": "100.66.0.0/16",
+    }
+    plan = plan_stack(two, guard=False)
+    assert evaluate(plan, two) == []
+    blocks = plan.of_type("aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation")
+    assert sorted(b.inputs["cidrBlock"] for b in blocks) == ["100.64.0.0/16", "100.66.0.0/16"]

@@ -63,8 +63,8 @@ class AddressPlan:
     """Where each node group takes its addresses, and what the network must add for it."""
 
     cni_env: dict[str, str] = field(default_factory=dict)  # vpc-cni add-on env; {} = defaults
-    secondary_cidr: str | None = None
-    secondary_subnets: dict[str, str] = field(default_factory=dict)  # zone id -> CIDR
+    #: zone id -> the zone's secondary VPC CIDR block, which is also its node subnet
+    secondary_subnets: dict[str, str] = field(default_factory=dict)
     placement: dict[tuple[str, int], str] = field(default_factory=dict)  # (pool, group) -> subnet
     #: (YAML path, what does not fit): the address space cannot hold the pools
     problems: tuple[tuple[str, str], ...] = ()
@@ -84,12 +84,17 @@ def per_node(
     return 1 + catalog.scale.address_space.compact_cni.addresses_per_node + extra_efa
 
 
-def secondary_subnet_cidrs(cidr: str, zones: Sequence[str]) -> dict[str, str]:
-    """The secondary CIDR cut in equal parts (a power of two, at least two), one per zone in
-    the network's zone order, so adding a zone at the end changes no earlier subnet."""
-    parts = max(2, 1 << max(len(zones) - 1, 0).bit_length())
-    nets = list(ipaddress.IPv4Network(cidr).subnets(prefixlen_diff=parts.bit_length() - 1))
-    return {z: str(nets[i]) for i, z in enumerate(zones)}
+def secondary_blocks(catalog: Catalog, first: str, region: str) -> dict[str, str]:
+    """zone id -> its secondary block: the region's zones (catalog, sorted by id) take the /16s
+    from `first` on, in order. A zone's block depends on its id alone, never on which other
+    zones the stack uses, so adding a pool elsewhere changes no existing subnet."""
+    base = ipaddress.IPv4Network(first)
+    zones = sorted(catalog.region(region).zones.values()) if region in catalog.regions else []
+    step = base.num_addresses
+    return {
+        z: str(ipaddress.IPv4Network((int(base.network_address) + i * step, base.prefixlen)))
+        for i, z in enumerate(zones)
+    }
 
 
 def _fits(catalog: Catalog, groups: Sequence[GroupDemand], fixed: dict[str, int], cap: int) -> bool:
@@ -101,6 +106,7 @@ def _fits(catalog: Catalog, groups: Sequence[GroupDemand], fixed: dict[str, int]
 
 def plan_addresses(
     catalog: Catalog,
+    region: str,
     vpc_cidr: str,
     zones: Sequence[str],
     groups: Sequence[GroupDemand],
@@ -109,7 +115,7 @@ def plan_addresses(
     """The address plan: default CNI when every zone's private subnet holds its node groups;
     else the compact CNI settings, each pool's first node group in its zone's private subnet
     when it fits, and every further group (and a first one that does not fit) in the zone's
-    subnet of a secondary CIDR. A group never changes subnet as its pool grows: growing fills
+    secondary CIDR block (one /16 per zone that needs it, `secondary_blocks`). A group never changes subnet as its pool grows: growing fills
     the last group and adds groups after it, all in the secondary subnet.
     `fixed`: zone -> (default, compact) addresses of nodes outside the pools (system nodes)."""
     cap = usable_ips(catalog, private_subnet_cidr(vpc_cidr))
@@ -117,7 +123,7 @@ def plan_addresses(
         return AddressPlan()
     space = catalog.scale.address_space
     free = {z: cap - fixed.get(z, (0, 0))[1] for z in zones}
-    second = secondary_subnet_cidrs(space.secondary_cidr, zones)
+    second = secondary_blocks(catalog, space.secondary_cidr, region)
     second_free = {z: usable_ips(catalog, c) for z, c in second.items()}
     placement: dict[tuple[str, int], str] = {}
     problems: list[tuple[str, str]] = []
@@ -127,7 +133,7 @@ def plan_addresses(
             free[g.zone] -= need
             continue
         placement[(g.pool, g.index)] = SECONDARY
-        second_free[g.zone] = second_free.get(g.zone, 0) - need
+        second_free[g.zone] = second_free.get(g.zone, 0) - need  # no block: 0 - need < 0
         if second_free[g.zone] < 0:
             problems.append((g.at, f"{g.nodes} nodes x {g.per_node_compact} addresses"))
     if not placement:
@@ -135,7 +141,6 @@ def plan_addresses(
     used = {g.zone for g in groups if (g.pool, g.index) in placement}
     return AddressPlan(
         cni_env=space.compact_cni.env(),
-        secondary_cidr=space.secondary_cidr,
         secondary_subnets={z: c for z, c in second.items() if z in used},
         placement=placement,
         problems=tuple(problems),

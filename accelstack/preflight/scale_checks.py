@@ -61,13 +61,14 @@ def limit_needs(stack: Stack) -> list[LimitNeed]:
     )
     if stack.spec.network.mode == "create":
         out.append(LimitNeed("vpcs_per_region", lim.vpcs_per_region, 1, "this VPC", "vpcs"))
-    if stack.address_plan.secondary_cidr:
+    blocks = stack.address_plan.secondary_subnets
+    if blocks:
         out.append(
             LimitNeed(
                 "ipv4_cidr_blocks_per_vpc",
                 lim.ipv4_cidr_blocks_per_vpc,
-                2,
-                f"the created VPC: {stack.vpc_cidr} + {stack.address_plan.secondary_cidr}",
+                1 + len(blocks),
+                f"the created VPC: {', '.join([stack.vpc_cidr, *sorted(blocks.values())])}",
             )
         )
     return out

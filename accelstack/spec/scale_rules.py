@@ -163,7 +163,7 @@ def _pool_addresses(ctx: Context) -> Iterator[Finding]:
         sys_nodes.nodes or cat.defaults.system_nodes,
         zones,
     )
-    plan = plan_addresses(cat, vpc, zones, groups, system)
+    plan = plan_addresses(cat, ctx.spec.region, vpc, zones, groups, system)
     space = cat.scale.address_space
     for at, what in dict(plan.problems).items():
         g = next(g for g in groups if g.at == at)
@@ -177,10 +177,9 @@ def _pool_addresses(ctx: Context) -> Iterator[Finding]:
         yield (
             f"{at}.nodes",
             f"the node groups of this pool do not fit zone {g.zone}: {what} beyond the private "
-            f"subnet of network.vpc_cidr {shown(vpc)} and the zone's {zone_cidr} subnet "
-            f"({size} addresses) of the secondary CIDR {space.secondary_cidr} "
-            f"({first_url(space.secondary_cidr_source)}): use {efa}fewer nodes, or split the "
-            "pool into pools in other zones",
+            f"subnet of network.vpc_cidr {shown(vpc)} and the zone's secondary CIDR block "
+            f"{zone_cidr} ({size} addresses; {first_url(space.secondary_cidr_source)}): use "
+            f"{efa}fewer nodes, or split the pool into pools in other zones",
         )
 
 
