@@ -477,3 +477,13 @@ def test_a_zones_secondary_block_does_not_move_when_pools_are_added_elsewhere() 
     assert evaluate(plan, two) == []
     blocks = plan.of_type("aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation")
     assert sorted(b.inputs["cidrBlock"] for b in blocks) == ["100.64.0.0/16", "100.66.0.0/16"]
+
+
+def test_a_retargeted_stack_recomputes_its_node_groups() -> None:
+    from accelstack.cost.compare import retarget_stack
+
+    stack = stack_of(sized("llama3-70b-p5", 16))
+    moved = retarget_stack(stack, "trn2.48xlarge", 900, "on-demand")
+    pool = moved.workload_pool
+    assert [g.nodes for g in pool.node_groups] == [450, 450]
+    assert moved.address_plan.secondary_subnets  # 900 nodes need the zone's secondary block

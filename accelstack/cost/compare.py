@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
-from accelstack.resolve import Stack, resolve
+from accelstack.resolve import Stack, resolve, with_node_groups
 from accelstack.spec import Spec
 
 DEFAULT_TYPES: tuple[str, ...] = (
@@ -168,14 +168,16 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
         nodes=nodes,
         purchase_option=option,
         reservation_id=old.reservation_id if option in ("capacity-block", "reservation") else None,
+        reservations=old.reservations if option in ("capacity-block", "reservation") else (),
         root_volume_gib=spec_pool.root_volume_gib or fam.default_root_volume_gib,
         compile_cache=dev.compile_cache and spec_pool.compile_cache is not False,
         efa=inst.efa_supported if spec_pool.efa is None else (spec_pool.efa and inst.efa_supported),
     )
     pools = tuple(new if p.name == old.name else p for p in stack.pools)
-    return dataclasses.replace(
+    moved = dataclasses.replace(
         stack, pools=pools, compile_cache_enabled=any(p.compile_cache for p in pools)
     )
+    return with_node_groups(moved)  # node groups and addresses follow the new size
 
 
 def _availability(stack: Stack, instance_type: str) -> str | None:
