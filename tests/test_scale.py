@@ -21,7 +21,7 @@ from accelstack.render.artifacts import render
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec, read_yaml
 
-from .conftest import STACKS
+from .conftest import ROOT, STACKS, compare_golden
 from .helpers_plan import plan_stack
 
 OPEN_BUDGET = {"max_hourly_usd": 1e9, "max_monthly_usd": 1e12, "max_run_usd": 1e12}
@@ -487,3 +487,11 @@ def test_a_retargeted_stack_recomputes_its_node_groups() -> None:
     pool = moved.workload_pool
     assert [g.nodes for g in pool.node_groups] == [450, 450]
     assert moved.address_plan.secondary_subnets  # 900 nodes need the zone's secondary block
+
+
+def test_golden_plan_of_a_2048_node_pool() -> None:
+    """The 2,048-node p5 plan document: five node groups (the first in the private subnet, the
+    rest in use2-az3's secondary block 100.66.0.0/16), the compact vpc-cni settings."""
+    stack = stack_of(sized("llama3-70b-p5", 2048))
+    plan = plan_stack(stack, guard=False)
+    compare_golden(plan.to_json(), ROOT / "tests" / "golden" / "plan" / "scale" / "p5-2048.json")
