@@ -13,7 +13,7 @@ PRESET ?= stacks/llama3-70b-trn2.yaml
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV = $(CHECKOV_VENV)/bin/checkov
 
-.PHONY: install install-runtime lint format typecheck test fuzz ci bench schema golden demo clean
+.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema golden demo clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(PY) || { echo "==> creating the virtualenv $(VENV)"; python3 -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip; }
@@ -44,6 +44,11 @@ demo: $(RUNTIME_STAMP)
 test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
 	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q
+
+# The unit tests alone: no plan under Pulumi's mocks, no torchrun or subprocess runs (the
+# `plan` marker is set by tests/conftest.py, `slow` by the tests). Seconds, not minutes.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not plan and not slow"
 
 # The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
 fuzz: $(STAMP)

@@ -10,7 +10,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from accelstack.catalog import Catalog, DeviceKind, Family, Framework, InstanceType, load_catalog
+from accelstack import naming
+from accelstack.catalog import (
+    Catalog,
+    DeviceKind,
+    Family,
+    Framework,
+    InstanceType,
+    PurchaseOptionFacts,
+    load_catalog,
+)
 from accelstack.catalog.ipbudget import (
     AddressPlan,
     plan_addresses,
@@ -35,6 +44,7 @@ class ResolvedPool:
     device: DeviceKind
     nodes: int
     purchase_option: str
+    purchase: PurchaseOptionFacts  # what the option means (catalog purchase_options.yaml)
     reservation_id: str | None
     efa: bool
     efa_interfaces: int  # 0 when EFA is off
@@ -173,7 +183,7 @@ class Stack:
     @property
     def fsx_claim_name(self) -> str | None:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
-        return f"{self.name}-fsx" if self.spec.storage.fsx_lustre_gib else None
+        return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
 
     @property
     def ultraserver_pools(self) -> tuple[ResolvedPool, ...]:
@@ -208,13 +218,11 @@ def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) ->
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
-    offered = catalog.zones_offering(spec.region, pool.instance_type)
     wanted = pool.availability_zone or spec.availability_zone
-    if wanted:
-        zid = catalog.zone_id(spec.region, wanted)
-        if zid is not None:
-            return zid
-    return offered[0]
+    zid = catalog.pool_zone(spec.region, pool.instance_type, wanted)
+    if zid is None:  # validation refuses a type not offered in the region
+        raise AccelstackError(f"pool {pool.name}: {pool.instance_type} is offered in no zone")
+    return zid
 
 
 def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
@@ -236,6 +244,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         device=dev,
         nodes=p.nodes,
         purchase_option=p.purchase.option,
+        purchase=cat.purchase(p.purchase.option),
         reservation_id=p.purchase.reservation_id
         or (p.purchase.reservations[0].id if p.purchase.reservations else None),
         reservations=_reservations(p),
@@ -301,7 +310,7 @@ def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, st
     split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
     runs = pool.reservations or ((None, pool.nodes),)
     return [
-        (n, rid, "lt" if k == 0 else f"lt-{k + 1}")
+        (n, rid, naming.launch_template_role(k))
         for k, (rid, total) in enumerate(runs)
         for n in split_nodes(total, per_group)
     ]
@@ -376,7 +385,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     fw = wl_pool.framework
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
-    tags = {"accelstack:stack": name or spec.name, "managed-by": "accelstack", **spec.tags}
+    tags = naming.stack_tags(name or spec.name, spec.tags)
     stack = Stack(
         spec=spec,
         catalog=cat,

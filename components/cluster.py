@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -87,8 +88,8 @@ class ClusterArgs:
     partition: pulumi.Input[str] = "aws"
     account_id: pulumi.Input[str] = ""
     tags: dict[str, str] = field(default_factory=dict)
-    support_type: str = "STANDARD"  # EKS upgrade policy (issue 10)
-    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
+    support_type: str = "STANDARD"  # EKS upgrade policy
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
     #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
     #: large pools); empty: the add-on's defaults
     cni_env: dict[str, str] = field(default_factory=dict)
@@ -292,7 +293,7 @@ def _early_addons(
     vpc-cni bound to its role through a Pod Identity association, and kube-proxy."""
     out: dict[str, aws.eks.Addon] = {}
     for addon in sorted(EARLY_ADDONS, key=lambda a: a != POD_IDENTITY_AGENT):
-        extra: dict[str, object] = {}
+        extra: dict[str, Any] = {}
         opts = child
         if addon == CNI_ADDON:
             role, attachment = _cni_role(name, args, cluster, child)
@@ -314,6 +315,6 @@ def _early_addons(
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
             opts=opts,
-            **extra,  # type: ignore[arg-type]
+            **extra,
         )
     return [out[a] for a in EARLY_ADDONS]

@@ -6,18 +6,10 @@ import hashlib
 import json
 from typing import Any
 
-#: Tags that identify the stack; stateful resources carry only stable tags so that changing
-#: `spec.tags` never touches their inputs (user tags reach AWS through the provider's
-#: default_tags instead, see components/program.py).
-STABLE_TAG_KEYS = ("accelstack:stack", "managed-by")
-
-
-def stable_tags(tags: dict[str, str], name: str | None = None, **extra: str) -> dict[str, str]:
-    out = {k: tags[k] for k in STABLE_TAG_KEYS if k in tags}
-    if name:
-        out["Name"] = name
-    out.update(extra)
-    return out
+# Stateful resources carry only the stack's identity tags (naming.stable_tags) so that changing
+# `spec.tags` never touches their inputs (user tags reach AWS through the provider's
+# default_tags instead, see components/provider.py).
+from accelstack.naming import stable_tags as stable_tags
 
 
 def short_hash(text: str, n: int = 8) -> str:

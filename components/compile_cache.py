@@ -21,12 +21,13 @@ from accelstack.components.common import (
 )
 
 __all__ = ["pod_identity_trust_policy"]  # re-exported: tests and docs name it here
+from accelstack import naming
 from accelstack.resolve import Stack
 
 
 def bucket_name(stack_name: str, account_id: str) -> str:
-    """Deterministic, globally unique per account; at most 40 + 5 + 12 = 57 characters."""
-    return f"{stack_name}-ncc-{account_id}"
+    """The bucket accelstack creates for the stack (naming.cache_bucket)."""
+    return naming.cache_bucket(stack_name, account_id)
 
 
 def bucket_arn(partition: str, bucket: str) -> str:

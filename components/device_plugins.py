@@ -4,6 +4,7 @@ namespace and service account (bound to the compile-cache role through EKS Pod I
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from accelstack.catalog import Catalog, HelmChart
-from accelstack.components.nodegroup import EFA_LABEL, NEURON_ALLOCATION_LABEL
+from accelstack.naming import (
+    EFA_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    NEURON_ALLOCATION_LABEL,
+    STACK_LABEL,
+)
 from accelstack.resolve import ResolvedPool, Stack
 
 #: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
@@ -34,6 +41,11 @@ def tolerations(pools: list[ResolvedPool]) -> list[dict[str, str]]:
     return [seen[k] for k in sorted(seen)]
 
 
+def instance_types(pools: list[ResolvedPool]) -> list[str]:
+    """The distinct instance types of the given pools, sorted (a chart's instance list)."""
+    return sorted({p.instance_type for p in pools})
+
+
 def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
     """The device kind's node label, shared by the given pools (all of one device kind)."""
     labels = {(p.device.node_label.key, p.device.node_label.value) for p in pools}
@@ -43,13 +55,13 @@ def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
     return {key: value}
 
 
-def neuron_values(neuron: list[ResolvedPool], catalog: Catalog) -> dict[str, Any]:
+def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
     """The Neuron chart's values. With UltraServer pools, their nodes get devices through the
     Neuron DRA driver and the UltraServer Operator places jobs on whole UltraServers (catalog
     scale.yaml `placement`, chart keys draDriver.* / ultraserverOperator.*); the device plugin
     then serves only the other Neuron pools (the two never share a node), or is off."""
     values: dict[str, Any] = {
-        "neuronInstances": catalog.chart_instance_types(NEURON),
+        "neuronInstances": instance_types(neuron),
         "npd": {"enabled": False},
         "devicePlugin": {
             "nodeSelector": node_selector_for(neuron),
@@ -81,14 +93,15 @@ def plugin_releases(
 ) -> dict[str, tuple[HelmChart, dict[str, Any]]]:
     """role -> (chart, values): which device plugins the pools need, each restricted to the
     nodes that have the device and tolerating exactly those nodes' taints. Values use only the
-    keys the catalog records for the chart; instance lists come from the catalog's types."""
+    keys the catalog records for the chart; instance lists name the stack's own pool types, so
+    a catalog row added for another type changes no deployed stack."""
     out: dict[str, tuple[HelmChart, dict[str, Any]]] = {}
     neuron = [p for p in pools if p.device.compile_cache]
     gpu = [p for p in pools if p.device.device_resource and not p.device.compile_cache]
     efa = [p for p in pools if p.efa]
     charts = catalog.charts
     if neuron:
-        out[NEURON] = (charts[NEURON], neuron_values(neuron, catalog))
+        out[NEURON] = (charts[NEURON], neuron_values(neuron))
     if gpu:
         out[NVIDIA] = (
             charts[NVIDIA],
@@ -100,7 +113,7 @@ def plugin_releases(
             {
                 "supportedInstanceLabels": {
                     "keys": ["node.kubernetes.io/instance-type"],
-                    "values": catalog.chart_instance_types(EFA),
+                    "values": instance_types(efa),
                 },
                 "nodeSelector": {EFA_LABEL: "true"},
                 "tolerations": tolerations(efa),
@@ -127,7 +140,7 @@ class DevicePluginsArgs:
         stack: Stack,
         kubeconfig: pulumi.Input[str],
         depends_on: list[pulumi.Resource],
-        access: list[pulumi.Resource] | None = None,
+        access: Sequence[pulumi.Resource] | None = None,
     ) -> DevicePluginsArgs:
         return cls(
             kubeconfig=kubeconfig,
@@ -138,8 +151,8 @@ class DevicePluginsArgs:
             depends_on=depends_on,
             access=list(access or []),
             labels={
-                "app.kubernetes.io/managed-by": "accelstack",
-                "accelstack.io/stack": stack.name,
+                MANAGED_BY_LABEL: MANAGED_BY,
+                STACK_LABEL: stack.name,
             },
         )
 

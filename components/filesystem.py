@@ -4,6 +4,7 @@ the node security groups on the Lustre ports (988, 1018-1023). Stateful: protect
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -147,7 +148,7 @@ class FsxClaimArgs:
 
 def persistent_volume_spec(
     storage_gib: int, file_system_id: str, dns_name: str, mount_name: str
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Static PV for an existing FSx for Lustre file system (aws-fsx-csi-driver docs)."""
     return {
         "capacity": {"storage": f"{storage_gib}Gi"},
@@ -182,7 +183,7 @@ class FsxClaim(pulumi.ComponentResource):
         kopts = pulumi.ResourceOptions(
             parent=self, provider=args.provider, depends_on=[addon, *args.depends_on]
         )
-        spec = pulumi.Output.all(args.file_system_id, args.dns_name, args.mount_name).apply(
+        spec: Any = pulumi.Output.all(args.file_system_id, args.dns_name, args.mount_name).apply(
             lambda a: persistent_volume_spec(args.storage_gib, a[0], a[1], a[2])
         )
         pv = k8s.core.v1.PersistentVolume(
@@ -191,15 +192,16 @@ class FsxClaim(pulumi.ComponentResource):
             spec=spec,
             opts=kopts,
         )
+        claim_spec: Any = {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": args.claim_name,
+            "resources": {"requests": {"storage": f"{args.storage_gib}Gi"}},
+        }
         k8s.core.v1.PersistentVolumeClaim(
             f"{name}-pvc",
             metadata={"name": args.claim_name, "namespace": args.namespace},
-            spec={
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "volumeName": args.claim_name,
-                "resources": {"requests": {"storage": f"{args.storage_gib}Gi"}},
-            },
+            spec=claim_spec,
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=[pv, *args.depends_on]
             ),

@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.components.common import stable_tags
 from accelstack.resolve import Stack
 
@@ -319,22 +320,23 @@ def _secondary_subnets(
     out: dict[str, pulumi.Output[str]] = {}
     for zone, cidr in sorted(args.secondary_subnets.items()):
         block = aws.ec2.VpcIpv4CidrBlockAssociation(
-            f"{name}-secondary-{zone}", vpc_id=vpc.id, cidr_block=cidr, opts=child
+            naming.secondary_block(name, zone), vpc_id=vpc.id, cidr_block=cidr, opts=child
         )
+        subnet_name = naming.node_subnet(name, zone)
         subnet = aws.ec2.Subnet(
-            f"{name}-nodes-{zone}",
+            subnet_name,
             vpc_id=vpc.id,
             cidr_block=cidr,
             availability_zone_id=zone,
             tags={
                 **args.tags,
                 f"kubernetes.io/cluster/{args.cluster_name}": "shared",
-                "Name": f"{name}-nodes-{zone}",
+                "Name": subnet_name,
             },
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block])),
         )
         aws.ec2.RouteTableAssociation(
-            f"{name}-nodes-{zone}-rta",
+            f"{subnet_name}-rta",
             subnet_id=subnet.id,
             route_table_id=table_of[zone].id,
             opts=child,

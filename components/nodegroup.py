@@ -18,6 +18,7 @@ import pulumi_aws as aws
 from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.amis import image_id
 from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
+from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
 #: The node role: no AmazonEKS_CNI_Policy (aws-node gets it through Pod Identity, see
@@ -27,27 +28,11 @@ NODE_ROLE_POLICIES = (
     "AmazonEC2ContainerRegistryReadOnly",
     "AmazonSSMManagedInstanceCore",
 )
-POOL_LABEL = "accelstack.io/pool"
-EFA_LABEL = "accelstack.io/efa"
-#: How a Neuron node's devices are allocated, set only in a stack with an UltraServer pool: the
-#: Neuron DRA driver must not run on nodes that run the Neuron device plugin (EKS user guide,
-#: device-management-neuron), so each Neuron node group says which of the two serves it.
-NEURON_ALLOCATION_LABEL = "accelstack.io/neuron-allocation"
 #: EKS node-group taint effects (API enum) by Kubernetes effect.
 TAINT_EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",
     "NoExecute": "NO_EXECUTE",
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-}
-#: EKS capacity type by purchase option. Savings plans are a billing construct over on-demand;
-#: an on-demand capacity reservation is launched on-demand, targeted by the launch template.
-CAPACITY_TYPES = {
-    "on-demand": "ON_DEMAND",
-    "savings-plan-1y": "ON_DEMAND",
-    "savings-plan-3y": "ON_DEMAND",
-    "reservation": "ON_DEMAND",
-    "spot": "SPOT",
-    "capacity-block": "CAPACITY_BLOCK",
 }
 IMDS: Any = {
     "http_endpoint": "enabled",
@@ -67,14 +52,6 @@ NODE_GROUP_IGNORE = ["scalingConfig.desiredSize"]
 # ---------------------------------------------------------------------------------------
 # Pure helpers
 # ---------------------------------------------------------------------------------------
-
-
-def ami_parameter_name(kubernetes_version: str, variant: str) -> str:
-    """Public SSM parameter of the EKS-optimized AL2023 AMI for a device kind's variant."""
-    return (
-        f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/"
-        f"{variant}/recommended/image_id"
-    )
 
 
 def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
@@ -119,7 +96,9 @@ def node_taints(pool: ResolvedPool) -> list[Any]:
 
 
 def capacity_type(pool: ResolvedPool) -> str:
-    return CAPACITY_TYPES[pool.purchase_option]
+    """The node group's capacity type (catalog purchase_options: savings plans and on-demand
+    reservations launch ON_DEMAND)."""
+    return pool.purchase.capacity_type
 
 
 def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) -> Any:
@@ -132,16 +111,15 @@ def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) 
 
 
 def market_options(pool: ResolvedPool) -> Any:
-    if pool.purchase_option == "capacity-block":
-        return {"market_type": "capacity-block"}
-    return None
+    market = pool.purchase.launch_market
+    return {"market_type": market} if market else None
 
 
 def instance_type_placement(pool: ResolvedPool) -> tuple[str | None, list[str] | None]:
     """(launch template instance type, node group instance types): a Capacity Block node group
     takes its type from the launch template and none on the node group (EKS "Capacity Blocks
     for ML" with managed node groups); every other pool sets it on the node group."""
-    if capacity_type(pool) == "CAPACITY_BLOCK":
+    if pool.purchase.launch_market is not None:
         return pool.instance_type, None
     return None, [pool.instance_type]
 
@@ -342,7 +320,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
         role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
-        ami = image_id(self, args.pool)  # the AMI pinned in the stack config (issue 10)
+        ami = image_id(self, args.pool)  # the AMI pinned in the stack config
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
         efa_sg = _efa_security_group(self, name, args)
         self.security_group_id = None
@@ -489,7 +467,7 @@ class SystemNodeGroupArgs:
     label: dict[str, str]
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
-    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins (issue 10)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
 
     @classmethod
     def from_stack(

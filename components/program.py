@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 
+from accelstack import naming
 from accelstack.components.cluster import Cluster, ClusterArgs
 from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -44,7 +45,7 @@ def _compile_cache(
     if not stack.compile_cache_enabled:
         return {}
     cache = CompileCache(
-        f"{stack.name}-compile-cache",
+        naming.compile_cache(stack.name),
         CompileCacheArgs.from_stack(
             stack, cluster.cluster_name, account_id, partition, cluster.cluster.arn
         ),
@@ -79,11 +80,11 @@ def _file_system(
     )
     if fs_args is None:
         return {}
-    fs = FileSystem(f"{name}-fsx", fs_args, opts=top)
+    fs = FileSystem(naming.fsx(name), fs_args, opts=top)
     claim = stack.fsx_claim_name
     assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
     FsxClaim(
-        f"{name}-fsx-claim",
+        naming.fsx_claim_component(name),
         FsxClaimArgs(
             cluster_name=cluster.cluster_name,
             provider=plugins.provider,
@@ -112,7 +113,7 @@ def _device_plugins(
     """Device plugins, namespace and service account: after the system nodes (they run the
     charts' controllers) and the admins' access (the deployer makes these API calls)."""
     return DevicePlugins(
-        f"{stack.name}-device-plugins",
+        naming.device_plugins(stack.name),
         DevicePluginsArgs.from_stack(
             stack, cluster.kubeconfig, depends_on=[system.node_group], access=cluster.access
         ),
@@ -138,12 +139,12 @@ def build(stack: Stack) -> dict[str, Any]:
     name = stack.name
     top, partition, account_id = aws_context(stack)
 
-    network = Network(f"{name}-network", NetworkArgs.from_stack(stack), opts=top)
+    network = Network(naming.network(name), NetworkArgs.from_stack(stack), opts=top)
     all_private: list[pulumi.Input[str]] = [
         network.private_subnet_ids[z] for z in sorted(network.private_subnet_ids)
     ]
     cluster = Cluster(
-        f"{name}-cluster",
+        naming.cluster(name),
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
@@ -160,12 +161,12 @@ def build(stack: Stack) -> dict[str, Any]:
         depends_on=list(cluster.early_addons),
     )
     system = SystemNodeGroup(
-        f"{name}-system", SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
+        naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
     pools: dict[str, AcceleratorNodeGroup] = {}
     for pool in stack.pools:
         pools[pool.name] = AcceleratorNodeGroup(
-            f"{name}-{pool.name}",
+            naming.pool_prefix(name, pool.name),
             AcceleratorNodeGroupArgs.from_stack(
                 stack,
                 pool,

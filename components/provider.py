@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.resolve import Stack
 
 
@@ -16,7 +17,7 @@ def aws_context(
     One explicit provider: the spec decides the region, and user tags reach every AWS resource
     through default_tags (so changing them never touches stateful resource inputs)."""
     provider = aws.Provider(
-        f"{stack.name}-aws",
+        naming.provider(stack.name),
         region=stack.region,
         default_tags={"tags": dict(sorted(stack.tags.items()))},
     )

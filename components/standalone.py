@@ -33,15 +33,17 @@ import json
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
-    managed_policy_arn,
+    managed_policy_output,
     policy_json,
     stable_tags,
 )
@@ -54,12 +56,12 @@ from accelstack.components.filesystem import FileSystem, FileSystemArgs
 from accelstack.components.network import Network, NetworkArgs
 from accelstack.components.nodegroup import (
     IMDS,
-    POOL_LABEL,
     allow_all_within,
     capacity_reservation,
     efa_network_interfaces,
 )
 from accelstack.components.provider import aws_context
+from accelstack.naming import POOL_LABEL, STACK_TAG
 from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -67,7 +69,6 @@ ENV_FILE = "/etc/accelstack/env"
 SCRIPT_DIR = "/opt/accelstack"
 RUN_COMMAND = "/usr/local/bin/accelstack-run"
 FSX_MOUNT = "/fsx"
-STACK_TAG = "accelstack:stack"
 #: `accelstack-run` finds its rank among the pool's instances; DescribeInstances supports no
 #: resource-level permissions (Service Authorization Reference, Amazon EC2 actions), so "*".
 DESCRIBE_INSTANCES_POLICY = {
@@ -75,17 +76,6 @@ DESCRIBE_INSTANCES_POLICY = {
     "Statement": [{"Effect": "Allow", "Action": "ec2:DescribeInstances", "Resource": "*"}],
 }
 INSTANCE_ROLE_POLICIES = ("AmazonSSMManagedInstanceCore",)
-#: Fleet capacity type by purchase option (botocore ec2 `DefaultTargetCapacityType` enum:
-#: spot | on-demand | capacity-block | reserved-capacity). Savings plans bill on-demand use; an
-#: on-demand capacity reservation is used through the fleet's capacity reservation options.
-FLEET_CAPACITY_TYPES = {
-    "on-demand": "on-demand",
-    "savings-plan-1y": "on-demand",
-    "savings-plan-3y": "on-demand",
-    "reservation": "on-demand",
-    "spot": "spot",
-    "capacity-block": "capacity-block",
-}
 #: The Lustre ports an FSx client must reach (FSx for Lustre user guide, "File system access
 #: control with Amazon VPC": inbound and outbound TCP 988 and 1018-1023,
 #: https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html).
@@ -101,7 +91,7 @@ EGRESS_PORTS = (443, 80)
 
 
 def standalone_network_args(stack: Stack) -> NetworkArgs:
-    """The issue-3 network, cut to the pools' zones: one private subnet per pool zone (EFA
+    """The EKS network, cut to the pools' zones: one private subnet per pool zone (EFA
     traffic does not cross zones; there is no control plane that needs a second zone)."""
     return replace(NetworkArgs.from_stack(stack), zone_ids=stack.zone_ids)
 
@@ -109,7 +99,7 @@ def standalone_network_args(stack: Stack) -> NetworkArgs:
 def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
     """The fleet's capacity: all `pool.nodes` in one request, all or nothing, one zone, one
     type, in the pool's market (spot and capacity blocks through the fleet, not the LT)."""
-    market = FLEET_CAPACITY_TYPES[pool.purchase_option]
+    market = pool.purchase.fleet_market  # catalog purchase_options (botocore ec2 enum)
     all_or_nothing: dict[str, Any] = {
         "single_instance_type": True,
         "single_availability_zone": True,
@@ -124,7 +114,7 @@ def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
     if market == "spot":
         out["spot_options"] = all_or_nothing
     else:
-        if pool.purchase_option == "reservation":
+        if pool.purchase.reservation_first:
             all_or_nothing["capacity_reservation_options"] = {
                 "usage_strategy": "use-capacity-reservations-first"
             }
@@ -340,7 +330,7 @@ def run_command(stack: Stack, pool: ResolvedPool) -> str:
     return (
         "aws ssm send-command --document-name AWS-RunShellScript "
         f"--region {stack.region} "
-        f"--targets Key=tag:accelstack:stack,Values={stack.name} "
+        f"--targets Key=tag:{STACK_TAG},Values={stack.name} "
         f"Key=tag:{POOL_LABEL},Values={pool.name} "
         f'--parameters \'commands=["{RUN_COMMAND}"],executionTimeout=["172800"]\' '
         f"--max-concurrency {pool.nodes} --comment {shlex.quote(f'accelstack {stack.name} {pool.name}')}"
@@ -350,7 +340,10 @@ def run_command(stack: Stack, pool: ResolvedPool) -> str:
 def instance_tags(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     """Tags every instance of the pool gets from the launch template: the stack and pool tags
     the SSM association and rank discovery select on (a fleet does not pass its own tags on)."""
-    return {**stable_tags(stack.tags, f"{stack.name}-{pool.name}"), POOL_LABEL: pool.name}
+    return {
+        **stable_tags(stack.tags, naming.pool_prefix(stack.name, pool.name)),
+        POOL_LABEL: pool.name,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -492,9 +485,7 @@ class StandaloneCluster(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-role-{policy}",
                 role=role.name,
-                policy_arn=pulumi.Output.from_input(args.partition).apply(
-                    lambda part, p=policy: managed_policy_arn(part, p)
-                ),
+                policy_arn=managed_policy_output(args.partition, policy),
                 opts=self._child(),
             )
         aws.iam.RolePolicy(
@@ -558,7 +549,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         profile: aws.iam.InstanceProfile,
         key_name: str | None,
     ) -> None:
-        prefix = f"{name}-{pool.name}"
+        prefix = naming.pool_prefix(name, pool.name)
         subnet = args.subnet_ids[pool.zone_id]
         nics = network_interfaces(pool, subnet, [self.security_group_id])
         lt = self._launch_template(prefix, args.stack, pool, profile, key_name, nics)
@@ -594,8 +585,8 @@ class StandaloneCluster(pulumi.ComponentResource):
         capacity reservation, placement, instance tags. No user data (see `_delivery`)."""
         tags = stable_tags(stack.tags)
         itags = instance_tags(stack, pool)
-        return aws.ec2.LaunchTemplate(
-            f"{prefix}-lt",
+        # the SDK's overloads take TypedDicts; the arguments are built as plain dicts
+        args: dict[str, Any] = dict(
             name=f"{prefix}-lt",
             description=f"accelstack standalone pool {pool.name} ({pool.instance_type})",
             image_id=image_id(self, pool),
@@ -614,8 +605,11 @@ class StandaloneCluster(pulumi.ComponentResource):
                 {"resource_type": "volume", "tags": itags},
             ],
             tags=tags,
-            opts=self._child(),
         )
+        lt: aws.ec2.LaunchTemplate = aws.ec2.LaunchTemplate(
+            f"{prefix}-lt", opts=self._child(), **args
+        )
+        return lt
 
     def _fleet(
         self,
@@ -631,18 +625,17 @@ class StandaloneCluster(pulumi.ComponentResource):
         override: dict[str, Any] = {"instance_type": pool.instance_type}
         if subnet is not None:
             override["subnet_id"] = subnet
+        config: Any = {
+            "launch_template_specification": {
+                "launch_template_name": lt.name,
+                "version": lt.latest_version.apply(str),
+            },
+            "overrides": [override],
+        }
         return aws.ec2.Fleet(
             f"{prefix}-fleet",
             type="instant",
-            launch_template_configs=[
-                {
-                    "launch_template_specification": {
-                        "launch_template_name": lt.name,
-                        "version": lt.latest_version.apply(str),
-                    },
-                    "overrides": [override],
-                }
-            ],
+            launch_template_configs=[config],
             terminate_instances=True,
             **fleet_capacity(pool),
             tags={**stable_tags(stack.tags), POOL_LABEL: pool.name},
@@ -702,12 +695,16 @@ def _document_renderer(stack: Stack, pool: ResolvedPool) -> Callable[[list[Any]]
 # ---------------------------------------------------------------------------------------
 
 
+def _cache_url(stack: Stack, pool: str, bucket: str) -> str:
+    return stack.compile_cache_url(pool, bucket)
+
+
 def build_standalone(stack: Stack) -> dict[str, Any]:
     """`components.program.build` for orchestration ec2: network, then the cluster."""
 
     name = stack.name
     top, partition, account_id = aws_context(stack)
-    network = Network(f"{name}-network", standalone_network_args(stack), opts=top)
+    network = Network(naming.network(name), standalone_network_args(stack), opts=top)
     cluster = StandaloneCluster(
         name,  # children are `<stack>-<pool>-lt`, `<stack>-<pool>-<rank>`: as the EKS pools
         StandaloneClusterArgs.from_stack(stack, network, account_id, partition),
@@ -724,7 +721,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
         bucket = cluster.bucket_name
         outputs["compileCacheBucket"] = bucket
         outputs["compileCacheUrls"] = {
-            p.name: bucket.apply(lambda b, p=p.name: stack.compile_cache_url(p, b))
+            p.name: bucket.apply(partial(_cache_url, stack, p.name))
             for p in stack.pools
             if p.compile_cache
         }

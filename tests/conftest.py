@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from accelstack.catalog import Catalog, load_catalog
+
+if TYPE_CHECKING:
+    from accelstack.plan import Plan
+    from accelstack.resolve import Stack
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = ROOT / "stacks"
@@ -18,6 +24,8 @@ UPDATE_GOLDEN = os.environ.get("ACCELSTACK_UPDATE_GOLDEN") == "1"
 for var in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
     os.environ.pop(var, None)
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+# The bundled catalog only: a developer's catalog overlay must not change what tests see.
+os.environ.pop("ACCELSTACK_CATALOG_DIR", None)
 # Facts that change with time (EKS support windows) are judged on a pinned date, so golden
 # files do not drift; tests that need another date set ACCELSTACK_TODAY themselves.
 os.environ["ACCELSTACK_TODAY"] = "2026-11-22"
@@ -26,6 +34,18 @@ os.environ["ACCELSTACK_TODAY"] = "2026-11-22"
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
     return load_catalog()
+
+
+@cache
+def planned_preset(stem: str) -> tuple[Stack, Plan]:
+    """A preset resolved and planned once per test session (the program under the mocks is
+    the suite's slowest step). Shared: tests change copies (dataclasses.replace), never it."""
+    from accelstack.resolve import resolve
+    from accelstack.spec import load_spec
+    from tests.helpers_plan import plan_stack
+
+    stack = resolve(load_spec(STACKS / f"{stem}.yaml"))
+    return stack, plan_stack(stack)
 
 
 def preset_ids() -> list[str]:
@@ -50,3 +70,52 @@ def compare_golden(actual: str, golden: Path) -> None:
             )
         )
         pytest.fail(f"{golden} differs (run `make golden` if intended):\n{diff[:6000]}")
+
+
+# --- `make test-fast`: the unit tests, without plans or torchrun ---------------------------
+#: What makes a test plan a stack (the program under Pulumi's mocks) or run a plan command.
+PLAN_CALLS = (
+    "plan_stack(",
+    "run_plan(",
+    "planned_preset(",
+    "run_program(",
+    '"plan"',
+    '"check"',
+    '"diff"',
+)
+
+
+def _planning_helpers(module: object) -> set[str]:
+    """The module's functions (fixtures included) that plan, directly or through another."""
+    import inspect
+
+    sources: dict[str, str] = {}
+    for name, fn in vars(module).items():
+        fn = getattr(fn, "__wrapped__", fn)
+        if inspect.isfunction(fn) and fn.__module__ == getattr(module, "__name__", None):
+            try:
+                sources[name] = inspect.getsource(fn)
+            except (OSError, TypeError):
+                continue
+    planning = {n for n, src in sources.items() if any(c in src for c in PLAN_CALLS)}
+    grew = True
+    while grew:
+        more = {n for n, src in sources.items() if any(f"{h}(" in src for h in planning)}
+        grew = not more <= planning
+        planning |= more
+    return planning
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that plans with `plan` (`make test-fast` runs `-m "not plan and not
+    slow"`): its own code, a helper or a fixture of its module calls the plan engine."""
+    helpers: dict[str, set[str]] = {}
+    for item in items:
+        module = getattr(item, "module", None)
+        name = getattr(item, "originalname", item.name)
+        if module is None:
+            continue
+        planning = helpers.setdefault(module.__name__, _planning_helpers(module))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if name in planning or fixtures & planning:
+            item.add_marker(pytest.mark.plan)

@@ -1,4 +1,4 @@
-"""Issue 10 defect 5: AMIs are pinned in the stack config, never resolved from a moving alias on
+"""AMIs are pinned in the stack config, never resolved from a moving alias on
 every run; `accelstack amis pin|upgrade` (SSM stubbed with botocore's Stubber: moto has no
 /aws/service parameters)."""
 
@@ -155,7 +155,7 @@ def test_the_offline_plan_simulates_pins_and_answers_ami_id_parameters() -> None
 
 
 def test_the_gpu_dlami_ami_id_parameter_has_an_offline_answer() -> None:
-    """Issue 10 defect 9: the standalone p5 path plans when it looks the alias up (the GPU
+    """The standalone p5 path plans when it looks the alias up (the GPU
     DLAMI parameter ends in /ami-id, not /image_id)."""
     data = yaml.safe_load((ROOT / "stacks" / "p5e-capacity-block.yaml").read_text())
     data["orchestration"] = "ec2"

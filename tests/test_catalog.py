@@ -10,7 +10,7 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS, load_catalog
+from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS, Catalog, load_catalog
 from accelstack.errors import CatalogError, MissingPrice, UnknownInstanceType
 
 
@@ -190,3 +190,17 @@ def test_duplicate_price_row_rejected(tmp_path: Path):
     (tmp_path / "prices.yaml").write_text(yaml.safe_dump(prices))
     with pytest.raises(CatalogError, match="duplicate row"):
         load_catalog(tmp_path)
+
+
+def test_pool_zone_is_the_one_placement_rule(catalog: Catalog) -> None:
+    """The zone asked for (name or id), else the first zone offering the type, else None;
+    resolve and the IP-budget rule both place pools with it."""
+    region = "us-east-2"
+    offered = catalog.zones_offering(region, "trn2.48xlarge")
+    name, zid = next((n, z) for n, z in catalog.region(region).zones.items() if z in offered)
+    assert catalog.pool_zone(region, "trn2.48xlarge", name) == zid
+    assert catalog.pool_zone(region, "trn2.48xlarge", zid) == zid
+    assert catalog.pool_zone(region, "trn2.48xlarge", None) == offered[0]
+    assert catalog.pool_zone(region, "trn2.48xlarge", "nowhere-1z") == offered[0]
+    not_here = next(t for t in catalog.instances if not catalog.zones_offering(region, t))
+    assert catalog.pool_zone(region, not_here, None) is None

@@ -17,7 +17,6 @@ from accelstack.cli import main
 from accelstack.cost.compare import (
     COMPARE_OPTIONS,
     DEFAULT_OPTIONS,
-    DEFAULT_TYPES,
     cheapest_target,
     compare,
     render,
@@ -59,7 +58,7 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
     chips = wl_pool["nodes"] * cat.instance(wl_pool["instance_type"]).chips
     spot = cat.defaults.spot_interruption
     for rate in cat.instance_rates:
-        if rate.region != region or rate.type not in DEFAULT_TYPES:
+        if rate.region != region or rate.type not in cat.compare_candidates():
             continue
         assert rate.type is not None and rate.option is not None
         fit = memory_fit(

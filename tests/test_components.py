@@ -20,9 +20,6 @@ from accelstack.components.compile_cache import (
 from accelstack.components.device_plugins import plugin_releases
 from accelstack.components.network import subnet_cidrs
 from accelstack.components.nodegroup import (
-    EFA_LABEL,
-    POOL_LABEL,
-    ami_parameter_name,
     capacity_reservation,
     capacity_type,
     efa_network_interfaces,
@@ -32,6 +29,7 @@ from accelstack.components.nodegroup import (
     node_taints,
     nodeadm_user_data,
 )
+from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack, resolve
 from accelstack.spec import parse_spec
 
@@ -115,13 +113,16 @@ def test_no_efa_means_no_interfaces_and_no_placement_group(catalog: Catalog) -> 
 
 
 def test_ami_parameter_per_device_kind(catalog: Catalog) -> None:
-    trn, p5 = pool_for(catalog, "trn2.48xlarge"), pool_for(catalog, "p5.48xlarge")
-    assert ami_parameter_name("1.33", trn.device.eks_ami_variant) == (
-        "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/neuron/recommended/image_id"
+    """The resolved pool names the EKS-optimized AL2023 AMI of its device kind's variant."""
+    stack = stack_for(catalog, "trn2.48xlarge")
+    trn, p5 = stack.pools[0], pool_for(catalog, "p5.48xlarge")
+    version = stack.kubernetes_version
+    assert trn.ami_parameter == (
+        f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/x86_64/neuron/recommended/"
+        "image_id"
     )
-    assert "/1.31/amazon-linux-2023/x86_64/nvidia/" in ami_parameter_name(
-        "1.31", p5.device.eks_ami_variant
-    )
+    assert p5.ami_parameter is not None
+    assert f"/amazon-linux-2023/x86_64/{p5.device.eks_ami_variant}/" in p5.ami_parameter
 
 
 def test_labels_and_taints_come_from_the_device_kind(catalog: Catalog) -> None:
@@ -162,7 +163,7 @@ def test_user_data_registers_labels_and_taints(catalog: Catalog) -> None:
 
 def test_a_non_default_lnc_is_written_on_eks_nodes(catalog: Catalog) -> None:
     """trn2 defaults to LNC 2; a pool at LNC 1 must set it on the node, where the Neuron
-    device plugin reads it (issue 11: the EKS device plugin needs the node-level setting)."""
+    device plugin reads it (the EKS device plugin needs the node-level setting)."""
     pool = pool_for(catalog, "trn2.48xlarge", logical_cores=1)
     setup = lnc_setup(pool)
     assert setup is not None
@@ -233,8 +234,10 @@ def test_device_plugins_follow_the_pools(catalog: Catalog) -> None:
     assert rel["neuron"][0] == charts["neuron"] and rel["efa"][0] == charts["efa"]
     neuron_values = rel["neuron"][1]
     assert neuron_values["devicePlugin"]["nodeSelector"] == {"accelstack.io/accelerator": "neuron"}
-    assert "trn1.32xlarge" in neuron_values["neuronInstances"]
-    assert "trn1.32xlarge" in rel["efa"][1]["supportedInstanceLabels"]["values"]
+    # the instance lists name the stack's own pool types only: a catalog row added for
+    # another type leaves every deployed stack's chart values as they are
+    assert neuron_values["neuronInstances"] == [p.instance_type for p in trn.pools]
+    assert rel["efa"][1]["supportedInstanceLabels"]["values"] == [trn.pools[0].instance_type]
     assert rel["efa"][1]["nodeSelector"] == {EFA_LABEL: "true"}
     assert rel["efa"][1]["tolerations"][0]["key"] == "aws.amazon.com/neuron"
     p5 = plugin_releases(stack_for(catalog, "p5.48xlarge").pools, catalog)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +10,13 @@ import pytest
 from accelstack.cost.guard import report_for_plan
 from accelstack.cost.pricing import FREE, RULES, covered, price_plan, price_stack
 from accelstack.plan import Plan
-from accelstack.resolve import Stack, resolve
-from accelstack.spec import load_spec
+from accelstack.resolve import Stack
 
-from .conftest import PRESETS, preset_ids
-from .helpers_plan import plan_stack
+from .conftest import PRESETS, planned_preset, preset_ids
 
 
-@lru_cache(maxsize=16)
 def planned(preset: Path) -> tuple[Stack, Plan]:
-    stack = resolve(load_spec(preset))
-    return stack, plan_stack(stack)
+    return planned_preset(preset.stem)
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
@@ -30,7 +25,7 @@ def test_every_planned_type_has_a_rule_or_is_free(preset: Path) -> None:
     uncovered = sorted({r.type for r in plan.resources if not covered(r.type)})
     assert uncovered == [], (
         f"{preset.stem}: no price rule and not in FREE: {uncovered}; add a rule to "
-        "accelstack/cost.py RULES or list the type in FREE with the reason"
+        "accelstack/cost/pricing.py RULES or list the type in FREE with the reason"
     )
     billable = {r.type for r in plan.resources if r.type in RULES}
     assert "aws:ec2/natGateway:NatGateway" in billable

@@ -13,11 +13,8 @@ import pytest
 
 from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import RULES, Violation, deploy_rule, evaluate
-from accelstack.resolve import Stack, resolve
-from accelstack.spec import load_spec
-from tests.conftest import ROOT, preset_ids
-
-from .helpers_plan import plan_stack
+from accelstack.resolve import Stack
+from tests.conftest import ROOT, planned_preset, preset_ids
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -27,8 +24,8 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
 @cache
 def preset(stem: str) -> tuple[Plan, Stack]:
-    stack = resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml"))
-    return plan_stack(stack), stack
+    stack, plan = planned_preset(stem)
+    return plan, stack
 
 
 def replace(plan: Plan, type_: str, name: str, **changes: Any) -> Plan:
@@ -65,7 +62,7 @@ def assert_line(v: Violation, resource_name: str) -> None:
 
 
 def test_framework_builds_violations_from_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("accelstack.plan.rules.RULES", list(RULES))
+    monkeypatch.setattr("accelstack.plan.rules.registry.RULES", list(RULES))
 
     @deploy_rule("test-rule", "https://example.invalid/doc", "a test")
     def _body(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
@@ -140,7 +137,7 @@ def eks_cluster(plan: Plan) -> PlannedResource:
         },
     ],
 )
-def test_defect1_private_only_endpoint_is_refused(vpc: dict[str, Any]) -> None:
+def test_private_only_endpoint_is_refused(vpc: dict[str, Any]) -> None:
     plan, stack = preset("trn1-finetune")
     c = eks_cluster(plan)
     bad = with_inputs(plan, c, vpcConfig={**c.inputs["vpcConfig"], **vpc})
@@ -149,14 +146,14 @@ def test_defect1_private_only_endpoint_is_refused(vpc: dict[str, Any]) -> None:
     assert "cluster-endpoint.html" in v.line()
 
 
-def test_defect1_endpoint_in_the_plan_is_public_limited_and_private() -> None:
+def test_endpoint_in_the_plan_is_public_limited_and_private() -> None:
     plan, stack = preset("llama3-70b-p5")
     vpc = eks_cluster(plan).inputs["vpcConfig"]
     assert vpc["endpointPrivateAccess"] is True and vpc["endpointPublicAccess"] is True
     assert vpc["publicAccessCidrs"] == list(stack.spec.cluster.public_access_cidrs)
 
 
-def test_defect2_capacity_block_instance_type_in_launch_template() -> None:
+def test_capacity_block_instance_type_in_launch_template() -> None:
     plan, stack = preset("p5e-capacity-block")
     ng = next(r for r in plan.of_type(NG) if r.inputs.get("capacityType") == "CAPACITY_BLOCK")
     lt = next(r for r in plan.of_type(LT) if r.name in ng.depends_on)
@@ -173,7 +170,7 @@ def test_defect2_capacity_block_instance_type_in_launch_template() -> None:
     assert "capacity-blocks-mng.html" in found[0].line()
 
 
-def test_defect2_every_node_group_ignores_desired_size() -> None:
+def test_every_node_group_ignores_desired_size() -> None:
     plan, stack = preset("p5e-capacity-block")
     ng = plan.of_type(NG)[0]
     opts = dict(plan.options)
@@ -184,7 +181,7 @@ def test_defect2_every_node_group_ignores_desired_size() -> None:
     assert "terraform-aws-eks" in v.line()
 
 
-def test_defect2_capacity_block_node_group_is_priced_from_its_launch_template() -> None:
+def test_capacity_block_node_group_is_priced_from_its_launch_template() -> None:
     from accelstack.cost.guard import report_for_plan
 
     plan, stack = preset("p5e-capacity-block")
@@ -195,7 +192,7 @@ def release(plan: Plan, role: str) -> PlannedResource:
     return plan.get(RELEASE, f"{plan.stack}-device-plugins-{role}")
 
 
-def test_defect3_neuron_values_keys_are_the_charts() -> None:
+def test_neuron_values_keys_are_the_charts() -> None:
     plan, stack = preset("llama3-70b-trn2")
     r = release(plan, "neuron")
     values = r.inputs["values"]
@@ -213,9 +210,7 @@ def test_defect3_neuron_values_keys_are_the_charts() -> None:
         ("trn3-preview", "neuron", "neuronInstances", "trn3.48xlarge"),
     ],
 )
-def test_defect3_instance_lists_cover_every_pool(
-    stem: str, role: str, key: str, itype: str
-) -> None:
+def test_instance_lists_cover_every_pool(stem: str, role: str, key: str, itype: str) -> None:
     plan, stack = preset(stem)
     r = release(plan, role)
     values = dict(r.inputs["values"])
@@ -232,7 +227,7 @@ def test_defect3_instance_lists_cover_every_pool(
     assert itype in v.message
 
 
-def test_defect3_nvidia_pools_carry_the_charts_affinity_label() -> None:
+def test_nvidia_pools_carry_the_charts_affinity_label() -> None:
     plan, stack = preset("llama3-70b-p5")
     ng = plan.get(NG, f"{plan.stack}-h100-ng")
     assert ng.inputs["labels"]["nvidia.com/gpu.present"] == "true"
@@ -243,7 +238,7 @@ def test_defect3_nvidia_pools_carry_the_charts_affinity_label() -> None:
     assert_line(v, ng.name)
 
 
-def test_defect3_chart_versions_are_the_catalogs() -> None:
+def test_chart_versions_are_the_catalogs() -> None:
     plan, stack = preset("mixed-trn2-p5")
     r = release(plan, "efa")
     assert r.inputs["version"] == stack.catalog.charts["efa"].version
@@ -251,7 +246,7 @@ def test_defect3_chart_versions_are_the_catalogs() -> None:
     assert_line(v, r.name)
 
 
-def test_defect4_fsx_waits_for_its_security_group_rules() -> None:
+def test_fsx_waits_for_its_security_group_rules() -> None:
     plan, stack = preset("llama3-70b-p5")
     fs = plan.of_type(FSX)[0]
     assert any(n.endswith("-self-988") for n in fs.depends_on)
@@ -264,7 +259,7 @@ def test_defect4_fsx_waits_for_its_security_group_rules() -> None:
     assert "-988" in v.message
 
 
-def test_defect6_hop_limit_1_on_node_launch_templates() -> None:
+def test_hop_limit_1_on_node_launch_templates() -> None:
     plan, stack = preset("trn1-multinode")
     for lt in plan.of_type(LT):
         assert lt.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
@@ -274,7 +269,7 @@ def test_defect6_hop_limit_1_on_node_launch_templates() -> None:
     assert_line(v, lt.name)
 
 
-def test_defect6_cni_policy_not_on_the_node_role() -> None:
+def test_cni_policy_not_on_the_node_role() -> None:
     plan, stack = preset("trn1-multinode")
     attachments = plan.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     cni = [a for a in attachments if a.inputs["policyArn"].endswith("/AmazonEKS_CNI_Policy")]
@@ -292,7 +287,7 @@ def test_defect6_cni_policy_not_on_the_node_role() -> None:
     assert_line(v, addon.name)
 
 
-def test_defect6_pod_identity_trust_carries_source_conditions() -> None:
+def test_pod_identity_trust_carries_source_conditions() -> None:
     import json
 
     plan, stack = preset("trn1-multinode")
@@ -307,7 +302,7 @@ def test_defect6_pod_identity_trust_carries_source_conditions() -> None:
     assert "aws:SourceAccount" in v.message and "aws:SourceArn" in v.message
 
 
-def test_defect6_creator_admin_only_when_asked() -> None:
+def test_creator_admin_only_when_asked() -> None:
     plan, stack = preset("trn1-finetune")
     c = eks_cluster(plan)
     assert c.inputs["accessConfig"]["bootstrapClusterCreatorAdminPermissions"] is False
@@ -398,7 +393,7 @@ def test_cli_plan_and_check_print_one_line_per_violation_and_exit_1(
     import shutil
 
     from accelstack.cli import main
-    from accelstack.plan import rules
+    from accelstack.plan.rules import registry as rules
 
     monkeypatch.setattr(rules, "RULES", list(rules.RULES))
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelstack.catalog import Catalog, load_catalog
-from accelstack.cost.estimate import estimate_training, run_cost, training_flops
+from accelstack.cost.estimate import RunCost, estimate_training, training_flops
 from accelstack.cost.guard import check_budget
 from accelstack.errors import CatalogError
 from accelstack.resolve import resolve
@@ -91,7 +91,7 @@ def test_run_cost_scales(catalog: Catalog, nodes: int, tokens: float, mfu: float
     est = estimate_training(
         catalog, "trn1.32xlarge", nodes, workload(tokens_billion=tokens), mfu=mfu
     )
-    rc = run_cost(est, 100.0, 80.0, False)
+    rc = RunCost(est.wall_hours, 100.0, 80.0, est.tokens, False)
     assert rc.run_usd == pytest.approx(100.0 * est.wall_hours)
     assert rc.pool_run_usd == pytest.approx(80.0 * est.wall_hours)
     assert rc.usd_per_million_tokens == pytest.approx(rc.run_usd / (tokens * 1e3))

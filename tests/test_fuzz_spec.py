@@ -1,4 +1,4 @@
-"""The invariant of issue 14, as a property: for any spec text, validation either refuses it with
+"""The validation invariant, as a property: for any spec text, validation either refuses it with
 one clean line per problem naming the file, or accepts it, and then resolve, price, compare and
 render all succeed (a smaller sample also runs the plan) and no output carries NaN/Infinity.
 
@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -271,6 +272,7 @@ def _downstream(spec: Any) -> Any:
     return stack
 
 
+@pytest.mark.slow  # a property test over many generated specs: not a unit test
 @settings(PROFILE)
 @given(spec_texts())
 def test_refused_cleanly_or_priced_compared_and_rendered(text: str) -> None:

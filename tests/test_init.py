@@ -1,4 +1,4 @@
-"""`accelstack init DIR --from PRESET`: a deployable Pulumi project (issue 13, point 2)."""
+"""`accelstack init DIR --from PRESET`: a deployable Pulumi project."""
 
 from __future__ import annotations
 

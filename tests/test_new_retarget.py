@@ -1,4 +1,4 @@
-"""`accelstack new` (issue 13, point 7): price and verdict after writing, pools renamed after
+"""`accelstack new`: price and verdict after writing, pools renamed after
 the silicon, comments kept, Neuron settings restored when retargeting back to Trainium."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from accelstack.errors import VerdictError
 from accelstack.plan import Plan, PlanError, PlannedResource, fake_ami, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
-from tests.conftest import PRESETS, ROOT, compare_golden, preset_ids
+from tests.conftest import PRESETS, ROOT, compare_golden, planned_preset, preset_ids
 from tests.test_components import EFA_COUNTS, small_spec
 
 from .helpers_plan import plan_stack
@@ -35,9 +35,8 @@ KMS = "aws:kms/key:Key"
 STATEFUL = (BUCKET, FSX, KMS)
 
 
-@cache
 def preset_plan(stem: str) -> Plan:
-    return plan_stack(resolve(load_spec(ROOT / "stacks" / f"{stem}.yaml")))
+    return planned_preset(stem)[1]
 
 
 @cache
@@ -105,7 +104,7 @@ def test_cost_engineer_fields_are_readable() -> None:
     assert ng.inputs["capacityType"] == "ON_DEMAND"
     assert pool_lt(plan, "trn2").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 1024
     assert plan.of_type(FSX)[0].inputs["storageCapacity"] == 4800
-    # one NAT gateway per zone in use (issue 10: no inter-AZ data charges)
+    # one NAT gateway per zone in use (no inter-AZ data charges)
     assert len(plan.of_type("aws:ec2/natGateway:NatGateway")) == 2
 
 

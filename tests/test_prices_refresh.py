@@ -360,6 +360,24 @@ def test_refresh_file_dry_run_writes_nothing_and_validates(tmp_path: Path) -> No
     assert load_catalog(base).instance_rate("us-east-1", "m6i.large", "on-demand").usd == 0.1
 
 
+def test_refresh_writes_the_overlay_and_leaves_the_package_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --file the refreshed prices go to the overlay (started from the bundled file);
+    the bundled prices.yaml is never touched, and the overlay is read on top of it."""
+    bundled = (CATALOG_DIR / "prices.yaml").read_text()
+    monkeypatch.setenv("ACCELSTACK_CATALOG_DIR", str(tmp_path))
+    src = FakeSource({("us-east-1", "m6i.large", "on-demand"): Quote(0.1, "AWS Price List API y")})
+    refresh_file(None, ["us-east-1"], ["m6i.large"], source=src, today=TODAY)
+    assert (CATALOG_DIR / "prices.yaml").read_text() == bundled
+    assert (tmp_path / "prices.yaml").exists()
+    cat = load_catalog(overlay=tmp_path)
+    assert cat.instance_rate("us-east-1", "m6i.large", "on-demand").usd == 0.1
+    assert load_catalog().instance_rate("us-east-1", "m6i.large", "on-demand").usd == 0.1
+    monkeypatch.delenv("ACCELSTACK_CATALOG_DIR")
+    assert load_catalog().instance_rate("us-east-1", "m6i.large", "on-demand").usd != 0.1
+
+
 def test_refresh_fails_when_nothing_could_be_refreshed(tmp_path: Path) -> None:
     target = tmp_path / "prices.yaml"
     target.write_text((CATALOG_DIR / "prices.yaml").read_text())

@@ -1,4 +1,4 @@
-"""Issue 14, part A: every input class that crashed a command, or passed validation and then
+"""Every input class that crashed a command, or passed validation and then
 failed in plan/price/render, has a fixed example here. Bad input is one line per problem that
 names the file and the YAML path, with user values escaped."""
 
@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from accelstack.cli import main
-from accelstack.components import common, standalone
+from accelstack.components import standalone
 from accelstack.errors import SpecError, one_line, shown
+from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
 from accelstack.render import launch_script_name, render
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
-from accelstack.spec.models import IDENTITY_TAG_KEYS
 from accelstack.spec.rules import (
     DOCUMENT_FIXED_BYTES,
     DOCUMENT_JSON_GROWTH,
@@ -39,7 +39,7 @@ BASE: dict[str, Any] = {
         "entrypoint": "train.py",
         "image": "registry.example/torchneuron:2.14.3",  # trn2's native path has no public one
     },
-    # what every EKS spec needs since issue 10: the deployer's CIDRs and an admin
+    # what every EKS spec needs: the deployer's CIDRs and an admin
     "cluster": {
         "public_access_cidrs": ["203.0.113.0/24"],
         "admin_principal_arns": ["arn:aws:iam::123456789012:role/deployer"],
@@ -327,8 +327,7 @@ def test_env_names_the_templates_rely_on_are_reserved():
 
 
 def test_user_tags_may_not_replace_identity_tags():
-    assert set(IDENTITY_TAG_KEYS) == set(common.STABLE_TAG_KEYS)
-    for key in ["accelstack:stack", "managed-by", "accelstack.io/pool"]:
+    for key in [*IDENTITY_TAG_KEYS, POOL_LABEL]:
         (line,) = refused(lambda d, key=key: d.update(tags={key: "other"}))
         assert f"tags.{key}: '{key}' is a tag the stack sets itself" in line
     (line,) = refused(lambda d: d.update(tags={"team": "a\x1bb"}))

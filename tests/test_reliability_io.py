@@ -1,4 +1,4 @@
-"""Issue 14, part B: the CLI's error boundary, plan failures as one line with the right exit
+"""The CLI's error boundary, plan failures as one line with the right exit
 code, atomic writes that never follow a symlink, `render -o DIR` ownership, and a broken
 catalog file reported as one line by every command."""
 

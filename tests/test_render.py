@@ -16,7 +16,6 @@ from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.errors import AccelstackError
 from accelstack.render import (
-    POOL_LABEL,
     Artifact,
     fsx_claim_name,
     render,
@@ -278,8 +277,6 @@ def test_service_account_and_claim_match_the_plan() -> None:
     assert training_service_account(stack) in accounts
     claims = by_type["kubernetes:core/v1:PersistentVolumeClaim"]
     assert [c["metadata"]["name"] for c in claims] == [fsx_claim_name(stack)]
-    ng = pytest.importorskip("components.nodegroup")
-    assert ng.POOL_LABEL == POOL_LABEL
 
 
 def test_yamlstr_round_trips_hostile_strings() -> None:

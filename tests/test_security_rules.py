@@ -1,5 +1,5 @@
 """The security defaults as deploy rules: `check` enforces them offline, and the CrossGuard pack
-calls the same functions (issue 13: check runs the whole pack, budget, security, deploy rules)."""
+calls the same functions (check runs the whole pack: budget, security, deploy rules)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ import pytest
 
 from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import evaluate
-from accelstack.resolve import Stack, resolve
-from accelstack.spec import load_spec
+from accelstack.resolve import Stack
 
-from .conftest import ROOT
-from .helpers_plan import plan_stack
+from .conftest import planned_preset
 
 SG = "aws:ec2/securityGroup:SecurityGroup"
 RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -25,8 +23,8 @@ PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 
 @pytest.fixture(scope="module")
 def trn1() -> tuple[Plan, Stack]:
-    stack = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
-    return plan_stack(stack), stack
+    stack, plan = planned_preset("trn1-multinode")
+    return plan, stack
 
 
 def with_resources(plan: Plan, *extra: PlannedResource) -> Plan:

@@ -1,4 +1,4 @@
-"""Resource names from the Pulumi stack, `aws:region` in stack config (issue 13, point 2).
+"""Resource names from the Pulumi stack, `aws:region` in stack config.
 
 The program (`accelstack.components.entry.main`, which __main__.py and `accelstack init`
 projects call) runs under the plan engine's mocks with the Pulumi stack set per test."""

@@ -2,7 +2,7 @@
 offline under Pulumi mocks, with the EKS path's assertions (EFA count, placement group rules,
 IMDSv2, encrypted gp3 roots, no 0.0.0.0/0 ingress), plus what is standalone's own: the DLAMI,
 one private subnet, SSM-only access, the instance profile, one EC2 Fleet request per pool and
-the SSM document + association that deliver the launch script and environment (issue 10)."""
+the SSM document + association that deliver the launch script and environment."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_golden_plan_of_the_standalone_preset() -> None:
 
 
 def test_one_fleet_request_per_pool_all_or_nothing() -> None:
-    """Issue 10 defect 10: the pool's instances launch in one request (EC2 Fleet, instant),
+    """The pool's instances launch in one request (EC2 Fleet, instant),
     all `nodes` or none, not one aws:ec2/instance per node."""
     plan = plan_of(PRESET)
     assert plan.of_type(INSTANCE) == []
@@ -174,7 +174,7 @@ def test_launch_template_has_every_efa_interface() -> None:
     assert {n["deviceIndex"] for n in nics[1:]} == {1}
     assert {n["interfaceType"] for n in nics[1:]} == {
         "efa-only"
-    }  # the catalog default (issue 10: no IP per extra card)
+    }  # the catalog default (no IP per extra card)
     assert [n["networkCardIndex"] for n in nics] == list(range(8))
     assert len({n["subnetId"] for n in nics}) == 1
     assert all(n["securityGroups"] == [plan.outputs["securityGroupId"]] for n in nics)
@@ -346,7 +346,7 @@ def test_gpu_pool_has_no_cache_policy() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Delivery through SSM: the launch script and the environment (issue 10 defect 10)
+# Delivery through SSM: the launch script and the environment
 # ---------------------------------------------------------------------------------------
 
 

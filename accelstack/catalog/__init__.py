@@ -11,12 +11,16 @@ import re
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from accelstack.catalog.records import TrainingRecord, load_records
+from accelstack.catalog.overlay import check_dir, merge, overlay_dir
+from accelstack.catalog.purchase import FILE as PURCHASE_FILE
+from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
+from accelstack.catalog.purchase import load_table, parse_table
+from accelstack.catalog.records import TrainingRecord, parse_records
 from accelstack.catalog.scale import ScaleFacts
 from accelstack.errors import (
     CatalogError,
@@ -32,17 +36,15 @@ _AS_OF = re.compile(r"^\d{4}(-\d{2}){0,2}$")
 PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
 ]
-PURCHASE_OPTIONS: tuple[str, ...] = (
-    "on-demand",
-    "spot",
-    "savings-plan-1y",
-    "savings-plan-3y",
-    "capacity-block",
-    "reservation",
-)
+PURCHASE_OPTIONS: tuple[str, ...] = get_args(PurchaseOption)
+#: What each option means to every layer (purchase_options.yaml, bundled): capacity type,
+#: markets, price key, billing, limits, with sources.
+PURCHASE_TABLE = load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS)
 #: Options billed at another option's rate (AWS bills an on-demand capacity reservation at the
-#: on-demand rate).
-RATE_ALIASES: dict[str, str] = {"reservation": "on-demand"}
+#: on-demand rate): derived from the table's price keys.
+RATE_ALIASES: dict[str, str] = {
+    n: r.price_key for n, r in PURCHASE_TABLE.purchase_options.items() if r.rate_alias
+}
 Precision = Literal["bf16", "fp16", "fp8"]
 
 
@@ -180,6 +182,7 @@ class InstanceType(_Frozen):
     efa_gbps: int = Field(ge=0)
     ipv4_per_interface: int = Field(ge=1)
     preview: bool = False
+    compare: bool = False  # a default candidate of `accelstack compare`
     estimated_fields: tuple[str, ...] = ()
     source: str
     dit_exceptions: dict[str, str] = Field(default_factory=dict)
@@ -353,6 +356,8 @@ class Catalog(_Frozen):
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
     launch: LaunchFacts
+    purchase_options: dict[str, PurchaseOptionFacts]
+    purchase_sources: dict[str, str]
     scale: ScaleFacts  # scale.yaml: limits, address space, UltraServers
 
     # ---- instance facts -------------------------------------------------------------
@@ -374,17 +379,9 @@ class Catalog(_Frozen):
     def device_kind_of(self, instance_type: str) -> DeviceKind:
         return self.device_kinds[self.family_of(instance_type).device_kind]
 
-    def chart_instance_types(self, chart: str) -> list[str]:
-        """The instance types a device-plugin chart must serve, from the instance table: the
-        chart's device kind, or (no device kind: the EFA chart) every type with EFA."""
-        c = self.charts[chart]
-        if c.device_kind is None:
-            return sorted(n for n, i in self.instances.items() if i.efa_interfaces > 0)
-        return sorted(
-            n
-            for n, i in self.instances.items()
-            if self.families[i.family].device_kind == c.device_kind
-        )
+    def compare_candidates(self) -> tuple[str, ...]:
+        """`accelstack compare`'s default candidates: the rows flagged `compare`, in order."""
+        return tuple(n for n, i in self.instances.items() if i.compare)
 
     def chart_node_labels(self, device_kind: str) -> dict[str, str]:
         """Node labels the charts of a device kind require by their default affinity."""
@@ -461,6 +458,16 @@ class Catalog(_Frozen):
         """Zone ids in `region` that offer `instance_type` (empty when none)."""
         return self.region(region).types.get(instance_type, ())
 
+    def pool_zone(self, region: str, instance_type: str, wanted: str | None) -> str | None:
+        """The zone id a pool's subnet is placed in: the zone asked for (name or id) when the
+        region has it, else the first zone offering the type; None when none does. The one
+        placement rule: resolve places pools with it, the spec rules budget IPs with it."""
+        zid = self.zone_id(region, wanted) if wanted else None
+        if zid is not None:
+            return zid
+        offered = self.zones_offering(region, instance_type)
+        return offered[0] if offered else None
+
     def zone_id(self, region: str, zone: str) -> str | None:
         """Resolve a zone name or id to a zone id; None when the region has no such zone."""
         reg = self.region(region)
@@ -479,7 +486,7 @@ class Catalog(_Frozen):
     def instance_rate(self, region: str, instance_type: str, option: str) -> Rate:
         """Hourly rate for one instance; raises MissingPrice (never returns 0 for unknown)."""
         self.instance(instance_type)
-        billed_as = RATE_ALIASES.get(option, option)
+        billed_as = self.purchase(option).price_key
         rate = self._rate_index.get((region, instance_type, billed_as))
         if rate is None:
             known = sorted(
@@ -492,7 +499,16 @@ class Catalog(_Frozen):
         return rate
 
     def has_rate(self, region: str, instance_type: str, option: str) -> bool:
-        return (region, instance_type, RATE_ALIASES.get(option, option)) in self._rate_index
+        return (region, instance_type, self.purchase(option).price_key) in self._rate_index
+
+    def purchase(self, option: str) -> PurchaseOptionFacts:
+        """The purchase_options.yaml row of an option (the spec allows only these)."""
+        try:
+            return self.purchase_options[option]
+        except KeyError:
+            raise CatalogError(
+                f"unknown purchase option '{option}'{did_you_mean(option, self.purchase_options)}"
+            ) from None
 
     @staticmethod
     def fsx_price_item(deployment_type: str, throughput_per_tib: int | None) -> str:
@@ -522,11 +538,27 @@ _FIELD_FILES = {
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
+    "purchase_options": PURCHASE_FILE,
+    "purchase_sources": PURCHASE_FILE,
 }
 
 
-def _read(name: str, base: Path) -> dict[str, object]:
-    path = base / name
+def _where(name: str, base: Path, overlay: Path | None) -> Path:
+    """The file an error in `name` is reported against: the overlay's when it has one."""
+    if overlay is not None and (overlay / name).exists():
+        return overlay / name
+    return base / name
+
+
+def _read(name: str, base: Path, overlay: Path | None = None) -> dict[str, object]:
+    """A catalog file, with the overlay's file of that name merged on top (overlay.py)."""
+    data = _read_path(base / name)
+    if overlay is not None and (overlay / name).exists():
+        data = merge(data, _read_path(overlay / name))
+    return data
+
+
+def _read_path(path: Path) -> dict[str, object]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
@@ -559,13 +591,13 @@ def _regions(offer: dict[str, object], extra: dict[str, object]) -> dict[str, di
     return regions
 
 
-def _fields(base: Path) -> dict[str, object]:
+def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
     """The catalog's fields from its files; a missing or misshapen section names its file."""
-    inst = _read("instances.yaml", base)
-    offer = _read("offerings.yaml", base)
-    extra = _read("offerings_extra.yaml", base)
-    prices = _read("prices.yaml", base)
-    launch = _read("launch.yaml", base)
+    inst = _read("instances.yaml", base, overlay)
+    offer = _read("offerings.yaml", base, overlay)
+    extra = _read("offerings_extra.yaml", base, overlay)
+    prices = _read("prices.yaml", base, overlay)
+    launch = _read("launch.yaml", base, overlay)
     name = "offerings.yaml"
     try:
         regions = _regions(offer, extra)
@@ -583,10 +615,16 @@ def _fields(base: Path) -> dict[str, object]:
             "offerings_source": offer["source"],
         }
         fields["launch"] = launch
+        name = PURCHASE_FILE
+        table = parse_table(
+            _read(name, base, overlay), _where(name, base, overlay), PURCHASE_OPTIONS
+        )
+        fields["purchase_options"] = table.purchase_options
+        fields["purchase_sources"] = table.sources
         name = "scale.yaml"
-        fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR)
+        fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR, overlay)
         name = "records.yaml"
-        fields["records"] = load_records(base / name)
+        fields["records"] = parse_records(_read(name, base, overlay), _where(name, base, overlay))
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
@@ -594,25 +632,31 @@ def _fields(base: Path) -> dict[str, object]:
             )
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         what = f"no section {exc}" if isinstance(exc, KeyError) else "a section has the wrong shape"
-        raise CatalogError(f"{base / name}: {what} (is the file truncated?)") from None
+        where = _where(name, base, overlay)
+        raise CatalogError(f"{where}: {what} (is the file truncated?)") from None
     return fields
 
 
-def load_catalog(base: Path | None = None) -> Catalog:
-    """Load and validate the catalog files (default: the ones beside this module); cached per
-    directory. A broken file is one CatalogError line naming it."""
-    return _load(base or CATALOG_DIR)
+def load_catalog(base: Path | None = None, overlay: Path | None = None) -> Catalog:
+    """Load and validate the catalog files (default: the ones beside this module, with the
+    user's overlay on top: `--catalog DIR` / ACCELSTACK_CATALOG_DIR, see overlay.py); cached
+    per directory. A broken file is one CatalogError line naming it."""
+    if overlay is not None:
+        overlay = check_dir(overlay)
+    elif base is None:
+        overlay = overlay_dir()
+    return _load(base or CATALOG_DIR, overlay)
 
 
 @lru_cache(maxsize=4)
-def _load(base: Path) -> Catalog:
-    fields = _fields(base)
+def _load(base: Path, overlay: Path | None = None) -> Catalog:
+    fields = _fields(base, overlay)
     try:
         catalog = Catalog.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = [str(x) for x in err["loc"]]
-        file = base / _FIELD_FILES.get(loc[0] if loc else "", "instances.yaml")
+        file = _where(_FIELD_FILES.get(loc[0] if loc else "", "instances.yaml"), base, overlay)
         raise CatalogError(
             f"{file}: {'.'.join(loc)}: {err['msg']} ({exc.error_count()} problems in all)"
         ) from None
@@ -620,11 +664,11 @@ def _load(base: Path) -> Catalog:
         _check_integrity(catalog)
     except CatalogError as exc:
         name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
-        raise CatalogError(f"{base / name}: {exc}") from None
+        raise CatalogError(f"{_where(name, base, overlay)}: {exc}") from None
     try:
         _check_launch(catalog)
     except CatalogError as exc:
-        raise CatalogError(f"{base / 'launch.yaml'}: {exc}") from None
+        raise CatalogError(f"{_where('launch.yaml', base, overlay)}: {exc}") from None
     return catalog
 
 
@@ -684,7 +728,8 @@ def _check_integrity(c: Catalog) -> None:
         key = (rate.region, rate.type or "", rate.option or "")
         if rate.type not in c.instances:
             raise CatalogError(f"prices: unknown instance type '{rate.type}'")
-        if rate.option not in PURCHASE_OPTIONS or rate.option in RATE_ALIASES:
+        row = c.purchase_options.get(rate.option or "")
+        if row is None or row.rate_alias:
             raise CatalogError(f"prices: {rate.type} in {rate.region}: bad option '{rate.option}'")
         if key in seen:
             raise CatalogError(f"prices: duplicate row {key}")

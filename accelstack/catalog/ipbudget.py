@@ -1,4 +1,4 @@
-"""Private-subnet IP budget: how many VPC addresses a pool's nodes hold (issue 10 defect 8).
+"""Private-subnet IP budget: how many VPC addresses a pool's nodes hold
 
 Per node: the primary ENI's addresses, plus (EKS) the VPC CNI's warm ENI, plus one address per
 extra EFA interface of style 'efa' (EFA with ENA); 'efa-only' interfaces take none. Facts come

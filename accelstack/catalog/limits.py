@@ -68,21 +68,3 @@ def bucket_name_problem(name: str) -> str | None:
         if name.endswith(suffix):
             return f"ends with the reserved suffix '{suffix}'"
     return None
-
-
-#: The names the components derive from the stack and pool names, and when each exists:
-#: (pattern, orchestration, only with a compile cache). `{stack}`/`{pool}` are the spec's
-#: names; every one is autonamed by Pulumi (the suffix counts). tests/test_names_10b.py checks
-#: them against the plans, and the iam-role-name / eks-nodegroup-name deploy rules check the
-#: names the program really generates.
-ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
-    ("{stack}-{pool}-node-role", "eks", False),
-    ("{stack}-system-node-role", "eks", False),
-    ("{stack}-cluster-role", "eks", False),
-    ("{stack}-compile-cache-pod-role", "eks", True),
-    ("{stack}-node-role", "ec2", False),
-)
-NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
-    ("{stack}-{pool}-ng", "eks", False),
-    ("{stack}-system-ng", "eks", False),
-)

@@ -53,6 +53,11 @@ def load_records(path: Path) -> tuple[TrainingRecord, ...]:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    return parse_records(data, path)
+
+
+def parse_records(data: object, path: Path) -> tuple[TrainingRecord, ...]:
+    """Validate records.yaml's content (`path`: the file named in errors)."""
     rows = data.get("records") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not rows:
         raise CatalogError(f"{path}: 'records' must be a non-empty list")

@@ -34,11 +34,18 @@ from typing import Any, Protocol
 
 import yaml
 
+from accelstack.catalog import PURCHASE_TABLE
 from accelstack.errors import AccelstackError
 from accelstack.files import check_target, write_text_atomic
 
-OPTIONS = ("on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block")
-YEAR_SECONDS = {"savings-plan-1y": 31_536_000, "savings-plan-3y": 94_608_000}
+#: The options whose rates are fetched (catalog purchase_options `refreshed`), and a savings
+#: plan's term in seconds (the Savings Plans API's `durations` filter: 365-day years).
+OPTIONS = tuple(n for n, row in PURCHASE_TABLE.purchase_options.items() if row.refreshed)
+YEAR_SECONDS = {
+    n: row.commitment_years * 31_536_000
+    for n, row in PURCHASE_TABLE.purchase_options.items()
+    if row.commitment_years
+}
 ROW_RE = re.compile(r"^(?P<indent>\s*)- \{(?P<body>.*)\}\s*$")
 FIELD_ORDER = ("region", "type", "option", "usd", "as_of", "estimate", "source", "note")
 
@@ -458,12 +465,16 @@ def refresh_file(
     as_json: bool = False,
 ) -> str:
     """Refresh the prices file; returns the summary (text, or JSON with `as_json`). The
-    result must load as a catalog."""
+    result must load as a catalog. Default target: the catalog overlay's prices.yaml
+    (`--catalog DIR` / ACCELSTACK_CATALOG_DIR), started from the bundled prices when the
+    overlay has none; never the installed package's own file."""
     from accelstack.catalog import CATALOG_DIR, load_catalog
 
-    target = path or CATALOG_DIR / "prices.yaml"
+    target = path or default_target()
     current = _read_prices(target)
-    _check_loads(current, CATALOG_DIR, load_catalog, f"{target}: cannot refresh a broken file")
+    # an explicit file is checked as the bundled catalog's prices, the overlay's as an overlay
+    rest, check = (CATALOG_DIR, load_catalog) if path else (target.parent, _load_overlay)
+    _check_loads(current, rest, check, f"{target}: cannot refresh a broken file")
     day = today or dt.date.today().isoformat()
     src = source or AwsPriceSource.from_boto3(day)
     result = refresh_text(current, src, day, regions, types)
@@ -473,7 +484,7 @@ def refresh_file(
             f"no price could be refreshed ({len(result.failed)} rows); "
             f"first: {' '.join(first[0])}: {first[1]}"
         )
-    _check_loads(result.text, CATALOG_DIR, load_catalog)
+    _check_loads(result.text, rest, check)
     if not dry_run:
         write_text_atomic(target, result.text)
     if as_json:
@@ -483,9 +494,33 @@ def refresh_file(
     return result.summary(target, dry_run)
 
 
+def _load_overlay(directory: Path) -> Any:
+    from accelstack.catalog import load_catalog
+
+    return load_catalog(overlay=directory)
+
+
+def default_target() -> Path:
+    """The overlay's prices.yaml; without an overlay, an error naming the two ways to set one."""
+    from accelstack.catalog.overlay import ENV, overlay_dir
+
+    overlay = overlay_dir()
+    if overlay is None:
+        raise AccelstackError(
+            "prices refresh writes into a catalog overlay, never into the installed package: "
+            f"pass --catalog DIR (before the command) or set {ENV}, or name a file with --file"
+        )
+    return overlay / "prices.yaml"
+
+
 def _read_prices(target: Path) -> str:
-    """The prices file to refresh, refused before any AWS call when it cannot be rewritten."""
+    """The prices file to refresh, refused before any AWS call when it cannot be rewritten.
+    An overlay without prices yet starts from the bundled file."""
+    from accelstack.catalog import CATALOG_DIR
+
     check_target(target)
+    if not target.exists() and target.name == "prices.yaml":
+        target = CATALOG_DIR / "prices.yaml"
     try:
         return target.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

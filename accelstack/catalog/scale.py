@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from accelstack import naming
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -138,4 +140,5 @@ class NodeGroupPart(_Frozen):
 
 
 def group_role(index: int) -> str:
-    return "ng" if index == 0 else f"ng-{index + 1}"
+    """A node group's role (accelstack/naming.py `node_group_role`)."""
+    return naming.node_group_role(index)

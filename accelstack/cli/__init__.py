@@ -13,10 +13,12 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
+from accelstack.catalog.overlay import check_dir, set_overlay
 from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report, track
 from accelstack.errors import AccelstackError
 
@@ -84,10 +86,21 @@ def _root(
             "--debug", help="on an internal error, print the traceback (also ACCELSTACK_DEBUG=1)"
         ),
     ] = False,
+    catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--catalog",
+            metavar="DIR",
+            help="catalog overlay read on top of the bundled catalog (also "
+            "ACCELSTACK_CATALOG_DIR); `prices refresh` writes there",
+        ),
+    ] = None,
 ) -> None:
     """One workload spec to a priced, budget-checked AWS training cluster."""
     if debug:
         CURRENT.debug = True
+    if catalog is not None:
+        set_overlay(check_dir(catalog))
 
 
 def fail(exc: AccelstackError) -> typer.Exit:
@@ -139,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         return broken_pipe()
     except (Exception, KeyboardInterrupt) as exc:  # the one boundary
         return report(exc)
+    finally:
+        set_overlay(None)  # `--catalog` holds for this command only
 
 
 if __name__ == "__main__":  # pragma: no cover

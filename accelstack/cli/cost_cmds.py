@@ -1,4 +1,4 @@
-"""price, compare, prices refresh: the cost commands (issue #5).
+"""price, compare, prices refresh: the cost commands.
 
 `price` and `compare` are pure (catalog only, no AWS); `prices refresh` calls the AWS Pricing
 API, spot history, Savings Plans and Capacity Block offerings, and rewrites the prices file.
@@ -112,7 +112,8 @@ def refresh(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show changes, write nothing")] = False,
     prices_file: Annotated[
-        Path | None, typer.Option("--file", help="prices file (default: the catalog's)")
+        Path | None,
+        typer.Option("--file", help="prices file (default: the catalog overlay's prices.yaml)"),
     ] = None,
     fmt: FormatOpt = "text",
 ) -> None:

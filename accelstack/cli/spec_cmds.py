@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import yaml
 
-from accelstack.catalog import load_catalog
+from accelstack.catalog import PURCHASE_TABLE, load_catalog
 from accelstack.cli.boundary import as_failure, echo_error
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
@@ -177,13 +177,15 @@ def _check_name(name: str) -> None:
 def _cheapest_options(options: str) -> tuple[str, ...]:
     """The purchase options --cheapest may pick from; reservation-bound ones are refused."""
     wanted = tuple(o.strip() for o in options.split(",") if o.strip())
-    if any(o in ("capacity-block", "reservation") for o in wanted):
+    rows = PURCHASE_TABLE.purchase_options
+    reserved = [n for n, row in rows.items() if row.needs_reservation]
+    if any(o in reserved for o in wanted):
         raise SpecError(
             [
                 Problem(
                     "--options",
                     "",
-                    "capacity-block and reservation need "
+                    f"{' and '.join(reserved)} need "
                     "a reservation id; retarget with --instance-type and "
                     "set purchase in the new spec instead",
                 )

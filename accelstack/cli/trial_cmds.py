@@ -1,4 +1,4 @@
-"""trial and calibrate: the "prototype on both" loop (issue 12).
+"""trial and calibrate: the "prototype on both" loop.
 
 `trial` renders a short benchmark job on one node of each accelerated pool (accelstack.render
 .trial); `calibrate` turns the records those nodes append into measured MFU in the spec

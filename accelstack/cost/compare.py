@@ -25,33 +25,23 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
 from accelstack.resolve import Stack, resolve, with_node_groups
 from accelstack.spec import Spec
 
-DEFAULT_TYPES: tuple[str, ...] = (
-    "trn1.32xlarge",
-    "trn1n.32xlarge",
-    "trn2.48xlarge",
-    "trn3.48xlarge",
-    "p5.48xlarge",
-    "p5e.48xlarge",
-    "p5en.48xlarge",
-)
-#: Options `--options` accepts; "reservation" is billed at the on-demand rate, so it adds nothing.
-COMPARE_OPTIONS: tuple[str, ...] = (
-    "on-demand",
-    "spot",
-    "savings-plan-1y",
-    "savings-plan-3y",
-    "capacity-block",
-)
-#: Compared unless asked otherwise: spot (interruptions) and savings plans (commitments) are opt-in.
-DEFAULT_OPTIONS: tuple[str, ...] = ("on-demand", "capacity-block")
-#: Savings-plan term per option, in years (AWS Savings Plans: 1- or 3-year commitments).
-COMMITMENT_YEARS: dict[str, int] = {"savings-plan-1y": 1, "savings-plan-3y": 3}
+_ROWS = PURCHASE_TABLE.purchase_options
+#: Options `--options` accepts (catalog purchase_options `comparable`; "reservation" is billed
+#: at the on-demand rate, so it adds nothing).
+COMPARE_OPTIONS: tuple[str, ...] = tuple(n for n, row in _ROWS.items() if row.comparable)
+#: Compared unless asked otherwise (`compare_default`: spot, interruptions, and savings plans,
+#: commitments, are opt-in).
+DEFAULT_OPTIONS: tuple[str, ...] = tuple(n for n, row in _ROWS.items() if row.compare_default)
+#: Savings-plan term per option, in years (`commitment_years`).
+COMMITMENT_YEARS: dict[str, int] = {
+    n: row.commitment_years for n, row in _ROWS.items() if row.commitment_years
+}
 HOURS_PER_YEAR = 8760
 
 
@@ -167,8 +157,9 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
         device=dev,
         nodes=nodes,
         purchase_option=option,
-        reservation_id=old.reservation_id if option in ("capacity-block", "reservation") else None,
-        reservations=old.reservations if option in ("capacity-block", "reservation") else (),
+        purchase=cat.purchase(option),
+        reservation_id=old.reservation_id if cat.purchase(option).needs_reservation else None,
+        reservations=old.reservations if cat.purchase(option).needs_reservation else (),
         root_volume_gib=spec_pool.root_volume_gib or fam.default_root_volume_gib,
         compile_cache=dev.compile_cache and spec_pool.compile_cache is not False,
         efa=inst.efa_supported if spec_pool.efa is None else (spec_pool.efa and inst.efa_supported),
@@ -385,7 +376,7 @@ def compare(
     chips: int | None = None,
 ) -> Comparison:
     """Every candidate on equal work (chip budget or deadline), its options, the two picks."""
-    types = tuple(instance_types) if instance_types else DEFAULT_TYPES
+    types = tuple(instance_types) if instance_types else stack.catalog.compare_candidates()
     opts = check_options(options)
     sizing = sizing_for(stack, chips, deadline_hours)
     cands = tuple(evaluate(stack, t, opts, sizing) for t in types)

@@ -255,9 +255,3 @@ class RunCost:
     @property
     def pool_usd_per_million_tokens(self) -> float:
         return self.pool_run_usd / (self.tokens / 1e6)
-
-
-def run_cost(
-    est: TrainingEstimate, stack_hourly_usd: float, pool_hourly_usd: float, estimate: bool
-) -> RunCost:
-    return RunCost(est.wall_hours, stack_hourly_usd, pool_hourly_usd, est.tokens, estimate)

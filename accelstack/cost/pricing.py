@@ -23,29 +23,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from accelstack.catalog import PURCHASE_OPTIONS, RATE_ALIASES, Catalog, Rate
+from accelstack import naming
+from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
-from accelstack.resolve import ResolvedPool, Stack
+from accelstack.naming import POOL_LABEL
+from accelstack.resolve import Stack
 
-POOL_LABEL = "accelstack.io/pool"
 #: EKS managed node groups without a launch template get a 20 GiB root volume.
 EKS_DEFAULT_DISK_GIB = 20
+#: The option of what the spec does not choose (the system nodes; instances without a pool).
+ON_DEMAND = "on-demand"
 NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
-
-#: Node group capacity type -> the purchase option it is billed under when the spec does not
-#: say more (savings plans are a billing construct invisible in the plan: ON_DEMAND).
-CAPACITY_TYPE_OPTION: dict[str, str] = {
-    "ON_DEMAND": "on-demand",
-    "SPOT": "spot",
-    "CAPACITY_BLOCK": "capacity-block",
-}
-#: Purchase options each capacity type can carry.
-CAPACITY_TYPE_ALLOWS: dict[str, tuple[str, ...]] = {
-    "ON_DEMAND": ("on-demand", "savings-plan-1y", "savings-plan-3y", "reservation"),
-    "SPOT": ("spot",),
-    "CAPACITY_BLOCK": ("capacity-block",),
-}
 
 
 class ResourceLike(Protocol):
@@ -344,19 +333,22 @@ def _hourly_item(
 
 
 def _billed_option(pool: str | None, capacity_type: str, ctx: PricingContext) -> tuple[str, str]:
-    """(option, note). The spec's option when the capacity type can carry it."""
+    """(option, note). The spec's option when the capacity type can carry it (catalog
+    purchase_options: savings plans are a billing construct invisible in the plan, ON_DEMAND),
+    else the first option of that capacity type."""
     cap = capacity_type.upper()
-    if cap not in CAPACITY_TYPE_OPTION:
+    options = ctx.catalog.purchase_options
+    allows = [n for n, row in options.items() if row.capacity_type == cap]
+    if not allows:
         raise MissingPrice(f"unknown node group capacityType '{capacity_type}'")
     wanted = ctx.pool_options.get(pool) if pool else None
-    if wanted and wanted in CAPACITY_TYPE_ALLOWS[cap]:
+    if wanted and wanted in allows:
         return wanted, ""
     if wanted:
-        return CAPACITY_TYPE_OPTION[cap], (
-            f"spec asks for {wanted} but the node group is {cap}: billed as "
-            f"{CAPACITY_TYPE_OPTION[cap]}"
+        return allows[0], (
+            f"spec asks for {wanted} but the node group is {cap}: billed as {allows[0]}"
         )
-    return CAPACITY_TYPE_OPTION[cap], ""
+    return allows[0], ""
 
 
 def _instance_item(
@@ -373,7 +365,7 @@ def _instance_item(
         rate = ctx.catalog.instance_rate(ctx.region, instance_type, option)
     except MissingPrice as exc:
         raise MissingPrice(f"{exc} ({res.type} '{res.name}')") from None
-    billed = RATE_ALIASES.get(option, option)
+    billed = ctx.catalog.purchase(option).price_key
     shown = option if billed == option else f"{option}, billed {billed}"
     return LineItem(
         resource=res.name,
@@ -510,11 +502,10 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
         raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
     tags = inputs.get("tags") or {}
     pool = tags.get(POOL_LABEL) if isinstance(tags, Mapping) else None
-    option = ctx.pool_options.get(pool, "on-demand") if isinstance(pool, str) else "on-demand"
-    if _get(inputs, "instanceMarketOptions", "marketType") == "spot":
-        option = "spot"
-    elif _get(inputs, "instanceMarketOptions", "marketType") == "capacity-block":
-        option = "capacity-block"
+    option = ctx.pool_options.get(pool, ON_DEMAND) if isinstance(pool, str) else ON_DEMAND
+    option = _market_option(
+        ctx.catalog, option, _get(inputs, "instanceMarketOptions", "marketType")
+    )
     category = "compute" if ctx.catalog.instance(itype).accelerated else "system"
     pool_name = pool if isinstance(pool, str) else None
     items = [_instance_item(res, ctx, itype, 1, option, pool_name, category)]
@@ -537,12 +528,14 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     return items
 
 
-#: EC2 Fleet capacity type -> the purchase option it is billed as when the spec names none.
-FLEET_CAPACITY_OPTION = {
-    "on-demand": "on-demand",
-    "spot": "spot",
-    "capacity-block": "capacity-block",
-}
+def _market_option(catalog: Catalog, wanted: str, market: object) -> str:
+    """The option an instance of `market` (a fleet capacity type or an instance market type)
+    is billed as: the spec's when that option launches in this market, else the first option
+    of the market (catalog purchase_options); no market: the spec's."""
+    rows = catalog.purchase_options
+    if market is None or rows[wanted].fleet_market == market:
+        return wanted
+    return next((n for n, row in rows.items() if row.fleet_market == market), wanted)
 
 
 def price_fleet(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
@@ -558,14 +551,14 @@ def price_fleet(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     if not isinstance(itype, str):
         raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
     market = str(_get(inputs, "targetCapacitySpecification", "defaultTargetCapacityType"))
-    if market not in FLEET_CAPACITY_OPTION:
+    markets = {row.fleet_market for row in ctx.catalog.purchase_options.values()}
+    if market not in markets:
         raise MissingPrice(f"cannot price {res.type} '{res.name}': capacity type {market!r}")
     pool = _get(inputs, "tags", POOL_LABEL)
     pool_name = pool if isinstance(pool, str) else None
-    option = FLEET_CAPACITY_OPTION[market]
     wanted = ctx.pool_options.get(pool_name) if pool_name else None
-    if market == "on-demand" and wanted in ("savings-plan-1y", "savings-plan-3y", "reservation"):
-        option = wanted
+    first = next(n for n, row in ctx.catalog.purchase_options.items() if row.fleet_market == market)
+    option = _market_option(ctx.catalog, wanted or first, market)
     category = "compute" if ctx.catalog.instance(itype).accelerated else "system"
     items = [_instance_item(res, ctx, itype, nodes, option, pool_name, category)]
     ref = _get(
@@ -788,7 +781,7 @@ def price_resources(
         if free_reason(res.type) is None:
             raise UnpricedResource(
                 f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
-                "rule to accelstack/cost.py RULES or, if AWS does not bill it, to FREE"
+                "rule to accelstack/cost/pricing.py RULES or, if AWS does not bill it, to FREE"
             )
         free[res.type] += 1
     return StackCost(
@@ -809,7 +802,7 @@ def option_quotes(
             rate = catalog.instance_rate(region, instance_type, opt)
             out.append(OptionQuote(opt, nodes * rate.usd, rate, opt == chosen))
         else:
-            billed = RATE_ALIASES.get(opt, opt)
+            billed = catalog.purchase(opt).price_key
             out.append(
                 OptionQuote(
                     opt,
@@ -843,13 +836,6 @@ def price_plan(stack: Stack, resources: Iterable[ResourceLike]) -> StackCost:
     return _with_options(stack, cost)
 
 
-def _capacity_type(pool: ResolvedPool) -> str:
-    for cap, allowed_options in CAPACITY_TYPE_ALLOWS.items():
-        if pool.purchase_option in allowed_options:
-            return cap
-    return "ON_DEMAND"  # pragma: no cover - every option maps
-
-
 #: (component, pool name or None for the system group, instance type, nodes, capacity type,
 #: root volume GiB) for one EKS managed node group.
 _NodeGroupSpec = tuple[str, str | None, str, int, str, int]
@@ -860,21 +846,21 @@ def _node_group_specs(stack: Stack) -> list[_NodeGroupSpec]:
     name = stack.name
     groups: list[_NodeGroupSpec] = [
         (
-            f"{name}-system",
+            naming.system_nodes(name),
             None,
             stack.system_instance_type,
             stack.system_nodes,
-            "ON_DEMAND",
+            stack.catalog.purchase(ON_DEMAND).capacity_type,
             stack.system_root_volume_gib,
         )
     ]
     groups += [
         (
-            f"{name}-{p.name}",
+            naming.pool_prefix(name, p.name),
             p.name,
             p.instance_type,
             p.nodes,
-            _capacity_type(p),
+            p.purchase.capacity_type,
             p.root_volume_gib,
         )
         for p in stack.pools
@@ -935,12 +921,8 @@ def _instance_resources(stack: Stack) -> list[Resource]:
     Fleet request for all of its nodes."""
     out: list[Resource] = []
     for p in stack.pools:
-        lt = f"{stack.name}-{p.name}-lt"
-        market = (
-            "spot"
-            if p.purchase_option == "spot"
-            else ("capacity-block" if p.purchase_option == "capacity-block" else "on-demand")
-        )
+        lt = naming.launch_template(stack.name, p.name)
+        market = p.purchase.fleet_market
         out.append(
             Resource(
                 "aws:ec2/launchTemplate:LaunchTemplate",
@@ -956,7 +938,7 @@ def _instance_resources(stack: Stack) -> list[Resource]:
         out.append(
             Resource(
                 "aws:ec2/fleet:Fleet",
-                f"{stack.name}-{p.name}-fleet",
+                naming.fleet(stack.name, p.name),
                 {
                     "launchTemplateConfigs": [
                         {
@@ -985,8 +967,9 @@ def _nat_resources(stack: Stack) -> list[Resource]:
     nats = 1 if network.single_nat_gateway else len(zones)
     out: list[Resource] = []
     for i in range(nats):
-        out.append(Resource("aws:ec2/eip:Eip", f"{stack.name}-nat-{i}-eip", {"domain": "vpc"}))
-        out.append(Resource("aws:ec2/natGateway:NatGateway", f"{stack.name}-nat-{i}", {}))
+        nat = naming.nat_gateway(stack.name, i)
+        out.append(Resource("aws:ec2/eip:Eip", f"{nat}-eip", {"domain": "vpc"}))
+        out.append(Resource("aws:ec2/natGateway:NatGateway", nat, {}))
     return out
 
 
@@ -999,7 +982,7 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
     return [
         Resource(
             "aws:fsx/lustreFileSystem:LustreFileSystem",
-            f"{stack.name}-fsx",
+            naming.fsx(stack.name),
             {
                 "storageCapacity": storage.fsx_lustre_gib,
                 "deploymentType": defaults.fsx_deployment_type,
@@ -1014,7 +997,7 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
 def _compile_cache_resources(stack: Stack) -> list[Resource]:
     """The compile-cache bucket, when the cache is on and no bucket was given."""
     if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
-        return [Resource("aws:s3/bucket:Bucket", f"{stack.name}-compile-cache", {})]
+        return [Resource("aws:s3/bucket:Bucket", naming.compile_cache(stack.name), {})]
     return []
 
 

@@ -354,7 +354,7 @@ def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
     """Plan `stack` offline by running `build` (the Pulumi program) under mocks. With `guard`,
     the budget is enforced before the program runs (priced from the spec) and after it (priced
     from what it declared). Raises PlanError with one line on any failure. A stack with no AMI
-    pins read from a stack config plans as if `accelstack amis pin` had run (issue 10)."""
+    pins read from a stack config plans as if `accelstack amis pin` had run."""
     stack = with_offline_ami_pins(stack)
     with _LOCK:
         answers = Answers(stack)

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
 CONFIG_KEY = "accelstack:amis"
-ALLOW_KEY = "accelstack:allowUnpinnedAmis"
 #: SSM GetParameters takes at most 10 names per call (botocore ssm ParameterNameList max 10).
 SSM_BATCH = 10
 

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from accelstack import naming
 from accelstack.errors import AccelstackError
 
 if TYPE_CHECKING:
@@ -69,15 +70,6 @@ CHECKS: tuple[str, ...] = (
 #: Capacity reservation states: usable now, usable later, or dead.
 RESERVATION_ACTIVE = frozenset({"active"})
 RESERVATION_LATER = frozenset({"scheduled", "pending", "payment-pending", "assessing", "delayed"})
-#: Markets by purchase option. Savings plans are a billing discount on On-Demand usage.
-MARKET_BY_OPTION: dict[str, str | None] = {
-    "on-demand": "on-demand",
-    "savings-plan-1y": "on-demand",
-    "savings-plan-3y": "on-demand",
-    "spot": "spot",
-    "capacity-block": None,  # reserved capacity: no On-Demand quota is consumed at launch
-    "reservation": None,
-}
 #: IAM actions each check needs (printed with a permission failure).
 IAM_ACTIONS: dict[str, str] = {
     "offering": "ec2:DescribeInstanceTypeOfferings",
@@ -196,7 +188,7 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         acc[code] = (fam, mkt, total + vcpus, [*users, who])
 
     for pool in stack.pools:
-        market = MARKET_BY_OPTION[pool.purchase_option]
+        market = pool.purchase.quota_market  # catalog purchase_options; None: reserved ahead
         if market is None:
             skipped.append(pool)
             continue
@@ -743,9 +735,9 @@ def _missing_reservation(stack: Stack, pool: ResolvedPool) -> CheckResult:
 
 
 def generated_bucket_name(stack_name: str, account_id: str) -> str:
-    """The name accelstack gives the compile-cache bucket it creates (the same formula as
-    `components.compile_cache.bucket_name`; a test keeps the two equal)."""
-    return f"{stack_name}-ncc-{account_id}"
+    """The name accelstack gives the compile-cache bucket it creates (naming.cache_bucket, as
+    the components)."""
+    return naming.cache_bucket(stack_name, account_id)
 
 
 def check_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:

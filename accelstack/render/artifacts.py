@@ -20,8 +20,10 @@ from typing import Literal
 
 import jinja2
 
+from accelstack import naming
 from accelstack.catalog import Framework
 from accelstack.errors import AccelstackError
+from accelstack.naming import POOL_LABEL, STACK_LABEL
 from accelstack.render.pods import (
     backoff_limit,
     image_warnings,
@@ -37,8 +39,6 @@ Orchestrator = Literal["auto", "pytorchjob", "slurm", "standalone"]
 ORCHESTRATORS: tuple[str, ...] = ("auto", "pytorchjob", "slurm", "standalone")
 
 
-#: Node label the components put on every node of a pool (value: the pool name).
-POOL_LABEL = "accelstack.io/pool"
 #: Where the FSx for Lustre volume is mounted in training pods.
 FSX_MOUNT_PATH = "/fsx"
 #: Where the node script is mounted in training pods (from the launch ConfigMap).
@@ -67,7 +67,7 @@ class Artifact:
 
 
 # ---------------------------------------------------------------------------------------
-# Names shared with the components (issue 3) and standalone (issue 6)
+# Names shared with the EKS components and the standalone cluster
 # ---------------------------------------------------------------------------------------
 
 
@@ -78,9 +78,9 @@ def training_service_account(stack: Stack) -> str:
 
 
 def fsx_claim_name(stack: Stack) -> str:
-    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem
+    """PersistentVolumeClaim for the stack's FSx for Lustre file system (components/filesystem.py
     creates it when storage.fsx_lustre_gib is set)."""
-    return f"{stack.name}-fsx"
+    return naming.fsx(stack.name)
 
 
 def job_name(stack: Stack) -> str:
@@ -246,6 +246,7 @@ def _context(
         "script_dir": SCRIPT_MOUNT_DIR,
         "efa_resource": "vpc.amazonaws.com/efa",
         "pool_label": POOL_LABEL,
+        "stack_label": STACK_LABEL,
         "pod": pod_resources(stack, pool),
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),

@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from accelstack.catalog import PurchaseOption
 from accelstack.errors import shown, text_problem
+from accelstack.naming import STACK_TAG
 
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 POOL_RE = r"^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$"
@@ -107,11 +108,6 @@ RESERVED_ENV_NAMES = frozenset(
 #: what they read from Slurm (SLURM_*), torchrun's environment form of its options (PET_*) and
 #: its agent variables (TORCHELASTIC_*), and bash's own BASH_* variables.
 RESERVED_ENV_PREFIXES = ("ACCELSTACK_", "SLURM_", "PET_", "TORCHELASTIC_", "BASH_")
-#: Tag keys the stack sets itself: run commands and the cost report find the stack's resources
-#: by them (components/common.py STABLE_TAG_KEYS), so user tags may not replace them; the
-#: prefixes are the stack's own label and tag namespaces.
-IDENTITY_TAG_KEYS = ("accelstack:stack", "managed-by")
-IDENTITY_TAG_PREFIXES = ("accelstack:", "accelstack.io/")
 #: Pool names the stack uses for its own resources (the EKS system node group is
 #: "<stack>-system", a pool is "<stack>-<pool>").
 RESERVED_POOL_NAMES = frozenset({"system"})
@@ -420,7 +416,7 @@ class Spec(Strict):
     availability_zone: Text | None = Field(None, description="zone name or id for EFA pools")
     preview: bool = Field(False, description="must be true to use preview instance types")
     tags: dict[Text, Text] = Field(
-        default_factory=dict, description="AWS tags on every resource (plus accelstack:stack)"
+        default_factory=dict, description=f"AWS tags on every resource (plus {STACK_TAG})"
     )
     orchestration: Literal["eks", "ec2"] = Field(
         "eks", description="eks: EKS node groups; ec2: standalone instances on DLAMIs"

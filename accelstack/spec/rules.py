@@ -27,10 +27,15 @@ from accelstack.catalog import (
 from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
-from accelstack.spec.models import (
-    FSX_MOUNT_PATH,
+from accelstack.naming import (
     IDENTITY_TAG_KEYS,
     IDENTITY_TAG_PREFIXES,
+    NODEGROUP_PATTERNS,
+    ROLE_PATTERNS,
+    cache_bucket,
+)
+from accelstack.spec.models import (
+    FSX_MOUNT_PATH,
     OPEN_CIDRS,
     RESERVED_ENV_NAMES,
     RESERVED_ENV_PREFIXES,
@@ -223,11 +228,15 @@ def _pool_efa(ctx: Context) -> Iterator[Finding]:
             yield (f"{f.at}.efa_interface_style", "is set but EFA is off for this pool")
 
 
+def _reserved_options(ctx: Context) -> list[str]:
+    return [n for n, row in ctx.catalog.purchase_options.items() if row.needs_reservation]
+
+
 @rule("pool-reservation-id", "capacity-block and reservation need reservation_id; others refuse it")
 def _pool_reservation(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
         option = f.pool.purchase.option
-        needs_id = option in ("capacity-block", "reservation")
+        needs_id = ctx.catalog.purchase(option).needs_reservation
         if needs_id and not f.pool.purchase.reservation_id and not f.pool.purchase.reservations:
             yield (
                 f"{f.at}.purchase.reservation_id",
@@ -237,7 +246,7 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
         if not needs_id and f.pool.purchase.reservation_id:
             yield (
                 f"{f.at}.purchase.reservation_id",
-                f"is only allowed with capacity-block or reservation, not '{option}'",
+                f"is only allowed with {' or '.join(_reserved_options(ctx))}, not '{option}'",
             )
 
 
@@ -777,13 +786,12 @@ def _tags_identity(ctx: Context) -> Iterator[Finding]:
 
 
 # ---------------------------------------------------------------------------------------
-# Issue 10 (10B): names, tags, the subnet IP budget, FSx paths
+# Names, tags, the subnet IP budget, FSx paths
 # ---------------------------------------------------------------------------------------
 
-#: Tag keys the stack adds to every resource (resolve.py) and the most any one resource adds
-#: on top (Name, kubernetes.io/cluster/<name>, kubernetes.io/role/..., accelstack.io/pool);
-#: the tag-count deploy rule checks the real merge.
-STACK_TAG_KEYS = ("accelstack:stack", "managed-by")
+#: The most tags any one resource adds on top of the stack's identity tags (naming.py): Name,
+#: kubernetes.io/cluster/<name>, kubernetes.io/role/..., the pool tag; the tag-count deploy
+#: rule checks the real merge.
 RESOURCE_TAG_KEYS = 4
 
 
@@ -796,8 +804,8 @@ def _generated(ctx: Context) -> Iterator[tuple[str, str, str, int, str]]:
         ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools
     )
     kinds = (
-        ("IAM role", limits.ROLE_PATTERNS, role_max, "botocore iam roleNameType"),
-        ("EKS node group", limits.NODEGROUP_PATTERNS, limits.NODEGROUP_NAME_MAX, "EKS API"),
+        ("IAM role", ROLE_PATTERNS, role_max, "botocore iam roleNameType"),
+        ("EKS node group", NODEGROUP_PATTERNS, limits.NODEGROUP_NAME_MAX, "EKS API"),
     )
     for kind, patterns, limit, source in kinds:
         for pattern, orchestration, needs_cache in patterns:
@@ -832,7 +840,7 @@ def _bucket_names(ctx: Context) -> Iterator[Finding]:
         if problem:
             yield ("compile_cache.bucket", f"'{cc.bucket}' {problem} (S3 bucket naming rules)")
     elif any(ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools):
-        generated = f"{ctx.spec.name}-ncc-123456789012"  # <stack>-ncc-<account id>
+        generated = cache_bucket(ctx.spec.name, "123456789012")  # the longest account id
         problem = limits.bucket_name_problem(generated)
         if problem:
             yield (
@@ -843,10 +851,10 @@ def _bucket_names(ctx: Context) -> Iterator[Finding]:
 
 @rule("tag-count", "spec tags plus the stack's own fit the 50-tags-per-resource limit")
 def _tag_count(ctx: Context) -> Iterator[Finding]:
-    keys = set(ctx.spec.tags) | set(STACK_TAG_KEYS)
+    keys = set(ctx.spec.tags) | set(IDENTITY_TAG_KEYS)
     limit = limits.max_tags()
     if len(keys) + RESOURCE_TAG_KEYS > limit:
-        allowed_n = limit - RESOURCE_TAG_KEYS - len(set(STACK_TAG_KEYS) - set(ctx.spec.tags))
+        allowed_n = limit - RESOURCE_TAG_KEYS - len(set(IDENTITY_TAG_KEYS) - set(ctx.spec.tags))
         yield (
             "tags",
             f"{len(ctx.spec.tags)} tags; with the stack's own a resource would carry "
@@ -856,15 +864,11 @@ def _tag_count(ctx: Context) -> Iterator[Finding]:
 
 
 def _pool_zone(ctx: Context, f: PoolFacts) -> str:
-    """The zone id the pool's subnet will be in (as resolve.py picks it)."""
+    """The zone id the pool's subnet will be in (Catalog.pool_zone, as resolve places it)."""
+    if not ctx.region_ok:
+        return "?"
     wanted = f.pool.availability_zone or ctx.spec.availability_zone
-    zid = ctx.catalog.zone_id(ctx.spec.region, wanted) if wanted and ctx.region_ok else None
-    if zid:
-        return zid
-    offered = (
-        ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type) if ctx.region_ok else []
-    )
-    return offered[0] if offered else "?"
+    return ctx.catalog.pool_zone(ctx.spec.region, f.pool.instance_type, wanted) or "?"
 
 
 def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:

@@ -194,8 +194,11 @@ def _reservations(ctx: Context) -> Iterator[Finding]:
         if not buy.reservations:
             continue
         at = f"{f.at}.purchase.reservations"
-        if buy.option not in ("capacity-block", "reservation"):
-            yield (at, f"is only allowed with capacity-block or reservation, not '{buy.option}'")
+        if not ctx.catalog.purchase(buy.option).needs_reservation:
+            held = " or ".join(
+                n for n, r in ctx.catalog.purchase_options.items() if r.needs_reservation
+            )
+            yield (at, f"is only allowed with {held}, not '{buy.option}'")
         if buy.reservation_id:
             yield (at, "and reservation_id are exclusive: list every reservation here")
         if ctx.spec.orchestration == "ec2":

@@ -1,10 +1,10 @@
-"""Small helpers the 10B rule modules share (pure: plan documents in, values out)."""
+"""Small helpers the deploy rule modules share (pure: plan documents in, values out)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from accelstack.plan.document import Plan, PlannedResource
+from accelstack.plan.document import PlannedResource
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
@@ -16,10 +16,6 @@ SSM_PARAMETER_LOOKUP = "aws:ssm/getParameter:getParameter"
 def rid(r: PlannedResource) -> str:
     """How a violation names a resource: `type 'name'`."""
     return f"{r.type} '{r.name}'"
-
-
-def children_of(plan: Plan, parent: str) -> list[PlannedResource]:
-    return [r for r in plan.resources if r.parent == parent]
 
 
 def get_in(value: Any, *path: str) -> Any:

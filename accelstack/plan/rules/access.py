@@ -1,4 +1,4 @@
-"""Deploy rules: how the deployer reaches the Kubernetes API (defect 1 of issue 10)."""
+"""Deploy rules: how the deployer reaches the Kubernetes API."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

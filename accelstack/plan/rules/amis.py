@@ -1,4 +1,4 @@
-"""Deploy rule for issue 10 defect 5: no node boots from a moving AMI alias.
+"""Deploy rule: no node boots from a moving AMI alias.
 
 `.../recommended/image_id` and a DLAMI's `latest` move whenever AWS publishes an image, so a
 program that resolves them on every run rolls every accelerator node (EKS) or recreates every
@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import (
     FLEET,
     INSTANCE,
@@ -21,6 +20,7 @@ from accelstack.plan.rules._res import (
     get_in,
     rid,
 )
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

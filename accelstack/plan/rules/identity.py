@@ -1,4 +1,4 @@
-"""Deploy rules: what a pod can become (defect 6 of issue 10): IMDS hop limit, the CNI's
+"""Deploy rules: what a pod can become: IMDS hop limit, the CNI's
 permissions, Pod Identity trust, cluster-creator admin."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
 from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

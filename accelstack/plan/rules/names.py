@@ -1,4 +1,4 @@
-"""Name and tag deploy rules (issue 10 defect 7): what validation must have refused, checked on
+"""Name and tag deploy rules: what validation must have refused, checked on
 the names the program actually generates. Limits come from botocore's service models where
 they exist (accelstack/catalog/limits.py cites the shapes)."""
 
@@ -18,8 +18,8 @@ from accelstack.catalog.limits import (
     max_tags,
 )
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -1,4 +1,4 @@
-"""Network deploy rules (issue 10 defects 4, 8 and 11): FSx clients can reach the Lustre
+"""Network deploy rules: FSx clients can reach the Lustre
 ports, the private subnets hold the nodes' addresses, S3 traffic skips the NAT gateway, and
 every zone in use has its own NAT gateway."""
 
@@ -9,9 +9,10 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack import naming
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -172,11 +173,17 @@ def _group_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, int]]]
     """subnet id -> (node group, addresses) of every node group in the plan; a group over
     several subnets (the system nodes) counts its share, rounded up, in each."""
     insts: dict[str, tuple[Any, str | None]] = {
-        f"{stack.name}-system-ng": (stack.catalog.instances[stack.system_instance_type], None)
+        naming.system_node_group(stack.name): (
+            stack.catalog.instances[stack.system_instance_type],
+            None,
+        )
     }
     for p in stack.pools:
         for part in p.node_groups:
-            insts[f"{stack.name}-{p.name}-{part.role}"] = (p.instance, f"{stack.name}-{p.name}-lt")
+            insts[naming.pool_node_group(stack.name, p.name, part.role)] = (
+                p.instance,
+                naming.launch_template(stack.name, p.name, part.launch_template),
+            )
     out: dict[str, list[tuple[str, int]]] = {}
     if not plan.of_type(NODE_GROUP):
         return _standalone_demands(plan, stack)
@@ -202,7 +209,11 @@ def _standalone_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, i
             continue
         zone = subnet.inputs.get("availabilityZoneId")
         out[planned_ec2_id(SUBNET, subnet.name)] = [
-            (p.name, p.nodes * _node_ips(plan, stack, p.instance, f"{stack.name}-{p.name}-lt"))
+            (
+                p.name,
+                p.nodes
+                * _node_ips(plan, stack, p.instance, naming.launch_template(stack.name, p.name)),
+            )
             for p in stack.pools
             if p.zone_id == zone
         ]

@@ -1,4 +1,4 @@
-"""Deploy rules: managed node groups (defect 2 of issue 10: Capacity Blocks, desired size)."""
+"""Deploy rules: managed node groups (Capacity Blocks, desired size)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -1,4 +1,4 @@
-"""Deploy rules: device-plugin Helm releases (defect 3 of issue 10). The catalog's `charts:`
+"""Deploy rules: device-plugin Helm releases. The catalog's `charts:`
 table (accelstack/catalog/instances.yaml) records each chart's pinned version, the values keys
 accelstack may set and the node labels its default affinity needs, each with its source."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.catalog import HelmChart
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-POOL_LABEL = "accelstack.io/pool"
 CHARTS_DOC = "accelstack/catalog/instances.yaml charts (sources per chart)"
 
 
@@ -104,7 +104,7 @@ def _serves(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 yield (
                     ref(r),
                     f"{chart.instance_list_key} misses {', '.join(missing)}: the plugin will not "
-                    f"schedule there; generate the list from the catalog ({chart.values_source})",
+                    f"schedule there; list every pool type it serves ({chart.values_source})",
                 )
         if chart.node_labels and "affinity" not in values:
             yield from _labelled(plan, chart, {p.name for p in pools})

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -1,4 +1,4 @@
-"""Deploy rules for standalone clusters (orchestration: ec2), issue 10 defect 10.
+"""Deploy rules for standalone clusters (orchestration: ec2).
 
 A pool's instances are launched in one request (EC2 Fleet, type instant, all or nothing), so
 a cluster placement group is filled at once instead of node by node; and what runs on them
@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from accelstack.naming import POOL_TAG, STACK_TAG
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule
 from accelstack.plan.rules._res import FLEET, INSTANCE, LAUNCH_TEMPLATE, get_in, rid
+from accelstack.plan.rules.registry import deploy_rule
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -26,8 +27,6 @@ ONE_REQUEST_SOURCE = (
 SSM_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html"
 DOCUMENT = "aws:ssm/document:Document"
 ASSOCIATION = "aws:ssm/association:Association"
-POOL_TAG = "accelstack.io/pool"
-STACK_TAG = "accelstack:stack"
 
 
 def _fleets(plan: Plan) -> dict[str, Any]:

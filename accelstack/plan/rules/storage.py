@@ -1,4 +1,4 @@
-"""Deploy rules: FSx for Lustre (defect 4 of issue 10, EKS and shared part)."""
+"""Deploy rules: FSx for Lustre (EKS and shared)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules import deploy_rule, ref
+from accelstack.plan.rules.registry import deploy_rule, ref
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -1,5 +1,6 @@
-"""Issue 10 deploy rules owned by 10B (amis, names, network, standalone): every rule fails,
-with one line naming the resource and the document, when the fix is turned off or the plan is
+"""The deploy rules on AMIs, names, networking and standalone clusters (amis.py, names.py,
+network.py, standalone.py in accelstack/plan/rules) and the spec rules on generated names: every
+rule fails, with one line naming the resource and the document, when the fix is turned off or the plan is
 edited back to the defect; and every preset plans with none of them firing."""
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def test_every_preset_plans_with_no_violation(name: str) -> None:
     assert [v.line() for v in evaluate(plan_stack(stack, guard=False), stack)] == []
 
 
-# -- standalone: one request, delivery through SSM (defect 10) ------------------------------
+# -- standalone: one request, delivery through SSM
 
 
 def test_instances_per_node_violate_one_request() -> None:
@@ -112,7 +113,7 @@ def test_user_data_violates_ssm_delivery() -> None:
     assert v.resource == "pool 'trn1'" and "tag:accelstack.io/pool=trn1" in v.message
 
 
-# -- FSx client egress (defect 4, standalone half) ---------------------------------------
+# -- FSx client egress
 
 
 def with_fsx(data: dict[str, Any]) -> None:
@@ -141,7 +142,7 @@ def test_standalone_nodes_reach_fsx_and_the_rule_fails_without_the_fix(
     assert "988, 1018-1023" in v.message
 
 
-# -- names and tags (defect 7): validation refuses, the deploy rules catch what slips ------
+# -- names and tags: validation refuses, the deploy rules catch what slips
 
 from accelstack.catalog import limits  # noqa: E402
 from accelstack.errors import SpecError  # noqa: E402
@@ -261,7 +262,7 @@ def test_tag_count_both_edges() -> None:
     assert "tagging.html" in lines[0].line()
 
 
-# -- subnet IP budget (defect 8) -------------------------------------------------------------
+# -- subnet IP budget
 
 
 def p5_in(vpc: str, nodes: int, style: str | None = None) -> Any:
@@ -323,13 +324,13 @@ def test_efa_style_interfaces_count_one_address_each() -> None:
 
     stack = preset("llama3-70b-p5")
     pool = stack.pools[0]
-    assert pool.efa_interface_style == "efa-only"  # the catalog default (defect 8)
+    assert pool.efa_interface_style == "efa-only"  # the catalog default
     assert node_ips(stack.catalog, pool.instance, 32, "efa-only", True) == 100
     assert node_ips(stack.catalog, pool.instance, 32, "efa", True) == 131
     assert node_ips(stack.catalog, pool.instance, 32, "efa", False) == 32
 
 
-# -- NAT per zone and the S3 gateway endpoint (defect 11) ------------------------------------
+# -- NAT per zone and the S3 gateway endpoint
 
 
 def test_each_zone_routes_through_its_own_nat_and_s3_skips_it() -> None:
@@ -363,7 +364,7 @@ def test_single_nat_is_an_explicit_choice() -> None:
     assert not fired(plan, stack, "nat-per-zone")
 
 
-# -- trn1-standalone: no entrypoint on a missing FSx (defect 9) -----------------------------
+# -- trn1-standalone: no entrypoint on a missing FSx
 
 
 def test_an_entrypoint_on_fsx_needs_fsx() -> None:
@@ -378,7 +379,7 @@ def test_an_entrypoint_on_fsx_needs_fsx() -> None:
     variant("trn1-standalone", with_fsx)  # with FSx it is fine
 
 
-# -- EKS upgrade policy and add-on versions (defect 11) --------------------------------------
+# -- EKS upgrade policy and add-on versions
 
 CLUSTER = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"

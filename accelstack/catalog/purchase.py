@@ -1,0 +1,107 @@
+"""The purchase-options table (`purchase_options.yaml`): what each `purchase.option` of a pool
+means to the components, preflight, pricing, the spec rules and `compare`. Every layer reads
+these rows; none keeps its own map from an option to a capacity type, market or price."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from accelstack.errors import CatalogError
+
+FILE = "purchase_options.yaml"
+CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
+FleetMarket = Literal["on-demand", "spot", "capacity-block"]
+
+
+class PurchaseOptionFacts(BaseModel):
+    """One row of the table (field meanings and sources: purchase_options.yaml)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    capacity_type: CapacityType
+    fleet_market: FleetMarket
+    launch_market: Literal["capacity-block"] | None
+    quota_market: Literal["on-demand", "spot"] | None
+    price_key: str
+    billing: str
+    commitment_years: int | None
+    reservation_id: Literal["required", "refused"]
+    reservation_first: bool
+    comparable: bool
+    compare_default: bool
+    refreshed: bool
+    limits: dict[str, object] = Field(default_factory=dict)
+    sources: tuple[str, ...] = Field(min_length=1)
+
+    @property
+    def needs_reservation(self) -> bool:
+        return self.reservation_id == "required"
+
+    @property
+    def rate_alias(self) -> str | None:
+        """The option whose rate this one is billed at, when not its own."""
+        return None if self.price_key == self.name else self.price_key
+
+
+class PurchaseTable(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sources: dict[str, str]
+    purchase_options: dict[str, PurchaseOptionFacts]
+
+    def first(self, *, capacity_type: str | None = None, fleet_market: str | None = None) -> str:
+        """The option a resource of this capacity type / fleet market is billed as when the
+        spec names none: the first row that has it."""
+        for name, row in self.purchase_options.items():
+            if capacity_type in (None, row.capacity_type) and fleet_market in (
+                None,
+                row.fleet_market,
+            ):
+                return name
+        raise KeyError(capacity_type or fleet_market)
+
+
+def parse_table(data: object, path: Path, options: tuple[str, ...]) -> PurchaseTable:
+    """Validate the table: one row per option of the spec's schema, in its order; every source
+    key and price key known. A problem is one CatalogError line naming the file."""
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: catalog file must be a mapping (is it truncated?)")
+    rows = data.get("purchase_options")
+    named = {k: {**v, "name": k} for k, v in rows.items()} if isinstance(rows, dict) else rows
+    try:
+        table = PurchaseTable.model_validate({**data, "purchase_options": named})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise CatalogError(f"{path}: {loc}: {err['msg']}") from None
+    if tuple(table.purchase_options) != options:
+        raise CatalogError(
+            f"{path}: purchase_options: rows {', '.join(table.purchase_options)}; the spec "
+            f"allows exactly {', '.join(options)} (in that order)"
+        )
+    for name, row in table.purchase_options.items():
+        unknown = [s for s in row.sources if s not in table.sources]
+        if unknown:
+            raise CatalogError(f"{path}: purchase_options.{name}.sources: unknown {unknown[0]!r}")
+        if row.price_key not in table.purchase_options:
+            raise CatalogError(
+                f"{path}: purchase_options.{name}.price_key: unknown option {row.price_key!r}"
+            )
+    return table
+
+
+@lru_cache(maxsize=4)
+def load_table(path: Path, options: tuple[str, ...]) -> PurchaseTable:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise CatalogError(f"{path}: cannot read catalog file: {reason}") from None
+    return parse_table(data, path, options)

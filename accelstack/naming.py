@@ -1,0 +1,184 @@
+"""Every name, label, taint and tag the stack generates, in one place.
+
+The components, pricing, the spec and deploy rules, render and preflight all call these
+helpers; none of them spells a label key or a generated-name pattern itself
+(tests/test_naming.py scans the tree for stray literals). Pure: imports nothing of accelstack,
+so every layer may use it.
+
+`stack` is the resource-name prefix (`Stack.name`: the deployment name when one is given,
+else the spec's name); `pool` is a pool's name from the spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# --- Kubernetes node labels and taints -------------------------------------------------
+
+#: The node label every pool's nodes carry (value: the pool name); pods select their pool by it.
+POOL_LABEL = "accelstack.io/pool"
+#: The node label on pools with EFA interfaces (value "true"); the EFA device plugin runs there.
+EFA_LABEL = "accelstack.io/efa"
+#: How a Neuron node's devices are allocated, set only in a stack with an UltraServer pool
+#: (values "dra" / "device-plugin"): the Neuron DRA driver must not run on nodes that run the
+#: Neuron device plugin (EKS user guide, device-management-neuron), so each Neuron node group
+#: says which of the two serves it and each DaemonSet selects its own.
+NEURON_ALLOCATION_LABEL = "accelstack.io/neuron-allocation"
+#: The label on every Kubernetes object the stack renders or creates (value: the stack name).
+STACK_LABEL = "accelstack.io/stack"
+#: `app.kubernetes.io/managed-by` value on the objects the components create.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+
+# --- AWS tags ---------------------------------------------------------------------------
+
+#: The tag that names the stack on every AWS resource (run commands and the cost report find
+#: the stack's resources by it).
+STACK_TAG = "accelstack:stack"
+#: The tag that marks a resource as created by accelstack, and its value.
+MANAGED_BY_TAG = "managed-by"
+MANAGED_BY = "accelstack"
+#: Tags that identify the stack. Stateful resources carry only these (stable) so changing
+#: `spec.tags` never touches their inputs; user tags may not replace them.
+IDENTITY_TAG_KEYS = (STACK_TAG, MANAGED_BY_TAG)
+#: The stack's own label and tag namespaces: user tags may not start with them.
+IDENTITY_TAG_PREFIXES = ("accelstack:", "accelstack.io/")
+#: The pool tag on standalone instances and fleets (the same key as the node label).
+POOL_TAG = POOL_LABEL
+
+
+def stack_tags(stack: str, user_tags: Mapping[str, str]) -> dict[str, str]:
+    """The tags on every resource of the stack: its identity tags, then the spec's."""
+    return {STACK_TAG: stack, MANAGED_BY_TAG: MANAGED_BY, **user_tags}
+
+
+def stable_tags(tags: Mapping[str, str], name: str | None = None, **extra: str) -> dict[str, str]:
+    """Only the identity tags of `tags` (plus `Name` and `extra`): for stateful resources."""
+    out = {k: tags[k] for k in IDENTITY_TAG_KEYS if k in tags}
+    if name:
+        out["Name"] = name
+    out.update(extra)
+    return out
+
+
+def tag_filter(key: str) -> str:
+    """An EC2/SSM filter key for a tag (`tag:<key>`)."""
+    return f"tag:{key}"
+
+
+# --- Resource names ---------------------------------------------------------------------
+
+
+def provider(stack: str) -> str:
+    """The stack's explicit AWS provider."""
+    return f"{stack}-aws"
+
+
+def network(stack: str) -> str:
+    """The network component (VPC, subnets, NAT gateways, endpoints)."""
+    return f"{stack}-network"
+
+
+def cluster(stack: str) -> str:
+    """The EKS cluster component."""
+    return f"{stack}-cluster"
+
+
+def system_nodes(stack: str) -> str:
+    """The EKS system node group component (`system` is a reserved pool name for it)."""
+    return f"{stack}-system"
+
+
+def pool_prefix(stack: str, pool: str) -> str:
+    """The name of a pool's component (EKS node group, standalone pool): `<stack>-<pool>`."""
+    return f"{stack}-{pool}"
+
+
+def launch_template(stack: str, pool: str, role: str = "lt") -> str:
+    """A pool's launch template: `<stack>-<pool>-lt` (one per reservation behind the pool:
+    `-lt-2`, ... see `launch_template_role`)."""
+    return f"{pool_prefix(stack, pool)}-{role}"
+
+
+def node_group_role(index: int) -> str:
+    """The role of a pool's index-th EKS managed node group: `ng` (the name a one-group pool
+    always had), then `ng-2`, `ng-3`, ..."""
+    return "ng" if index == 0 else f"ng-{index + 1}"
+
+
+def launch_template_role(index: int) -> str:
+    """The role of the launch template of a pool's index-th reservation: `lt`, `lt-2`, ..."""
+    return "lt" if index == 0 else f"lt-{index + 1}"
+
+
+def pool_node_group(stack: str, pool: str, role: str) -> str:
+    """One EKS managed node group of a pool: `<stack>-<pool>-<role>`."""
+    return f"{pool_prefix(stack, pool)}-{role}"
+
+
+def system_node_group(stack: str) -> str:
+    """The EKS system node group: `<stack>-system-ng`."""
+    return f"{system_nodes(stack)}-ng"
+
+
+def secondary_block(network_name: str, zone: str) -> str:
+    """A zone's secondary VPC CIDR block association (large pools)."""
+    return f"{network_name}-secondary-{zone}"
+
+
+def node_subnet(network_name: str, zone: str) -> str:
+    """A zone's node subnet in its secondary block (its route-table association: `-rta`)."""
+    return f"{network_name}-nodes-{zone}"
+
+
+def fleet(stack: str, pool: str) -> str:
+    """A standalone pool's EC2 Fleet: `<stack>-<pool>-fleet`."""
+    return f"{pool_prefix(stack, pool)}-fleet"
+
+
+def compile_cache(stack: str) -> str:
+    """The compile-cache component (its bucket is `<stack>-compile-cache-bucket`)."""
+    return f"{stack}-compile-cache"
+
+
+def cache_bucket(stack: str, account_id: str) -> str:
+    """The compile-cache bucket accelstack creates: deterministic and globally unique per
+    account; at most 40 + 5 + 12 = 57 characters."""
+    return f"{stack}-ncc-{account_id}"
+
+
+def fsx(stack: str) -> str:
+    """The FSx for Lustre component, and the PersistentVolumeClaim the jobs mount."""
+    return f"{stack}-fsx"
+
+
+def fsx_claim_component(stack: str) -> str:
+    """The component that creates the FSx PersistentVolume and its claim."""
+    return f"{fsx(stack)}-claim"
+
+
+def nat_gateway(stack: str, index: int) -> str:
+    """The index-th NAT gateway (its Elastic IP is `<name>-eip`)."""
+    return f"{stack}-nat-{index}"
+
+
+def device_plugins(stack: str) -> str:
+    """The device-plugins component (charts, namespace, service account)."""
+    return f"{stack}-device-plugins"
+
+
+#: The IAM role and EKS node group names the components derive from the stack and pool names,
+#: and when each exists: (pattern, orchestration, only with a compile cache). Each is
+#: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names spec
+#: rule checks them before a plan; the iam-role-name / eks-nodegroup-name deploy rules check
+#: the names the program really generates.
+ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-node-role", "eks", False),
+    ("{stack}-system-node-role", "eks", False),
+    ("{stack}-cluster-role", "eks", False),
+    ("{stack}-compile-cache-pod-role", "eks", True),
+    ("{stack}-node-role", "ec2", False),
+)
+NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
+    ("{stack}-{pool}-ng", "eks", False),
+    ("{stack}-system-ng", "eks", False),
+)
