@@ -58,11 +58,33 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance (insert, delete, substitute, swap neighbours)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _close(text: str, option: str) -> bool:
+    """A suggestion worth making: a few edits away (one per five characters, at least one),
+    so `p4d.24xlarge` (another family) never suggests `p5.4xlarge`."""
+    return edit_distance(text.lower(), option.lower()) <= max(1, len(text) // 5)
+
+
 def did_you_mean(value: object, choices: Iterable[str]) -> str:
     """Return "; did you mean 'x'?" for a near miss, else ""."""
     text = str(value)
     options = sorted(set(choices))
-    close = difflib.get_close_matches(text, options, n=1, cutoff=0.6)
+    close = [
+        o for o in difflib.get_close_matches(text, options, n=3, cutoff=0.6) if _close(text, o)
+    ]
     if not close:
         lowered = {o.lower(): o for o in options}
         if text.lower() in lowered:

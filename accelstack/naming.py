@@ -146,6 +146,36 @@ def cache_bucket(stack: str, account_id: str) -> str:
     return f"{stack}-ncc-{account_id}"
 
 
+def checkpoints(stack: str) -> str:
+    """The checkpoint-store component (its bucket resource is `<stack>-checkpoints-bucket`)."""
+    return f"{stack}-checkpoints"
+
+
+def checkpoint_bucket_resource(stack: str) -> str:
+    """The checkpoint bucket's logical name (the cost guard prices it from the training state)."""
+    return f"{checkpoints(stack)}-bucket"
+
+
+def checkpoint_bucket(stack: str, account_id: str) -> str:
+    """The checkpoint bucket accelstack creates: at most 40 + 6 + 12 = 58 characters."""
+    return f"{stack}-ckpt-{account_id}"
+
+
+def checkpoint_config(stack: str) -> str:
+    """The ConfigMap (training namespace) holding the checkpoint URL the pods read."""
+    return f"{stack}-checkpoint"
+
+
+def training_identity(stack: str) -> str:
+    """The training pods' Pod Identity component (its role is `<stack>-training-role`)."""
+    return f"{stack}-training"
+
+
+def asg_tag(prefix: str, key_hash: str) -> str:
+    """A node group's propagated Auto Scaling group tag, named by a hash of the tag key."""
+    return f"{prefix}-asg-tag-{key_hash}"
+
+
 def fsx(stack: str) -> str:
     """The FSx for Lustre component, and the PersistentVolumeClaim the jobs mount."""
     return f"{stack}-fsx"
@@ -175,7 +205,7 @@ ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-{pool}-node-role", "eks", False),
     ("{stack}-system-node-role", "eks", False),
     ("{stack}-cluster-role", "eks", False),
-    ("{stack}-compile-cache-pod-role", "eks", True),
+    ("{stack}-training-role", "eks", False),
     ("{stack}-node-role", "ec2", False),
 )
 NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (

@@ -27,6 +27,7 @@ from accelstack.catalog.ipbudget import (
     system_demand,
 )
 from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
+from accelstack.catalog.sizing import fsx_tier_for, fsx_write_seconds, training_state_bytes
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE
@@ -71,6 +72,7 @@ class ResolvedPool:
     reservations: tuple[tuple[str, int], ...] = ()
     #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
     ultraserver: UltraServer | None = None
+    spare_nodes: int = 0  # running nodes beyond `nodes` (a restart needs no new capacity)
 
     @property
     def node_lnc_setting(self) -> str | None:
@@ -95,6 +97,36 @@ class ResolvedPool:
     def targets_reservation(self) -> bool:
         return self.reservation_id is not None
 
+    @property
+    def running_nodes(self) -> int:
+        """Nodes the node group keeps running: the job's plus its spares."""
+        return self.nodes + self.spare_nodes
+
+    @property
+    def reserved_capacity(self) -> bool:
+        """On a capacity block or reservation: no room for surge nodes, minSize 0."""
+        return self.purchase.needs_reservation
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """Where checkpoints go and how fast they are written (resilience.yaml `checkpoint`)."""
+
+    bucket: str | None  # an existing bucket, or None: the stack creates <stack>-ckpt-<account>
+    prefix: str  # key prefix; each job writes under PREFIX/JOB/
+    state_bytes: float  # one full checkpoint: params x bytes per param at the precision
+    write_seconds: float  # the target for a full checkpoint write
+    keep: int  # full checkpoints the storage holds
+    fsx_path: str | None  # the FSx path linked to the prefix (data repository association)
+    fsx_gib: int | None
+    fsx_throughput_per_tib: int | None  # spec'd, else the lowest tier meeting the target
+    fsx_write_seconds: float | None  # at that tier
+
+    @property
+    def stored_gib(self) -> float:
+        """S3 storage the prefix holds: `keep` full checkpoints."""
+        return self.keep * self.state_bytes / 2**30
+
 
 @dataclass(frozen=True)
 class Stack:
@@ -113,6 +145,7 @@ class Stack:
     framework: str
     image: str
     tags: dict[str, str] = field(default_factory=dict)
+    checkpoint: CheckpointPlan | None = None  # EKS stacks: the durable checkpoint location
     #: Where the pools' AMI pins came from (`Pulumi.<stack>.yaml`, or the offline plan's
     #: simulation); None: no stack config was read (see `with_ami_pins`).
     amis_source: str | None = None
@@ -179,6 +212,26 @@ class Stack:
     def training_service_account(self) -> str:
         """ServiceAccount of the training pods; the components bind it to the cache role."""
         return self.catalog.defaults.training_service_account
+
+    @property
+    def checkpoint_bucket_resource(self) -> str:
+        """Logical name of the checkpoint bucket the program creates (the cost guard prices it
+        from the training state)."""
+        return naming.checkpoint_bucket_resource(self.name)
+
+    @property
+    def checkpoint_config_name(self) -> str:
+        """ConfigMap (training namespace) holding the checkpoint URL the pods read."""
+        return naming.checkpoint_config(self.name)
+
+    @property
+    def fsx_throughput_per_tib(self) -> int:
+        """The FSx throughput tier: the checkpoint plan's (spec'd, else the lowest meeting the
+        write target) on EKS; the spec's or the catalog default otherwise."""
+        if self.checkpoint and self.checkpoint.fsx_throughput_per_tib:
+            return self.checkpoint.fsx_throughput_per_tib
+        st = self.spec.storage.fsx_throughput_per_tib
+        return st or self.catalog.defaults.fsx_throughput_per_tib
 
     @property
     def fsx_claim_name(self) -> str | None:
@@ -259,16 +312,43 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
+        spare_nodes=p.spare_nodes,
+    )
+
+
+def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:
+    """The stack's checkpoint location and write speed (EKS stacks; None for ec2)."""
+    if spec.orchestration != "eks":
+        return None
+    facts, ck, st = cat.resilience.checkpoint, spec.checkpoint, spec.storage
+    state = training_state_bytes(cat, spec.workload.model.params_billion, spec.workload.precision)
+    seconds = 60 * (ck.write_minutes or facts.write_minutes)
+    tier = write_s = None
+    if st.fsx_lustre_gib:
+        tiers = facts.fsx_throughput_tiers
+        tier = st.fsx_throughput_per_tib or fsx_tier_for(state, st.fsx_lustre_gib, seconds, tiers)
+        tier = tier or max(tiers)  # validation refuses a target no tier meets
+        write_s = fsx_write_seconds(state, st.fsx_lustre_gib, tier)
+    return CheckpointPlan(
+        bucket=ck.bucket,
+        prefix=ck.prefix or facts.prefix,
+        state_bytes=state,
+        write_seconds=seconds,
+        keep=facts.keep,
+        fsx_path=facts.fsx_file_system_path if st.fsx_lustre_gib else None,
+        fsx_gib=st.fsx_lustre_gib,
+        fsx_throughput_per_tib=tier,
+        fsx_write_seconds=write_s,
     )
 
 
 def _reservations(p: Pool) -> tuple[tuple[str, int], ...]:
     """(id, nodes) of each reservation behind the pool: the list, else the one reservation_id
-    holding every node, else none."""
+    holding every running node (nodes + spare_nodes), else none."""
     if p.purchase.reservations:
         return tuple((r.id, r.nodes) for r in p.purchase.reservations)
     if p.purchase.reservation_id:
-        return ((p.purchase.reservation_id, p.nodes),)
+        return ((p.purchase.reservation_id, p.nodes + p.spare_nodes),)
     return ()
 
 
@@ -308,7 +388,7 @@ def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, st
     """(nodes, reservation id, launch template role) of each node group: every reservation
     behind the pool in order (its own launch template targets it: `lt`, `lt-2`, ...), each
     split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
-    runs = pool.reservations or ((None, pool.nodes),)
+    runs = pool.reservations or ((None, pool.running_nodes),)
     return [
         (n, rid, naming.launch_template_role(k))
         for k, (rid, total) in enumerate(runs)
@@ -405,6 +485,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
         framework=framework,
         image=image,
         tags=tags,
+        checkpoint=checkpoint_plan(spec, cat),
         deployment=name if name and name != spec.name else "",
     )
     return with_node_groups(stack)

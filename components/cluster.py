@@ -93,6 +93,8 @@ class ClusterArgs:
     #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
     #: large pools); empty: the add-on's defaults
     cni_env: dict[str, str] = field(default_factory=dict)
+    #: the EKS node monitoring agent add-on, which feeds node auto repair (None: not installed)
+    monitoring_addon: str | None = None
 
     @classmethod
     def from_stack(
@@ -118,6 +120,7 @@ class ClusterArgs:
             support_type=c.support_type,
             addon_versions=stack.addon_versions,
             cni_env=dict(stack.address_plan.cni_env),
+            monitoring_addon=stack.catalog.resilience.node_repair.monitoring_addon,
         )
 
 
@@ -144,6 +147,7 @@ class Cluster(pulumi.ComponentResource):
             _admin_access(name, args, cluster, arn, self) for arn in args.admin_principal_arns
         ]
         self.early_addons = _early_addons(name, args, cluster, child)
+        _monitoring_addon(name, args, cluster, child)
         self.cluster = cluster
         self.cluster_name = cluster.name
         self.endpoint = cluster.endpoint
@@ -237,6 +241,26 @@ def _eks_cluster(
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=attachments),
+    )
+
+
+def _monitoring_addon(
+    name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
+) -> aws.eks.Addon | None:
+    """The EKS node monitoring agent: a DaemonSet on every node (its chart tolerates every
+    taint) that reports accelerator, kernel, network and storage faults as node conditions,
+    which node auto repair acts on (EKS user guide, node-health)."""
+    if args.monitoring_addon is None:
+        return None
+    return aws.eks.Addon(
+        f"{name}-addon-{args.monitoring_addon}",
+        cluster_name=cluster.name,
+        addon_name=args.monitoring_addon,
+        addon_version=args.addon_versions.get(args.monitoring_addon),
+        resolve_conflicts_on_create="OVERWRITE",
+        resolve_conflicts_on_update="OVERWRITE",
+        tags=args.tags,
+        opts=child,
     )
 
 

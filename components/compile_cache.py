@@ -1,5 +1,6 @@
-"""CompileCache: the S3 bucket for NEURON_COMPILE_CACHE_URL (or an existing bucket) and the
-EKS Pod Identity role that lets the training service account read and write its prefix only.
+"""CompileCache: the S3 bucket for NEURON_COMPILE_CACHE_URL (or an existing bucket); the
+training pods read and write its prefix only, through the stack's Pod Identity role
+(`TrainingIdentity` in checkpoints.py, which also grants the checkpoint prefix).
 
 The bucket is stateful: `protect=True`, `retain_on_delete=True`, and its logical and physical
 names depend only on the stack name and account, never on node counts, budget or tags.
@@ -7,6 +8,7 @@ names depend only on the stack name and account, never on node counts, budget or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +16,6 @@ import pulumi
 import pulumi_aws as aws
 
 from accelstack.components.common import (
-    pod_identity_trust_output,
     pod_identity_trust_policy,
     policy_json,
     stable_tags,
@@ -89,50 +90,40 @@ def lifecycle_rules(prefix: str, expire_days: int) -> list[Any]:
 @dataclass(frozen=True)
 class CompileCacheArgs:
     stack_name: str
-    cluster_name: pulumi.Input[str]
-    cluster_arn: pulumi.Input[str]
-    namespace: str
     prefix: str
     expire_days: int
     account_id: pulumi.Input[str]
     partition: pulumi.Input[str]
-    service_account: str
     existing_bucket: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_stack(
-        cls,
-        stack: Stack,
-        cluster_name: pulumi.Input[str],
-        account_id: pulumi.Input[str],
-        partition: pulumi.Input[str],
-        cluster_arn: pulumi.Input[str] = "",
+        cls, stack: Stack, account_id: pulumi.Input[str], partition: pulumi.Input[str]
     ) -> CompileCacheArgs:
         return cls(
             stack_name=stack.name,
-            cluster_name=cluster_name,
-            cluster_arn=cluster_arn,
-            namespace=stack.catalog.defaults.training_namespace,
             prefix=stack.compile_cache_prefix,
             expire_days=stack.compile_cache_expire_days,
             account_id=account_id,
             partition=partition,
             existing_bucket=stack.compile_cache_bucket,
-            service_account=stack.training_service_account,
             tags=stable_tags(stack.tags),
         )
 
 
 class CompileCache(pulumi.ComponentResource):
+    """The cache bucket (or the existing one). The training pods reach its prefix through the
+    stack's one Pod Identity role (`TrainingIdentity`, checkpoints.py): a service account has
+    one association, so every grant the pods need is a policy of that role."""
+
     bucket_name: pulumi.Output[str]
-    role_arn: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
 
     def __init__(
         self, name: str, args: CompileCacheArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:compilecache:CompileCache", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         if args.existing_bucket:
             self.bucket_name = pulumi.Output.from_input(args.existing_bucket)
         else:
@@ -145,34 +136,10 @@ class CompileCache(pulumi.ComponentResource):
                 expire_days=args.expire_days,
                 tags=args.tags,
             )
-        arn = pulumi.Output.all(args.partition, self.bucket_name).apply(
+        self.bucket_arn = pulumi.Output.all(args.partition, self.bucket_name).apply(
             lambda a: bucket_arn(a[0], a[1])
         )
-        role = aws.iam.Role(
-            f"{name}-pod-role",
-            assume_role_policy=pod_identity_trust_output(
-                args.account_id, args.cluster_arn, args.namespace, args.service_account
-            ),
-            tags=args.tags,
-            opts=child,
-        )
-        aws.iam.RolePolicy(
-            f"{name}-pod-policy",
-            role=role.id,
-            policy=arn.apply(lambda a: policy_json(pod_identity_policy(a, args.prefix))),
-            opts=child,
-        )
-        aws.eks.PodIdentityAssociation(
-            f"{name}-pod-identity",
-            cluster_name=args.cluster_name,
-            namespace=args.namespace,
-            service_account=args.service_account,
-            role_arn=role.arn,
-            tags=args.tags,
-            opts=child,
-        )
-        self.role_arn = role.arn
-        self.register_outputs({"bucketName": self.bucket_name, "roleArn": self.role_arn})
+        self.register_outputs({"bucketName": self.bucket_name})
 
 
 def secure_bucket(
@@ -184,24 +151,26 @@ def secure_bucket(
     key_prefix: str,
     expire_days: int,
     tags: dict[str, str],
+    name_of: Callable[[str, str], str] = naming.cache_bucket,
+    rules: list[Any] | None = None,
 ) -> pulumi.Output[str]:
-    """The compile-cache bucket `<stack>-ncc-<account>` and its hardening, children of
-    `parent` named `{prefix}-<role>`: protected and retained on delete, public access blocked,
-    owner-enforced, encrypted, versioned, stale objects expired, TLS-only. Used by the EKS
-    CompileCache and the standalone cluster alike."""
+    """The bucket `name_of(stack, account)` (default: the compile cache's) and its hardening,
+    children of `parent` named `{prefix}-<role>`: protected and retained on delete, public
+    access blocked, owner-enforced, encrypted, versioned, lifecycle `rules` (default: stale
+    cache objects expired), TLS-only. Used by the EKS CompileCache, the checkpoint store and
+    the standalone cluster alike."""
     stateful = pulumi.ResourceOptions(parent=parent, protect=True, retain_on_delete=True)
     child = pulumi.ResourceOptions(parent=parent)
     bucket = aws.s3.Bucket(
         f"{prefix}-bucket",
-        bucket=pulumi.Output.from_input(account_id).apply(
-            lambda acct: bucket_name(stack_name, acct)
-        ),
+        bucket=pulumi.Output.from_input(account_id).apply(lambda acct: name_of(stack_name, acct)),
         force_destroy=False,
         tags=tags,
         opts=stateful,
     )
     _lock_down_access(prefix, bucket, child)
-    _keep_objects_safe(prefix, bucket, key_prefix, expire_days, child)
+    lifecycle = rules if rules is not None else lifecycle_rules(key_prefix, expire_days)
+    _keep_objects_safe(prefix, bucket, lifecycle, child)
     aws.s3.BucketPolicy(
         f"{prefix}-tls-only",
         bucket=bucket.id,
@@ -233,11 +202,10 @@ def _lock_down_access(prefix: str, bucket: aws.s3.Bucket, child: pulumi.Resource
 def _keep_objects_safe(
     prefix: str,
     bucket: aws.s3.Bucket,
-    key_prefix: str,
-    expire_days: int,
+    rules: list[Any],
     child: pulumi.ResourceOptions,
 ) -> None:
-    """Encrypt and version the objects, and expire stale ones under the cache prefix."""
+    """Encrypt and version the objects, and apply the lifecycle `rules`."""
     aws.s3.BucketServerSideEncryptionConfiguration(
         f"{prefix}-encryption",
         bucket=bucket.id,
@@ -258,6 +226,6 @@ def _keep_objects_safe(
     aws.s3.BucketLifecycleConfiguration(
         f"{prefix}-lifecycle",
         bucket=bucket.id,
-        rules=lifecycle_rules(key_prefix, expire_days),
+        rules=rules,
         opts=child,
     )

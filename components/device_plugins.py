@@ -62,7 +62,10 @@ def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
     then serves only the other Neuron pools (the two never share a node), or is off."""
     values: dict[str, Any] = {
         "neuronInstances": instance_types(neuron),
-        "npd": {"enabled": False},
+        # the chart's node problem detector: Neuron hardware errors (SRAM/HBM/NC
+        # uncorrectable, DMA) become a NeuronHealth node condition; in kube-system,
+        # which exists (its default namespace is not created by this release)
+        "npd": {"enabled": True, "namespaceOverride": "kube-system"},
         "devicePlugin": {
             "nodeSelector": node_selector_for(neuron),
             "tolerations": tolerations(neuron),

@@ -14,37 +14,88 @@ The repository's `__main__.py` and the `__main__.py` that `accelstack init` writ
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pulumi
 
 from accelstack.components.program import build
+from accelstack.cost.ceiling import find_ceiling
 from accelstack.cost.guard import enforce
-from accelstack.resolve import Stack, check_region, deployment_name, resolve
-from accelstack.spec import load_spec
+from accelstack.errors import AccelstackError, SpecError
+from accelstack.resolve import Stack
+from accelstack.spec.placeholders import refuse_placeholders
+from accelstack.stackconfig import (
+    ALLOW_KEY,
+    AMIS_KEY,
+    REGION_KEY,
+    SPEC_KEY,
+    resolve_deployment,
+    spec_pointer,
+    unknown_keys,
+)
+
+
+def stack_config() -> dict[str, object]:
+    """The stack config keys the program reads, as `accelstack.stackconfig` names them (the
+    gate reads the same keys from Pulumi.<stack>.yaml)."""
+    config, aws = pulumi.Config("accelstack"), pulumi.Config("aws")
+    return {
+        SPEC_KEY: config.get("spec"),
+        AMIS_KEY: config.get_object("amis"),
+        ALLOW_KEY: config.get_bool("allowUnpinnedAmis"),
+        REGION_KEY: aws.get("region"),
+    }
 
 
 def spec_path(pulumi_stack: str) -> str:
     """The spec this Pulumi stack deploys: config `accelstack:spec`, else stacks/<stack>.yaml."""
-    return pulumi.Config("accelstack").get("spec") or f"stacks/{pulumi_stack}.yaml"
+    return spec_pointer(stack_config(), pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
+
+
+def refuse_unknown_keys(pulumi_stack: str) -> None:
+    """An `accelstack:` key the program does not read is a typo, never silently ignored (the
+    gate refuses the same keys in Pulumi.<stack>.yaml)."""
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    problems = unknown_keys({**get_config_env(), **CONFIG.get()}, f"Pulumi.{pulumi_stack}.yaml")
+    if problems:
+        raise SpecError(problems)
 
 
 def stack_from_config() -> Stack:
     """The resolved stack of the current Pulumi stack; raises before anything is registered
     when the spec is invalid, the name prefix is not, or `aws:region` conflicts."""
     pulumi_stack = pulumi.get_stack()
-    spec = load_spec(spec_path(pulumi_stack))
-    check_region(spec, pulumi.Config("aws").get("region"))
-    stack = resolve(spec, name=deployment_name(spec.name, pulumi_stack))
-    config = pulumi.Config("accelstack")
-    return stack.with_ami_pins(
-        config.get_object("amis") or {},
-        allow_unpinned=config.get_bool("allowUnpinnedAmis") or False,
-        source=f"Pulumi.{pulumi_stack}.yaml",
-    )
+    refuse_unknown_keys(pulumi_stack)
+    config = stack_config()
+    spec = spec_pointer(config, pulumi_stack, f"Pulumi.{pulumi_stack}.yaml", Path.cwd())
+    return resolve_deployment(spec, pulumi_stack, config)
+
+
+def refuse_unpinned(stack: Stack, pulumi_stack: str) -> None:
+    """Every pool boots from a pinned AMI (or the stack allows the moving alias): checked
+    before any resource is registered, never half-way through the build."""
+    missing = [
+        p.name
+        for p in stack.pools
+        if p.ami_parameter and not p.image_id and not p.allow_unpinned_ami
+    ]
+    if missing:
+        raise AccelstackError(
+            f"Pulumi.{pulumi_stack}.yaml: no AMI pinned for pool(s) {', '.join(missing)} "
+            f"(accelstack:amis); run `accelstack amis pin SPEC --stack {pulumi_stack}` first, or "
+            "set accelstack:allowUnpinnedAmis to true to follow the moving alias"
+        )
 
 
 def main() -> None:
     """The whole program: resolve, refuse when over budget, build, export the outputs."""
     stack = stack_from_config()
-    enforce(stack)  # raises before any resource is registered when over budget
+    # raises before any resource is registered: over budget, over the organisation's ceiling
+    # (accelstack-ceiling.yaml or ACCELSTACK_CEILING), or no limit at all
+    enforce(stack, ceiling=find_ceiling())
+    # documentation CIDRs, example accounts and ARNs: refused here, never after the cluster
+    refuse_placeholders(stack.spec, spec_path(pulumi.get_stack()))
+    refuse_unpinned(stack, pulumi.get_stack())
     for key, value in build(stack).items():
         pulumi.export(key, value)

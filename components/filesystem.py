@@ -41,7 +41,7 @@ class FileSystemArgs:
         d = stack.catalog.defaults
         return cls(
             storage_gib=st.fsx_lustre_gib,
-            throughput_per_tib=st.fsx_throughput_per_tib or d.fsx_throughput_per_tib,
+            throughput_per_tib=stack.fsx_throughput_per_tib,
             deployment_type=d.fsx_deployment_type,
             subnet_id=subnet_id,
             vpc_id=vpc_id,

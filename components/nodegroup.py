@@ -15,9 +15,16 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
+from accelstack.catalog.resilience import NodeGroupUpdateFacts
 from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.amis import image_id
-from accelstack.components.common import assume_role_policy, managed_policy_output, stable_tags
+from accelstack.components.common import (
+    assume_role_policy,
+    managed_policy_output,
+    short_hash,
+    stable_tags,
+)
 from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -86,6 +93,54 @@ def allocation_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     if not any(u.device.name == pool.device.name for u in stack.ultraserver_pools):
         return {}
     return {NEURON_ALLOCATION_LABEL: "dra" if pool.ultraserver else "device-plugin"}
+
+
+def registration_labels(pool: ResolvedPool) -> dict[str, str]:
+    """The labels a node registers with (nodeadm user data): the pool's own (pool, device
+    kind, EFA), which the job's and the device plugins' node selectors need from the start and
+    which change only with the pool itself (a change that rolls anyway). Every other label
+    (the charts' affinity labels, anything added later) is only in the node group's `labels`,
+    which EKS applies to the nodes in place (EKS API UpdateNodegroupConfig; with a custom AMI
+    asynchronously, EKS launch-templates guide), so a label edit never creates a
+    launch-template version and never rolls a node."""
+    return node_labels(pool)
+
+
+def scaling_config(pool: ResolvedPool, nodes: int | None = None) -> Any:
+    """Desired and max = the job's nodes plus spares (`nodes`: one node group's share of
+    them, resolve's `node_groups`); min 0 on a capacity block or reservation (EKS scales a
+    Capacity Block group to 0 before the block ends, and the upgrade path scales it to 0
+    first: capacity-blocks-mng.adoc), else the running count."""
+    running = pool.running_nodes if nodes is None else nodes
+    return {
+        "desired_size": running,
+        "min_size": 0 if pool.reserved_capacity else running,
+        "max_size": running,
+    }
+
+
+def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None) -> Any:
+    """Nodes replaced in parallel during a version update, sized to the node group (`nodes`,
+    default the pool's running nodes); MINIMAL (old nodes go before new ones launch) where the
+    capacity is held for the pool, which has no room for DEFAULT's surge nodes (EKS API
+    NodegroupUpdateConfig)."""
+    running = pool.running_nodes if nodes is None else nodes
+    out: dict[str, Any] = {"max_unavailable": facts.max_unavailable(running)}
+    if pool.reserved_capacity:
+        out["update_strategy"] = facts.reserved_capacity_strategy
+    return out
+
+
+def node_group_timeouts(
+    pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None
+) -> pulumi.CustomTimeouts:
+    """Create and delete at the provider default; update long enough for every batch of the
+    node group (`nodes`, default the pool's running nodes)."""
+    running = pool.running_nodes if nodes is None else nodes
+    default = f"{facts.provider_default_minutes}m"
+    return pulumi.CustomTimeouts(
+        create=default, update=f"{facts.update_minutes(running)}m", delete=default
+    )
 
 
 def node_taints(pool: ResolvedPool) -> list[Any]:
@@ -283,6 +338,8 @@ class AcceleratorNodeGroupArgs:
     plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
     #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
     secondary_subnet_id: pulumi.Input[str] | None = None
+    update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
+    node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
 
     @classmethod
     def from_stack(
@@ -293,6 +350,7 @@ class AcceleratorNodeGroupArgs:
         subnet_id: pulumi.Input[str],
         secondary_subnet_id: pulumi.Input[str] | None = None,
     ) -> AcceleratorNodeGroupArgs:
+        res = stack.catalog.resilience
         return cls(
             pool=pool,
             kubernetes_version=stack.kubernetes_version,
@@ -305,6 +363,8 @@ class AcceleratorNodeGroupArgs:
                 **stack.catalog.chart_node_labels(pool.device.name),
                 **allocation_labels(stack, pool),
             },
+            update=res.node_group_update,
+            node_repair=res.node_repair.enabled,
         )
 
 
@@ -337,6 +397,9 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
             _pool_node_group(self, name, args, role.arn, attachments, lts[p.launch_template], p)
             for p in args.pool.node_groups
         ]
+        for i, group in enumerate(self.node_groups):  # the first keeps its tags' names
+            owner = name if i == 0 else f"{name}-{args.pool.node_groups[i].role}"
+            propagated_tags(self, owner, group, args.instance_tags)
         ng = self.node_group = self.node_groups[0]
         self.node_group_name = ng.node_group_name
         self.node_role_arn = role.arn
@@ -383,7 +446,7 @@ def _pool_launch_template(
     pool): EKS AMI, nodeadm user data, EFA interfaces, the part's reservation."""
     pool, c = args.pool, args.cluster
     placement = _placement(parent, name, pool, args.tags)
-    labels, taints = node_labels(pool, args.plugin_labels), node_taints(pool)
+    labels, taints = registration_labels(pool), node_taints(pool)
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
     ).apply(
@@ -406,7 +469,10 @@ def _pool_launch_template(
         placement=placement,
         capacity_reservation_specification=capacity_reservation(pool, part.reservation_id),
         instance_market_options=market_options(pool),
-        tag_specifications=_tag_specs(args.instance_tags, f"{name}"),
+        # stable tags only: a tag_specifications edit creates a version, which rolls every
+        # node (terraform-provider-aws ec2_launch_template.go; EKS launch-templates guide);
+        # user tags reach instances through the group's propagated tags instead
+        tag_specifications=_tag_specs(args.tags, f"{name}"),
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent),
     )
@@ -421,12 +487,16 @@ def _pool_node_group(
     lt: aws.ec2.LaunchTemplate,
     part: NodeGroupPart,
 ) -> aws.eks.NodeGroup:
-    """One managed node group of the pool (`part`, from resolve): its node count fixed, from
-    the pool's launch template, in the subnet the address plan gives it."""
+    """One managed node group of the pool (`part`, from resolve): its share of the running
+    nodes, from the pool's launch template, in the subnet the address plan gives it; auto
+    repair, update batches and timeouts sized to it (resilience.yaml)."""
     pool, c = args.pool, args.cluster
     subnet = args.subnet_id if part.subnet == "primary" else args.secondary_subnet_id
     if subnet is None:
         raise ValueError(f"pool {pool.name}: node group {part.role} needs the secondary subnet")
+    facts = args.update
+    repair: Any = {"enabled": True} if args.node_repair else None
+    upd: Any = update_config(pool, facts, part.nodes) if facts else {"max_unavailable": 1}
     return aws.eks.NodeGroup(
         f"{name}-{part.role}",
         cluster_name=c.name,
@@ -434,12 +504,9 @@ def _pool_node_group(
         subnet_ids=[subnet],
         instance_types=instance_type_placement(pool)[1],
         capacity_type=capacity_type(pool),
-        scaling_config={
-            "desired_size": part.nodes,
-            "min_size": part.nodes,
-            "max_size": part.nodes,
-        },
-        update_config={"max_unavailable": 1},
+        scaling_config=scaling_config(pool, part.nodes),
+        update_config=upd,
+        node_repair_config=repair,
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
         labels=node_labels(pool, args.plugin_labels),
         taints=node_taints(pool) or None,
@@ -448,8 +515,33 @@ def _pool_node_group(
             parent=parent,
             depends_on=[*attachments, *c.depends_on],
             ignore_changes=NODE_GROUP_IGNORE,
+            custom_timeouts=node_group_timeouts(pool, facts, part.nodes) if facts else None,
         ),
     )
+
+
+def _asg_name(resources: Any) -> str:
+    """The name of the node group's Auto Scaling group (EKS creates one per group)."""
+    return str(resources[0].autoscaling_groups[0].name)
+
+
+def propagated_tags(
+    parent: pulumi.Resource, name: str, ng: aws.eks.NodeGroup, tags: dict[str, str]
+) -> None:
+    """The user tags (those beyond the stable ones) on the node group's Auto Scaling group,
+    propagated to the instances it launches: EKS does not pass node-group tags to instances,
+    and putting them in the launch template would make a tag edit roll the pool. Named by a
+    hash of the key, so editing a value updates one tag in place. Running nodes keep the
+    tags they launched with until they are replaced."""
+    asg = ng.resources.apply(_asg_name)
+    stable = stable_tags(tags)
+    for key in sorted(k for k in tags if k not in stable):
+        aws.autoscaling.Tag(
+            naming.asg_tag(name, short_hash(key)),
+            autoscaling_group_name=asg,
+            tag={"key": key, "value": tags[key], "propagate_at_launch": True},
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -503,7 +595,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             update_default_version=True,
             metadata_options=EKS_NODE_IMDS,
             block_device_mappings=root_volume(args.root_volume_gib),
-            tag_specifications=_tag_specs(args.instance_tags, name),
+            tag_specifications=_tag_specs(args.tags, name),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -530,6 +622,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
                 ignore_changes=NODE_GROUP_IGNORE,
             ),
         )
+        propagated_tags(self, name, ng, args.instance_tags)
         aws.eks.Addon(
             f"{name}-addon-coredns",
             cluster_name=c.name,

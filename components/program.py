@@ -10,7 +10,16 @@ from typing import Any
 import pulumi
 
 from accelstack import naming
+from accelstack.components.checkpoints import (
+    CheckpointStore,
+    CheckpointStoreArgs,
+    Grant,
+    TrainingIdentity,
+    TrainingIdentityArgs,
+    checkpoint_config_map,
+)
 from accelstack.components.cluster import Cluster, ClusterArgs
+from accelstack.components.common import stable_tags
 from accelstack.components.compile_cache import CompileCache, CompileCacheArgs
 from accelstack.components.device_plugins import DevicePlugins, DevicePluginsArgs
 from accelstack.components.filesystem import FileSystem, FileSystemArgs, FsxClaim, FsxClaimArgs
@@ -36,22 +45,19 @@ def _cache_url(stack: Stack, pool: str) -> Callable[[str], str]:
 
 def _compile_cache(
     stack: Stack,
-    cluster: Cluster,
     account_id: pulumi.Output[str],
     partition: pulumi.Output[str],
     top: pulumi.ResourceOptions,
-) -> dict[str, Any]:
-    """The Neuron compile cache bucket and its per-pool URLs, when the stack has one."""
+) -> tuple[dict[str, Any], list[Grant]]:
+    """The Neuron compile cache bucket, its per-pool URLs and the pods' grant to its prefix."""
     if not stack.compile_cache_enabled:
-        return {}
+        return {}, []
     cache = CompileCache(
         naming.compile_cache(stack.name),
-        CompileCacheArgs.from_stack(
-            stack, cluster.cluster_name, account_id, partition, cluster.cluster.arn
-        ),
+        CompileCacheArgs.from_stack(stack, account_id, partition),
         opts=top,
     )
-    return {
+    outputs = {
         "compileCacheBucket": cache.bucket_name,
         "compileCacheUrls": {
             p.name: cache.bucket_name.apply(_cache_url(stack, p.name))
@@ -59,6 +65,48 @@ def _compile_cache(
             if p.compile_cache
         },
     }
+    return outputs, [Grant("compile-cache", cache.bucket_arn, stack.compile_cache_prefix)]
+
+
+def _checkpoints(
+    stack: Stack,
+    cluster: Cluster,
+    plugins: DevicePlugins,
+    fsx_id: pulumi.Output[str] | None,
+    context: tuple[pulumi.Output[str], pulumi.Output[str], pulumi.ResourceOptions],
+    grants: list[Grant],
+) -> dict[str, Any]:
+    """The checkpoint bucket (linked into FSx when there is one), the training pods' one Pod
+    Identity role with every grant, and the ConfigMap the rendered jobs read the URL from."""
+    account_id, partition, top = context
+    store = CheckpointStore(
+        naming.checkpoints(stack.name),
+        CheckpointStoreArgs.from_stack(stack, account_id, partition, fsx_id),
+        opts=top,
+    )
+    assert stack.checkpoint is not None  # EKS stacks only
+    ckpt = Grant("checkpoints", store.bucket_arn, stack.checkpoint.prefix, multipart=True)
+    TrainingIdentity(
+        naming.training_identity(stack.name),
+        TrainingIdentityArgs(
+            cluster_name=cluster.cluster_name,
+            cluster_arn=cluster.cluster.arn,
+            account_id=account_id,
+            namespace=stack.catalog.defaults.training_namespace,
+            service_account=stack.training_service_account,
+            grants=[ckpt, *grants],
+            tags=stable_tags(stack.tags),
+        ),
+        opts=top,
+    )
+    checkpoint_config_map(
+        stack.checkpoint_config_name,
+        stack.catalog.defaults.training_namespace,
+        store.url,
+        plugins.provider,
+        depends_on=[plugins.namespace, *cluster.access],
+    )
+    return {"checkpointBucket": store.bucket_name, "checkpointUrl": store.url}
 
 
 def _file_system(
@@ -68,8 +116,9 @@ def _file_system(
     plugins: DevicePlugins,
     system: SystemNodeGroup,
     top: pulumi.ResourceOptions,
-) -> dict[str, Any]:
-    """FSx for Lustre in the workload pool's zone plus the claim the jobs mount, when asked."""
+) -> tuple[dict[str, Any], pulumi.Output[str] | None]:
+    """FSx for Lustre in the workload pool's zone plus the claim the jobs mount, when asked;
+    also the file system id (for the checkpoint link)."""
     name = stack.name
     wl = stack.workload_pool
     fs_args = FileSystemArgs.from_stack(
@@ -79,7 +128,7 @@ def _file_system(
         client_security_group_ids=[cluster.cluster_security_group_id],
     )
     if fs_args is None:
-        return {}
+        return {}, None
     fs = FileSystem(naming.fsx(name), fs_args, opts=top)
     claim = stack.fsx_claim_name
     assert claim is not None  # fs_args exists only when storage.fsx_lustre_gib is set
@@ -99,12 +148,13 @@ def _file_system(
         ),
         opts=top,
     )
-    return {
+    outputs = {
         "fsxFileSystemId": fs.file_system_id,
         "fsxDnsName": fs.dns_name,
         "fsxMountName": fs.mount_name,
         "fsxClaim": claim,
     }
+    return outputs, fs.file_system_id
 
 
 def _device_plugins(
@@ -132,6 +182,22 @@ def _node_group_outputs(pools: dict[str, AcceleratorNodeGroup]) -> dict[str, Any
     return out
 
 
+def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[str]) -> ClusterRef:
+    """What the node groups need from the cluster (they wait for the early add-ons)."""
+    return ClusterRef(
+        name=cluster.cluster_name,
+        endpoint=cluster.endpoint,
+        certificate_authority=cluster.certificate_authority,
+        service_cidr=cluster.cluster.kubernetes_network_config.apply(
+            lambda k: k.service_ipv4_cidr or ""
+        ),
+        security_group_id=cluster.cluster_security_group_id,
+        vpc_id=network.vpc_id,
+        partition=partition,
+        depends_on=list(cluster.early_addons),
+    )
+
+
 def build(stack: Stack) -> dict[str, Any]:
     """Create every resource of the stack; returns the outputs to export (name -> Output)."""
     if stack.spec.orchestration == "ec2":
@@ -148,18 +214,7 @@ def build(stack: Stack) -> dict[str, Any]:
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
-    ref = ClusterRef(
-        name=cluster.cluster_name,
-        endpoint=cluster.endpoint,
-        certificate_authority=cluster.certificate_authority,
-        service_cidr=cluster.cluster.kubernetes_network_config.apply(
-            lambda k: k.service_ipv4_cidr or ""
-        ),
-        security_group_id=cluster.cluster_security_group_id,
-        vpc_id=network.vpc_id,
-        partition=partition,
-        depends_on=list(cluster.early_addons),
-    )
+    ref = _cluster_ref(cluster, network, partition)
     system = SystemNodeGroup(
         naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
@@ -186,9 +241,14 @@ def build(stack: Stack) -> dict[str, Any]:
         **_node_group_outputs(pools),
     }
 
-    outputs.update(_compile_cache(stack, cluster, account_id, partition, top))
+    cache_outputs, grants = _compile_cache(stack, account_id, partition, top)
+    outputs.update(cache_outputs)
 
     plugins = _device_plugins(stack, cluster, system, top)
 
-    outputs.update(_file_system(stack, network, cluster, plugins, system, top))
+    fs_outputs, fsx_id = _file_system(stack, network, cluster, plugins, system, top)
+    outputs.update(fs_outputs)
+    outputs.update(
+        _checkpoints(stack, cluster, plugins, fsx_id, (account_id, partition, top), grants)
+    )
     return outputs

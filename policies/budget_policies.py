@@ -49,6 +49,10 @@ ReportViolation = Callable[..., None]
 BUDGET_SCHEMA = PolicyConfigSchema(
     properties={
         "spec": {"type": "string", "description": "the spec file; default: the stack's"},
+        "ceiling": {
+            "type": "string",
+            "description": "organisation cost ceiling file; default accelstack-ceiling.yaml",
+        },
         "region": {"type": "string", "description": "AWS region the stack deploys to"},
         "max_hourly_usd": {"type": "number", "exclusiveMinimum": 0},
         "max_monthly_usd": {"type": "number", "exclusiveMinimum": 0},
@@ -84,11 +88,13 @@ def validate_spec_budget(
     """The spec's budget over the preview's resources: the same verdict as `accelstack plan`."""
     from accelstack.cost.guard import check_budget
     from accelstack.cost.pricing import price_plan
-    from policies.spec_source import stack_for_preview
+
+    from .spec_source import ceiling_for_preview, stack_for_preview
 
     try:
         stack = stack_for_preview(cfg)
-        verdict = check_budget(stack, price_plan(stack, resources))
+        ceiling = ceiling_for_preview(cfg)
+        verdict = check_budget(stack, price_plan(stack, resources), ceiling)
     except AccelstackError as exc:
         report_violation(f"cannot check this stack's budget, so it is refused: {exc}")
         return
@@ -114,6 +120,13 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
     except AccelstackError as exc:
         report_violation(f"cannot price this stack, so it is refused: {exc}")
         return
+    _check_figures(cfg, cost, report_violation)
+
+
+def _check_figures(cfg: Mapping[str, Any], cost: Any, report_violation: ReportViolation) -> None:
+    """The hand-kept limits, then the organisation ceiling; no limit at all is refused."""
+    from .spec_source import ceiling_for_preview
+
     mark = " (prices include estimates)" if cost.estimate else ""
     figures = [
         ("hourly", cost.hourly_usd, "max_hourly_usd"),
@@ -123,10 +136,24 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
         figures.append(("training run", cost.hourly_usd * float(cfg["run_hours"]), "max_run_usd"))
     elif cfg.get("max_run_usd") is not None:
         report_violation("max_run_usd is set but run_hours is not: cannot check the run cost")
+    if not any(
+        cfg.get(k) is not None for k in ("max_hourly_usd", "max_monthly_usd", "max_run_usd")
+    ):
+        report_violation("policy config sets no max_*_usd limit: refused (fails closed)")
+    try:
+        ceiling = ceiling_for_preview(cfg)
+    except AccelstackError as exc:
+        report_violation(f"cannot read the organisation ceiling, so the stack is refused: {exc}")
+        return
     for label, actual, key in figures:
-        limit = cfg.get(key)
-        if limit is not None and actual > float(limit) + 1e-9:
-            report_violation(f"{label} ${actual:,.2f} exceeds {key} ${float(limit):,.2f}{mark}")
+        limits = [(key, cfg.get(key))]
+        if ceiling is not None:
+            limits.append((f"ceiling {key} ({ceiling.source})", ceiling.limit(key)))
+        for name, limit in limits:
+            if limit is not None and actual > float(limit) + 1e-9:
+                report_violation(
+                    f"{label} ${actual:,.2f} exceeds {name} ${float(limit):,.2f}{mark}"
+                )
 
 
 # The security checks are the deploy rules' (accelstack/plan/rules/security.py): one
@@ -188,7 +215,7 @@ s3_buckets_blocked = StackValidationPolicy(
     validate=validate_buckets_have_blocks,
 )
 
-from policies.deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
+from .deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
 
 POLICIES = [
     budget,

@@ -74,7 +74,7 @@ def plan_of(resources: list[Any], stack_name: str, region: str) -> Plan:
 
 def validate_deploy_rules(args: Any, report_violation: ReportViolation) -> None:
     """Stack policy: every deploy rule over the preview; one report per violation."""
-    from policies.spec_source import stack_for_preview
+    from .spec_source import stack_for_preview
 
     cfg: Mapping[str, Any] = args.get_config() or {}
     try:

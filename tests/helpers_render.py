@@ -84,6 +84,7 @@ def run_script(
         "ACCELSTACK_ARGV_OUT": str(out),
         "ACCELSTACK_SKIP_PRECOMPILE": "1",
         "ACCELSTACK_SKIP_FABRIC_CHECK": "1",  # tests/test_fabric_check.py covers the check
+        "ACCELSTACK_CHECKPOINT_DIR": str(tmp / "checkpoints"),  # an EKS script needs one
         **env,
     }
     proc = subprocess.run(

@@ -169,3 +169,38 @@ def test_the_gpu_dlami_ami_id_parameter_has_an_offline_answer() -> None:
     assert {"token": "aws:ssm/getParameter:getParameter", "args": {"name": param}} in plan.lookups
     (lt,) = plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
     assert lt.inputs["imageId"] == fake_ami(param)
+
+
+EKS_NVIDIA = (
+    "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/nvidia/recommended/image_id"
+)
+
+
+def test_upgrade_of_a_capacity_block_pool_scales_it_to_zero_and_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """A capacity-block pool has no room for surge nodes and EKS wants desired size 0 while
+    it upgrades: `amis upgrade` prints the scale-to-zero path with the pool's size."""
+    spec = _project(tmp_path, "p5e-capacity-block")
+    cfg = tmp_path / "Pulumi.p5e-capacity-block.yaml"
+    cfg.write_text(yaml.safe_dump({"config": {"accelstack:amis": {EKS_NVIDIA: "ami-0old"}}}))
+    _stub(monkeypatch, [{EKS_NVIDIA: "ami-0new"}])
+    assert main(["amis", "upgrade", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert "roll  node groups of pools h200: ami-0old -> ami-0new" in out
+    assert "pool h200 runs on a capacity-block (8 nodes): no room for surge nodes" in out
+    steps = [line.strip() for line in out.splitlines() if line.strip()[:2] in ("2.", "4.")]
+    assert steps[0].endswith("minSize=0,maxSize=8,desiredSize=0")
+    assert steps[1].endswith("minSize=0,maxSize=8,desiredSize=8")
+    assert "--cluster-name p5e-capacity-block" in steps[0]
+
+
+def test_upgrade_of_an_on_demand_pool_prints_no_scale_to_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    spec = _project(tmp_path, "trn1-multinode")
+    cfg = tmp_path / "Pulumi.trn1-multinode.yaml"
+    cfg.write_text(yaml.safe_dump({"config": {"accelstack:amis": {EKS_NEURON: "ami-0old"}}}))
+    _stub(monkeypatch, [{EKS_NEURON: "ami-0new"}])
+    assert main(["amis", "upgrade", str(spec)]) == 0
+    assert "upgrade it at zero" not in capsys.readouterr().out

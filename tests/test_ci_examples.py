@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.plan.diff import COMMENT_MARKER
+from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
 
 from .conftest import ROOT
 from .helpers_git import git, two_commits
@@ -135,7 +135,7 @@ def test_check_runs_accelstack_check_on_the_changed_stacks(repo: Path) -> None:
     assert "ok   stacks/trn1-finetune.yaml" in done.stdout
     assert "of 3 specs passed" in done.stdout
     quiet = _sh(repo, "check", "pr~1", "pr")
-    assert quiet.stdout.strip() == "no spec changed under stacks/"
+    assert quiet.stdout.strip().startswith("no stack changed since ")
 
 
 def test_diff_writes_the_pr_comment(repo: Path) -> None:
@@ -146,11 +146,64 @@ def test_diff_writes_the_pr_comment(repo: Path) -> None:
     assert "`trn1-multinode` | changed" in body
 
 
-def test_no_comment_below_the_threshold(repo: Path) -> None:
+FAKE_GH = """#!/usr/bin/env bash
+# records every call; answers the comment listing with $FAKE_GH_IDS
+echo "$*" >> "${FAKE_GH_LOG}"
+case "$*" in
+  *"--paginate"*) printf '%s\\n' ${FAKE_GH_IDS:-} ;;
+  *"-F body=@"*) last="${*: -1}" && cp "${last#body=@}" "${FAKE_GH_LOG}.body" ;;
+esac
+"""
+
+
+def _fake_gh(tmp: Path, ids: str) -> dict[str, str]:
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    gh = bin_dir / "gh"
+    gh.write_text(FAKE_GH, encoding="utf-8")
+    gh.chmod(0o755)
+    return {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "FAKE_GH_LOG": str(tmp / "gh.log"),
+        "FAKE_GH_IDS": ids,
+        "GITHUB_REPOSITORY": "org/repo",
+        "PR_NUMBER": "7",
+    }
+
+
+def _post(repo: Path, body: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), "github-comment", body],
+        cwd=repo,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+
+def test_quiet_run_updates_or_deletes_the_stale_comment(repo: Path, tmp_path: Path) -> None:
     done = _sh(repo, "diff", "pr~1", "pr", "quiet.md", threshold="100")
-    assert (repo / "quiet.md").read_text(encoding="utf-8") == ""
-    assert "no comment" in done.stdout
-    posted = _sh(repo, "github-comment", "quiet.md")  # empty body: gh is never called
+    body = (repo / "quiet.md").read_text(encoding="utf-8")
+    assert body.splitlines()[:2] == [COMMENT_MARKER, QUIET_MARKER]
+    assert "no new comment" in done.stdout
+    # no earlier comment: nothing is posted
+    env = _fake_gh(tmp_path, "")
+    assert "nothing to post" in _post(repo, "quiet.md", env).stdout
+    assert "pr comment" not in Path(env["FAKE_GH_LOG"]).read_text(encoding="utf-8")
+    # an earlier comment (id 42) is updated with the "no longer applies" body ...
+    env = _fake_gh(tmp_path, "42")
+    _post(repo, "quiet.md", env)
+    calls = Path(env["FAKE_GH_LOG"]).read_text(encoding="utf-8")
+    assert "--method PATCH repos/org/repo/issues/comments/42" in calls
+    assert QUIET_MARKER in Path(env["FAKE_GH_LOG"] + ".body").read_text(encoding="utf-8")
+    # ... or deleted on request
+    env = {**_fake_gh(tmp_path, "42"), "ACCELSTACK_STALE_COMMENT": "delete"}
+    _post(repo, "quiet.md", env)
+    assert "--method DELETE repos/org/repo/issues/comments/42" in Path(
+        env["FAKE_GH_LOG"]
+    ).read_text(encoding="utf-8")
+    posted = _sh(repo, "github-comment", "missing.md")  # no body at all: gh is never called
     assert "nothing to post" in posted.stdout
 
 

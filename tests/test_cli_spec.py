@@ -47,8 +47,8 @@ def test_validate_bad_spec_exit_2_one_line_per_problem(tmp_path: Path, capsys):
     assert code == 2
     known = allowed(load_catalog().accelerated_types())  # the list grows with the catalog
     assert err.strip() == (
-        f"error: {f}: pools[0].instance_type: 'trn2.48xl' is not a known instance type; did you "
-        f"mean 'trn2.48xlarge'? (known: {known})"
+        f"error: {f}: pools[0].instance_type: 'trn2.48xl' is not a supported instance type; did "
+        f"you mean 'trn2.48xlarge'? (supported: {known})"
     )
 
 

@@ -67,6 +67,8 @@ def small_spec(catalog: Catalog, instance_type: str, **pool: Any) -> dict[str, A
                         "entrypoint": "train.py",
                         "image": "registry.example/train:1",  # TorchNeuron has no public one
                     },
+                    # two nodes of the dearest type (p5en.48xlarge) stay well under this
+                    "budget": {"max_hourly_usd": 500},
                 }
     raise AssertionError(f"no priced offering for {instance_type}")
 

@@ -160,11 +160,11 @@ def test_missing_price_is_an_error_never_zero(catalog: Catalog) -> None:
         "fs",
         {
             "storageCapacity": 2400,
-            "deploymentType": "PERSISTENT_2",
-            "perUnitStorageThroughput": 500,
+            "deploymentType": "PERSISTENT_1",
+            "perUnitStorageThroughput": 200,
         },
     )
-    with pytest.raises(MissingPrice, match=r"fsx-lustre-persistent2-500.*us-east-2"):
+    with pytest.raises(MissingPrice, match=r"fsx-lustre-persistent1-200.*us-east-2"):
         price_resources([fsx], catalog, "us-east-2")
     io2 = [
         launch_template("lt", 100, "c", vtype="io2"),
@@ -254,7 +254,7 @@ def test_spec_pricing_follows_spec_changes() -> None:
     existing["network"] = {
         "mode": "existing",
         "vpc_id": "vpc-0123456789abcdef0",
-        "private_subnet_ids": ["subnet-0123456789abcdef0"],
+        "private_subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
     }
     assert not [i for i in price_stack(stack_of(existing)).items if i.category == "network"]
 
@@ -316,10 +316,12 @@ def test_hand_built_plan_equals_spec_pricing() -> None:
             {
                 "storageCapacity": 4800,
                 "deploymentType": "PERSISTENT_2",
-                "perUnitStorageThroughput": 125,
+                # the tier that writes the 70B checkpoint within the default target
+                "perUnitStorageThroughput": 1000,
             },
         ),
         Resource("aws:s3/bucket:Bucket", f"{n}-cache-bucket", {}),
+        Resource("aws:s3/bucket:Bucket", f"{n}-checkpoints-bucket", {}),
         Resource("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", f"{n}-pab", {}),
         Resource("kubernetes:helm.sh/v3:Release", "neuron", {}),
         Resource("pulumi:providers:kubernetes", "k8s", {}),

@@ -14,9 +14,10 @@ import pytest
 import yaml
 
 from accelstack.cli import main
+from accelstack.cost.ceiling import load_ceiling
 from accelstack.cost.guard import check_budget, enforce, render_report, report_for_plan
 from accelstack.cost.pricing import billable_resources
-from accelstack.errors import VerdictError
+from accelstack.errors import SpecError, VerdictError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
@@ -63,9 +64,99 @@ def test_limits_use_monthly_hours_and_run_cost() -> None:
     assert exact.ok  # at the limit is within it
 
 
-def test_no_limits_means_no_refusal() -> None:
-    v = check_budget(over({}))
-    assert v.ok and all(c.limit is None for c in v.checks)
+@pytest.mark.parametrize(
+    "budget",
+    [{}, {"max_hourly_usd": None, "max_monthly_usd": None, "max_run_usd": None}],
+    ids=["no-budget-block", "every-limit-null"],
+)
+def test_no_limit_fails_closed(budget: dict[str, Any]) -> None:
+    v = check_budget(over(budget))
+    assert not v.ok and v.unbounded and v.reasons == []
+    assert v.one_line().startswith("trn1-multinode has no budget: budget sets no max_hourly_usd")
+    assert "budget: {unlimited: true, reason: ...}" in v.one_line()
+    assert "REFUSED: budget sets no" in render_report(v)
+    with pytest.raises(VerdictError, match="has no budget"):
+        enforce(over(budget))  # the program's guard
+
+
+def test_unlimited_on_purpose_needs_a_reason() -> None:
+    v = check_budget(over({"unlimited": True, "reason": "research account, approved by FinOps"}))
+    assert v.ok and not v.unbounded
+    assert "unlimited on purpose (budget.unlimited)" in render_report(v)
+    for bad, says in (
+        ({"unlimited": True}, "unlimited: true needs a reason"),
+        ({"unlimited": True, "reason": "x", "max_hourly_usd": 5}, "keep one or the other"),
+        ({"reason": "x", "max_hourly_usd": 5}, "reason is only read with unlimited: true"),
+    ):
+        with pytest.raises(SpecError, match=says) as info:
+            over(bad)
+        assert "test: budget" in str(info.value)
+
+
+def test_unbounded_64_p5_stack_is_refused_by_check_and_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = preset_data("llama3-70b-p5")
+    data["pools"][0]["nodes"] = 64
+    del data["budget"]
+    spec = tmp_path / "llama3-70b-p5.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    assert main(["check", str(spec)]) == 1
+    out, err = capsys.readouterr()
+    assert "FAIL" in out and "0 of 1 specs passed" in out
+    assert "llama3-70b-p5 has no budget" in err
+    assert main(["plan", str(spec)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: llama3-70b-p5 has no budget")
+
+
+# ---- the organisation ceiling -------------------------------------------------------------
+
+
+def test_ceiling_applies_to_every_stack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ceiling = tmp_path / "org.yaml"
+    ceiling.write_text("max_hourly_usd: 100\n")
+    spec = str(STACKS / "llama3-70b-trn2.yaml")  # within its own $700/h budget
+    assert main(["check", spec, "--ceiling", str(ceiling)]) == 1
+    err = capsys.readouterr().err
+    assert f"exceeds ceiling max_hourly_usd ({ceiling}) $100.00" in err
+    monkeypatch.setenv("ACCELSTACK_CEILING", str(ceiling))
+    assert main(["plan", spec]) == 1
+    assert "ceiling max_hourly_usd" in capsys.readouterr().err
+    monkeypatch.delenv("ACCELSTACK_CEILING")
+    assert main(["check", spec]) == 0  # no ceiling in force
+    capsys.readouterr()
+    # an unlimited stack is still held to the ceiling
+    data = preset_data("llama3-70b-trn2")
+    data["budget"] = {"unlimited": True, "reason": "approved"}
+    v = check_budget(resolve(parse_spec(data, "t")), ceiling=load_ceiling(ceiling))
+    assert not v.ok and v.reasons[0].startswith("hourly $")
+
+
+def test_project_ceiling_file_and_bad_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "proj"
+    (project / "stacks").mkdir(parents=True)
+    (project / "Pulumi.yaml").write_text("name: p\nruntime: python\n")
+    spec = project / "stacks" / "trn1-finetune.yaml"
+    spec.write_text((STACKS / "trn1-finetune.yaml").read_text())
+    (project / "accelstack-ceiling.yaml").write_text("max_monthly_usd: 10\n")
+    assert main(["check", str(project)]) == 1
+    assert "ceiling max_monthly_usd" in capsys.readouterr().err
+    for text, says in (
+        ("max_hourly: 5\n", "max_hourly: is not a ceiling key; did you mean 'max_hourly_usd'?"),
+        ("max_hourly_usd: -1\n", "max_hourly_usd: is '-1'; allowed: a number above 0"),
+        ("[1, 2]\n", "must map some of max_hourly_usd"),
+    ):
+        (project / "accelstack-ceiling.yaml").write_text(text)
+        assert main(["check", str(project)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1
+    assert main(["check", str(spec), "--ceiling", str(tmp_path / "nope.yaml")]) == 2
+    assert "the cost ceiling file does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
@@ -160,7 +251,9 @@ def _over_budget_spec(tmp_path: Path) -> Path:
     return path
 
 
-def test_program_registers_zero_resources_when_over_budget(tmp_path: Path) -> None:
+def test_program_registers_zero_resources_when_over_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Run the real `__main__.py` under Pulumi mocks: it raises the verdict, creates nothing."""
     import pulumi
 
@@ -175,11 +268,12 @@ def test_program_registers_zero_resources_when_over_budget(tmp_path: Path) -> No
             created.append(f"call {args.token}")
             return {}, None
 
-    spec = _over_budget_spec(tmp_path)
+    _over_budget_spec(tmp_path)
+    monkeypatch.chdir(tmp_path)  # the program runs in the project; the pointer is relative
     # set_mocks needs a current event loop; an earlier in-process plan leaves none set
     asyncio.set_event_loop(asyncio.new_event_loop())
     pulumi.runtime.set_mocks(Mocks(), project="accelstack", stack="trn1-multinode", preview=False)
-    pulumi.runtime.set_all_config({"accelstack:spec": str(spec)})
+    pulumi.runtime.set_all_config({"accelstack:spec": "stacks/trn1-multinode.yaml"})
     try:
         with pytest.raises(VerdictError, match=r"^trn1-multinode is over budget: training run"):
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
@@ -232,3 +326,20 @@ def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
     assert main(["price", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "savings plans commit to this hourly spend for 1 or 3 years" in out
+
+
+def test_diff_reports_the_ceiling_in_each_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = tmp_path / "old", tmp_path / "new"
+    for side, nodes in ((old, 1), (new, 2)):
+        data = preset_data("trn1-finetune")
+        data["pools"][0]["nodes"] = nodes
+        (side / "stacks").mkdir(parents=True)
+        (side / "stacks" / "trn1-finetune.yaml").write_text(yaml.safe_dump(data))
+    ceiling = tmp_path / "org.yaml"
+    ceiling.write_text("max_hourly_usd: 3\n")
+    assert main(["diff", str(old), str(new), "--format", "json", "--ceiling", str(ceiling)]) == 0
+    (stack,) = json.loads(capsys.readouterr().out)["stacks"]
+    assert stack["cost"]["base"]["ok"] and not stack["cost"]["head"]["ok"]
+    assert "exceeds ceiling max_hourly_usd" in stack["cost"]["head"]["verdict"]

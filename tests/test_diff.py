@@ -13,6 +13,7 @@ import pytest
 from accelstack.cli import main
 from accelstack.plan.diff import (
     COMMENT_MARKER,
+    QUIET_MARKER,
     below_threshold,
     diff_resources,
     diff_sides,
@@ -174,23 +175,26 @@ def test_comment_stays_under_githubs_size_limit(by_refs: dict[str, Any]) -> None
 def test_threshold_only_skips_cheap_harmless_changes(by_refs: dict[str, Any]) -> None:
     assert by_refs["comment"] is True
     assert not below_threshold(by_refs, 1e9, None)  # stateful removals always comment
-    harmless = {**by_refs, "stateful": []}
-    rise = by_refs["totals"]["delta_monthly_usd"]
-    assert below_threshold(harmless, rise + 1, None)
-    assert not below_threshold(harmless, rise - 1, None)
-    pct = by_refs["totals"]["delta_monthly_percent"]
-    assert below_threshold(harmless, None, pct + 1)
-    assert not below_threshold(harmless, None, pct - 1)
+    harmless = {**by_refs, "stateful": [], "rolls": []}
+    moves = [abs(s["cost"]["delta"]["monthly_usd"]) for s in by_refs["stacks"]]
+    assert below_threshold(harmless, max(moves) + 1, None)
+    assert not below_threshold(harmless, max(moves) - 1, None)  # one stack is enough
     assert not below_threshold(harmless, None, None)  # no threshold: always comment
+    assert not below_threshold(harmless, 1e9, 0.0)  # any percent move at 0 %
+    biggest = max(by_refs["stacks"], key=lambda s: abs(s["cost"]["delta"]["monthly_usd"]))
+    per_stack = {biggest["stack"]: max(moves) - 1}
+    assert not below_threshold(harmless, max(moves) + 1, None, per_stack)
 
 
-def test_github_comment_prints_nothing_below_threshold(
+def test_github_comment_below_threshold_is_the_quiet_body(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(repo)
     args = ("diff", "main", "main", "--format", "github-comment")
     code, out, _ = _run(capsys, *args, "--threshold-usd", "10")
-    assert (code, out) == (0, "")
+    # the body CI uses to update its earlier comment (or to post nothing when there is none)
+    assert code == 0 and out.splitlines()[:2] == [COMMENT_MARKER, QUIET_MARKER]
+    assert "no longer applies" in out
     code, out, _ = _run(capsys, *args)
     assert code == 0 and out.startswith(COMMENT_MARKER) and "No stack changed." in out
 

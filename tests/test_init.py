@@ -14,6 +14,8 @@ from accelstack.cli import main
 from accelstack.plan import Plan, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
+from tests.helpers_plan import plan_stack
+from tests.helpers_program import fill
 from tests.test_plan import preset_plan
 
 
@@ -29,6 +31,8 @@ def run_project(project: Path, pulumi_stack: str, monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.chdir(project)
     config = yaml.safe_load((project / f"Pulumi.{pulumi_stack}.yaml").read_text())["config"]
+    spec_file = project / "stacks" / f"{pulumi_stack}.yaml"  # the user fills the placeholders
+    spec_file.write_text(fill(spec_file.read_text()))
 
     def program(_: Stack) -> dict[str, Any]:
         # a new project has no AMI pins yet (`accelstack amis pin` needs AWS): follow the alias
@@ -63,8 +67,11 @@ def test_init_writes_a_project_whose_program_builds_the_presets_resources(
         f"accelstack=={__version__}"
     )
     plan = run_project(project, "trn1-multinode", monkeypatch)
-    want = preset_plan("trn1-multinode")
+    # the preset's resources, with the placeholders the user filled in (access entry names
+    # hash the admin ARN)
+    want = plan_stack(resolve(load_spec(project / "stacks" / "trn1-multinode.yaml")))
     assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
+    assert len(want.resources) == len(preset_plan("trn1-multinode").resources)
 
 
 def test_init_with_a_stack_name_renames_the_spec(
@@ -118,3 +125,31 @@ def test_init_refuses_an_unknown_preset(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 2
     assert "did you mean 'trn1-multinode'" in output
     assert not (tmp_path / "p").exists()
+
+
+def test_init_next_steps_pin_amis_and_the_project_runs_the_policy_pack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "p"
+    code, output = init(capsys, str(project), "--from", "trn1-multinode", "--stack", "team-b")
+    assert code == 0, output
+    steps = output.split("next:\n", 1)[1].splitlines()
+    pin = next(i for i, s in enumerate(steps) if "accelstack amis pin" in s)
+    up = next(i for i, s in enumerate(steps) if "pulumi up --policy-pack" in s)
+    assert pin < up and "stacks/team-b.yaml --stack team-b" in steps[pin]
+    assert "--policy-pack policies" in steps[up]
+    assert any("placeholder" in s for s in steps[:up])
+    readme = (project / "README.md").read_text()
+    assert readme.index("accelstack amis pin stacks/team-b.yaml") < readme.index(
+        "pulumi up --policy-pack policies"
+    )
+    pack = yaml.safe_load((project / "policies" / "PulumiPolicy.yaml").read_text())
+    assert pack["runtime"]["options"]["virtualenv"] == "../venv"
+    main_py = (project / "policies" / "__main__.py").read_text()
+    assert "from accelstack.policypack.budget_policies import POLICIES" in main_py
+    compile(main_py, "policies/__main__.py", "exec")
+    workflow = (project / ".github" / "workflows" / "accelstack.yml").read_text()
+    assert "policyPacks: policies" in workflow
+    from accelstack.policypack.budget_policies import POLICIES  # the module the pack imports
+
+    assert {p.name for p in POLICIES} >= {"accelstack-budget", "accelstack-deploy-rules"}

@@ -89,6 +89,7 @@ def _run_nodes(script: Path, out: Path, expect: dict[str, object], stack: Stack)
             "PYTHONUNBUFFERED": "1",
             "ACCELSTACK_STATE_DIR": str(out / "state"),
             "ACCELSTACK_NEFF_CACHE_DIR": str(out / "neff-cache"),
+            "ACCELSTACK_CHECKPOINT_DIR": str(out / "checkpoints"),  # never the preset's /fsx
         }
     )
     # the fabric self-check runs for real against faked probes showing the catalog's counts

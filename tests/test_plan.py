@@ -22,6 +22,7 @@ from tests.conftest import PRESETS, ROOT, compare_golden, planned_preset, preset
 from tests.test_components import EFA_COUNTS, small_spec
 
 from .helpers_plan import plan_stack
+from .helpers_program import filled_copy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -251,6 +252,7 @@ def test_cluster_settings() -> None:
     assert plan.option(KMS, key.name, "protect") is True
     addons = {r.inputs["addonName"] for r in plan.of_type("aws:eks/addon:Addon")}
     core = {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
+    core |= {"eks-node-monitoring-agent"}  # feeds node auto repair
     assert addons == core | {"aws-fsx-csi-driver"}  # this preset has FSx
     without_fsx = preset_plan("trn1-multinode")
     assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core
@@ -295,7 +297,7 @@ def test_public_endpoint_and_admin_access_entries(catalog: Catalog) -> None:
 
 def test_compile_cache_bucket_is_locked_down_and_protected() -> None:
     plan = preset_plan("trn1-multinode")
-    (bucket,) = plan.of_type(BUCKET)
+    bucket = plan.get(BUCKET, "trn1-multinode-compile-cache-bucket")
     assert plan.option(BUCKET, bucket.name, "protect") is True
     assert plan.option(BUCKET, bucket.name, "retainOnDelete") is True
     assert bucket.inputs["bucket"] == plan.outputs["compileCacheBucket"]
@@ -320,7 +322,10 @@ def test_compile_cache_bucket_is_locked_down_and_protected() -> None:
     )
     ver = plan.of_type("aws:s3/bucketVersioning:BucketVersioning")[0].inputs
     assert ver["versioningConfiguration"]["status"] == "Enabled"
-    life = plan.of_type("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")[0]
+    life = plan.get(
+        "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+        "trn1-multinode-compile-cache-lifecycle",
+    )
     assert life.inputs["rules"][0]["noncurrentVersionExpiration"]["noncurrentDays"] == 30
     pol = json.loads(plan.of_type("aws:s3/bucketPolicy:BucketPolicy")[0].inputs["policy"])
     assert pol["Statement"][0]["Condition"]["Bool"]["aws:SecureTransport"] == "false"
@@ -331,16 +336,15 @@ def test_compile_cache_bucket_is_locked_down_and_protected() -> None:
 
 def test_pod_identity_policy_in_the_plan_names_only_the_cache() -> None:
     plan = preset_plan("llama3-70b-trn2")
-    bucket = plan.of_type(BUCKET)[0].inputs["bucket"]
-    policy = json.loads(plan.of_type("aws:iam/rolePolicy:RolePolicy")[0].inputs["policy"])
+    bucket = plan.get(BUCKET, "llama3-70b-trn2-compile-cache-bucket").inputs["bucket"]
+    cache = plan.get("aws:iam/rolePolicy:RolePolicy", "llama3-70b-trn2-training-compile-cache")
+    policy = json.loads(cache.inputs["policy"])
     resources = sorted(str(s["Resource"]) for s in policy["Statement"])
     assert resources == sorted([f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/neuron-cache/*"])
     (assoc,) = plan.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert assoc.inputs["namespace"] == load_catalog().defaults.training_namespace
     trust = json.loads(
-        plan.get("aws:iam/role:Role", "llama3-70b-trn2-compile-cache-pod-role").inputs[
-            "assumeRolePolicy"
-        ]
+        plan.get("aws:iam/role:Role", "llama3-70b-trn2-training-role").inputs["assumeRolePolicy"]
     )
     assert trust["Statement"][0]["Principal"]["Service"] == "pods.eks.amazonaws.com"
 
@@ -349,7 +353,8 @@ def test_no_nvidia_resources_without_gpu_and_no_cache_without_neuron() -> None:
     p5 = preset_plan("llama3-70b-p5")
     charts = {r.inputs["chart"] for r in p5.of_type("kubernetes:helm.sh/v3:Release")}
     assert charts == {"nvidia-device-plugin", "aws-efa-k8s-device-plugin"}
-    assert p5.of_type(BUCKET) == [] and "compileCacheUrls" not in p5.outputs
+    buckets = [b.name for b in p5.of_type(BUCKET)]
+    assert buckets == ["llama3-70b-p5-checkpoints-bucket"] and "compileCacheUrls" not in p5.outputs
     ft = preset_plan("trn1-finetune")
     charts = {r.inputs["chart"] for r in ft.of_type("kubernetes:helm.sh/v3:Release")}
     assert charts == {"oci://public.ecr.aws/neuron/neuron-helm-chart"}
@@ -386,7 +391,8 @@ def test_fsx_lustre() -> None:
     plan = preset_plan("llama3-70b-p5")
     (fs,) = plan.of_type(FSX)
     assert fs.inputs["deploymentType"] == "PERSISTENT_2"
-    assert fs.inputs["perUnitStorageThroughput"] == 125
+    # the lowest tier that writes the 1.13 TB checkpoint within the default 5 minutes
+    assert fs.inputs["perUnitStorageThroughput"] == 1000
     assert plan.option(FSX, fs.name, "protect") is True
     ports = sorted(
         (r.inputs["fromPort"], r.inputs["toPort"])
@@ -444,9 +450,12 @@ def test_budget_tags_and_nodes_keep_names_and_stateful_inputs() -> None:
     data["tags"] = {"team": "another-team", "new-tag": "x"}
     data["pools"][0]["nodes"] = 24
     changed = plan_stack(resolve(parse_spec(data, str(path))))
-    assert [(r.type, r.name) for r in changed.resources] == [
-        (r.type, r.name) for r in base.resources
+    # the same resources, except one propagated Auto Scaling group tag per user tag key
+    tag = "aws:autoscaling/tag:Tag"
+    assert [(r.type, r.name) for r in changed.resources if r.type != tag] == [
+        (r.type, r.name) for r in base.resources if r.type != tag
     ]
+    assert len(changed.of_type(tag)) == 2 * len(data["tags"])  # pool + system group
     for typ in STATEFUL:
         assert base.of_type(typ), typ
         assert [r.inputs for r in changed.of_type(typ)] == [r.inputs for r in base.of_type(typ)]
@@ -585,13 +594,16 @@ def test_existing_compile_cache_bucket_is_used_not_created(catalog: Catalog) -> 
     data = small_spec(catalog, "trn1.32xlarge")
     data["compile_cache"] = {"bucket": "team-neuron-cache", "prefix": "jobs/"}
     plan = plan_data(data)
-    assert plan.of_type(BUCKET) == []
-    policy = json.loads(plan.of_type("aws:iam/rolePolicy:RolePolicy")[0].inputs["policy"])
+    assert [b.name for b in plan.of_type(BUCKET)] == [f"{data['name']}-checkpoints-bucket"]
+    cache = f"{data['name']}-training-compile-cache"
+    policy = json.loads(plan.get("aws:iam/rolePolicy:RolePolicy", cache).inputs["policy"])
     assert policy["Statement"][1]["Resource"] == "arn:aws:s3:::team-neuron-cache/jobs/*"
     assert plan.outputs["compileCacheUrls"] == {"p": "s3://team-neuron-cache/jobs/p/"}
 
 
-def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
+def test_the_pulumi_program_builds_what_the_plan_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """__main__.py under the same mocks: config -> spec -> guard -> build -> exports."""
     import runpy
 
@@ -600,15 +612,14 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
     # config accelstack:spec names the spec; the Pulumi stack is the spec's own (same name), so
     # resources keep the spec's names (tests/test_stack_names.py: other stack names)
     stack = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
+    filled_copy(ROOT / "stacks" / "trn1-multinode.yaml", tmp_path)  # placeholders filled in
+    monkeypatch.chdir(tmp_path)
 
     def program(_: Stack) -> dict[str, Any]:
         multinode = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
         pins = {p: fake_ami(p) for p in multinode.ami_parameters}  # as `accelstack amis pin`
         pulumi.runtime.set_all_config(
-            {
-                "accelstack:spec": str(ROOT / "stacks" / "trn1-multinode.yaml"),
-                "accelstack:amis": json.dumps(pins),
-            }
+            {"accelstack:spec": "stacks/trn1-multinode.yaml", "accelstack:amis": json.dumps(pins)}
         )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
@@ -617,7 +628,8 @@ def test_the_pulumi_program_builds_what_the_plan_shows() -> None:
         return {}
 
     plan = run_plan(stack, build=program, guard=False)  # __main__ runs the guard itself
-    want = preset_plan("trn1-multinode")
+    # the preset with its placeholders filled (access entry names hash the admin ARN)
+    want = plan_stack(resolve(load_spec(tmp_path / "stacks" / "trn1-multinode.yaml")))
     assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
     # (lookup answers follow the mocked stack's region, so compare region-free inputs)
     assert [r.inputs for r in plan.of_type(NG)] == [r.inputs for r in want.of_type(NG)]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from accelstack.cost.pricing import billable_resources, price_stack
+from accelstack.catalog import load_catalog
+from accelstack.cost.pricing import billable_resources, price_resources, price_stack
 from accelstack.plan.rules import security
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
@@ -89,9 +90,13 @@ def test_budget_within_limits_passes() -> None:
 
 
 def test_budget_over_hourly_and_run_is_reported() -> None:
-    res, hourly = preset_resources("llama3-70b-trn2")
+    res, _ = preset_resources("llama3-70b-trn2")
     cfg = {"region": "us-east-2", "max_hourly_usd": 500, "max_run_usd": 100_000, "run_hours": 435.5}
     msgs = run(bp.budget, StackArgs(res, cfg))
+    # config-only limits price without the spec: the checkpoint bucket at the catalog's
+    # usage assumption instead of the training state
+    stack = resolve(load_spec(STACKS / "llama3-70b-trn2.yaml"))
+    hourly = price_resources(billable_resources(stack), load_catalog(), "us-east-2").hourly_usd
     assert len(msgs) == 2
     assert msgs[0].startswith(f"hourly ${hourly:,.2f} exceeds max_hourly_usd $500.00")
     assert msgs[1].startswith("training run $") and "max_run_usd $100,000.00" in msgs[1]
@@ -232,7 +237,7 @@ def test_budget_from_the_spec_named_after_the_stack(
 
 
 def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
-    preview_of: Any, tmp_path: Any
+    preview_of: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import yaml
 
@@ -241,7 +246,8 @@ def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
     data["budget"]["max_hourly_usd"] = 100
     spec = tmp_path / "tight.yaml"
     spec.write_text(yaml.safe_dump(data))
-    preview_of("dev", {"accelstack:spec": str(spec)})
+    monkeypatch.chdir(tmp_path)
+    preview_of("dev", {"accelstack:spec": "tight.yaml"})
     res, hourly = preset_resources("llama3-70b-trn2")
     msgs = run(bp.budget, StackArgs(res))
     assert len(msgs) == 1
@@ -255,3 +261,22 @@ def test_budget_without_a_spec_is_refused(preview_of: Any) -> None:
     msgs = run(bp.budget, StackArgs(res))
     assert len(msgs) == 1 and msgs[0].startswith("cannot check this stack's budget")
     assert "no-such-stack.yaml" in msgs[0]
+
+
+def test_budget_holds_every_stack_to_the_organisation_ceiling(
+    preview_of: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    preview_of("llama3-70b-trn2")
+    res, _ = preset_resources("llama3-70b-trn2")
+    ceiling = tmp_path / "org.yaml"
+    ceiling.write_text("max_hourly_usd: 100\n")
+    msgs = run(bp.budget, StackArgs(res, {"ceiling": str(ceiling)}))
+    assert len(msgs) == 1 and f"exceeds ceiling max_hourly_usd ({ceiling}) $100.00" in msgs[0]
+    (tmp_path / "accelstack-ceiling.yaml").write_text("max_hourly_usd: 100\n")
+    found = run(bp.budget, StackArgs(res))  # the project's file, found at preview
+    assert found == [msgs[0].replace(str(ceiling), str(tmp_path / "accelstack-ceiling.yaml"))]
+    hand_kept = {"region": "us-east-2", "max_hourly_usd": 1e6}
+    assert any("ceiling max_hourly_usd" in m for m in run(bp.budget, StackArgs(res, hand_kept)))
+    msgs = run(bp.budget, StackArgs(res, {"region": "us-east-2", "ceiling": str(ceiling)}))
+    assert any("sets no max_*_usd limit" in m for m in msgs)  # fails closed

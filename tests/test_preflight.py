@@ -127,6 +127,16 @@ def test_offering_access_denied_is_a_warning_with_the_permission() -> None:
 # ---------------------------------------------------------------------------------------
 
 
+def test_spare_nodes_need_quota_too() -> None:
+    def spares(d: dict[str, Any]) -> None:
+        d["pools"][0]["spare_nodes"] = 2
+
+    needs, _ = quota_needs(stack_from("trn1-multinode", spares))
+    by_code = {n.quota_code: n for n in needs}
+    assert by_code["L-2C3B7624"].vcpus == (4 + 2) * 128
+    assert by_code["L-2C3B7624"].users == ("pool trn1: 6 x trn1.32xlarge (768 vCPUs)",)
+
+
 def test_quota_needs_sum_pools_per_code_and_count_eks_system_nodes() -> None:
     def two_trn_pools(d: dict[str, Any]) -> None:
         d["pools"].append({"name": "spare", "instance_type": "trn1.32xlarge", "nodes": 2})
@@ -600,6 +610,37 @@ def test_named_bucket_taken_by_someone_else_fails() -> None:
 
 def test_bucket_check_is_skipped_without_a_neuron_pool() -> None:
     assert check_bucket(stack_from("llama3-70b-p5"), make_clients("us-east-2")) == []
+
+
+def checkpoint_bucket(name: str, region: str) -> Any:
+    def edit(d: dict[str, Any]) -> None:
+        d["checkpoint"] = {"bucket": name, "bucket_region": region}
+
+    return edit
+
+
+def test_checkpoint_bucket_in_the_stack_region_passes(moto_aws: None) -> None:
+    SESSION.client("s3", region_name="us-east-2").create_bucket(
+        Bucket="acme-ckpt", CreateBucketConfiguration={"LocationConstraint": "us-east-2"}
+    )
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-ckpt", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert (r.status, r.subject) == (PASS, "checkpoint bucket acme-ckpt")
+
+
+def test_checkpoint_bucket_really_in_another_region_fails(moto_aws: None) -> None:
+    """The spec says us-east-2 (validation passes); S3 says us-east-1: preflight refuses."""
+    SESSION.client("s3", region_name="us-east-1").create_bucket(Bucket="acme-ckpt")
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-ckpt", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert r.status == FAIL
+    assert "acme-ckpt is in us-east-1, not the stack's region us-east-2" in r.message
+
+
+def test_missing_checkpoint_bucket_fails(moto_aws: None) -> None:
+    stack = stack_from("llama3-70b-p5", checkpoint_bucket("acme-none", "us-east-2"))
+    r = only(check_bucket(stack, make_clients("us-east-2", "s3")))
+    assert r.status == FAIL and "acme-none does not exist" in r.message
 
 
 # ---------------------------------------------------------------------------------------

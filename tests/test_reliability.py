@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.components import standalone
 from accelstack.errors import SpecError, one_line, shown
@@ -342,11 +343,23 @@ def test_pool_named_system_is_refused():
 
 
 def test_fsx_throughput_without_a_price_is_refused():
-    (line,) = refused(
-        lambda d: d.update(storage={"fsx_lustre_gib": 1200, "fsx_throughput_per_tib": 250})
+    """A catalog without the 250 MB/s/TiB row (every tier has one today): fails closed."""
+    cat = load_catalog()
+    unpriced = cat.model_copy(
+        update={
+            "service_rates": tuple(
+                r for r in cat.service_rates if r.item != "fsx-lustre-persistent2-250"
+            )
+        }
     )
+    data = copy.deepcopy(BASE)
+    data["storage"] = {"fsx_lustre_gib": 1200, "fsx_throughput_per_tib": 250}
+    data["checkpoint"] = {"write_minutes": 240}  # the write target is not what is tested
+    with pytest.raises(SpecError) as info:
+        parse_spec(data, FILE, unpriced)
+    (line,) = [str(p) for p in info.value.problems]
     assert "storage.fsx_throughput_per_tib: 250 MB/s per TiB has no price" in line
-    assert "priced: 125" in line
+    assert "priced: 1000, 125, 500" in line
 
 
 def test_huge_args_are_refused_before_they_reach_a_configmap():
@@ -456,6 +469,7 @@ def test_fsx_throughput_is_refused_or_priced(tput: int):
     data = {
         **copy.deepcopy(BASE),
         "storage": {"fsx_lustre_gib": 2400, "fsx_throughput_per_tib": tput},
+        "checkpoint": {"write_minutes": 240},  # any tier meets it: pricing is what is tested
     }
     try:
         spec = parse_spec(data, FILE)

@@ -607,9 +607,10 @@ def test_killed_render_leaves_no_truncated_script(
     code, _, err = _render(capsys, MULTI, out)
     assert code == 130
     monkeypatch.undo()
-    assert not [n for n in os.listdir(out) if n.endswith(".sh")]
-    assert leftovers(out) == []
-    code, _, err = _render(capsys, MULTI, out)  # what a killed render wrote is render's own
+    # the render is staged beside DIR and swapped in at the end: a killed first render leaves
+    # no DIR at all, and no stage or lock beside it
+    assert not out.exists() and os.listdir(tmp_path) == []
+    code, _, err = _render(capsys, MULTI, out)
     assert code == 0, err
 
 

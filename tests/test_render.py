@@ -227,10 +227,9 @@ def test_pytorchjob_matches_catalog(preset: str) -> None:
             {"key": taint.key, "operator": "Equal", "value": taint.value, "effect": taint.effect}
         ]
         assert pod["nodeSelector"] == {"accelstack.io/pool": pool.name}
-        if pool.compile_cache:
-            assert pod["serviceAccountName"] == training_service_account(stack)
-        else:
-            assert "serviceAccountName" not in pod  # the cache role is for Neuron pods only
+        # every EKS training pod runs as the service account bound to the training role
+        # (checkpoint prefix, plus the compile cache on Neuron pools): GPU pods included
+        assert pod["serviceAccountName"] == training_service_account(stack)
         vols = {v["name"]: v for v in pod["volumes"]}
         assert vols["dshm"]["emptyDir"] == {"medium": "Memory"}
         mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}

@@ -78,7 +78,7 @@ def test_pods_are_sized_and_hardened(preset: str) -> None:
         spec = tpl["spec"]
         assert spec["automountServiceAccountToken"] is False
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-        assert ("serviceAccountName" in spec) == pool.compile_cache
+        assert spec["serviceAccountName"] == stack.training_service_account  # every EKS pod
         (c,) = spec["containers"]
         sc = c["securityContext"]
         assert sc["allowPrivilegeEscalation"] is False

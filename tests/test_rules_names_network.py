@@ -180,25 +180,19 @@ def test_a_40_character_eks_stack_name_is_refused_a_39_accepted() -> None:
         parse_spec(renamed("llama3-70b-p5", long, "h"), f"{long}.yaml")
 
 
-def test_compile_cache_role_name_both_edges() -> None:
-    """`<stack>-compile-cache-pod-role` + Pulumi's 8-character suffix: a 33-character stack
-    name makes exactly 64 (accepted, plans clean); 34 is refused by validation, and when
-    validation is bypassed the iam-role-name rule names the role."""
-    ok = "a" * 31 + "-x"  # 33 characters
+def test_training_role_name_fits_every_stack_name_the_system_role_allows() -> None:
+    """`<stack>-training-role` (the pods' one Pod Identity role, compile cache included) is
+    shorter than `<stack>-system-node-role`: a 39-character Neuron stack plans clean, and 40 is
+    refused for the system role, not for the training role."""
+    ok = "a" * 37 + "-x"  # 39 characters
     stack = resolve(parse_spec(renamed("trn1-finetune", ok), f"{ok}.yaml"))
     plan = plan_stack(stack, guard=False)
-    role = plan.get("aws:iam/role:Role", f"{ok}-compile-cache-pod-role")
-    assert len(role.name) + limits.AUTONAME_SUFFIX == 64
+    role = plan.get("aws:iam/role:Role", f"{ok}-training-role")
+    assert len(role.name) + limits.AUTONAME_SUFFIX == 61
     assert not fired(plan, stack, "iam-role-name")
-    long = "a" * 32 + "-x"  # 34 characters
-    with pytest.raises(
-        SpecError, match=r"name: the IAM role name '.*-compile-cache-pod-role-x{7}' .* would be 65"
-    ):
+    long = "a" * 38 + "-x"  # 40 characters
+    with pytest.raises(SpecError, match=r"name: the IAM role name '.*-system-node-role-x{7}'"):
         parse_spec(renamed("trn1-finetune", long), f"{long}.yaml")
-    bad = unvalidated(renamed("trn1-finetune", long))
-    (v,) = fired(plan_stack(bad, guard=False), bad, "iam-role-name")
-    assert_one_line(v, f"aws:iam/role:Role '{long}-compile-cache-pod-role'", "API_CreateRole")
-    assert "is 65 characters" in v.message and "roleNameType" in v.message
 
 
 def test_pool_role_and_node_group_names_both_edges() -> None:
@@ -228,8 +222,11 @@ def test_reserved_bucket_prefixes_are_refused(prefix: str) -> None:
     with pytest.raises(SpecError, match="reserved prefix"):
         parse_spec(renamed("trn1-finetune", name), f"{name}.yaml")
     bad = unvalidated(renamed("trn1-finetune", name))
-    (v,) = fired(plan_stack(bad, guard=False), bad, "s3-bucket-name")
-    assert_one_line(v, f"aws:s3/bucket:Bucket '{name}-compile-cache-bucket'", "bucketnamingrules")
+    ckpt, cache = fired(plan_stack(bad, guard=False), bad, "s3-bucket-name")
+    assert_one_line(ckpt, f"aws:s3/bucket:Bucket '{name}-checkpoints-bucket'", "bucketnamingrules")
+    assert_one_line(
+        cache, f"aws:s3/bucket:Bucket '{name}-compile-cache-bucket'", "bucketnamingrules"
+    )
 
 
 def test_existing_bucket_with_a_reserved_suffix_is_refused() -> None:

@@ -166,7 +166,7 @@ def existing_vpc(nodes: int) -> Any:
         d["network"] = {
             "mode": "existing",
             "vpc_id": "vpc-0123456789abcdef0",
-            "private_subnet_ids": ["subnet-0123456789abcdef0"],
+            "private_subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         }
 
     return edit
@@ -275,7 +275,8 @@ def test_each_reservation_gets_its_own_launch_template_and_node_group() -> None:
     [
         (
             blocks(("cr-0a1b2c3d4e5f67890", 16), ("cr-0b1b2c3d4e5f67890", 8), nodes=30),
-            r"purchase\.reservations: hold 16 \+ 8 = 24 nodes but the pool has 30",
+            r"purchase\.reservations: hold 16 \+ 8 = 24 nodes but the pool runs 30 \(nodes \+ "
+            r"spare_nodes\)",
         ),
         (
             blocks(("cr-0a1b2c3d4e5f67890", 4), ("cr-0a1b2c3d4e5f67890", 4)),
@@ -495,3 +496,12 @@ def test_golden_plan_of_a_2048_node_pool() -> None:
     stack = stack_of(sized("llama3-70b-p5", 2048))
     plan = plan_stack(stack, guard=False)
     compare_golden(plan.to_json(), ROOT / "tests" / "golden" / "plan" / "scale" / "p5-2048.json")
+
+
+def test_spare_nodes_count_in_the_node_groups() -> None:
+    """The node groups hold the running nodes (nodes + spare_nodes): 450 + 2 spares are two
+    groups, the second of 2."""
+    data = sized("llama3-70b-p5", 450)
+    data["pools"][0]["spare_nodes"] = 2
+    stack = stack_of(data)
+    assert [g.nodes for g in stack.pools[0].node_groups] == [450, 2]

@@ -173,7 +173,7 @@ def test_bad_tag_key():
 def test_unknown_instance_type_did_you_mean():
     msg = one(lambda d: d["pools"][0].update(instance_type="trn2.48xl"))
     assert msg.startswith(
-        "stacks/demo.yaml: pools[0].instance_type: 'trn2.48xl' is not a known instance type; "
+        "stacks/demo.yaml: pools[0].instance_type: 'trn2.48xl' is not a supported instance type; "
         "did you mean 'trn2.48xlarge'?"
     )
 

@@ -6,6 +6,7 @@ projects call) runs under the plan engine's mocks with the Pulumi stack set per 
 from __future__ import annotations
 
 import runpy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +16,17 @@ from accelstack.plan import Plan, run_plan
 from accelstack.resolve import Stack, check_region, deployment_name, resolve
 from accelstack.spec import load_spec
 from tests.conftest import ROOT
+from tests.helpers_program import filled_copy
 
 SPEC = ROOT / "stacks" / "trn1-multinode.yaml"
 PHYSICAL = ("name", "clusterName", "nodeGroupName", "roleName", "bucket", "namePrefix")
+
+
+@pytest.fixture(autouse=True)
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program runs in a project holding the preset with its placeholders filled."""
+    filled_copy(SPEC, tmp_path)
+    monkeypatch.chdir(tmp_path)
 
 
 def run_program(pulumi_stack: str, config: dict[str, str]) -> Plan:
@@ -26,7 +35,11 @@ def run_program(pulumi_stack: str, config: dict[str, str]) -> Plan:
 
     def program(_: Stack) -> dict[str, Any]:
         pulumi.runtime.set_all_config(
-            {"accelstack:spec": str(SPEC), "accelstack:allowUnpinnedAmis": "true", **config}
+            {
+                "accelstack:spec": f"stacks/{SPEC.name}",
+                "accelstack:allowUnpinnedAmis": "true",
+                **config,
+            }
         )
         try:
             runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

@@ -36,7 +36,7 @@ def _spec_file(tmp: Path, name: str = "trialrun") -> Path:
     """A p5 spec sized like the fixture's model (64 x 64 + 64 parameters)."""
     d: dict[str, Any] = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
     d["name"] = name
-    d.pop("budget")
+    d["budget"] = {"max_hourly_usd": 100}  # one p5.48xlarge and the cluster around it
     d["pools"][0]["nodes"] = 1
     d["storage"] = {}
     d["workload"].update(
@@ -79,6 +79,7 @@ def _run_trial_script(script: Path) -> subprocess.CompletedProcess[str]:
             "OMP_NUM_THREADS": "1",
             # no EFA or GPU on a CPU runner: the fabric self-check has its own tests
             "ACCELSTACK_SKIP_FABRIC_CHECK": "1",
+            "ACCELSTACK_CHECKPOINT_DIR": str(script.parent / "checkpoints"),  # not the /fsx default
         }
     )
     return subprocess.run(

@@ -25,6 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from .conftest import ROOT
+from .helpers_program import fill
 from .helpers_wheel import build_wheel
 
 pytestmark = pytest.mark.slow
@@ -200,13 +201,61 @@ print(len(plan.resources), sorted({r.name for r in plan.resources})[0])
 """
 
 
+#: Pin the project's AMIs as `accelstack amis pin` would (offline: the plan's fake ids).
+_PIN = """
+from pathlib import Path
+from accelstack.plan import fake_ami
+from accelstack.preflight.amis import write_pins
+from accelstack.resolve import resolve
+from accelstack.spec import load_spec
+stack = resolve(load_spec("stacks/team-i.yaml"))
+write_pins(Path("Pulumi.team-i.yaml"), {p: fake_ami(p) for p in stack.ami_parameters})
+"""
+
+#: What the project's policies/__main__.py imports, from the installed wheel.
+_PACK = """
+import accelstack.policypack.budget_policies as bp
+from pathlib import Path
+print(sorted(p.name for p in bp.POLICIES), bp.__file__)
+assert (Path(bp.__file__).parent / "PulumiPolicy.yaml").is_file()
+"""
+
+
 def test_installed_wheel_inits_a_project_whose_program_runs(venv: Path, tmp_path: Path) -> None:
     init = _run(venv, tmp_path, "init", "proj", "--from", "trn1-finetune", "--stack", "team-i")
     assert init.returncode == 0, init.stderr
     project = tmp_path / "proj"
-    check = _run(venv, project, "check", "stacks/")
-    assert check.returncode == 0 and "1 of 1 specs passed" in check.stdout, check.stderr
+    assert "accelstack amis pin stacks/team-i.yaml --stack team-i" in init.stdout
+    # check reads Pulumi.team-i.yaml as the program does: no AMI pins yet, so it says so
+    check = _run(venv, project, "check", ".")
+    assert check.returncode == 0 and "no accelstack:amis yet" in check.stdout, check.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # the user fills the placeholders and pins the AMIs (what `amis pin` writes, offline here)
+    spec = project / "stacks" / "team-i.yaml"
+    spec.write_text(fill(spec.read_text()))
+    pinned = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _PIN],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pinned.returncode == 0, pinned.stderr[-2000:]
+    check = _run(venv, project, "check", ".")
+    assert check.returncode == 0 and "1 of 1 specs passed" in check.stdout, check.stderr
+    # the CrossGuard pack: in the project, importing its policies from the installed wheel
+    assert (project / "policies" / "PulumiPolicy.yaml").is_file()
+    pack = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _PACK],
+        cwd=project / "policies",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pack.returncode == 0, pack.stderr[-2000:]
+    assert "accelstack-budget" in pack.stdout and "site-packages" in pack.stdout
     out = subprocess.run(
         [str(venv / "bin" / "python"), "-c", _RUN_PROJECT],
         cwd=project,

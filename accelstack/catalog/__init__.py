@@ -21,6 +21,7 @@ from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.purchase import load_table, parse_table
 from accelstack.catalog.records import TrainingRecord, parse_records
+from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
 from accelstack.errors import (
     CatalogError,
@@ -359,6 +360,7 @@ class Catalog(_Frozen):
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
     scale: ScaleFacts  # scale.yaml: limits, address space, UltraServers
+    resilience: ResilienceFacts
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
@@ -535,6 +537,7 @@ _FIELD_FILES = {
     "records": "records.yaml",
     "launch": "launch.yaml",
     "scale": "scale.yaml",
+    "resilience": "resilience.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
     "hours_per_month": "prices.yaml",
@@ -623,6 +626,8 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
         fields["purchase_sources"] = table.sources
         name = "scale.yaml"
         fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR, overlay)
+        name = "resilience.yaml"
+        fields["resilience"] = _read(name, base, overlay)
         name = "records.yaml"
         fields["records"] = parse_records(_read(name, base, overlay), _where(name, base, overlay))
         name = "prices.yaml"

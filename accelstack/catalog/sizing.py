@@ -35,3 +35,51 @@ def memory_fit(
     usable = inst.accelerator_memory_gib * catalog.defaults.usable_memory_fraction
     min_nodes = math.ceil(required_gib / usable) if usable > 0 else 0
     return MemoryFit(instance_type, required_gib, usable, max(min_nodes, 1), bpp)
+
+
+# ---------------------------------------------------------------------------------------
+# Checkpoint sizing (resilience.yaml `checkpoint`)
+# ---------------------------------------------------------------------------------------
+
+#: FSx for Lustre throughput is quoted in MB/s (10**6 bytes) per TiB (2**40 bytes) of capacity.
+_MB = 10**6
+_GIB = 2**30
+_TIB = 2**40
+
+
+def training_state_bytes(catalog: Catalog, params_billion: float, precision: str) -> float:
+    """Bytes of one full checkpoint: parameters x bytes per parameter at `precision` (weights,
+    gradients and optimizer states, `defaults.training_bytes_per_param`)."""
+    return params_billion * 1e9 * catalog.defaults.training_bytes_per_param[precision]
+
+
+def fsx_write_seconds(state_bytes: float, storage_gib: int, throughput_per_tib: int) -> float:
+    """Seconds to write `state_bytes` to an FSx file system of `storage_gib` at
+    `throughput_per_tib` MB/s per TiB (throughput scales with capacity)."""
+    mb_per_s = storage_gib * _GIB / _TIB * throughput_per_tib
+    return state_bytes / (mb_per_s * _MB)
+
+
+def fsx_min_gib(state_bytes: float, keep: int) -> int:
+    """The smallest FSx PERSISTENT_2 size (1200 GiB or a multiple of 2400) holding `keep` full
+    checkpoints."""
+    need = math.ceil(keep * state_bytes / _GIB)
+    if need <= 1200:
+        return 1200
+    return math.ceil(need / 2400) * 2400
+
+
+def fsx_tier_for(
+    state_bytes: float, storage_gib: int, seconds: float, tiers: tuple[int, ...]
+) -> int | None:
+    """The lowest throughput tier that writes `state_bytes` within `seconds`; None if none can."""
+    for tier in sorted(tiers):
+        if fsx_write_seconds(state_bytes, storage_gib, tier) <= seconds:
+            return tier
+    return None
+
+
+def fsx_gib_for(state_bytes: float, seconds: float, tier: int) -> int:
+    """The smallest FSx size at which `tier` writes `state_bytes` within `seconds`."""
+    need_tib = state_bytes / (seconds * tier * _MB)
+    return fsx_min_gib(need_tib * _TIB, 1)

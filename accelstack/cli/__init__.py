@@ -54,7 +54,7 @@ app = typer.Typer(
     help="One workload spec to a priced, budget-checked AWS training cluster "
     "(Trainium trn1/trn2/trn3 or NVIDIA p5).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
 )
 
@@ -67,6 +67,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.preflight_cmds",
     "accelstack.cli.ami_cmds",
     "accelstack.cli.diff_cmds",
+    "accelstack.cli.stacks_cmds",
+    "accelstack.cli.instances_cmds",
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )

@@ -90,17 +90,22 @@ def amis_upgrade(
     """Resolve every AMI parameter again and show which node groups (EKS) or instances
     (standalone) would roll, old -> new id. Writes Pulumi.<stack>.yaml only with --yes; the
     next `pulumi up` then rolls exactly those pools."""
-    from accelstack.preflight.amis import write_pins
+    from accelstack.preflight.amis import scale_to_zero_steps, write_pins
 
     path, pins, _, changes = _show_changes(spec, stack_name, profile, endpoint_url, True)
     changed = [c for c in changes if c.old != c.new]
+    for line in scale_to_zero_steps(_load(spec), changes):
+        typer.echo(line)
     if not changed:
         typer.echo("no AMI changed: nothing rolls")
     elif not yes:
         typer.echo(f"dry run: {len(changed)} change(s) not written; re-run with --yes")
     else:
         write_pins(path, {**pins, **{c.parameter: c.new for c in changes}})
-        typer.echo(f"wrote {len(changed)} change(s) to {path}; `pulumi up` rolls those pools")
+        typer.echo(
+            f"wrote {len(changed)} change(s) to {path}; `pulumi up` rolls those pools "
+            "(capacity-block and reservation pools: scale them to zero first, as above)"
+        )
 
 
 def register(app: typer.Typer) -> None:

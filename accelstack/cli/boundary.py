@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from accelstack.errors import EXIT_VERDICT, AccelstackError
+from accelstack.errors import EXIT_VERDICT, AccelstackError, one_line
 
 #: Exit code for an interrupted command (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130
@@ -117,10 +117,42 @@ class InternalError(AccelstackError):
     exit_code = EXIT_VERDICT
 
 
+#: botocore's "no usable credentials / region" errors: bad input (exit 2), never an internal
+#: error. Matched by class name so the boundary never imports botocore itself.
+AWS_SETUP_ERRORS = {
+    "NoCredentialsError": "no AWS credentials found",
+    "PartialCredentialsError": "the AWS credentials are incomplete",
+    "CredentialRetrievalError": "the AWS credentials cannot be retrieved",
+    "NoRegionError": "no AWS region set",
+    "ProfileNotFound": "the AWS profile does not exist",
+    "TokenRetrievalError": "the AWS SSO token cannot be refreshed",
+    "UnauthorizedSSOTokenError": "the AWS SSO session has expired",
+}
+
+
+class AwsSetupError(AccelstackError):
+    """A command that needs AWS found no usable credentials, region or profile."""
+
+
+def aws_setup_error(exc: BaseException, label: str) -> AwsSetupError | None:
+    """One line for a missing-credentials style botocore error, else None."""
+    names = [c.__name__ for c in type(exc).__mro__ if c.__module__.startswith("botocore")]
+    what = next((AWS_SETUP_ERRORS[n] for n in names if n in AWS_SETUP_ERRORS), None)
+    if what is None:
+        return None
+    return AwsSetupError(
+        f"{label}: {what} ({one_line(str(exc))}); this command calls AWS: set AWS_PROFILE or "
+        "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or `aws sso login`) and AWS_REGION"
+    )
+
+
 def as_failure(exc: Exception, label: str) -> AccelstackError:
     """`exc` itself when it is an AccelstackError, else its one internal-error line."""
     if isinstance(exc, AccelstackError):
         return exc
+    setup = aws_setup_error(exc, label)
+    if setup is not None:
+        return setup
     if CURRENT.debug:
         traceback.print_exception(exc, file=sys.stderr)
     failure = InternalError(internal_line(exc, label))
@@ -143,6 +175,10 @@ def report(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         echo_error([f"{CURRENT.label}: interrupted"])
         return EXIT_INTERRUPTED
+    setup = aws_setup_error(exc, CURRENT.label)
+    if setup is not None:
+        echo_error([str(setup)])
+        return setup.exit_code
     typer.echo(f"error: {internal_line(exc)}", err=True)
     return EXIT_VERDICT
 

@@ -11,7 +11,15 @@ from typing import Annotated
 
 import typer
 
-from accelstack.cli.output import FormatMdOpt, FormatOpt, JsonAliasOpt, chosen, echo_json
+from accelstack.cli.output import (
+    CeilingOpt,
+    FormatMdOpt,
+    FormatOpt,
+    JsonAliasOpt,
+    StackOpt,
+    chosen,
+    echo_json,
+)
 from accelstack.errors import VerdictError
 
 
@@ -26,20 +34,29 @@ def price(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
     fmt: FormatMdOpt = "text",
     as_json: JsonAliasOpt = False,
+    stack_name: StackOpt = None,
+    ceiling: CeilingOpt = None,
 ) -> None:
-    """Price the stack from its spec, estimate the training run, check the budget.
+    """Price the stack, estimate the training run, check the budget and the ceiling.
 
-    Exits 1 with a one-line reason when a budget limit is exceeded.
+    Exits 1 with a one-line reason when a limit is exceeded or the budget sets none.
+
+    Examples:
+
+      accelstack price stacks/llama3-70b-trn2.yaml
+
+      accelstack price stacks/llama3-70b-trn2.yaml --stack prod --format markdown
     """
     from accelstack.catalog import load_catalog
+    from accelstack.cost.ceiling import find_ceiling
     from accelstack.cost.formats import verdict_markdown
     from accelstack.cost.guard import check_budget, render_report, verdict_json
-    from accelstack.resolve import resolve
-    from accelstack.spec import load_spec
+    from accelstack.stackconfig import ref_for_spec, resolve_ref
 
     catalog = load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
-    verdict = check_budget(stack)
+    ref = ref_for_spec(spec, stack_name)
+    stack = resolve_ref(ref, catalog)
+    verdict = check_budget(stack, None, find_ceiling(ceiling, ref.root))
     render = {"json": verdict_json, "markdown": verdict_markdown, "text": render_report}
     typer.echo(render[chosen(fmt, as_json)](verdict), nl=False)
     if not verdict.ok:
@@ -79,7 +96,13 @@ def compare(
     """Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.
 
     Candidates get the same chip budget (--chips, default the spec's) or, with only
-    --deadline-hours, the nodes that meet the deadline; the output says which.
+    --deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
+
+    Examples:
+
+      accelstack compare stacks/llama3-70b-trn2.yaml
+
+      accelstack compare stacks/llama3-70b-trn2.yaml --deadline-hours 240 --format markdown
     """
     from accelstack.catalog import load_catalog
     from accelstack.cost.compare import DEFAULT_OPTIONS, render

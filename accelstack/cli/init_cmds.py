@@ -63,6 +63,8 @@ def project_files(
         "__main__.py": pf.MAIN_PY,
         "requirements.txt": fill(pf.REQUIREMENTS),
         ".gitignore": pf.GITIGNORE,
+        "policies/PulumiPolicy.yaml": pf.POLICY_PACK_YAML,
+        "policies/__main__.py": pf.POLICY_PACK_MAIN,
         ".github/workflows/accelstack.yml": fill(pf.WORKFLOW),
         "README.md": fill(README),
     }
@@ -74,8 +76,17 @@ def init(
     stack: _StackOpt = None,
     force: _ForceOpt = False,
 ) -> None:
-    """Start a deployable Pulumi project from a preset: Pulumi.yaml, the program entry,
-    stacks/STACK.yaml, Pulumi.STACK.yaml, requirements.txt, a CI workflow and a README."""
+    """Start a deployable Pulumi project from a preset.
+
+    Writes Pulumi.yaml, the program entry, stacks/STACK.yaml, Pulumi.STACK.yaml,
+    requirements.txt, the CrossGuard pack (policies/), a CI workflow and a README.
+
+    Examples:
+
+      accelstack init my-cluster --from llama3-70b-trn2
+
+      accelstack init team-a --from trn1-finetune --stack team-a
+    """
     from accelstack import __version__
     from accelstack.catalog import load_catalog
     from accelstack.cli.spec_cmds import (
@@ -108,7 +119,21 @@ def init(
     typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
     for rel in sorted(files):
         typer.echo(f"  {rel}")
-    typer.echo(f"next: cd {directory} && pulumi stack init {name} && pulumi up (see README.md)")
+    for step in next_steps(directory, name):
+        typer.echo(step)
+
+
+def next_steps(directory: Path, name: str) -> list[str]:
+    """What to do after `init`, in order (the README says the same)."""
+    return [
+        "next:",
+        f"  cd {directory}",
+        f"  edit stacks/{name}.yaml: replace the placeholder CIDRs and example account "
+        "(`accelstack validate` lists them; `pulumi up` refuses them)",
+        f"  pulumi stack init {name}",
+        f"  accelstack amis pin stacks/{name}.yaml --stack {name}   # `pulumi up` refuses unpinned AMIs",
+        "  pulumi up --policy-pack policies   (see README.md)",
+    ]
 
 
 def register(app: typer.Typer) -> None:

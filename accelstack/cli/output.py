@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
@@ -33,3 +34,21 @@ def chosen(fmt: str, as_json: bool) -> str:
 
 def echo_json(value: Any) -> None:
     typer.echo(dumps(value), nl=False)
+
+
+StackOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--stack",
+        help="Pulumi stack (default: the spec's own); its Pulumi.<stack>.yaml is read as the "
+        "program reads it (resource-name prefix, region, AMI pins)",
+    ),
+]
+CeilingOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--ceiling",
+        help="organisation cost ceiling file (default: $ACCELSTACK_CEILING, else "
+        "accelstack-ceiling.yaml in the project)",
+    ),
+]

@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from accelstack.cli.boundary import as_failure
-from accelstack.cli.output import FormatOpt, TextOrJson, echo_json
-from accelstack.errors import EXIT_VERDICT, Problem, SpecError, VerdictError
+from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.errors import EXIT_VERDICT, VerdictError
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
+    from accelstack.cost.ceiling import Ceiling
     from accelstack.cost.guard import Verdict
     from accelstack.plan import Plan, Program
     from accelstack.plan.rules import Violation
     from accelstack.resolve import Stack
+    from accelstack.stackconfig import StackRef
 
 
 def program() -> Program:
@@ -30,12 +32,20 @@ def program() -> Program:
     return program
 
 
-def plan_verdict(plan: Plan, stack: Stack) -> Verdict:
-    """The budget verdict, priced from what the program declared."""
+def plan_verdict(plan: Plan, stack: Stack, ceiling: Ceiling | None = None) -> Verdict:
+    """The budget verdict (with the organisation ceiling), priced from what the program
+    declared."""
     from accelstack.cost.guard import check_budget
     from accelstack.cost.pricing import price_plan
 
-    return check_budget(stack, price_plan(stack, plan.resources))
+    return check_budget(stack, price_plan(stack, plan.resources), ceiling)
+
+
+def ceiling_for(flag: Path | None, root: Path) -> Ceiling | None:
+    """The organisation ceiling in force for a project (flag, variable, or its file)."""
+    from accelstack.cost.ceiling import find_ceiling
+
+    return find_ceiling(flag, root)
 
 
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
@@ -62,16 +72,115 @@ def verdict_doc(v: Verdict) -> dict[str, Any]:
     return {"ok": v.ok, "line": v.one_line(), "reasons": v.reasons}
 
 
-def _plan_stack(spec: Path, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
-    """Resolve and plan without the guard: the caller reports the verdict after the plan."""
-    from accelstack.catalog import load_catalog
+def _plan_ref(ref: StackRef, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
+    """Resolve a stack exactly as the program does (its stack config) and plan it without the
+    guard: the caller reports the verdict after the plan."""
     from accelstack.plan import run_plan
-    from accelstack.resolve import resolve
-    from accelstack.spec import load_spec
+    from accelstack.stackconfig import resolve_ref
 
-    catalog = catalog or load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve_ref(ref, catalog)
     return stack, run_plan(stack, program(), guard=False)
+
+
+def _plan_stack(
+    spec: Path, catalog: Catalog | None = None, stack_name: str | None = None
+) -> tuple[Stack, Plan]:
+    """A spec file planned as its own stack, or as `stack_name` (its Pulumi.<stack>.yaml)."""
+    from accelstack.stackconfig import ref_for_spec
+
+    return _plan_ref(ref_for_spec(spec, stack_name), catalog)
+
+
+def side_row(
+    ref: StackRef, stack: Stack, result: Plan, verdict: Verdict, label: str
+) -> dict[str, Any]:
+    """One side of a diff for a planned stack: its plan document, priced verdict, inputs."""
+    from accelstack.plan.diff_inputs import inputs_of, resource_costs
+
+    cost = {
+        "hourly_usd": round(verdict.cost.hourly_usd, 4),
+        "monthly_usd": round(verdict.cost.monthly_usd, 2),
+        "run_usd": round(verdict.run.run_usd, 2),
+        "estimate": verdict.cost.estimate,
+        "ok": verdict.ok,
+        "verdict": verdict.one_line(),
+        "violations": [v.line() for v in violations_of(result, stack)],
+        "items": resource_costs(verdict),
+    }
+    return {"file": label, "plan": result.to_dict(), "cost": cost, "inputs": inputs_of(ref)}
+
+
+def planned_row(
+    ref: StackRef, catalog: Catalog, label: str, ceiling: Ceiling | None
+) -> dict[str, Any]:
+    """The diff side row of one stack (`side_row`), or its errors when it does not plan."""
+    shown = f"{label}:{_rel_to(ref.spec, ref.root)}"
+    try:
+        stack, result = _plan_ref(ref, catalog)
+        return side_row(ref, stack, result, plan_verdict(result, stack, ceiling), shown)
+    except Exception as exc:  # one broken spec must not hide the rest
+        failure = as_failure(exc, f"diff {shown}")
+        lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
+        lines = [x.replace(str(ref.root) + "/", "") for x in lines] or [type(failure).__name__]
+        return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
+
+
+def _rel_to(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _changes_against(
+    base: str, ref: StackRef, head: dict[str, Any], ceiling: Ceiling | None
+) -> dict[str, Any]:
+    """This stack diffed against the same stack at git ref `base` (absent there: added)."""
+    import tempfile
+
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.stackrefs import _from_ref, _refs_at
+    from accelstack.plan.diff import diff_stack
+
+    specs = _rel_to(ref.spec.parent, ref.root)
+    with tempfile.TemporaryDirectory(prefix="accelstack-against-") as tmp:
+        label = _from_ref(base, specs, Path(tmp), cwd=ref.root)
+        old_ref = _refs_at(Path(tmp), specs).get(ref.stack)
+        old = planned_row(old_ref, load_catalog(), label, ceiling) if old_ref else None
+    return {"base": label, **diff_stack(ref.stack, old, head, accelerated_types())}
+
+
+def accelerated_types() -> Any:
+    from accelstack.catalog import load_catalog
+
+    catalog = load_catalog()
+
+    def accelerated(instance_type: str) -> bool:
+        try:
+            return catalog.instance(instance_type).accelerated
+        except Exception:  # a type the catalog does not know: call it accelerated, to be safe
+            return True
+
+    return accelerated
+
+
+def _echo_changes(doc: dict[str, Any]) -> None:
+    """The change report `plan --against` prints first: rolls, stateful, inputs, counts."""
+    from accelstack.plan.diff_report import change_lines
+
+    for line in change_lines(doc):
+        typer.echo(line)
+    typer.echo("")
+
+
+AgainstOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--against",
+        help="git ref: first list what changes against this stack there (node rolls and "
+        "stateful replacements first, before -> after values)",
+    ),
+]
 
 
 def plan(
@@ -80,22 +189,49 @@ def plan(
         TextOrJson,
         typer.Option("--format", help="text (resource tree + cost report) or json (document)"),
     ] = "text",
+    stack_name: StackOpt = None,
+    ceiling: CeilingOpt = None,
+    against: AgainstOpt = None,
 ) -> None:
-    """Plan a spec offline: run the Pulumi program under mocks, show every resource and the
-    cost report, then the deploy rules and the budget verdict (exit 1 on a violation or when
-    over budget)."""
-    from accelstack.cost.guard import render_report, verdict_dict
+    """Plan a spec offline: every resource, the cost report and the verdicts.
 
-    stack, result = _plan_stack(spec)
-    verdict = plan_verdict(result, stack)
+    Runs the Pulumi program under mocks, shows every resource and the cost report, then the
+    deploy rules and the budget verdict (exit 1 on a violation, when over budget or the
+    organisation ceiling, or when the budget sets no limit).
+
+    Examples:
+
+      accelstack plan stacks/llama3-70b-trn2.yaml
+
+      accelstack plan stacks/llama3-70b-trn2.yaml --stack prod --format json
+
+      accelstack plan stacks/llama3-70b-trn2.yaml --against origin/main
+    """
+    from accelstack.cost.guard import render_report, verdict_dict
+    from accelstack.stackconfig import ref_for_spec, ref_warnings
+
+    ref = ref_for_spec(spec, stack_name)
+    stack, result = _plan_ref(ref)
+    verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
+    warnings = stack_warnings(stack, result) + ref_warnings(ref)
+    limit = ceiling_for(ceiling, ref.root)
+    head = side_row(ref, stack, result, verdict, str(spec))
+    changes = _changes_against(against, ref, head, limit) if against else None
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
         doc["violations"] = [violation_doc(v) for v in found]
+        doc["warnings"] = warnings
+        if changes is not None:
+            doc["changes"] = changes
         echo_json(doc)
     else:
+        if changes is not None:
+            _echo_changes(changes)
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
+        for note in warnings:  # before the report, so the verdict stays the last line
+            typer.echo(f"warning: {note}")
         typer.echo(render_report(verdict).rstrip("\n"))
         for v in found:
             typer.echo(f"violation: {v.line()}", err=True)
@@ -105,34 +241,23 @@ def plan(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _spec_files(paths: list[Path]) -> list[Path]:
-    """Spec files from files and directories (*.yaml, *.yml); Pulumi stack files skipped."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise SpecError([Problem(str(path), "", "is neither a spec file nor a directory")])
-    files = [f for f in files if not f.name.startswith("Pulumi.")]
-    if not files:
-        raise SpecError([Problem(", ".join(map(str, paths)), "", "has no *.yaml specs")])
-    return files
+def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict[str, Any]:
+    """One stack's plan and verdict, or its error: the row `check` prints."""
+    from accelstack.cli.stackrefs import ref_label
+    from accelstack.stackconfig import ref_warnings
 
-
-def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
-    """One spec's plan and verdict, or its error: the row `check` prints."""
+    label = ref_label(ref)
     try:
-        stack, result = _plan_stack(path, catalog)
-        verdict = plan_verdict(result, stack)
+        stack, result = _plan_ref(ref, catalog)
+        verdict = plan_verdict(result, stack, ceiling)
         found = [v.line() for v in violations_of(result, stack)]
     except Exception as exc:  # one broken spec must not hide the rest
-        failure = as_failure(exc, f"check {path}")
+        failure = as_failure(exc, f"check {label}")
         lines = str(failure).splitlines() or [type(failure).__name__]
-        return {"file": str(path), "ok": False, "exit_code": failure.exit_code, "errors": lines}
+        return {"file": label, "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
-        "file": str(path),
+        "file": label,
+        "pulumi_stack": ref.stack,
         "stack": stack.name,
         "ok": verdict.ok and not found,
         "exit_code": 0 if verdict.ok and not found else VerdictError.exit_code,
@@ -143,7 +268,7 @@ def _check_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         "monthly_usd": round(verdict.cost.monthly_usd, 2),
         "run_usd": round(verdict.run.run_usd, 2),
         "estimate": verdict.cost.estimate,
-        "warnings": stack_warnings(stack, result),
+        "warnings": stack_warnings(stack, result) + ref_warnings(ref),
         "verdict": verdict_doc(verdict),
     }
 
@@ -165,17 +290,48 @@ def _echo_checked(row: dict[str, Any]) -> None:
 
 def check(
     paths: Annotated[
-        list[Path], typer.Argument(help="spec files or directories of specs (e.g. stacks/)")
+        list[Path],
+        typer.Argument(help="spec files, spec folders (stacks/) or project folders (.)"),
     ],
     fmt: FormatOpt = "text",
+    stack_name: StackOpt = None,
+    ceiling: CeilingOpt = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="git ref: check only the stacks whose spec or Pulumi.<stack>.yaml changed since",
+        ),
+    ] = None,
+    specs: Annotated[
+        str, typer.Option("--specs", help="the specs' folder in a project folder")
+    ] = "stacks",
 ) -> None:
-    """Validate, plan and price every spec in one process: each stack's hourly and run cost
-    and warnings; non-zero on any failure (1 over budget, 2 bad spec)."""
-    from accelstack.catalog import load_catalog
+    """Validate, plan and price every stack: the GitOps gate.
 
-    files = _spec_files(paths)
+    Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
+    points at, the stack's name prefix, region and AMI pins): hourly and run cost and
+    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, no
+    limit, or a deploy rule; 2 bad spec).
+
+    Examples:
+
+      accelstack check stacks/
+
+      accelstack check . --base origin/main --ceiling org-ceiling.yaml
+    """
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.stackrefs import changed_since, stack_refs
+
+    refs = stack_refs(paths, stack_name, specs)
+    if base is not None:
+        refs = changed_since(refs, base, specs)
+        if not refs:
+            typer.echo(f"no stack changed since {base}")
+            return
     catalog = load_catalog()  # a broken catalog is one line, not one per spec
-    rows = [_check_one(path, catalog) for path in files]
+    limit = ceiling_for(ceiling, refs[0].root)
+    rows = [_check_one(ref, catalog, limit) for ref in refs]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
         echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})

@@ -37,6 +37,32 @@ REQUIREMENTS = """\
 accelstack==@VERSION@
 """
 
+POLICY_PACK_YAML = """\
+description: accelstack CrossGuard pack (budget and organisation ceiling, deploy rules, open
+  ingress, IMDSv2, S3 public access), from the installed accelstack package
+runtime:
+  name: python
+  options:
+    virtualenv: ../venv
+"""
+
+POLICY_PACK_MAIN = '''\
+"""The accelstack CrossGuard pack, run by `pulumi preview --policy-pack policies` (and `up`).
+The policies come from the installed accelstack (accelstack.policypack): each stack's budget
+and deploy rules are read from its spec, found as the program finds it."""
+
+import os
+from pathlib import Path
+
+from pulumi_policy import PolicyPack
+
+os.chdir(Path(__file__).resolve().parent.parent)  # the project: stacks/ and Pulumi.*.yaml
+
+from accelstack.policypack.budget_policies import POLICIES  # noqa: E402
+
+PolicyPack(name="accelstack", policies=POLICIES)
+'''
+
 GITIGNORE = """\
 venv/
 __pycache__/
@@ -75,4 +101,5 @@ jobs:
         with:
           command: preview
           stack-name: @STACK@
+          policyPacks: policies  # the accelstack CrossGuard pack (policies/)
 """

@@ -16,7 +16,8 @@ spec, refuses it when over budget and creates every resource that `accelstack pl
 | `stacks/@STACK@.yaml` | the workload spec (validate with `accelstack validate`) |
 | `Pulumi.@STACK@.yaml` | the stack's config: `aws:region` and `accelstack:spec` |
 | `requirements.txt` | accelstack @VERSION@, pinned |
-| `.github/workflows/accelstack.yml` | CI: `accelstack check stacks/` and `pulumi preview` |
+| `policies/` | the accelstack CrossGuard pack: `pulumi preview --policy-pack policies` |
+| `.github/workflows/accelstack.yml` | CI: `accelstack check stacks/` and `pulumi preview` with the pack |
 
 ## Offline first
 
@@ -41,11 +42,15 @@ is refused before anything is created), pin the AMIs once (the program refuses t
 moving AMI alias on every run: an unrelated `pulumi up` would roll every node) and deploy with
 AWS credentials in the environment:
 
+First replace the placeholder values the preset carries (documentation CIDRs such as
+203.0.113.0/24, the example account 111122223333): `accelstack validate stacks/@STACK@.yaml`
+lists them, and `pulumi up` refuses them.
+
 ```bash
 pulumi stack init @STACK@
 pulumi config set aws:region @REGION@
 accelstack amis pin stacks/@STACK@.yaml --stack @STACK@   # writes accelstack:amis
-pulumi up
+pulumi up --policy-pack policies                          # with the accelstack CrossGuard pack
 ```
 
 `accelstack amis upgrade stacks/@STACK@.yaml` later shows which nodes a newer AMI would roll.

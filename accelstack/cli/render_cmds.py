@@ -81,11 +81,22 @@ def render(
     fmt: FormatOpt = "text",
     force: _ForceOpt = False,
 ) -> None:
-    """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index."""
+    """Render launch artifacts: node scripts, PyTorchJob / Job manifests, README index.
+
+    The directory is written in one step (staged beside it, then swapped in); a second
+    render into it while one runs is refused, and so is any file that would carry a
+    credential-looking value.
+
+    Examples:
+
+      accelstack render stacks/llama3-70b-trn2.yaml -o out/llama3
+
+      accelstack render stacks/trn1-finetune.yaml -o out/ft --bucket team-neuron-cache
+    """
     from accelstack.catalog import load_catalog
     from accelstack.render import render as render_all
     from accelstack.render import render_warnings
-    from accelstack.render.output import write_artifacts
+    from accelstack.render.stage import write_directory
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
@@ -93,7 +104,7 @@ def render(
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     artifacts = render_all(stack, bucket)
-    done = write_artifacts(output, artifacts, force)
+    done = write_directory(output, artifacts, force)
     _echo_written(output, artifacts, done, fmt, list(render_warnings(stack)))
 
 

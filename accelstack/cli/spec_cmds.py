@@ -93,8 +93,15 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
 
 
 def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
-    """What `validate` (and `check`) warn about a valid spec."""
-    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog)]
+    """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
+    estimated offerings, extended-support Kubernetes, and placeholder values (documentation
+    ranges, example accounts) that `pulumi up` refuses."""
+    from accelstack.spec.placeholders import spec_placeholders
+
+    placeholders = [
+        f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(spec)
+    ]
+    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog), *placeholders]
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
@@ -131,7 +138,14 @@ def validate(
     specs: Annotated[list[Path], typer.Argument(help="spec files (stacks/NAME.yaml)")],
     fmt: FormatOpt = "text",
 ) -> None:
-    """Validate spec files: shape, catalog facts and cross-field rules."""
+    """Validate spec files: shape, catalog facts and cross-field rules.
+
+    Examples:
+
+      accelstack validate stacks/*.yaml
+
+      accelstack validate stacks/llama3-70b-trn2.yaml --format json
+    """
     catalog = load_catalog()
     results = [_validate_one(path, catalog) for path in specs]
     if fmt == "json":
@@ -348,8 +362,16 @@ def new(
     directory: _DirOpt = Path("."),
     force: _ForceOpt = False,
 ) -> None:
-    """Clone a preset into stacks/NAME.yaml (comments kept) and write Pulumi.NAME.yaml; prints
-    the new stack's price and budget verdict (over budget: a warning, exit 0)."""
+    """Clone a preset into stacks/NAME.yaml (comments kept) and write Pulumi.NAME.yaml.
+
+    Prints the new stack's price and budget verdict (over budget: a warning, exit 0).
+
+    Examples:
+
+      accelstack new my-run --from llama3-70b-trn2
+
+      accelstack new my-h100-run --from llama3-70b-trn2 --instance-type p5.48xlarge
+    """
     from accelstack.spec.retarget import retarget
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
 

@@ -118,7 +118,7 @@ def comparison_markdown(cmp: Comparison) -> str:
                 f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
                 f"| {_cell(', '.join(notes))} |"
             )
-    lines.append("")
+    lines += ["", *comparison_chart(cmp)]
     for label, p in (("Cheapest", cmp.cheapest), ("Fastest", cmp.fastest)):
         if p is None:
             lines.append(f"**{label}:** nothing fits the budget")
@@ -131,3 +131,34 @@ def comparison_markdown(cmp: Comparison) -> str:
             lines.append(f"  - depends on an estimate: {_cell('; '.join(p.estimates))}")
         lines += [f"  - {_cell(a)}" for a in p.assumptions]
     return "\n".join(lines) + "\n"
+
+
+#: Bars in the chart at most (the cheapest runs first), so it stays readable in a PR.
+CHART_BARS = 12
+
+
+def comparison_chart(cmp: Comparison) -> list[str]:
+    """A Mermaid bar chart of the ranked runs' cost (GitHub renders ```mermaid blocks in
+    markdown: https://docs.github.com/en/get-started/writing-on-github/working-with-advanced-formatting/creating-diagrams),
+    cheapest first; empty when nothing is ranked."""
+    runs = sorted(
+        (o.run_usd, f"{c.instance_type} {o.option}", o.wall_hours)
+        for c in cmp.candidates
+        if c.available
+        for o in c.options
+        if o.ranked
+    )[:CHART_BARS]
+    if not runs:
+        return []
+    labels = ", ".join(f'"{label}"' for _, label, _ in runs)
+    top = max(cost for cost, _, _ in runs)
+    return [
+        "```mermaid",
+        "xychart-beta",
+        f'    title "Training run cost, USD ({cmp.stack})"',
+        f"    x-axis [{labels}]",
+        f'    y-axis "USD" 0 --> {int(top * 1.1) + 1}',
+        f"    bar [{', '.join(str(round(cost)) for cost, _, _ in runs)}]",
+        "```",
+        "",
+    ]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelstack.catalog import RATE_ALIASES
+from accelstack.cost.ceiling import Ceiling
 from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
     RunCost,
@@ -60,10 +61,11 @@ class Verdict:
     run: RunCost
     checks: tuple[LimitCheck, ...]
     spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
+    unbounded: bool = False  # no limit and no `budget.unlimited`: refused (fails closed)
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return all(c.ok for c in self.checks) and not self.unbounded
 
     @property
     def reasons(self) -> list[str]:
@@ -90,8 +92,17 @@ class Verdict:
     def one_line(self) -> str:
         if self.ok:
             return f"{self.stack}: within budget"
+        if self.unbounded and not self.reasons:
+            return f"{self.stack} has no budget: {NO_LIMIT}"
         mark = " (prices include estimates)" if self.cost.estimate else ""
         return f"{self.stack} is over budget: {'; '.join(self.reasons)}{mark}"
+
+
+#: Why a spec with no limit is refused, and the two ways out.
+NO_LIMIT = (
+    "budget sets no max_hourly_usd, max_monthly_usd or max_run_usd; set one, or write "
+    "budget: {unlimited: true, reason: ...} to run without a limit on purpose"
+)
 
 
 #: Printed under every side-by-side: a savings-plan rate is a commitment, not a run price.
@@ -123,8 +134,27 @@ def spot_factor(stack: Stack) -> float:
     return d.spot_interruption.overhead_factor(pool.nodes, d.hours_per_month)
 
 
-def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
-    """Price (from the spec unless `cost` is given), estimate, and check every limit.
+def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[LimitCheck, ...]:
+    """The organisation ceiling's limits (those it sets) as checks, labelled with its file."""
+    if ceiling is None:
+        return ()
+    return tuple(
+        LimitCheck(f"ceiling {key} ({ceiling.source})", label, ceiling.limit(key), actual[key])
+        for key, label in (
+            ("max_hourly_usd", "hourly"),
+            ("max_monthly_usd", "monthly"),
+            ("max_run_usd", "training run"),
+        )
+        if ceiling.limit(key) is not None
+    )
+
+
+def check_budget(
+    stack: Stack, cost: StackCost | None = None, ceiling: Ceiling | None = None
+) -> Verdict:
+    """Price (from the spec unless `cost` is given), estimate, and check every limit: the
+    spec's budget, then the organisation `ceiling`. No limit at all fails closed unless the
+    budget says `unlimited: true` (with a reason).
 
     A workload pool on spot runs longer by the interruption overhead (an estimate)."""
     cost = cost if cost is not None else price_stack(stack)
@@ -139,18 +169,26 @@ def check_budget(stack: Stack, cost: StackCost | None = None) -> Verdict:
         cost.estimate or (factor > 1.0 and stack.catalog.defaults.spot_interruption.estimate),
     )
     b = stack.spec.budget
-    checks = (
+    checks: tuple[LimitCheck, ...] = (
         LimitCheck("budget.max_hourly_usd", "hourly", b.max_hourly_usd, cost.hourly_usd),
         LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),
         LimitCheck("budget.max_run_usd", "training run", b.max_run_usd, run.run_usd),
     )
-    return Verdict(stack.name, pool, cost, est, run, checks, factor)
+    actual = {"max_hourly_usd": cost.hourly_usd, "max_monthly_usd": cost.monthly_usd}
+    checks += _ceiling_checks(ceiling, {**actual, "max_run_usd": run.run_usd})
+    unbounded = not b.has_limit and not b.unlimited
+    return Verdict(stack.name, pool, cost, est, run, checks, factor, unbounded)
 
 
-def enforce(stack: Stack, resources: Iterable[ResourceLike] | None = None) -> None:
-    """Raise VerdictError (one line) when `stack` exceeds its budget. Builds nothing."""
+def enforce(
+    stack: Stack,
+    resources: Iterable[ResourceLike] | None = None,
+    ceiling: Ceiling | None = None,
+) -> None:
+    """Raise VerdictError (one line) when `stack` exceeds its budget or the organisation
+    ceiling, or sets no limit at all. Builds nothing."""
     cost = price_plan(stack, resources) if resources is not None else None
-    verdict = check_budget(stack, cost)
+    verdict = check_budget(stack, cost, ceiling)
     if not verdict.ok:
         raise VerdictError(verdict.one_line())
 
@@ -270,7 +308,12 @@ def _check_line(chk: LimitCheck, estimate: bool) -> str:
 
 
 def _budget_lines(v: Verdict) -> list[str]:
-    return ["budget", *(_check_line(chk, v.cost.estimate) for chk in v.checks), ""]
+    lines = ["budget", *(_check_line(chk, v.cost.estimate) for chk in v.checks)]
+    if v.unbounded:
+        lines.append(f"  REFUSED: {NO_LIMIT}")
+    elif all(c.limit is None for c in v.checks[:3]):  # the spec's own three
+        lines.append("  unlimited on purpose (budget.unlimited)")
+    return [*lines, ""]
 
 
 def render_report(v: Verdict) -> str:
@@ -360,6 +403,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks
         ],
+        "unbounded": v.unbounded,
         "ok": v.ok,
         "verdict": v.one_line(),
     }

@@ -99,6 +99,10 @@ FREE: dict[str, str] = {
     "aws:eks/accessEntry:AccessEntry": "no charge",
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": "no charge",
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": "no charge",
+    "aws:autoscaling/tag:Tag": "no charge",
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+        "no charge (the linked S3 prefix and the file system are priced)"
+    ),
     "aws:kms/alias:Alias": "no charge (the key is priced)",
     "aws:s3/bucketPolicy:BucketPolicy": "no charge",
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": "no charge",
@@ -232,6 +236,9 @@ class PricingContext:
     #: pool name -> purchase option from the spec (savings plans are only known here)
     pool_options: Mapping[str, str]
     resources: Sequence[ResourceLike]
+    #: bucket resource name -> GiB it is sized to hold (the checkpoint bucket: keep x the
+    #: training state); other buckets use the catalog's usage assumption
+    bucket_gib: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def hours_per_month(self) -> int:
@@ -686,7 +693,27 @@ def price_fsx(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     ]
 
 
+def price_checkpoint_bucket(res: ResourceLike, ctx: PricingContext, gib: float) -> LineItem:
+    """The checkpoint bucket, sized from the training state (stored checkpoints x size)."""
+    return _monthly_item(
+        res,
+        ctx,
+        item="s3-standard",
+        quantity=gib,
+        unit="GiB-month",
+        category="storage",
+        what=f"S3 Standard, {gib:,.0f} GiB of checkpoints",
+        assumption=(
+            f"checkpoints: {gib:,.0f} GiB (the kept full checkpoints of the training state); "
+            "requests, transfer and overwritten versions not included"
+        ),
+        estimate=True,
+    )
+
+
 def price_bucket(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    if res.name in ctx.bucket_gib:
+        return [price_checkpoint_bucket(res, ctx, ctx.bucket_gib[res.name])]
     gib = ctx.catalog.defaults.s3_assumed_gib
     return [
         _monthly_item(
@@ -768,9 +795,12 @@ def price_resources(
     catalog: Catalog,
     region: str,
     pool_options: Mapping[str, str] | None = None,
+    bucket_gib: Mapping[str, float] | None = None,
 ) -> StackCost:
     """Price resources; raises UnpricedResource / MissingPrice, never returns $0 for unknown."""
-    ctx = PricingContext(catalog, region, dict(pool_options or {}), resources)
+    ctx = PricingContext(
+        catalog, region, dict(pool_options or {}), resources, dict(bucket_gib or {})
+    )
     items: list[LineItem] = []
     free: Counter[str] = Counter()
     for res in resources:
@@ -818,7 +848,7 @@ def option_quotes(
 def _with_options(stack: Stack, cost: StackCost) -> StackCost:
     opts = {
         p.name: option_quotes(
-            stack.catalog, stack.region, p.instance_type, p.nodes, p.purchase_option
+            stack.catalog, stack.region, p.instance_type, p.running_nodes, p.purchase_option
         )
         for p in stack.pools
     }
@@ -832,8 +862,18 @@ def pool_options(stack: Stack) -> dict[str, str]:
 def price_plan(stack: Stack, resources: Iterable[ResourceLike]) -> StackCost:
     """Price the resources of a real plan for `stack`."""
     res = list(resources)
-    cost = price_resources(res, stack.catalog, stack.region, pool_options(stack))
+    cost = price_resources(
+        res, stack.catalog, stack.region, pool_options(stack), checkpoint_bucket_gib(stack)
+    )
     return _with_options(stack, cost)
+
+
+def checkpoint_bucket_gib(stack: Stack) -> dict[str, float]:
+    """The stack's created checkpoint bucket (plan resource name) -> GiB it holds."""
+    plan = stack.checkpoint
+    if plan is None or plan.bucket is not None:
+        return {}
+    return {stack.checkpoint_bucket_resource: plan.stored_gib}
 
 
 #: (component, pool name or None for the system group, instance type, nodes, capacity type,
@@ -859,7 +899,7 @@ def _node_group_specs(stack: Stack) -> list[_NodeGroupSpec]:
             naming.pool_prefix(name, p.name),
             p.name,
             p.instance_type,
-            p.nodes,
+            p.running_nodes,  # spare nodes run and bill like the job's
             p.purchase.capacity_type,
             p.root_volume_gib,
         )
@@ -986,12 +1026,17 @@ def _fsx_resources(stack: Stack) -> list[Resource]:
             {
                 "storageCapacity": storage.fsx_lustre_gib,
                 "deploymentType": defaults.fsx_deployment_type,
-                "perUnitStorageThroughput": (
-                    storage.fsx_throughput_per_tib or defaults.fsx_throughput_per_tib
-                ),
+                "perUnitStorageThroughput": stack.fsx_throughput_per_tib,
             },
         )
     ]
+
+
+def _checkpoint_resources(stack: Stack) -> list[Resource]:
+    """The checkpoint bucket, when the stack creates one (EKS, no checkpoint.bucket)."""
+    if stack.checkpoint is None or stack.checkpoint.bucket is not None:
+        return []
+    return [Resource("aws:s3/bucket:Bucket", stack.checkpoint_bucket_resource, {})]
 
 
 def _compile_cache_resources(stack: Stack) -> list[Resource]:
@@ -1009,6 +1054,7 @@ def billable_resources(stack: Stack) -> list[Resource]:
         *_nat_resources(stack),
         *_fsx_resources(stack),
         *_compile_cache_resources(stack),
+        *_checkpoint_resources(stack),
     ]
 
 

@@ -18,10 +18,17 @@ from typing import Any
 
 import yaml
 
+from accelstack.plan.diff_inputs import changed_values, flatten
+from accelstack.plan.rolls import node_rolls
+
 #: The hidden marker of the pull-request comment, so CI can find and update its own comment.
 COMMENT_MARKER = "<!-- accelstack-diff -->"
+#: The second line of a comment body that says the earlier comment no longer applies (the
+#: change is below every threshold): CI updates its earlier comment with it, or posts nothing.
+QUIET_MARKER = "<!-- accelstack-diff:quiet -->"
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
 _COST_KEYS = ("hourly_usd", "monthly_usd", "run_usd")
+_CHANGES_SHOWN = 12  # before -> after values kept per resource (the rest: see the plan JSON)
 
 
 @dataclass(frozen=True)
@@ -60,13 +67,17 @@ def _row(r: dict[str, Any], table: ReplaceTable, **extra: Any) -> dict[str, Any]
 
 
 def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> dict[str, Any]:
-    """The changed input keys of one resource and those of them that force a replacement."""
+    """The changed input keys of one resource (with before -> after values of the changed
+    leaves) and those of them that force a replacement."""
     a, b = old.get("inputs") or {}, new.get("inputs") or {}
     keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if (old.get("options") or {}) != (new.get("options") or {}):
         keys.append("(options)")
     forcing = [k for k in table.keys.get(new["type"], ()) if _nested(a, k) != _nested(b, k)]
-    return {"keys": keys, "replace_keys": forcing}
+    changes = changed_values(
+        flatten({k: a.get(k) for k in keys}), flatten({k: b.get(k) for k in keys})
+    )
+    return {"keys": keys, "replace_keys": forcing, "changes": changes[:_CHANGES_SHOWN]}
 
 
 def diff_resources(
@@ -108,20 +119,44 @@ def _status(base: dict[str, Any] | None, head: dict[str, Any] | None, res: dict[
     return "changed" if moved or any(res.values()) else "unchanged"
 
 
+def _resource_costs(res: dict[str, list[dict[str, Any]]], cb: Any, ch: Any) -> None:
+    """Each listed resource gains its monthly cost before and after (None: not priced)."""
+    old, new = (cb or {}).get("items") or {}, (ch or {}).get("items") or {}
+    for rows in res.values():
+        for r in rows:
+            r["monthly_usd"] = {"base": old.get(r["name"]), "head": new.get(r["name"])}
+
+
 def diff_stack(
-    name: str, base: dict[str, Any] | None, head: dict[str, Any] | None
+    name: str,
+    base: dict[str, Any] | None,
+    head: dict[str, Any] | None,
+    accelerated: Any = None,
 ) -> dict[str, Any]:
-    res = diff_resources((base or {}).get("plan"), (head or {}).get("plan"))
+    """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost."""
+    old_plan, new_plan = (base or {}).get("plan"), (head or {}).get("plan")
+    res = diff_resources(old_plan, new_plan)
     cb, ch = _cost_of(base), _cost_of(head)
+    _resource_costs(res, cb, ch)
+    replaced = {(r["type"], r["name"]) for r in res["replaced"]}
+    rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if old_plan and new_plan else []
+    inputs = changed_values((base or {}).get("inputs") or {}, (head or {}).get("inputs") or {})
     return {
         "stack": name,
         "status": _status(base, head, res),
         "file": (head or base or {}).get("file"),
         "errors": (head or {}).get("errors") or [],
         "base_errors": (base or {}).get("errors") or [],
+        "inputs": inputs if base and head else [],
+        "rolls": rolls,
         "resources": res,
         "cost": {"base": cb, "head": ch, "delta": _delta(cb, ch)},
     }
+
+
+def _rolls(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found = [{"stack": s["stack"], **r} for s in stacks for r in s.get("rolls", [])]
+    return sorted(found, key=lambda r: (not r["accelerated"], r["stack"], r["name"]))
 
 
 def _stateful(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,14 +188,18 @@ def diff_sides(
     head: dict[str, dict[str, Any]],
     labels: tuple[str, str],
     unchanged: list[str] | None = None,
+    accelerated: Any = None,
 ) -> dict[str, Any]:
     """The whole diff document (see module doc); stacks sorted by name. `unchanged`: the
-    stacks whose spec is byte-identical on both sides (not planned; not in the totals)."""
-    stacks = [diff_stack(n, base.get(n), head.get(n)) for n in sorted(base.keys() | head.keys())]
+    stacks whose spec and stack config are identical on both sides (not planned; not in the
+    totals). `accelerated(instance_type) -> bool` marks the node rolls that interrupt jobs."""
+    names = sorted(base.keys() | head.keys())
+    stacks = [diff_stack(n, base.get(n), head.get(n), accelerated) for n in names]
     return {
-        "version": 1,
+        "version": 2,
         "base": labels[0],
         "head": labels[1],
+        "rolls": _rolls(stacks),
         "stateful": _stateful(stacks),
         "stacks": stacks,
         "unchanged": sorted(unchanged or []),
@@ -169,13 +208,33 @@ def diff_sides(
     }
 
 
-def below_threshold(doc: dict[str, Any], usd: float | None, percent: float | None) -> bool:
+def _stack_percent(s: dict[str, Any]) -> float | None:
+    base = float((s["cost"]["base"] or {}).get("monthly_usd", 0.0))
+    delta = float(s["cost"]["delta"]["monthly_usd"])
+    return 100 * abs(delta) / base if base else (None if delta else 0.0)
+
+
+def stack_over(s: dict[str, Any], usd: float | None, percent: float | None) -> bool:
+    """One stack's monthly cost moves (up or down) by at least a threshold given."""
+    if usd is not None and abs(float(s["cost"]["delta"]["monthly_usd"])) >= usd:
+        return True
+    pct = _stack_percent(s)
+    return percent is not None and (pct is None or pct >= percent)
+
+
+def below_threshold(
+    doc: dict[str, Any],
+    usd: float | None,
+    percent: float | None,
+    per_stack: dict[str, float] | None = None,
+) -> bool:
     """True when the change is not worth a comment: nothing stateful replaced or removed, no
-    stack fails, and the monthly cost rises less than every threshold given."""
-    if doc["stateful"] or not doc["ok"] or (usd is None and percent is None):
+    node of an accelerated pool rolls, no stack fails, and no stack's monthly cost moves by
+    its threshold (`per_stack` overrides the USD threshold per stack name). Thresholds are
+    per stack, never netted across stacks: +$300k on one and -$300k on another posts."""
+    per_stack = per_stack or {}
+    if doc["stateful"] or not doc["ok"] or any(r["accelerated"] for r in doc.get("rolls", [])):
         return False
-    t = doc["totals"]
-    if usd is not None and t["delta_monthly_usd"] >= usd:
+    if usd is None and percent is None and not per_stack:
         return False
-    pct = t["delta_monthly_percent"]
-    return percent is None or (pct is not None and pct < percent)
+    return not any(stack_over(s, per_stack.get(s["stack"], usd), percent) for s in doc["stacks"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelstack.plan.diff import COMMENT_MARKER
+from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
+from accelstack.plan.rolls import roll_line
 
 _ACTIONS = ("replaced", "removed", "changed", "added")
 #: GitHub refuses a comment body over 65,536 characters; past this, the per-stack resource
@@ -43,6 +44,26 @@ def _why(r: dict[str, Any]) -> str:
     return (f" ({', '.join(keys)})" if keys else "") + tag
 
 
+def _change(c: dict[str, Any]) -> str:
+    return f"{c['key']}: {_value(c['before'])} -> {_value(c['after'])}"
+
+
+def _value(v: Any) -> str:
+    return "(none)" if v is None else str(v)
+
+
+def _res_cost(r: dict[str, Any]) -> str:
+    """` ($a -> $b/month)` when the resource is priced on either side."""
+    m = r.get("monthly_usd") or {}
+    if m.get("base") is None and m.get("head") is None:
+        return ""
+    return f" ({_usd(m.get('base'))} -> {_usd(m.get('head'))}/month)"
+
+
+def _roll_lines(doc: dict[str, Any]) -> list[str]:
+    return [f"{r['stack']}: {roll_line(r)}" for r in doc.get("rolls", [])]
+
+
 def _stateful_line(r: dict[str, Any]) -> str:
     return f"{r['stack']}: {r['type']} {r['name']} is {r['action'].upper()}{_why(r)}"
 
@@ -72,15 +93,20 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
     old, new = _cost_of(s, "base", "run_usd"), _cost_of(s, "head", "run_usd")
     lines.append(f"  training run: {_usd(old, 0)} -> {_usd(new, 0)} ({_signed(d['run_usd'], 0)})")
     lines.append(f"  verdict: base {_verdict(s, 'base')}; head {_verdict(s, 'head')}")
+    lines += [f"  input    {_change(c)}" for c in s.get("inputs", [])]
     if s["status"] in ("changed", "error"):
         for action in _ACTIONS:
             for r in s["resources"][action]:
-                lines.append(f"  {action:<8} {r['type']}  {r['name']}{_why(r)}")
+                lines.append(f"  {action:<8} {r['type']}  {r['name']}{_why(r)}{_res_cost(r)}")
+                lines += [f"             {_change(c)}" for c in r.get("changes", [])]
     return lines
 
 
 def render_text(doc: dict[str, Any]) -> str:
     lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
+    if doc.get("rolls"):
+        lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
+        lines += [f"  ! {line}" for line in _roll_lines(doc)]
     if doc["stateful"]:
         lines.append("STATEFUL RESOURCES REPLACED OR REMOVED (data is lost unless moved first):")
         lines += [f"  ! {_stateful_line(r)}" for r in doc["stateful"]]
@@ -113,10 +139,41 @@ def _md_details(s: dict[str, Any]) -> list[str]:
         return []
     lines = [f"<details><summary><code>{s['stack']}</code>: {_counts(s)}</summary>", ""]
     lines += [f"- error: {e}" for e in s["errors"]]
-    lines += [f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}" for a, r in rows[:200]]
+    for a, r in rows[:200]:
+        lines.append(f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}{_res_cost(r)}")
+        lines += [f"  - `{_change(c)}`" for c in r.get("changes", [])]
     if len(rows) > 200:
         lines.append(f"- ... and {len(rows) - 200} more (see `accelstack diff --format json`)")
     return [*lines, "", "</details>"]
+
+
+def _md_inputs(doc: dict[str, Any]) -> list[str]:
+    """The edited inputs (spec values and stack config), before -> after, per stack."""
+    rows = [(s["stack"], c) for s in doc["stacks"] for c in s.get("inputs", [])]
+    if not rows:
+        return []
+    lines = ["| stack | input | before | after |", "|---|---|---|---|"]
+    for stack, c in rows[:100]:
+        lines.append(f"| `{stack}` | `{c['key']}` | {_cell(c['before'])} | {_cell(c['after'])} |")
+    return [*lines, ""]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "_(none)_"
+    text = str(v).replace("|", "\\|").replace("`", "'")
+    return f"`{text}`"
+
+
+def render_quiet(doc: dict[str, Any]) -> str:
+    """The body that replaces an earlier comment once the change is below every threshold."""
+    t = doc["totals"]
+    return (
+        f"{COMMENT_MARKER}\n{QUIET_MARKER}\n"
+        f"accelstack diff `{doc['base']}` → `{doc['head']}`: below every cost threshold, nothing "
+        f"stateful replaced and no accelerated node rolls (monthly {_signed(t['delta_monthly_usd'])})."
+        " An earlier cost comment on this pull request no longer applies.\n"
+    )
 
 
 def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
@@ -124,6 +181,11 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
     lines.append("")
+    if doc.get("rolls"):
+        lines.append("> [!WARNING]")
+        lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
+        lines += [f"> - {line}" for line in _roll_lines(doc)]
+        lines.append("")
     if doc["stateful"]:
         lines.append("> [!CAUTION]")
         lines.append("> **Stateful resources are replaced or removed** (their data is lost):")
@@ -134,6 +196,7 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     else:
         lines.append(f"**Cost:** {_summary_line(doc)}")
         lines += ["", *_md_table(doc), ""]
+        lines += _md_inputs(doc)
         details = [line for s in doc["stacks"] for line in _md_details(s)]
         if sum(len(line) + 1 for line in lines + details) > COMMENT_LIMIT:
             details = ["Resource lists left out (too long for a comment): see the CI log."]
@@ -141,3 +204,18 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     if doc["unchanged"]:
         lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc['unchanged'])}"]
     return "\n".join(lines) + "\n"
+
+
+def change_lines(s: dict[str, Any]) -> list[str]:
+    """One stack's changes (a `diff_stack` document), for `plan --against`: node rolls first,
+    then stateful replacements and removals, the edited inputs, and the resource counts."""
+    lines = [f"changes against {s.get('base', 'the base')}: {_counts(s)}"]
+    lines += [f"  ! {roll_line(r)}" for r in s.get("rolls", [])]
+    for action in ("replaced", "removed"):
+        for r in s["resources"][action]:
+            if r["stateful"]:
+                lines.append(f"  ! {r['type']} {r['name']} is {action.upper()}{_why(r)}")
+    lines += [f"  input {_change(c)}" for c in s.get("inputs", [])]
+    d = s["cost"]["delta"]
+    lines.append(f"  monthly {_signed(d['monthly_usd'])}; training run {_signed(d['run_usd'], 0)}")
+    return lines

@@ -142,7 +142,19 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
     "aws:ec2/vpc:Vpc": ("cidrBlock",),
     "aws:ec2/subnet:Subnet": ("availabilityZoneId", "cidrBlock"),
     "aws:eks/cluster:Cluster": ("name", "version", "enabledClusterLogTypes"),
-    "aws:eks/nodeGroup:NodeGroup": ("instanceTypes", "capacityType", "scalingConfig", "taints"),
+    "aws:eks/nodeGroup:NodeGroup": (
+        "instanceTypes",
+        "capacityType",
+        "scalingConfig",
+        "updateConfig",
+        "nodeRepairConfig",
+        "taints",
+    ),
+    "aws:autoscaling/tag:Tag": ("tag",),
+    "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": (
+        "fileSystemPath",
+        "dataRepositoryPath",
+    ),
     "aws:ec2/launchTemplate:LaunchTemplate": (
         "instanceType",
         "imageId",

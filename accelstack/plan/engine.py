@@ -151,12 +151,17 @@ def quiet(loop: asyncio.AbstractEventLoop) -> None:
 
 def _options(request: Any) -> dict[str, Any]:
     """The resource options worth reviewing: protect, retainOnDelete, deleteBeforeReplace (when
-    set), ignoreChanges (sorted, when any)."""
+    set), ignoreChanges (sorted, when any), customTimeouts (the ones set)."""
     opts: dict[str, Any] = {
         k: True for k in ("protect", "retainOnDelete", "deleteBeforeReplace") if getattr(request, k)
     }
     if request.ignoreChanges:
         opts["ignoreChanges"] = sorted(request.ignoreChanges)
+    timeouts = getattr(request, "customTimeouts", None)
+    if timeouts is not None:
+        set_ = {k: getattr(timeouts, k) for k in ("create", "update", "delete")}
+        if any(set_.values()):
+            opts["customTimeouts"] = {k: v for k, v in set_.items() if v}
     return opts
 
 

@@ -256,9 +256,11 @@ def _kms_key(r: _NewResource) -> tuple[str, dict[str, Any]]:
 
 
 def _eks_node_group(r: _NewResource) -> tuple[str, dict[str, Any]]:
+    """EKS names the group's Auto Scaling group eks-<node group>-<uuid>."""
     return r.rid, {
         "nodeGroupName": r.inputs.get("nodeGroupName", r.name),
         "arn": f"arn:aws:eks:{r.region}:{ACCOUNT_ID}:nodegroup/{r.name}",
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{r.name}-{r.rid[:8]}"}]}],
     }
 
 

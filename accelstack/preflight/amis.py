@@ -106,3 +106,32 @@ def plan_changes(stack: Stack, pins: dict[str, str], latest: dict[str, str]) -> 
         AmiChange(param, tuple(pools), pins.get(param), latest[param])
         for param, pools in sorted(stack.ami_parameters.items())
     ]
+
+
+def scale_to_zero_steps(stack: Stack, changes: list[AmiChange]) -> list[str]:
+    """How to roll the pools of `changes` that run on a capacity block or reservation: the
+    group has no room for surge nodes, and EKS wants a Capacity Block group at desired size 0
+    while it upgrades (EKS user guide, capacity-blocks-mng), so the upgrade scales it to zero
+    and back. The node groups ignore drift of desiredSize, so `pulumi up` keeps the manual
+    size; the job restarts from its last checkpoint."""
+    pools = sorted({p for c in changes if c.rolls for p in c.pools})
+    out: list[str] = []
+    for pool in (stack.pool(name) for name in pools):
+        if not pool.reserved_capacity:
+            continue
+        ng = f"$(pulumi stack output nodeGroups --json | jq -r '.\"{pool.name}\"')"
+        scale = (
+            "aws eks update-nodegroup-config --cluster-name {c} --nodegroup-name {ng} "
+            "--scaling-config minSize=0,maxSize={m},desiredSize={d}"
+        )
+        out += [
+            f"pool {pool.name} runs on a {pool.purchase_option} ({pool.running_nodes} nodes): "
+            "no room for surge nodes; upgrade it at zero:",
+            "  1. let the job write a checkpoint, then stop it",
+            "  2. " + scale.format(c=stack.name, ng=ng, m=pool.running_nodes, d=0),
+            "  3. pulumi up   (the new launch template version; the empty group has nothing "
+            "to drain)",
+            "  4. " + scale.format(c=stack.name, ng=ng, m=pool.running_nodes, d=pool.running_nodes),
+            "  5. submit the job again: it resumes from its last checkpoint",
+        ]
+    return out

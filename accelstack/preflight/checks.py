@@ -192,12 +192,12 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         if market is None:
             skipped.append(pool)
             continue
-        vcpus = pool.nodes * pool.instance.vcpus
+        vcpus = pool.running_nodes * pool.instance.vcpus  # spare nodes need quota too
         add(
             pool.device.quota_family,
             market,
             vcpus,
-            f"pool {pool.name}: {pool.nodes} x {pool.instance_type} ({vcpus} vCPUs)",
+            f"pool {pool.name}: {pool.running_nodes} x {pool.instance_type} ({vcpus} vCPUs)",
         )
     if stack.spec.orchestration == "eks":
         sys_inst = cat.instance(stack.system_instance_type)
@@ -583,12 +583,16 @@ def _reservation_wrong_type(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]
 
 def _reservation_too_small(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
     total = int(cr.get("TotalInstanceCount", 0))
-    if total >= pool.nodes:
+    if total >= pool.running_nodes:
         return None
     return (
-        f"holds {total} instance(s), fewer than the {pool.nodes} nodes asked for",
-        f"set {_pool_field(stack, pool, 'nodes')}: {total}, or extend the reservation "
-        f"to {pool.nodes} instances",
+        f"holds {total} instance(s), fewer than the {pool.running_nodes} nodes asked for",
+        (
+            f"set {_pool_field(stack, pool, 'nodes')}: {total}"
+            if not pool.spare_nodes
+            else f"lower {_pool_field(stack, pool, 'nodes')} + spare_nodes to {total}"
+        )
+        + f", or extend the reservation to {pool.running_nodes} instances",
     )
 
 
@@ -613,7 +617,7 @@ def _reservation_not_started(stack: Stack, pool: ResolvedPool, cr: dict[str, Any
 
 def _reservation_in_use(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
     available = cr.get("AvailableInstanceCount")
-    if available is None or int(available) >= pool.nodes:
+    if available is None or int(available) >= pool.running_nodes:
         return None
     total = int(cr.get("TotalInstanceCount", 0))
     return (
@@ -693,7 +697,7 @@ def check_reservations(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     out: list[CheckResult] = []
     for whole in stack.pools:
         for rid, nodes in whole.reservations:
-            one = replace(whole, reservation_id=rid, nodes=nodes)
+            one = replace(whole, reservation_id=rid, nodes=nodes, spare_nodes=0)
             out.append(_check_reservation(stack, clients, one))
     return out
 
@@ -741,6 +745,54 @@ def generated_bucket_name(stack_name: str, account_id: str) -> str:
 
 
 def check_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """The compile-cache bucket, then an existing checkpoint bucket."""
+    return [*_cache_bucket(stack, clients), *_checkpoint_bucket(stack, clients)]
+
+
+def _checkpoint_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """`checkpoint.bucket` is used as it is: it must exist, be ours, and be in the stack's
+    region (FSx links only a bucket of its own region; FSx user guide, data repositories)."""
+    named = stack.checkpoint.bucket if stack.checkpoint else None
+    if named is None:
+        return []
+    subject = f"checkpoint bucket {named}"
+    try:
+        resp = clients.s3.head_bucket(Bucket=named)
+    except Exception as exc:
+        if not _is_client_error(exc):
+            raise
+        code = _error_code(exc)
+        if code not in (*_BUCKET_MISSING_CODES, *_BUCKET_TAKEN_CODES):
+            return [_not_checked("bucket", subject, exc)]
+        why = "does not exist" if code in _BUCKET_MISSING_CODES else "belongs to another account"
+        return [
+            CheckResult(
+                "bucket",
+                subject,
+                FAIL,
+                f"{named} {why}; checkpoint.bucket names an existing bucket of yours",
+                "create it in the stack's region, or drop checkpoint.bucket to let accelstack "
+                "create one",
+            )
+        ]
+    region = resp.get("BucketRegion") or resp.get("ResponseMetadata", {}).get(
+        "HTTPHeaders", {}
+    ).get("x-amz-bucket-region")
+    if region and region != stack.region:
+        return [
+            CheckResult(
+                "bucket",
+                subject,
+                FAIL,
+                f"{named} is in {region}, not the stack's region {stack.region}: FSx cannot "
+                "link it and every checkpoint write crosses regions",
+                f"use a bucket in {stack.region}",
+            )
+        ]
+    return [CheckResult("bucket", subject, PASS, f"{named} exists, is ours, in {stack.region}")]
+
+
+def _cache_bucket(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     """A named bucket (`compile_cache.bucket`) is used as it is: it must exist and be ours.
     Without one, accelstack creates `<stack>-ncc-<account>`: that name must be free or ours."""
     if not stack.compile_cache_enabled:

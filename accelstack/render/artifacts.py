@@ -178,6 +178,30 @@ def cache_url(stack: Stack, pool: ResolvedPool, bucket: str | None) -> str | Non
     return stack.compile_cache_url(pool.name, name)
 
 
+#: The variables of the resume contract (docs/checkpoints.md).
+CHECKPOINT_DIR_VAR = "ACCELSTACK_CHECKPOINT_DIR"
+CHECKPOINT_URL_VAR = "ACCELSTACK_CHECKPOINT_URL"
+
+
+def checkpoint_context(stack: Stack) -> dict[str, str] | None:
+    """What the node script and pods need for durable checkpoints (None: the stack has no
+    checkpoint location, orchestration ec2): the rendered default directory (the FSx path
+    linked to the S3 prefix, per job), else empty and the script derives it from the URL."""
+    plan = stack.checkpoint
+    if plan is None:
+        return None
+    job = job_name(stack)
+    fsx_dir = f"{FSX_MOUNT_PATH}{plan.fsx_path}{job}/" if plan.fsx_path else ""
+    return {
+        "dir_var": CHECKPOINT_DIR_VAR,
+        "url_var": CHECKPOINT_URL_VAR,
+        "dir_default": fsx_dir,
+        "job": job,
+        "config_map": stack.checkpoint_config_name,
+        "prefix": plan.prefix,
+    }
+
+
 def _framework(pool: ResolvedPool) -> Framework:
     if pool.framework is None:
         raise RenderError(
@@ -251,6 +275,7 @@ def _context(
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
         "python_env": python_env(stack, pool),
+        "checkpoint": checkpoint_context(stack),
     }
 
 

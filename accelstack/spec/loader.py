@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.spec import existing_network as _existing_network  # noqa: F401  (its rule)
+from accelstack.spec import secrets as _secrets  # noqa: F401  (registers its rule)
 from accelstack.spec.models import Spec
 from accelstack.spec.rules import check_rules
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text

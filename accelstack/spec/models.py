@@ -7,7 +7,7 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from accelstack.catalog import PurchaseOption
 from accelstack.errors import shown, text_problem
@@ -190,8 +190,15 @@ class Purchase(Strict):
     reservations: tuple[Reservation, ...] = Field(
         (),
         description="several reservations or Capacity Blocks behind one pool, instead of "
-        "reservation_id: each its id and node count (they add up to the pool's nodes); one "
-        "managed node group per reservation",
+        "reservation_id: each its id and node count (they add up to the pool's nodes + "
+        "spare_nodes); one managed node group per reservation",
+    )
+    instances: int | None = Field(
+        None,
+        ge=1,
+        le=2048,
+        description="instances the capacity block or reservation holds (default: the pool's "
+        "nodes); nodes + spare_nodes must fit in it",
     )
 
 
@@ -223,6 +230,13 @@ class Pool(Strict):
     )
     compile_cache: bool | None = Field(
         None, description="use the stack's Neuron compile cache; default on for Neuron pools"
+    )
+    spare_nodes: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="extra running nodes beyond `nodes`, so a job restarts on a spare while "
+        "node auto repair replaces a failed node (billed like the others)",
     )
 
 
@@ -295,6 +309,15 @@ class Network(Strict):
     )
 
 
+def key_prefix(v: str | None) -> str | None:
+    """An S3 key prefix: letters, digits, '.', '_', '-' and '/', ending in '/'."""
+    if v is None:
+        return v
+    if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", v) or v.startswith("/") or ".." in v:
+        raise ValueError("must be letters, digits, '.', '_', '-' and '/', not starting with '/'")
+    return v if v.endswith("/") else v + "/"
+
+
 class CompileCache(Strict):
     """Neuron compile cache in S3 (NEURON_COMPILE_CACHE_URL)."""
 
@@ -307,13 +330,7 @@ class CompileCache(Strict):
     @field_validator("prefix")
     @classmethod
     def _prefix(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        if not re.fullmatch(r"[A-Za-z0-9._/-]{1,200}", v) or v.startswith("/") or ".." in v:
-            raise ValueError(
-                "must be letters, digits, '.', '_', '-' and '/', not starting with '/'"
-            )
-        return v if v.endswith("/") else v + "/"
+        return key_prefix(v)
 
 
 class Storage(Strict):
@@ -332,6 +349,34 @@ class Storage(Strict):
         if v is not None and v != 1200 and v % 2400:
             raise ValueError("must be 1200 or a multiple of 2400 (FSx PERSISTENT_2 sizes)")
         return v
+
+
+class Checkpoint(Strict):
+    """Durable checkpoints: an S3 prefix per stack (and FSx linked to it when storage asks for
+    FSx), reachable by every workload pod through EKS Pod Identity."""
+
+    bucket: Annotated[str, Field(pattern=BUCKET_RE)] | None = Field(
+        None, description="existing bucket to use; default: create <stack>-ckpt-<account>"
+    )
+    bucket_region: Text | None = Field(
+        None,
+        description="region of an existing bucket (preflight checks it); must be the stack's",
+    )
+    prefix: Text | None = Field(
+        None, description="key prefix; each job writes under PREFIX/JOB/ (default from catalog)"
+    )
+    write_minutes: float | None = Field(
+        None,
+        ge=1,
+        le=240,
+        description="a full checkpoint must be written within this time (default from the "
+        "catalog); picks the FSx throughput tier, refused when the storage cannot meet it",
+    )
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str | None) -> str | None:
+        return key_prefix(v)
 
 
 class Model(Strict):
@@ -390,6 +435,28 @@ class Budget(Strict):
     mfu: float | None = Field(
         None, ge=0.01, le=1, description="MFU override for the estimate (0.01 to 1)"
     )
+    unlimited: bool = Field(
+        False,
+        description="no limit on purpose (needs `reason`); without any limit a stack is refused",
+    )
+    reason: Text | None = Field(None, description="why this stack has no limit (with unlimited)")
+
+    @model_validator(mode="after")
+    def _unlimited_is_explicit(self) -> Budget:
+        limits = [self.max_hourly_usd, self.max_monthly_usd, self.max_run_usd]
+        if self.unlimited and not (self.reason or "").strip():
+            raise ValueError("unlimited: true needs a reason (who approved it and why)")
+        if self.unlimited and any(v is not None for v in limits):
+            raise ValueError("unlimited: true with a max_* limit set; keep one or the other")
+        if self.reason and not self.unlimited:
+            raise ValueError("reason is only read with unlimited: true")
+        return self
+
+    @property
+    def has_limit(self) -> bool:
+        return any(
+            v is not None for v in (self.max_hourly_usd, self.max_monthly_usd, self.max_run_usd)
+        )
 
 
 class Measured(Strict):
@@ -433,6 +500,9 @@ class Spec(Strict):
         None, description="Neuron compile cache; created by default when a Neuron pool exists"
     )
     storage: Storage = Field(default_factory=Storage, description="shared file system")
+    checkpoint: Checkpoint = Field(
+        default_factory=Checkpoint, description="durable checkpoint location (EKS)"
+    )
     workload: Workload = Field(description="the training job")
     budget: Budget = Field(default_factory=Budget, description="cost limits and MFU")
     calibration: tuple[Measured, ...] = Field(

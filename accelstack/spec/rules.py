@@ -189,8 +189,8 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
         if itype not in cat.instances:
             yield (
                 f"pools[{i}].instance_type",
-                f"{shown(itype)} is not a known instance type"
-                f"{did_you_mean(itype, cat.accelerated_types())} (known: {known})",
+                f"{shown(itype)} is not a supported instance type"
+                f"{did_you_mean(itype, cat.accelerated_types())} (supported: {known})",
             )
         elif not cat.instances[itype].accelerated:
             yield (
@@ -883,7 +883,8 @@ def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
         efa = f.inst.efa_interfaces if f.pool.efa is not False else 0
         style = f.pool.efa_interface_style or d.efa_interface_style
         per = node_ips(cat, f.inst, efa, style, kubernetes)
-        out.setdefault(_pool_zone(ctx, f), []).append((f.at, per * f.pool.nodes))
+        running = f.pool.nodes + f.pool.spare_nodes  # spare nodes take addresses too
+        out.setdefault(_pool_zone(ctx, f), []).append((f.at, per * running))
     system = cat.instances.get(
         ctx.spec.cluster.system_nodes.instance_type or d.system_instance_type
     )

@@ -211,13 +211,16 @@ def _reservations(ctx: Context) -> Iterator[Finding]:
         for i, rid in enumerate(ids):
             if rid in ids[:i]:
                 yield (f"{at}[{i}].id", f"{shown(rid)} is listed twice; each reservation once")
+        if buy.instances is not None:
+            yield (f"{f.at}.purchase.instances", "applies to one reservation_id; list each here")
         total = sum(r.nodes for r in buy.reservations)
-        if total != f.pool.nodes:
+        running = f.pool.nodes + f.pool.spare_nodes
+        if total != running:
             parts = " + ".join(str(r.nodes) for r in buy.reservations)
             yield (
                 at,
-                f"hold {parts} = {total} nodes but the pool has {f.pool.nodes}: make "
-                "pools[].nodes the sum of the reservations' nodes",
+                f"hold {parts} = {total} nodes but the pool runs {running} (nodes + "
+                "spare_nodes): make the reservations' nodes add up to it",
             )
 
 

@@ -77,6 +77,13 @@ class _SpecLoader(yaml.SafeLoader):
             self.depth -= 1
 
 
+#: Exponent floats PyYAML (YAML 1.1) reads as text but YAML 1.2 and ruamel (the `new`/`init`
+#: editor) read as numbers: `1e3`, `1E3`, `2.5e9`, `.5e-3`. Read as floats here too, so every
+#: parser of a spec reads one scalar the same way.
+_EXP_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_SpecLoader.add_implicit_resolver(_FLOAT, _EXP_FLOAT, list("-+0123456789."))
+
+
 def _child(path: str, key: object) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"

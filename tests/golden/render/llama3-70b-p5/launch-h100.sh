@@ -31,6 +31,13 @@ export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # a failed collective aborts the job i
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # fewer out-of-memory errors from fragmentation
 export ACCELSTACK_DIST_BACKEND=nccl  # for the training script: torch.distributed backend of this path
 
+# ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
+export ACCELSTACK_CHECKPOINT_DIR="${ACCELSTACK_CHECKPOINT_DIR:-/fsx/checkpoints/llama3-70b-p5/}"  # FSx path linked to the S3 prefix (data repository association): survives node faults and the file system
+case "$ACCELSTACK_CHECKPOINT_DIR" in
+  s3://*) ;;
+  *) mkdir -p "$ACCELSTACK_CHECKPOINT_DIR" ;;
+esac
+
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on p5.48xlarge (catalog): 32 EFA interface(s), 8 NVIDIA H100 80GB SXM device(s).
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:

@@ -30,6 +30,13 @@ export ACCELSTACK_DIST_BACKEND=neuron  # for the training script: dist.init_proc
 export TORCH_NEURONX_NEFF_CACHE_DIR="${ACCELSTACK_NEFF_CACHE_DIR:-/fsx/neuron-neff-cache/trn2}"  # persistent NEFF cache: later steps and restarts load compiled graphs
 mkdir -p "$TORCH_NEURONX_NEFF_CACHE_DIR"
 
+# ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
+export ACCELSTACK_CHECKPOINT_DIR="${ACCELSTACK_CHECKPOINT_DIR:-/fsx/checkpoints/llama3-70b-trn2/}"  # FSx path linked to the S3 prefix (data repository association): survives node faults and the file system
+case "$ACCELSTACK_CHECKPOINT_DIR" in
+  s3://*) ;;
+  *) mkdir -p "$ACCELSTACK_CHECKPOINT_DIR" ;;
+esac
+
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on trn2.48xlarge (catalog): 16 EFA interface(s), 16 AWS Trainium2 device(s).
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:

@@ -30,6 +30,17 @@ export ACCELSTACK_DIST_BACKEND=neuron  # for the training script: dist.init_proc
 export TORCH_NEURONX_NEFF_CACHE_DIR="${ACCELSTACK_NEFF_CACHE_DIR:-/var/tmp/neuron-neff-cache}"  # persistent NEFF cache: later steps and restarts load compiled graphs
 mkdir -p "$TORCH_NEURONX_NEFF_CACHE_DIR"
 
+# ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
+if [[ -z "${ACCELSTACK_CHECKPOINT_DIR:-}" ]]; then
+  [[ -n "${ACCELSTACK_CHECKPOINT_URL:-}" ]] || die "no checkpoint location: set ACCELSTACK_CHECKPOINT_DIR (a directory) or ACCELSTACK_CHECKPOINT_URL (s3://BUCKET/checkpoints/, the stack's checkpointUrl output; EKS pods read it from ConfigMap mixed-trn2-p5-checkpoint)"
+  ACCELSTACK_CHECKPOINT_DIR="${ACCELSTACK_CHECKPOINT_URL%/}/mixed-trn2-p5/"
+fi
+export ACCELSTACK_CHECKPOINT_DIR  # the job's checkpoint prefix in S3 (write with an S3 client; pods have the Pod Identity role): survives node faults
+case "$ACCELSTACK_CHECKPOINT_DIR" in
+  s3://*) ;;
+  *) mkdir -p "$ACCELSTACK_CHECKPOINT_DIR" ;;
+esac
+
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on trn2.48xlarge (catalog): 16 EFA interface(s), 16 AWS Trainium2 device(s).
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:

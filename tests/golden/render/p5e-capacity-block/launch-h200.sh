@@ -31,6 +31,17 @@ export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # a failed collective aborts the job i
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # fewer out-of-memory errors from fragmentation
 export ACCELSTACK_DIST_BACKEND=nccl  # for the training script: torch.distributed backend of this path
 
+# ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
+if [[ -z "${ACCELSTACK_CHECKPOINT_DIR:-}" ]]; then
+  [[ -n "${ACCELSTACK_CHECKPOINT_URL:-}" ]] || die "no checkpoint location: set ACCELSTACK_CHECKPOINT_DIR (a directory) or ACCELSTACK_CHECKPOINT_URL (s3://BUCKET/checkpoints/, the stack's checkpointUrl output; EKS pods read it from ConfigMap p5e-capacity-block-checkpoint)"
+  ACCELSTACK_CHECKPOINT_DIR="${ACCELSTACK_CHECKPOINT_URL%/}/p5e-capacity-block/"
+fi
+export ACCELSTACK_CHECKPOINT_DIR  # the job's checkpoint prefix in S3 (write with an S3 client; pods have the Pod Identity role): survives node faults
+case "$ACCELSTACK_CHECKPOINT_DIR" in
+  s3://*) ;;
+  *) mkdir -p "$ACCELSTACK_CHECKPOINT_DIR" ;;
+esac
+
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on p5e.48xlarge (catalog): 32 EFA interface(s), 8 NVIDIA H200 141GB device(s).
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:

@@ -33,6 +33,17 @@ export ACCELSTACK_DIST_BACKEND=xla  # for the training script: torch.distributed
 export NEURON_COMPILE_CACHE_URL="${ACCELSTACK_COMPILE_CACHE_URL:?set ACCELSTACK_COMPILE_CACHE_URL=s3://BUCKET/neuron-cache/trn1/ (the compile-cache bucket of the stack) or render with --bucket}"  # compiled graphs shared by every node of pool trn1
 export NEURON_CC_FLAGS="--model-type=transformer --distribution-strategy=llm-training"  # compiler tuned for transformer training; no --cache_dir: it would override NEURON_COMPILE_CACHE_URL
 
+# ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
+if [[ -z "${ACCELSTACK_CHECKPOINT_DIR:-}" ]]; then
+  [[ -n "${ACCELSTACK_CHECKPOINT_URL:-}" ]] || die "no checkpoint location: set ACCELSTACK_CHECKPOINT_DIR (a directory) or ACCELSTACK_CHECKPOINT_URL (s3://BUCKET/checkpoints/, the stack's checkpointUrl output; EKS pods read it from ConfigMap trn1-finetune-checkpoint)"
+  ACCELSTACK_CHECKPOINT_DIR="${ACCELSTACK_CHECKPOINT_URL%/}/trn1-finetune/"
+fi
+export ACCELSTACK_CHECKPOINT_DIR  # the job's checkpoint prefix in S3 (write with an S3 client; pods have the Pod Identity role): survives node faults
+case "$ACCELSTACK_CHECKPOINT_DIR" in
+  s3://*) ;;
+  *) mkdir -p "$ACCELSTACK_CHECKPOINT_DIR" ;;
+esac
+
 # ---- fabric self-check: a mis-wired node stops here instead of training slowly ---------------
 # Expected on trn1.2xlarge (catalog): 0 EFA interface(s), 1 AWS Trainium device(s).
 # ACCELSTACK_SKIP_FABRIC_CHECK=1 skips it. ACCELSTACK_TEST_SYSROOT is for the test suite only:

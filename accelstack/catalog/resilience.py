@@ -1,0 +1,59 @@
+"""Typed rows of `resilience.yaml`: durable checkpoints, node repair and node-group updates.
+
+Pure data and arithmetic over it (no I/O besides the loader in `accelstack.catalog`); the
+sources of every figure are in the YAML file.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CheckpointFacts(_Row):
+    prefix: str = Field(min_length=1)
+    write_minutes: float = Field(gt=0)
+    keep: int = Field(ge=1)
+    noncurrent_expire_days: int = Field(ge=1)
+    fsx_file_system_path: str = Field(pattern=r"^/.*/$")
+    fsx_throughput_tiers: tuple[int, ...] = Field(min_length=1)
+    fsx_source: str = Field(min_length=1)
+
+
+class NodeRepairFacts(_Row):
+    enabled: bool
+    monitoring_addon: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+class NodeGroupUpdateFacts(_Row):
+    max_unavailable_fraction: float = Field(gt=0, le=1)
+    max_unavailable_cap: int = Field(ge=1, le=100)
+    minutes_per_batch: int = Field(ge=1)
+    minutes_per_batch_estimate: bool
+    provider_default_minutes: int = Field(ge=1)
+    reserved_capacity_strategy: Literal["MINIMAL", "DEFAULT"]
+    source: str = Field(min_length=1)
+
+    def max_unavailable(self, nodes: int) -> int:
+        """Nodes replaced in parallel during a version update of a `nodes`-node group."""
+        return max(
+            1, min(self.max_unavailable_cap, math.ceil(nodes * self.max_unavailable_fraction))
+        )
+
+    def update_minutes(self, nodes: int) -> int:
+        """The update timeout: one batch per max_unavailable nodes, never below the default."""
+        batches = math.ceil(nodes / self.max_unavailable(nodes))
+        return max(self.provider_default_minutes, batches * self.minutes_per_batch)
+
+
+class ResilienceFacts(_Row):
+    checkpoint: CheckpointFacts
+    node_repair: NodeRepairFacts
+    node_group_update: NodeGroupUpdateFacts

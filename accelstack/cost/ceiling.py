@@ -1,0 +1,82 @@
+"""The organisation's cost ceiling: limits that apply to every stack on top of its own budget.
+
+A YAML file (`accelstack-ceiling.yaml` beside `Pulumi.yaml`, or the file named by `--ceiling`
+or ACCELSTACK_CEILING) with any of `max_hourly_usd`, `max_monthly_usd`, `max_run_usd`:
+
+    # accelstack-ceiling.yaml: no stack of this organisation may exceed these
+    max_hourly_usd: 2000
+    max_monthly_usd: 1500000
+
+`check`, `plan`, `price` and `diff` read it (the flag, else the variable, else the project's
+file), and so do the policy pack and the program. A stack with `budget: {unlimited: true}` is
+still held to the ceiling. A bad file is one line naming it, exit 2.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
+
+CEILING_FILE = "accelstack-ceiling.yaml"
+CEILING_ENV = "ACCELSTACK_CEILING"
+LIMIT_KEYS = ("max_hourly_usd", "max_monthly_usd", "max_run_usd")
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    source: str  # the file it came from
+    max_hourly_usd: float | None = None
+    max_monthly_usd: float | None = None
+    max_run_usd: float | None = None
+
+    def limit(self, key: str) -> float | None:
+        value: float | None = getattr(self, key)
+        return value
+
+
+def _number(value: object, file: str, key: str) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or float(value) <= 0:  # type: ignore[arg-type]
+        raise SpecError([Problem(file, key, f"is {shown(value)}; allowed: a number above 0")])
+    return float(value)  # type: ignore[arg-type]
+
+
+def load_ceiling(path: Path) -> Ceiling:
+    """Read a ceiling file; every problem is one line naming the file and key."""
+    file = str(path)
+    try:
+        data = load_yaml_text(path.read_text(encoding="utf-8"))  # the spec's scalar rules
+    except YamlRefused as exc:
+        raise SpecError([Problem(file, exc.path, exc.message)]) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
+    if not isinstance(data, dict) or not data:
+        raise SpecError([Problem(file, "", f"must map some of {', '.join(LIMIT_KEYS)} to USD")])
+    for key in data:
+        if key not in LIMIT_KEYS:
+            hint = did_you_mean(key, LIMIT_KEYS) or f"; allowed: {', '.join(LIMIT_KEYS)}"
+            raise SpecError([Problem(file, str(key), "is not a ceiling key" + hint)])
+    values = {k: _number(v, file, k) for k, v in data.items()}
+    return Ceiling(file, **values)
+
+
+def find_ceiling(flag: Path | None = None, root: Path | None = None) -> Ceiling | None:
+    """The ceiling in force: `flag`, else ACCELSTACK_CEILING, else <root>/accelstack-ceiling.yaml
+    (None when none is set). A named file that does not exist is refused, never skipped."""
+    named = flag or (Path(os.environ[CEILING_ENV]) if os.environ.get(CEILING_ENV) else None)
+    if named is not None:
+        if not named.is_file():
+            raise AccelstackError(
+                f"{named}: the cost ceiling file does not exist (--ceiling or {CEILING_ENV})"
+            )
+        return load_ceiling(named)
+    found = (root or Path.cwd()) / CEILING_FILE
+    return load_ceiling(found) if found.is_file() else None

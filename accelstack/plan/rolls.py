@@ -1,0 +1,201 @@
+"""Which changes roll nodes, read from two plan documents (`Plan.to_dict()`), never from the spec.
+
+A node group (or a standalone instance) rolls when it is replaced, when one of its roll keys
+changes (a new launch-template version, an AMI release, a Kubernetes version), or when the
+launch template it boots from changes in anything that makes a new template version (AMI,
+user data with the Neuron LNC setting, instance type, volumes, ...; the template's own tags
+do not). Inputs the program marks `ignoreChanges` never count. The table is
+`catalog/replacements.yaml` (`node_rolls`), with its sources.
+
+Each roll says how many nodes of which instance type, whether they carry accelerators (a
+running training job is interrupted), and the before -> after values that caused it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from accelstack.plan.diff_inputs import value_change
+
+_TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
+
+
+@dataclass(frozen=True)
+class NodeSource:
+    count: str
+    instance_type: str
+    keys: tuple[str, ...]
+    shrink: str | None = None
+
+
+@dataclass(frozen=True)
+class RollTable:
+    sources: dict[str, NodeSource]
+    template_type: str
+    no_new_version: frozenset[str]
+
+
+@cache
+def roll_table(path: Path = _TABLE) -> RollTable:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))["node_rolls"]
+    sources = {
+        t: NodeSource(str(r["count"]), r["instance_type"], tuple(r["keys"]), r.get("shrink"))
+        for t, r in data["node_sources"].items()
+    }
+    lt = data["launch_template"]
+    return RollTable(sources, lt["type"], frozenset(lt["no_new_version"]))
+
+
+def nested(inputs: dict[str, Any], dotted: str) -> Any:
+    value: Any = inputs
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _ignored(r: dict[str, Any]) -> set[str]:
+    return set((r.get("options") or {}).get("ignoreChanges") or [])
+
+
+def _template_changes(
+    old: dict[str, Any], new: dict[str, Any], t: RollTable
+) -> list[dict[str, Any]]:
+    """The launch-template inputs whose change creates a new template version."""
+    a, b = old.get("inputs") or {}, new.get("inputs") or {}
+    skip = t.no_new_version | _ignored(new)
+    keys = sorted(k for k in a.keys() | b.keys() if k not in skip and a.get(k) != b.get(k))
+    return [value_change(k, a.get(k), b.get(k)) for k in keys]
+
+
+def _own_changes(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> list[dict[str, Any]]:
+    a, b = old.get("inputs") or {}, new.get("inputs") or {}
+    keys = [k for k in src.keys if k not in _ignored(new) and nested(a, k) != nested(b, k)]
+    return [value_change(k, nested(a, k), nested(b, k)) for k in keys]
+
+
+def _templates(plan: dict[str, Any], t: RollTable) -> dict[str, dict[str, Any]]:
+    """Launch templates by logical name."""
+    return {r["name"]: r for r in plan.get("resources", []) if r["type"] == t.template_type}
+
+
+def _template_of(r: dict[str, Any], lts: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """The launch template a node source boots from: the one template it depends on (the
+    plan records the template's id as a mock value, the dependency by name)."""
+    found = [lts[d] for d in r.get("dependsOn") or [] if d in lts]
+    return found[0] if len(found) == 1 else None
+
+
+def _count(r: dict[str, Any], src: NodeSource) -> int:
+    if src.count.isdigit():
+        return int(src.count)
+    value = nested(r.get("inputs") or {}, src.count)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _instance_type(r: dict[str, Any], src: NodeSource, lt: dict[str, Any] | None) -> str:
+    value = nested(r.get("inputs") or {}, src.instance_type)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if not value and lt is not None:
+        value = (lt.get("inputs") or {}).get("instanceType")
+    return str(value) if value else "?"
+
+
+def _by_key(plan: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["type"], r["name"]): r for r in (plan or {}).get("resources", [])}
+
+
+def _causes(
+    key: tuple[str, str],
+    old: dict[str, Any],
+    new: dict[str, Any],
+    ctx: tuple[dict[str, Any], dict[str, Any], NodeSource, RollTable, set[tuple[str, str]]],
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Why one node source rolls (empty: it does not) and the launch template it boots from."""
+    old_lts, new_lts, src, t, replaced = ctx
+    causes = _own_changes(old, new, src)
+    if key in replaced:
+        causes.insert(0, {"key": "(replaced)", "before": None, "after": None})
+    lt_new, lt_old = _template_of(new, new_lts), _template_of(old, old_lts)
+    if lt_new is not None and lt_old is not None:
+        for c in _template_changes(lt_old, lt_new, t):
+            causes.append({**c, "key": f"{lt_new['name']}.{c['key']}"})
+    return causes, lt_new
+
+
+def _row(key: tuple[str, str], count: int, itype: str, accelerated: Any) -> dict[str, Any]:
+    return {
+        "type": key[0],
+        "name": key[1],
+        "action": "rolls",
+        "count": count,
+        "instance_type": itype,
+        "accelerated": bool(accelerated(itype)) if accelerated else False,
+        "causes": [],
+    }
+
+
+def _scale_in(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> int:
+    """How many nodes a smaller maximum removes (the desired size may be ignored by the
+    program, but a lower maxSize still terminates nodes)."""
+    if not src.shrink:
+        return 0
+    a = nested(old.get("inputs") or {}, src.shrink)
+    b = nested(new.get("inputs") or {}, src.shrink)
+    ok = isinstance(a, int | float) and isinstance(b, int | float)
+    return int(a - b) if ok and b < a else 0
+
+
+def node_rolls(
+    base: dict[str, Any] | None,
+    head: dict[str, Any] | None,
+    replaced: set[tuple[str, str]] | None = None,
+    accelerated: Any = None,
+) -> list[dict[str, Any]]:
+    """Every node source of both plans that rolls or loses nodes: {type, name, action
+    ('rolls' | 'removes'), count, instance_type, accelerated, causes: [{key, before, after}]};
+    accelerated nodes first, then by name. `accelerated(instance_type) -> bool` says which
+    types carry accelerators."""
+    t = roll_table()
+    old, new = _by_key(base), _by_key(head)
+    old_lts, new_lts = _templates(base or {}, t), _templates(head or {}, t)
+    rows = []
+    for key in sorted(old.keys() & new.keys()):
+        src = t.sources.get(key[0])
+        if src is None:
+            continue
+        ctx = (old_lts, new_lts, src, t, replaced or set())
+        causes, lt = _causes(key, old[key], new[key], ctx)
+        itype = _instance_type(new[key], src, lt)
+        if causes:
+            row = _row(key, _count(new[key], src), itype, accelerated)
+            rows.append({**row, "causes": causes})
+        elif src.shrink and _scale_in(old[key], new[key], src):
+            removed = _scale_in(old[key], new[key], src)
+            before, after = (
+                nested(x.get("inputs") or {}, src.shrink) for x in (old[key], new[key])
+            )
+            row = _row(key, removed, itype, accelerated)
+            rows.append(
+                {**row, "action": "removes", "causes": [value_change(src.shrink, before, after)]}
+            )
+    return sorted(rows, key=lambda r: (not r["accelerated"], r["name"]))
+
+
+def roll_line(r: dict[str, Any]) -> str:
+    """`rolls 16 x p5.48xlarge (llama-p5-ng): a running job is interrupted; ami: a -> b`"""
+    what = "a running job is interrupted" if r["accelerated"] else "nodes are replaced"
+    if r.get("action") == "removes":
+        what = "a job running on them is interrupted" if r["accelerated"] else "nodes removed"
+    causes = "; ".join(
+        c["key"] if c["key"] == "(replaced)" else f"{c['key']}: {c['before']} -> {c['after']}"
+        for c in r["causes"][:4]
+    )
+    more = f" (+{len(r['causes']) - 4} more)" if len(r["causes"]) > 4 else ""
+    verb = r.get("action", "rolls")
+    return f"{verb} {r['count']} x {r['instance_type']} ({r['name']}): {what}; {causes}{more}"

@@ -1,0 +1,115 @@
+"""`render -o DIR` as one step: checked, locked, staged, then swapped in.
+
+1. Every artifact is scanned for credential-looking text (detect-secrets, the same detectors
+   as the spec rule `no-credentials`): a hit refuses the render, naming the file, before
+   anything is written.
+2. A lock (`.DIR.render-lock` beside DIR, an exclusive `flock`, removed when the render ends)
+   refuses a second render into the same directory while one runs: one line, exit 2.
+3. The new directory is built in a stage beside DIR (a copy of DIR, then `write_artifacts`
+   with its manifest and stale-file rules), and swapped in with renames. A render that
+   fails part-way leaves DIR exactly as it was: never old and new files mixed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from accelstack.files import WriteError, make_dirs
+from accelstack.render.artifacts import Artifact
+from accelstack.render.output import Written, write_artifacts
+from accelstack.spec.secrets import secret_kinds
+
+
+def refuse_credentials(directory: Path, artifacts: Sequence[Artifact]) -> None:
+    """One line naming the first rendered file that would carry a credential-looking value."""
+    for art in artifacts:
+        kinds = secret_kinds(art.content)
+        if kinds:
+            raise WriteError(
+                directory / art.path,
+                f"would carry a value that looks like a credential ({', '.join(kinds)}); "
+                "keep credentials in AWS Secrets Manager or a Kubernetes Secret",
+            )
+
+
+@contextlib.contextmanager
+def render_lock(directory: Path) -> Iterator[None]:
+    """Hold the render lock of `directory`; refuse (exit 2) while another render holds it."""
+    make_dirs(directory.parent)
+    lock = directory.parent / f".{directory.name}.render-lock"
+    busy = WriteError(directory, "another accelstack render is writing this directory; wait")
+    fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy from None
+        if not _same_file(lock, fd):  # the holder removed it as we opened it: it just ran
+            raise busy
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # removed while held: nothing is left beside DIR
+    finally:
+        os.close(fd)
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _swap(stage: Path, directory: Path) -> None:
+    """Put `stage` in place of `directory`; the old tree ends up at `stage` (to be removed)."""
+    if not directory.exists():
+        os.rename(stage, directory)
+        return
+    old = stage.with_name(stage.name + ".old")
+    os.rename(directory, old)
+    try:
+        os.rename(stage, directory)
+    except OSError:
+        os.rename(old, directory)  # put the old tree back: DIR is never left half-written
+        raise
+    os.rename(old, stage)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _restage_error(exc: WriteError, stage: Path, directory: Path) -> WriteError:
+    text = str(exc).replace(str(stage), str(directory))
+    path, _, reason = text.partition(": cannot write: ")
+    return WriteError(path, reason, exc.exit_code)
+
+
+def write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
+    """Write the artifacts into `directory` in one step (see the module docstring)."""
+    refuse_credentials(directory, artifacts)
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise WriteError(directory, "is a symbolic link or not a directory; refusing to write")
+    with render_lock(directory):
+        stage = Path(tempfile.mkdtemp(prefix=f".{directory.name}.stage-", dir=directory.parent))
+        try:
+            if directory.exists():  # (copies DIR's own mode onto the stage too)
+                shutil.copytree(directory, stage, symlinks=True, dirs_exist_ok=True)
+            else:
+                os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it 0700
+            done = write_artifacts(stage, artifacts, force)
+            _swap(stage, directory)
+        except WriteError as exc:
+            raise _restage_error(exc, stage, directory) from None
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    return done

@@ -1,0 +1,269 @@
+"""Which spec a Pulumi stack deploys and how its stack config changes it: the one reading shared
+by the program (`components/entry.py`), `plan`/`check`/`price --stack`, `diff`, the CI
+examples and the policy pack, so the gate sees every edit that changes a deploy.
+
+A Pulumi stack `S` of the project (the folder holding `Pulumi.yaml`) deploys the spec named by
+`accelstack:spec` in `Pulumi.S.yaml`, else `stacks/S.yaml`. Every `accelstack:` key the program
+reads is listed in `KNOWN_KEYS`; an unknown one is refused with a "did you mean", so a typo can
+never silently change nothing. `aws:region` must equal the spec's region.
+
+The stacks of a project (`project_stacks`): one per `Pulumi.<stack>.yaml` beside `Pulumi.yaml`,
+plus each spec in `stacks/` that no stack file of its own name configures (its own stack, not
+created yet: planned with the AMI pins `accelstack amis pin` would write).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+
+if TYPE_CHECKING:
+    from accelstack.catalog import Catalog
+    from accelstack.resolve import Stack
+
+SPEC_KEY = "accelstack:spec"
+AMIS_KEY = "accelstack:amis"
+ALLOW_KEY = "accelstack:allowUnpinnedAmis"
+REGION_KEY = "aws:region"
+#: Every `accelstack:` stack-config key the program reads (Pulumi.yaml declares them too).
+KNOWN_KEYS = (SPEC_KEY, AMIS_KEY, ALLOW_KEY)
+SPECS_DIR = "stacks"
+PROJECT_FILE = "Pulumi.yaml"
+
+
+@dataclass(frozen=True)
+class StackRef:
+    """One Pulumi stack: its name, the spec it deploys, and its stack config."""
+
+    stack: str
+    spec: Path  # the spec file (root / the pointer)
+    root: Path  # the project folder (the program's working directory)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    config_file: Path | None = None  # Pulumi.<stack>.yaml, None when the stack has none yet
+
+    @property
+    def label(self) -> str:
+        where = self.config_file.name if self.config_file else "no stack config"
+        return f"{self.stack} ({_rel(self.spec, self.root)}; {where})"
+
+    def fingerprint(self) -> str:
+        """Changes when anything the program reads for this stack changes."""
+        h = hashlib.sha256(self.stack.encode())
+        h.update(self.spec.read_bytes() if self.spec.is_file() else b"<missing>")
+        h.update(json.dumps(dict(self.config), sort_keys=True, default=str).encode())
+        return h.hexdigest()
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def project_root(start: Path) -> Path:
+    """The folder holding Pulumi.yaml: `start` or its parent (stacks/ sits inside); else `start`'s
+    parent when `start` is a `stacks` folder, else `start`."""
+    start = start.resolve()
+    for folder in (start, start.parent):
+        if (folder / PROJECT_FILE).is_file():
+            return folder
+    return start.parent if start.name == SPECS_DIR else start
+
+
+def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per `accelstack:` key the program does not read (with a did-you-mean)."""
+    return _unknown_keys(config, file)
+
+
+def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
+    return [
+        Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))
+        for k in config
+        if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
+    ]
+
+
+def read_stack_config(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent); one line per problem."""
+    file = str(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
+    config = doc.get("config") if isinstance(doc, dict) else None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
+    problems = _unknown_keys(config, file)
+    spec = config.get(SPEC_KEY)
+    if spec is not None and not isinstance(spec, str):
+        problems.append(
+            Problem(file, f"config.{SPEC_KEY}", f"must be a plain path, found {shown(spec)}")
+        )
+    if problems:
+        raise SpecError(problems)
+    return {str(k): v for k, v in config.items()}
+
+
+def spec_pointer(
+    config: Mapping[str, Any], stack: str, source: str, root: Path | None = None
+) -> str:
+    """The spec path a stack deploys: `accelstack:spec`, else stacks/<stack>.yaml. A path that
+    leaves the project (through '..', or absolute outside `root`) is refused: the gate could
+    not see the file it names."""
+    named = config.get(SPEC_KEY) or f"{SPECS_DIR}/{stack}.yaml"
+    if not isinstance(named, str):
+        raise AccelstackError(f"{source}: config {SPEC_KEY} must be a path, found {shown(named)}")
+    pure = PurePosixPath(named.replace("\\", "/"))
+    inside = root is not None and Path(named).resolve().is_relative_to(root.resolve())
+    if ".." in pure.parts or (pure.is_absolute() and not inside):
+        raise AccelstackError(
+            f"{source}: config {SPEC_KEY} is {shown(named)}; allowed: a path inside the project "
+            "(relative, no '..'), so reviews and `accelstack diff` see the file it names"
+        )
+    return named if pure.is_absolute() else str(pure)
+
+
+def _stack_file(root: Path, stack: str) -> Path:
+    return root / f"Pulumi.{stack}.yaml"
+
+
+def stack_ref(root: Path, stack: str) -> StackRef:
+    """The stack `stack` of the project at `root` (its Pulumi.<stack>.yaml when present)."""
+    file = _stack_file(root, stack)
+    config = read_stack_config(file) if file.is_file() else {}
+    pointer = spec_pointer(config, stack, file.name, root)
+    return StackRef(stack, root / pointer, root, config, file if file.is_file() else None)
+
+
+def _stack_names(root: Path) -> list[str]:
+    return sorted(
+        p.name[len("Pulumi.") : -len(".yaml")]
+        for p in root.glob("Pulumi.*.yaml")
+        if p.is_file() and (root / PROJECT_FILE).is_file()
+    )
+
+
+def project_stacks(root: Path, specs: str = SPECS_DIR) -> list[StackRef]:
+    """Every stack of the project: one per Pulumi.<stack>.yaml, plus each spec of `specs` with
+    no stack file of its own name (its own stack, not created yet)."""
+    refs = [stack_ref(root, s) for s in _stack_names(root)]
+    named = {r.stack for r in refs}
+    folder = root / specs
+    files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    for f in files:
+        if f.is_file() and not f.name.startswith("Pulumi.") and f.stem not in named:
+            refs.append(StackRef(f.stem, f, root))
+    return sorted(refs, key=lambda r: r.stack)
+
+
+def ref_for_spec(spec: Path, stack: str | None = None) -> StackRef:
+    """The stack a command on one spec file means: `--stack`, else the spec's own (its file
+    name). Its Pulumi.<stack>.yaml is read when the project has one; it must deploy this spec."""
+    root = project_root(spec.parent)
+    name = stack or spec.stem
+    file = _stack_file(root, name)
+    if not file.is_file():
+        config = {} if name == spec.stem else {SPEC_KEY: _rel(spec.resolve(), root)}
+        return StackRef(name, spec, root, config)
+    ref = stack_ref(root, name)
+    if ref.spec.resolve() != spec.resolve():
+        raise AccelstackError(
+            f"{file}: stack {shown(name)} deploys {_rel(ref.spec, root)}, not {spec}; "
+            f"plan that file, or set config {SPEC_KEY} to {_rel(spec.resolve(), root)}"
+        )
+    return StackRef(name, spec, root, ref.config, file)
+
+
+def _allow_unpinned(value: Any, source: str) -> bool:
+    if isinstance(value, bool) or value is None:
+        return bool(value)
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise AccelstackError(f"{source}: config {ALLOW_KEY} must be true or false, found {value!r}")
+
+
+def _pins(value: Any, source: str) -> dict[str, str]:
+    if isinstance(value, str):  # the program reads objects as JSON text
+        value = json.loads(value)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AccelstackError(
+            f"{source}: config {AMIS_KEY} must be a map of SSM parameter -> AMI id"
+        )
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def resolve_deployment(
+    spec_file: str | Path,
+    pulumi_stack: str,
+    config: Mapping[str, Any],
+    catalog: Catalog | None = None,
+    *,
+    source: str | None = None,
+) -> Stack:
+    """Exactly what the program deploys for `pulumi_stack` with stack `config` (full keys):
+    the spec, the region check, the stack's resource-name prefix, and the AMI pins."""
+    from accelstack.catalog import load_catalog
+    from accelstack.resolve import check_region, deployment_name, resolve
+    from accelstack.spec import load_spec
+
+    catalog = catalog or load_catalog()
+    source = source or f"Pulumi.{pulumi_stack}.yaml"
+    spec = load_spec(spec_file, catalog)
+    check_region(spec, config.get(REGION_KEY))
+    stack = resolve(spec, catalog, name=deployment_name(spec.name, pulumi_stack))
+    return stack.with_ami_pins(
+        _pins(config.get(AMIS_KEY), source),
+        allow_unpinned=_allow_unpinned(config.get(ALLOW_KEY), source),
+        source=source,
+    )
+
+
+def awaits_pins(ref: StackRef) -> bool:
+    """A stack file with no `accelstack:amis` yet (`accelstack amis pin` not run): offline it
+    plans as if pinned, with a warning; the program refuses it before creating anything."""
+    if ref.config_file is None or AMIS_KEY in ref.config:
+        return False
+    return not _allow_unpinned(ref.config.get(ALLOW_KEY), str(ref.config_file))
+
+
+def ref_warnings(ref: StackRef) -> list[str]:
+    """What the gate says about a stack's config besides its spec."""
+    if ref.config_file is not None and awaits_pins(ref):
+        spec = _rel(ref.spec.resolve(), ref.root.resolve())
+        return [
+            f"{ref.config_file.name}: no {AMIS_KEY} yet: planned as if pinned; `pulumi up` "
+            f"refuses until `accelstack amis pin {spec} --stack {ref.stack}` records them"
+        ]
+    return []
+
+
+def resolve_ref(ref: StackRef, catalog: Catalog | None = None) -> Stack:
+    """The stack a ref deploys. A stack with no config file yet, or one that awaits its AMI
+    pins, plans with the pins that `accelstack amis pin` would write (the plan engine
+    simulates them); anything else resolves exactly as the program does."""
+    if ref.config_file is not None and not awaits_pins(ref):
+        return resolve_deployment(
+            ref.spec, ref.stack, ref.config, catalog, source=str(ref.config_file)
+        )
+    from accelstack.catalog import load_catalog
+    from accelstack.resolve import check_region, deployment_name, resolve
+    from accelstack.spec import load_spec
+
+    catalog = catalog or load_catalog()
+    spec = load_spec(ref.spec, catalog)
+    check_region(spec, ref.config.get(REGION_KEY))
+    return resolve(spec, catalog, name=deployment_name(spec.name, ref.stack))
