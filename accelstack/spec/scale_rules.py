@@ -32,13 +32,17 @@ def _source(limit: Limit) -> str:
 
 
 def _groups(ctx: Context, f: PoolFacts) -> tuple[int, ...]:
-    return split_nodes(f.pool.nodes, ctx.catalog.scale.limits.nodes_per_node_group.value)
+    """The pool's node-group sizes as resolve splits them: each reservation's nodes, else the
+    running nodes (nodes + spare_nodes), in groups of at most the per-group limit."""
+    per = ctx.catalog.scale.limits.nodes_per_node_group.value
+    runs = [r.nodes for r in f.pool.purchase.reservations] or [f.pool.nodes + f.pool.spare_nodes]
+    return tuple(n for run in runs for n in split_nodes(run, per))
 
 
 def _group_count(ctx: Context) -> list[tuple[PoolFacts, int]]:
     """Each pool's node-group count (by division: a huge count is never materialised)."""
     per = ctx.catalog.scale.limits.nodes_per_node_group.value
-    return [(f, -(-f.pool.nodes // per)) for f in ctx.known_pools]
+    return [(f, -(-(f.pool.nodes + f.pool.spare_nodes) // per)) for f in ctx.known_pools]
 
 
 def _over_group_limit(ctx: Context) -> bool:
