@@ -124,8 +124,17 @@ def test_every_row_has_a_source(catalog):
         assert rate.source.strip() and rate.as_of.strip(), rate
     for fam in catalog.families.values():
         assert fam.peak_source and fam.peak_as_of
-        for curve in fam.mfu_curves:
-            assert curve.reason and (curve.records or curve.copy_of)
+    for curve in catalog.throughput.curves:
+        assert curve.reason and (curve.records or curve.from_curve)
+    for rec in catalog.records:
+        assert rec.source.strip() and rec.kind in ("steady_state", "whole_run"), rec.id
+    assert catalog.capacity_blocks.source and catalog.capacity_blocks.as_of
+
+
+def test_state_bytes_follow_the_memory_fit(catalog):
+    from accelstack.catalog.sizing import training_state_bytes
+
+    assert training_state_bytes(catalog, 70, "bf16") == 70e9 * 16
 
 
 def test_estimates_are_marked(catalog):

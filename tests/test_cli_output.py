@@ -164,7 +164,9 @@ def test_compare_formats(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     else:
         assert out.startswith("### Compare: `trn1-multinode`")
         assert "| trn1.32xlarge | 4 |" in out and "cheapest" in out
-        assert "**Cheapest:** 4 x trn1.32xlarge (spot)" in out and "**Fastest:** " in out
+        assert (
+            "**Cheapest:** 4 x trn1.32xlarge (spot)" in out and "**Fastest (of all rows):** " in out
+        )
 
 
 def test_render_json_lists_the_written_files(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -43,7 +44,8 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
     """Every (type, option) the catalog prices in the preset's region, priced through the
     `accelstack new` path: retarget the preset's YAML, re-validate, resolve, check_budget.
     Sized to the preset's chip budget (nodes = chips // chips per node; skipped below the
-    memory fit); spot with the catalog's interruption overhead on wall hours and run cost.
+    memory fit); spot with the catalog's interruption overhead on wall hours and run cost; a
+    Capacity Block pool billed for its whole window (the catalog's durations).
     Rows: (type, option, nodes, wall_hours, hourly, monthly, run). No budget applied."""
     cat = load_catalog()
     base = data_of(preset)
@@ -98,16 +100,14 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
         except SpecError:
             continue  # not offered there, wrong zone, preview: compare lists it unavailable
         v = check_budget(resolve(spec, cat))
+        wall = v.estimate.wall_hours * factor
+        pool_hourly = v.cost.pool_hourly_usd(v.pool)  # `new` may rename the pool
+        billed = wall
+        if rate.option == "capacity-block":
+            billed = cat.capacity_blocks.window_days(wall) * 24
+        run = (v.cost.hourly_usd - pool_hourly) * wall + pool_hourly * billed + v.run.extra_usd
         rows.append(
-            (
-                rate.type,
-                rate.option,
-                nodes,
-                v.estimate.wall_hours * factor,
-                v.cost.hourly_usd,
-                v.cost.monthly_usd,
-                v.cost.hourly_usd * v.estimate.wall_hours * factor,
-            )
+            (rate.type, rate.option, nodes, wall, v.cost.hourly_usd, v.cost.monthly_usd, run)
         )
     return tuple(rows)
 
@@ -250,8 +250,13 @@ def test_pick_equals_brute_force(
     got = (cmp.cheapest.instance_type, cmp.cheapest.option) if cmp.cheapest else None
     assert got == want
     want_fast = brute_pick(preset, budget, deadline, fastest=True, options=options)
-    got_fast = (cmp.fastest.instance_type, cmp.fastest.option) if cmp.fastest else None
+    within = cmp.fastest_within_budget
+    got_fast = (within.instance_type, within.option) if within else None
     assert got_fast == want_fast
+    # FASTEST is the fastest of all rows, whatever the budget and the deadline
+    want_all = brute_pick(preset, {}, None, fastest=True, options=options)
+    got_all = (cmp.fastest.instance_type, cmp.fastest.option) if cmp.fastest else None
+    assert got_all == want_all
 
 
 def test_spot_is_opt_in_and_carries_the_interruption_overhead(catalog: Catalog) -> None:
@@ -264,7 +269,8 @@ def test_spot_is_opt_in_and_carries_the_interruption_overhead(catalog: Catalog) 
     assert si.estimate and si.source.startswith("estimate")
     assert factor > 1 and spot.overhead_factor == pytest.approx(factor)
     assert spot.wall_hours == pytest.approx(od.wall_hours * factor)
-    assert spot.run_usd == pytest.approx(spot.hourly_usd * od.wall_hours * factor)
+    nat_data = 16 * 20 * 0.045  # the run's image pulls through the NAT gateway
+    assert spot.run_usd == pytest.approx(spot.hourly_usd * od.wall_hours * factor + nat_data)
     text = render(cmp)
     assert "spot: wall hours x interruption overhead; estimate:" in text
     assert cmp.cheapest is not None and cmp.cheapest.option == "spot"
@@ -282,7 +288,7 @@ def test_savings_plans_are_commitments_never_picked() -> None:
     text = render(cmp)
     assert f"commitment ${sp.commitment_usd:,.0f} over 3y (pool), not ranked" in text
     (sp_row,) = [x for x in text.splitlines() if "savings-plan-3y" in x and "commitment" in x]
-    assert sp_row.split()[6:8] == ["-", "-"]  # no run cost, no $/M tokens
+    assert sp_row.split()[7:9] == ["-", "-"]  # no run cost, no $/M tokens
     assert "savings plans: commitments" in text
     only_sp = compare(stack, ["trn2.48xlarge"], options=("savings-plan-1y",))
     assert only_sp.cheapest is None
@@ -296,10 +302,14 @@ def test_pick_says_when_it_depends_on_an_estimate_and_prints_assumptions() -> No
     assert "the trn2.48xlarge capacity-block price is an estimate" in cmp.cheapest.estimates
     assert any("MFU is an estimate" in e for e in cmp.cheapest.estimates)
     assert "this pick depends on an estimate:" in text
-    assert "  assumption: MFU source = estimate (no public record)" in text
+    assert "  assumption: MFU extrapolated: extrapolated from trainium bf16" in text
     assert "  assumption: sizing: same chip budget: 256 chips" in text
     assert "  assumption: price: estimate" in text
-    od = compare(stack_with("trn1-multinode", {}), ["trn1.32xlarge"], options=("on-demand",))
+    d = data_of("trn1-multinode")
+    d["workload"]["model"] = {"params_billion": 8.03}  # inside the trn1 records' sizes
+    d.pop("budget", None)
+    in_range = resolve(parse_spec(d, "test"))
+    od = compare(in_range, ["trn1.32xlarge"], options=("on-demand",))
     assert od.cheapest is not None and not od.cheapest.depends_on_estimate
     assert "depends on an estimate" not in render(od)
 
@@ -323,7 +333,7 @@ def test_render_marks_cheapest_and_fastest() -> None:
     budget = data_of("llama3-70b-p5")["budget"]
     text = render(compare(stack_with("llama3-70b-p5", budget), deadline_hours=600, chips=256))
     assert "cheapest: 16 x trn2.48xlarge (capacity-block)" in text
-    lines = [x for x in text.splitlines() if "CHEAPEST" in x]
+    lines = [x for x in text.splitlines() if "CHEAPEST" in x and x.startswith("  ")]
     assert len(lines) == 1 and "trn2.48xlarge" in lines[0]
     assert "misses deadline" in text
     assert "trn3.48xlarge   not available: preview type" in text
@@ -356,12 +366,16 @@ def test_copy_is_not_mutated() -> None:
 
 
 def test_deadline_needing_more_than_a_pool_allows_is_unavailable() -> None:
-    """The most nodes a pool can have: 29 node groups (30 per cluster, one for the system
-    nodes) of 450 (the EKS defaults, catalog scale.yaml)."""
-    cmp = compare(stack_with("llama3-70b-p5", {}), ["p5.48xlarge"], deadline_hours=0.25)
+    """A 1-hour deadline for the 70B run is out of reach: more nodes stop paying long before
+    the most a pool can have (29 node groups of 450, the EKS defaults in scale.yaml), so the
+    candidate is unavailable, sized no higher than that ceiling."""
+    stack = stack_with("llama3-70b-p5", {})
+    cmp = compare(stack, ["p5.48xlarge"], deadline_hours=1)
     (c,) = cmp.candidates
-    assert c.reason is not None and c.reason.startswith("not available: needs ")
-    assert c.reason.endswith("nodes to finish in 0.25 h; a pool allows at most 13050")
+    assert c.reason is not None and c.reason.startswith("not available: ")
+    assert "finish in 1 h" in c.reason
+    sizes = [int(n.replace(",", "")) for n in re.findall(r"([\d,]+) node", c.reason)]
+    assert sizes and max(sizes) <= stack.catalog.scale.max_pool_nodes == 13050
     assert cmp.cheapest is None
 
 
@@ -385,3 +399,147 @@ def test_price_of_a_spot_spec_carries_the_same_overhead_as_compare(catalog: Cata
     assert row.run_usd == pytest.approx(v.run.run_usd)
     od = check_budget(resolve(parse_spec({**data_of("llama3-70b-trn2"), "budget": {}}, "t")))
     assert od.spot_factor == 1.0 and od.run.wall_hours == od.estimate.wall_hours
+
+
+# ---- ranges, break-even, labels ------------------------------------------------------
+
+
+def test_cheapest_pick_prints_ranges_break_even_and_too_close() -> None:
+    cmp = compare(stack_with("llama3-70b-p5", data_of("llama3-70b-p5")["budget"]))
+    p = cmp.cheapest
+    assert p is not None and p.break_even is not None
+    lo, hi = p.run_usd_range
+    assert lo < p.run_usd < hi
+    text = render(cmp)
+    assert text.count("break-even: ") == 1
+    assert f"break-even: {p.instance_type} stays cheapest while its MFU >= " in text
+    # overlapping run-cost ranges: the estimate cannot separate them
+    assert p.too_close and "too close to call: run `accelstack trial` on both" in text
+    assert "CHEAPEST (too close to call)" in text
+    # every row carries its ranges
+    for c in cmp.candidates:
+        for o in c.options:
+            assert o.wall_hours_range[0] <= o.wall_hours <= o.wall_hours_range[1]
+            assert o.run_usd_range[0] <= o.run_usd <= o.run_usd_range[1]
+
+
+def test_break_even_arithmetic() -> None:
+    import dataclasses
+
+    from accelstack.cost.breakeven import Side, break_even
+
+    pick = Side(
+        "a",
+        "on-demand",
+        4,
+        1000.0,
+        (900.0, 1100.0),
+        10.5,
+        100.0,
+        20.0,
+        20.0,
+        None,
+        1.0,
+        0.4,
+        9.0,
+        0.9,
+        0.5,
+    )
+    runner = Side(
+        "b",
+        "on-demand",
+        8,
+        1500.0,
+        (1400.0, 1600.0),
+        5.0,
+        300.0,
+        20.0,
+        35.0,
+        None,
+        1.0,
+        0.5,
+        4.0,
+        0.9,
+        0.5,
+    )
+    be = break_even(pick, runner)
+    # at the threshold MFU the pick's run costs the runner-up's
+    hours = 9.0 * 0.4 / be.mfu_at_least / 0.9 + 0.5  # type: ignore[operator]
+    assert 100.0 * hours == pytest.approx(1500.0)
+    # at the threshold price too (rest of the stack 20 $/h over the same wall hours)
+    assert 20.0 * 10.5 + 4 * be.price_at_most * 10.5 == pytest.approx(1500.0)
+    assert not be.too_close and "stays cheapest while its MFU >= 0.28 (now 0.40)" in be.line()
+    close = break_even(pick, dataclasses.replace(runner, run_usd_range=(1050.0, 1600.0)))
+    assert close.too_close
+
+
+def test_fastest_is_the_fastest_of_all_rows_and_within_budget_is_labelled() -> None:
+    budget = data_of("mixed-trn2-p5")["budget"]
+    cmp = compare(stack_with("mixed-trn2-p5", budget))
+    assert cmp.fastest is not None and cmp.fastest_within_budget is not None
+    assert cmp.fastest.instance_type == "p5.48xlarge" and not cmp.fastest.within_budget
+    assert cmp.fastest_within_budget.instance_type == "trn2.48xlarge"
+    assert cmp.fastest.wall_hours < cmp.fastest_within_budget.wall_hours
+    text = render(cmp)
+    (fast_row,) = [x for x in text.splitlines() if x.startswith("  ") and "FASTEST" in x]
+    assert fast_row.split()[0] == "p5.48xlarge" and "over budget" in fast_row
+    (within_row,) = [x for x in text.splitlines() if "fastest within budget" in x and "CHEAP" in x]
+    assert within_row.split()[0] == "trn2.48xlarge"
+    assert "fastest (of all rows): 4 x p5.48xlarge" in text
+    assert "fastest within budget: 2 x trn2.48xlarge" in text
+    # the over-budget runner-up runs for less: the break-even says so instead of "stays"
+    assert "runs for less" in text and "but is over budget" in text
+
+
+def test_json_rows_carry_the_flags_and_the_pick_its_break_even(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    assert main(["compare", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows = [o for c in doc["candidates"] for o in c["options"]]
+    assert sum(o["cheapest"] for o in rows) == 1 and sum(o["fastest"] for o in rows) == 1
+    assert all(isinstance(o["within_budget"], bool) for o in rows)
+    for o in rows:
+        assert {"low", "high"} == set(o["run_usd_range"]) == set(o["wall_hours_range"])
+    be = doc["cheapest"]["break_even"]
+    assert be == doc["break_even"] and be["mfu_at_least"] < be["mfu_now"]
+    assert be["line"].startswith("break-even: trn2.48xlarge stays cheapest")
+
+
+def test_capacity_block_rows_bill_the_whole_window(catalog: Catalog) -> None:
+    cmp = compare(stack_with("llama3-70b-trn2", {}), ["trn2.48xlarge"])
+    od, cb = cmp.candidates[0].options
+    assert cb.option == "capacity-block" and od.billed_pool_hours is None
+    days = catalog.capacity_blocks.window_days(cb.wall_hours)
+    assert cb.billed_pool_hours == days * 24 > cb.wall_hours
+    assert days in catalog.capacity_blocks.durations_days()
+    nat_data = 16 * 20 * 0.045  # image pulls through the NAT gateway, once per node
+    assert cb.run_usd == pytest.approx(
+        cb.other_hourly_usd * cb.wall_hours + cb.pool_hourly_usd * days * 24 + nat_data
+    )
+    assert f"billed {days}-day window" in render(cmp)
+
+
+def test_deadline_sizing_stops_where_nodes_no_longer_pay() -> None:
+    import dataclasses
+
+    from accelstack.cost.compare import MIN_MARGINAL_EFFICIENCY, marginal_efficiency
+
+    assert marginal_efficiency(8, 100.0, 16, 50.0) == pytest.approx(1.0)
+    assert marginal_efficiency(8, 100.0, 16, 80.0) == pytest.approx(0.25)
+    stack = stack_with("llama3-70b-p5", {})
+    cat = stack.catalog
+    # a steep loss per node doubling: beyond a few dozen nodes more nodes barely help
+    steep = cat.throughput.scaling.model_copy(update={"loss_per_node_doubling": 0.12})
+    tp = cat.throughput.model_copy(update={"scaling": steep})
+    slow = dataclasses.replace(stack, catalog=cat.model_copy(update={"throughput": tp}))
+    (c,) = compare(slow, ["p5.48xlarge"], deadline_hours=50).candidates
+    assert c.reason is not None and "more nodes no longer pay" in c.reason
+    assert MIN_MARGINAL_EFFICIENCY == 0.5
+    # with the catalog's scaling the same deadline is met with the fewest nodes that do
+    (ok,) = compare(stack, ["p5.48xlarge"], deadline_hours=200).candidates
+    assert ok.available and ok.wall_hours <= 200
+    (fewer,) = compare(stack, ["p5.48xlarge"], chips=(ok.nodes - 1) * 8).candidates
+    assert fewer.wall_hours > 200

@@ -229,7 +229,7 @@ def test_option_quotes_side_by_side(catalog: Catalog) -> None:
         q.option: q for q in option_quotes(catalog, "us-east-2", "p5.48xlarge", 4, "capacity-block")
     }
     assert quotes["capacity-block"].chosen and not quotes["on-demand"].chosen
-    assert quotes["capacity-block"].hourly_usd == pytest.approx(4 * 39.33)
+    assert quotes["capacity-block"].hourly_usd == pytest.approx(4 * 36.18)
     assert quotes["reservation"].hourly_usd == quotes["on-demand"].hourly_usd
     q = {
         x.option: x

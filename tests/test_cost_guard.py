@@ -58,7 +58,7 @@ def test_limits_use_monthly_hours_and_run_cost() -> None:
     v = check_budget(over({"max_hourly_usd": 1e6, "max_monthly_usd": 1e9, "max_run_usd": 1e9}))
     hourly, monthly, run = v.checks
     assert monthly.actual == pytest.approx(hourly.actual * 730)
-    assert run.actual == pytest.approx(hourly.actual * v.estimate.wall_hours)
+    assert run.actual == pytest.approx(hourly.actual * v.estimate.wall_hours + v.run.extra_usd)
     assert v.ok and v.one_line() == "trn1-multinode: within budget"
     exact = check_budget(over({"max_hourly_usd": hourly.actual}))
     assert exact.ok  # at the limit is within it
@@ -178,7 +178,8 @@ def test_report_for_plan_ends_with_the_verdict() -> None:
     stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
     text = report_for_plan(stack, SimpleNamespace(resources=billable_resources(stack)))
     assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
-    assert "(MFU source = fitted to records: trainium bf16 curve" in text
+    # 1.1B lies below the trn1 records' sizes (8-70.6B): extrapolated, never "fitted"
+    assert "MFU basis: extrapolated (extrapolated beyond the records' sizes (8.03-70.6B)" in text
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())
@@ -193,7 +194,8 @@ def test_report_marks_estimates_and_says_which_mfu() -> None:
     assert "47.5/instance-hour" in text
     line = next(x for x in text.splitlines() if "8 x trn3.48xlarge (on-demand)" in x)
     assert "*" in line  # the trn3 price is an estimate
-    assert "(MFU source = estimate (no public record): trainium3 " in text
+    assert "MFU basis: extrapolated (extrapolated from trainium bf16" in text
+    assert "no MXFP8 speed-up credited" in text
     assert "capacity-block   not priced: no capacity-block price for trn3.48xlarge" in text
 
 
@@ -212,9 +214,21 @@ def test_cli_price_json(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["workload_pool"] == "h200"
     ng = [i for i in doc["items"] if i["pool"] == "h200" and i["unit"] == "instance-hour"]
-    assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 43.26
-    assert doc["training"]["mfu_basis"] == "estimate (no public record)"  # no H200 record
-    assert 0.2 < doc["training"]["mfu"] < 0.5 and doc["training"]["mfu_from_spec"] is False
+    assert ng[0]["option"] == "capacity-block" and ng[0]["unit_usd"] == 39.80
+    t = doc["training"]
+    assert t["mfu_basis"] == "extrapolated"  # H200 FP8 records are 8B only; this is 70.6B
+    assert 0.2 < t["mfu"] < 0.5
+    # the JSON contract (docs/cost.md): each figure with its {low, high} beside it
+    for key in ("steady_state_tokens_per_second_per_chip", "mfu", "goodput", "scaling_efficiency"):
+        rng = t[f"{key}_range"]
+        assert rng["low"] <= t[key] <= rng["high"], key
+    for key in ("wall_hours", "run_usd"):
+        rng = t[f"{key}_range"]
+        assert rng["low"] <= t[key] <= rng["high"], key
+    # a Capacity Block pool pays its whole window: 8 x 39.80 x 24 h x whole days
+    days = t["billed_pool_hours"] / 24
+    assert days == int(days) and t["billed_pool_hours"] >= t["wall_hours"]
+    assert t["capacity_blocks"] == [8]
 
 
 def test_cli_price_over_budget_exits_1_with_one_line(
@@ -326,6 +340,31 @@ def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
     assert main(["price", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "savings plans commit to this hourly spend for 1 or 3 years" in out
+
+
+def test_the_json_contract_in_docs_matches_the_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every `training.*` field docs/cost.md documents is in `price --format json`, and
+    every compare row field it lists is in `compare --format json`."""
+    import re
+
+    doc = (ROOT / "docs" / "cost.md").read_text()
+    section = doc[doc.index("## JSON contract") :]
+    fields = set(re.findall(r"`training\.([a-z_]+)`", section))
+    ranged = set(re.findall(r"`training\.([a-z_]+)` \(\+ `_range`\)", section))
+    assert {"mfu", "mfu_basis", "goodput", "wall_hours", "run_usd"} <= fields
+    assert main(["price", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    training = json.loads(capsys.readouterr().out)["training"]
+    for name in fields:
+        assert name in training, name
+    for name in ranged | {"mfu", "wall_hours", "run_usd"}:
+        rng = training[f"{name}_range"]
+        assert set(rng) == {"low", "high"} and rng["low"] <= training[name] <= rng["high"]
+    assert main(["compare", str(STACKS / "llama3-70b-p5.yaml"), "--format", "json"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    row = cmp["candidates"][0]["options"][0]
+    for name in ("fastest", "cheapest", "within_budget", "fastest_within_budget"):
+        assert isinstance(row[name], bool), name
+    assert cmp["cheapest"]["break_even"]["line"].startswith("break-even: ")
 
 
 def test_diff_reports_the_ceiling_in_each_verdict(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog import Catalog
 from accelstack.cost.estimate import RunCost, estimate_training, training_flops
 from accelstack.cost.guard import check_budget
 from accelstack.errors import CatalogError
@@ -46,31 +46,61 @@ def test_no_attention_term_without_sequence_length() -> None:
 
 
 def test_wall_hours_formula(catalog: Catalog) -> None:
+    """wall = FLOPs / (chips x peak x reference MFU x scaling) / goodput + one-time hours."""
     est = estimate_training(catalog, "p5.48xlarge", 16, workload())
     chips = 16 * 8
     flops = 100e9 * (6 * 70e9 + 12 * 80 * 8192 * 8192)
-    mfu = catalog.mfu_curve("h100", "bf16").mfu(70)
-    assert 0.30 < mfu < 0.35  # the records-fitted H100 BF16 curve at 70B
-    compute_h = flops / (chips * 989e12 * mfu) / 3600
-    assert est.chips == chips
+    ref = catalog.mfu_curve("h100", "bf16").reference(70)
+    assert 0.40 < ref < 0.50  # the steady-state H100 BF16 curve at 70B (one node)
+    sc = catalog.throughput.scaling
+    eff = 1 - sc.loss_per_node_doubling * 4  # 16 nodes, 512 x 8192 / 128 = 32K tokens/chip
+    assert est.scaling_efficiency == pytest.approx(eff)
+    assert est.mfu == pytest.approx(ref * eff)
+    compute_h = flops / (chips * 989e12 * ref * eff) / 3600
     assert est.compute_hours == pytest.approx(compute_h)
-    assert est.wall_hours == pytest.approx(
-        compute_h * load_catalog().defaults.training_overhead_factor
-    )
-    assert est.accelerator_hours == pytest.approx(
-        chips * compute_h * load_catalog().defaults.training_overhead_factor
-    )
-    assert est.mfu == mfu and not est.mfu_from_spec and est.mfu_basis == "fitted to records"
+    g = catalog.throughput.goodput
+    failures = 16 * g.interruptions_per_node_hour * g.lost_hours_per_interruption
+    stall = 70e9 * 16 / (16 * g.checkpoint_write_gb_per_s_per_node * 1e9) / 3600
+    goodput = 1 / (1 + failures + stall + g.other_loss_fraction)
+    assert est.goodput == pytest.approx(goodput)
+    assert est.wall_hours == pytest.approx(compute_h / goodput + g.bring_up_hours)
+    assert est.accelerator_hours == pytest.approx(chips * est.wall_hours)
+    assert not est.mfu_from_spec and est.mfu_basis == "fitted"
+    lo, hi = est.wall_hours_range
+    assert lo < est.wall_hours < hi
+
+
+def test_more_nodes_lose_scaling_efficiency_and_goodput(catalog: Catalog) -> None:
+    small = estimate_training(catalog, "p5.48xlarge", 16, workload())
+    big = estimate_training(catalog, "p5.48xlarge", 256, workload(global_batch_size=4096))
+    assert big.scaling_efficiency < small.scaling_efficiency
+    assert big.parts.failures == pytest.approx(small.parts.failures * 16)
+    # 16x the nodes is less than 16x faster
+    assert big.compute_hours > small.compute_hours / 16
+
+
+def test_per_chip_batch_below_one_sequence_warns_and_costs_efficiency(catalog: Catalog) -> None:
+    full = estimate_training(catalog, "trn2.48xlarge", 64, workload(global_batch_size=1024))
+    thin = estimate_training(catalog, "trn2.48xlarge", 64, workload(global_batch_size=256))
+    assert not full.warnings
+    assert thin.scaling_efficiency < full.scaling_efficiency
+    (warning,) = thin.warnings
+    assert "256 sequences on 1,024 chips is 0.25 sequence per chip" in warning
+    assert ">= 4 chips" in warning
 
 
 def test_mfu_override_and_precision(catalog: Catalog) -> None:
     base = estimate_training(catalog, "trn2.48xlarge", 4, workload())
     faster = estimate_training(catalog, "trn2.48xlarge", 4, workload(), mfu=0.8)
-    assert faster.mfu_from_spec and faster.mfu_source == "spec budget.mfu"
-    assert faster.wall_hours == pytest.approx(base.wall_hours * base.mfu / 0.8)
+    assert faster.mfu_from_spec and faster.mfu_basis == "given"
+    assert faster.compute_hours == pytest.approx(base.compute_hours * base.mfu / 0.8)
+    assert faster.mfu_range == (0.8, 0.8)
     fp8 = estimate_training(catalog, "trn2.48xlarge", 4, workload(precision="fp8"))
     assert fp8.peak_tflops_per_chip == 1299
-    assert fp8.wall_hours == pytest.approx(base.wall_hours * 667 / 1299)
+    # no FP8 record on Trainium2: the BF16 throughput, no FP8 speed-up credited
+    assert fp8.compute_hours == pytest.approx(base.compute_hours, rel=1e-3)
+    assert fp8.mfu_basis == "extrapolated" and "no FP8 speed-up credited" in fp8.mfu_source
+    assert fp8.mfu_range[1] / fp8.mfu_range[0] > base.mfu_range[1] / base.mfu_range[0]
 
 
 def test_memory_fit_minimum_nodes(catalog: Catalog) -> None:
@@ -91,24 +121,34 @@ def test_run_cost_scales(catalog: Catalog, nodes: int, tokens: float, mfu: float
     est = estimate_training(
         catalog, "trn1.32xlarge", nodes, workload(tokens_billion=tokens), mfu=mfu
     )
-    rc = RunCost(est.wall_hours, 100.0, 80.0, est.tokens, False)
+    rc = RunCost(
+        est.wall_hours, 100.0, 80.0, est.tokens, False, wall_hours_range=est.wall_hours_range
+    )
     assert rc.run_usd == pytest.approx(100.0 * est.wall_hours)
     assert rc.pool_run_usd == pytest.approx(80.0 * est.wall_hours)
     assert rc.usd_per_million_tokens == pytest.approx(rc.run_usd / (tokens * 1e3))
-    # more nodes, same work: wall hours fall in proportion
+    lo, hi = rc.run_usd_range
+    assert lo <= rc.run_usd <= hi
+    # more nodes, same work, the same given step MFU: compute hours fall in proportion
     double = estimate_training(
         catalog, "trn1.32xlarge", nodes * 2, workload(tokens_billion=tokens), mfu=mfu
     )
-    assert double.wall_hours == pytest.approx(est.wall_hours / 2)
+    assert double.compute_hours == pytest.approx(est.compute_hours / 2)
 
 
 def test_preset_run_cost_is_whole_stack_times_wall_hours() -> None:
     v = check_budget(resolve(load_spec(STACKS / "mixed-trn2-p5.yaml")))
-    assert v.run.run_usd == pytest.approx(v.cost.hourly_usd * v.estimate.wall_hours)
+    assert v.run.billed_pool_hours is None  # on-demand: billed by the hour
+    # plus the run's image pulls through the NAT gateway (4 nodes x 20 GB x $0.045/GB)
+    assert v.run.extra_usd == pytest.approx(4 * 20 * 0.045)
+    assert v.run.run_usd == pytest.approx(
+        v.cost.hourly_usd * v.estimate.wall_hours + v.run.extra_usd
+    )
     # the idle h100 pool is billed during the run: whole stack > workload pool
     assert v.run.pool_hourly_usd == pytest.approx(v.cost.pool_hourly_usd("trn2"))
     assert v.cost.pool_hourly_usd("h100") > 100
     assert v.run.run_usd > v.run.pool_run_usd + 100 * v.estimate.wall_hours
+    assert any(x.startswith("inter-AZ data: none estimated") for x in v.data_lines)
 
 
 def test_budget_mfu_is_used_and_reported() -> None:

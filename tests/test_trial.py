@@ -32,8 +32,8 @@ NPROC = 2
 STEPS = 5
 
 
-def _spec_file(tmp: Path, name: str = "trialrun") -> Path:
-    """A p5 spec sized like the fixture's model (64 x 64 + 64 parameters)."""
+def _spec_file(tmp: Path, name: str = "trialrun", params: float = 4160e-9) -> Path:
+    """A p5 spec sized like the fixture's model (64 x 64 + 64 parameters), or `params`."""
     d: dict[str, Any] = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
     d["name"] = name
     d["budget"] = {"max_hourly_usd": 100}  # one p5.48xlarge and the cluster around it
@@ -41,7 +41,7 @@ def _spec_file(tmp: Path, name: str = "trialrun") -> Path:
     d["storage"] = {}
     d["workload"].update(
         {
-            "model": {"params_billion": 4160e-9},
+            "model": {"params_billion": params},
             "tokens_billion": 0.001,
             "sequence_length": 128,
             "global_batch_size": 16,
@@ -115,26 +115,56 @@ def test_trial_calibrate_price_end_to_end(
     assert rec["tokens_per_step"] == 16 * 128 and rec["tokens_per_s"] > 0
     assert rec["framework"]["torch"] and rec["sdk"] == stack.image
     assert rec["compile_s"] > 0 and rec["step_time_s"] > 0
-    # calibrate: the formula, then the spec section with provenance (written atomically)
+    # the record says what ran: the model counted by model_ran(), the device found
+    assert rec["params_source"] == "measured" and rec["model"] == "tiny-linear"
+    assert rec["params_billion"] == pytest.approx(4160e-9)
+    assert rec["device_kind"] == "cpu" and rec["expected_device_kind"] == "nvidia"
     per_token = training_flops(4160e-9, 1, None, None, 128).per_token
     want = rec["tokens_per_s"] * per_token / (8 * 989e12)
     assert record_mfu(catalog, rec) == pytest.approx(want)
+    # a CPU run cannot calibrate a p5 pool: refused in one line, the spec untouched
+    before = spec_path.read_text()
+    assert main(["calibrate", str(records), "--spec", str(spec_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{records}: line 1: ran on device kind 'cpu', but p5.48xlarge" in err
+    assert len(err.strip().splitlines()) == 1 and spec_path.read_text() == before
+
+
+def test_calibrate_then_price_uses_the_measurement(tmp_path: Path, capsys) -> None:
+    spec_path = _spec_file(tmp_path, params=8.03)
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(_fake_record(sdk=_image(spec_path))) + "\n")
     assert main(["calibrate", str(records), "--spec", str(spec_path)]) == 0
     assert "wrote calibration to" in capsys.readouterr().out
     text = spec_path.read_text()
     assert text.startswith("# a comment calibrate keeps\n") and "calibration:" in text
     (m,) = load_spec(spec_path).calibration
-    assert (m.instance_type, m.steps, m.file) == ("p5.48xlarge", 4, "records.jsonl")
-    assert m.sdk == rec["sdk"]
-    assert m.mfu == pytest.approx(want)
+    assert (m.instance_type, m.steps, m.file) == ("p5.48xlarge", 9, "records.jsonl")
+    assert (m.nodes, m.world_size, m.device_kind) == (1, 8, "nvidia")
+    assert m.model == "llama3-8b 8.03B (given)"
+    assert 0.3 < m.mfu < 0.5
     assert main(["price", str(spec_path)]) == 0
     price = capsys.readouterr().out
-    assert f"MFU source = measured (records.jsonl, {rec['date'][:10]}, 4 steps)" in price
-    assert "WARNING" not in price
+    assert "MFU basis: measured (records.jsonl, 2026-11-20, 9 steps on 1 node(s)" in price
+    # the spec's pool has 1 node: nothing to carry; 8 nodes: carried through the scaling model
+    assert "carried" not in price and "WARNING" not in price
+    d = yaml.safe_load(spec_path.read_text())
+    d["pools"][0]["nodes"] = 8
+    d["budget"] = {"max_hourly_usd": 1000}  # eight p5.48xlarge and the cluster around them
+    spec_path.write_text(yaml.safe_dump(d, sort_keys=False))
+    assert main(["price", str(spec_path), "--format", "json"]) == 0
+    t = json.loads(capsys.readouterr().out)["training"]
+    assert "carried to 8 node(s) through the scaling model" in t["mfu_source"]
+    assert t["mfu"] < m.mfu and t["mfu_basis"] == "measured"
+    assert t["mfu_range"]["high"] - t["mfu_range"]["low"] > 0.1 * m.mfu
+
+
+def _image(spec_path: Path) -> str:
+    return resolve(load_spec(spec_path)).image or ""
 
 
 def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog, capsys) -> None:
-    spec_path = _spec_file(tmp_path)
+    spec_path = _spec_file(tmp_path, params=8.03)
     rec = _fake_record(sdk="nvcr.io/nvidia/pytorch:24.01-py3")
     records = tmp_path / "old.jsonl"
     records.write_text(json.dumps(rec) + "\n")
@@ -149,8 +179,9 @@ def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog,
     types = ["--instance-types", "p5.48xlarge,trn1.32xlarge", "--chips", "16"]
     assert main(["compare", str(spec_path), *types]) == 0
     text = capsys.readouterr().out
-    assert "MFU source = measured (old.jsonl, 2026-11-20, 9 steps); WARNING" in text
-    assert "MFU source = fitted to records" in text
+    assert "MFU measured: old.jsonl, 2026-11-20, 9 steps on 1 node(s), carried to 2" in text
+    assert "through the scaling model (x" in text and "; WARNING: measured on" in text
+    assert "MFU fitted: trainium bf16 curve" in text
     assert main(["compare", str(spec_path), "--instance-types", "p5.48xlarge"]) == 0
     only = capsys.readouterr().out
     assert "this pick depends on an estimate: " in only
@@ -161,12 +192,16 @@ def _fake_record(**over: Any) -> dict[str, Any]:
     rec: dict[str, Any] = {
         "schema": runner.SCHEMA,
         "date": "2026-11-20T10:00:00+00:00",
+        "pool": "h100",
         "instance_type": "p5.48xlarge",
+        "device_kind": "nvidia",
         "nodes": 1,
         "world_size": 8,
         "steps": 9,
-        "tokens_per_s": 1000.0,
-        "params_billion": 4160e-9,
+        "tokens_per_s": 65000.0,  # 8.03B, 6N FLOPs per token: MFU 0.40 on 8 H100
+        "params_billion": 8.03,
+        "params_source": "given",
+        "model": "llama3-8b",
         "sequence_length": 128,
         "precision": "bf16",
         "sdk": "x",
@@ -177,15 +212,15 @@ def _fake_record(**over: Any) -> dict[str, Any]:
 
 def test_calibrate_averages_records_and_replaces_the_block(tmp_path: Path, capsys) -> None:
     cat = load_catalog()
-    spec_path = _spec_file(tmp_path)
+    spec_path = _spec_file(tmp_path, params=8.03)
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a.write_text(json.dumps(_fake_record(tokens_per_s=1000.0)) + "\n")
+    a.write_text(json.dumps(_fake_record(tokens_per_s=60000.0)) + "\n")
     b.write_text(
-        json.dumps(_fake_record(tokens_per_s=3000.0, date="2026-11-21T00:00:00+00:00")) + "\n\n"
+        json.dumps(_fake_record(tokens_per_s=70000.0, date="2026-11-21T00:00:00+00:00")) + "\n\n"
     )
     (m,) = measure(cat, [a, b])
-    assert m.records == 2 and m.tokens_per_second == 2000.0 and m.file == "b.jsonl"
-    assert m.mfu == pytest.approx(record_mfu(cat, _fake_record(tokens_per_s=2000.0)))
+    assert m.records == 2 and m.tokens_per_second == 65000.0 and m.file == "b.jsonl"
+    assert m.mfu == pytest.approx(record_mfu(cat, _fake_record(tokens_per_s=65000.0)))
     for _ in range(2):  # twice: the block is replaced, not duplicated
         assert main(["calibrate", str(a), str(b), "--spec", str(spec_path)]) == 0
     assert spec_path.read_text().count("calibration:") == 1
@@ -201,9 +236,22 @@ def test_calibrate_bad_records_exit_2_and_write_nothing(tmp_path: Path, capsys) 
     assert f"{bad}: line 2" in capsys.readouterr().err
     bad.write_text(json.dumps({"instance_type": "p5.48xlarge"}) + "\n")
     assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
-    assert "lacks nodes, steps, tokens_per_s, params_billion, date" in capsys.readouterr().err
+    assert "lacks nodes, world_size, device_kind, steps, tokens_per_s" in capsys.readouterr().err
     bad.write_text(json.dumps(_fake_record(instance_type="p9.48xlarge")) + "\n")
     assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
+    # another device kind than the pool's: a Neuron record naming the p5 pool
+    bad.write_text(json.dumps(_fake_record(device_kind="neuron")) + "\n")
+    assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
+    assert "ran on device kind 'neuron', but p5.48xlarge (pool h100) is nvidia" in (
+        capsys.readouterr().err
+    )
+    # an MFU no training step reaches (the CPU-record symptom: 1.9e-7) or above the band
+    for tokens in (0.03, 200_000.0):
+        bad.write_text(json.dumps(_fake_record(tokens_per_s=tokens)) + "\n")
+        assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
+        err = capsys.readouterr().err
+        assert "is outside the plausible 0.05-0.75 for a training step" in err
+        assert len(err.strip().splitlines()) == 1
     assert spec_path.read_text() == before
 
 

@@ -6,7 +6,6 @@ nothing else knows a number about an instance type.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import date
 from functools import cached_property, lru_cache
@@ -16,13 +15,15 @@ from typing import Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog.blocks import CapacityBlocks, parse_capacity_blocks
 from accelstack.catalog.overlay import check_dir, merge, overlay_dir
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.purchase import load_table, parse_table
-from accelstack.catalog.records import TrainingRecord, parse_records
+from accelstack.catalog.records import LeftOut, TrainingRecord, parse_left_out, parse_records
 from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
+from accelstack.catalog.throughput import MfuCurve, Throughput, parse_throughput
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -117,40 +118,6 @@ def image_sdk(image: str) -> str | None:
     return match.group(1) if match else None
 
 
-class MfuCurve(_Frozen):
-    """MFU as a function of model size for some precisions of one family.
-
-    mfu = intercept + slope x log10(params_billion clamped to params_range): linear in the
-    decade of model size inside the sizes the records cover, flat outside them.
-    basis "records": coefficients fitted to `records` (tests/test_records.py refits them);
-    basis "estimate": no public record; the coefficients are `copy_of` another family's curve
-    for the same precision, and `reason` says why.
-    """
-
-    precisions: tuple[Precision, ...] = Field(min_length=1)
-    basis: Literal["records", "estimate"]
-    intercept: float | None = None
-    slope: float | None = None
-    params_range: tuple[float, float] | None = None
-    records: tuple[str, ...] = ()
-    copy_of: str | None = None
-    reason: str = Field(min_length=1)
-
-    def mfu(self, params_billion: float) -> float:
-        if self.intercept is None or self.slope is None or self.params_range is None:
-            raise CatalogError("MFU curve has no coefficients (resolve copy_of first)")
-        lo, hi = self.params_range
-        size = min(max(params_billion, lo), hi)
-        return self.intercept + self.slope * math.log10(size)
-
-    @property
-    def label(self) -> str:
-        """What the estimate prints as its MFU source."""
-        if self.basis == "records":
-            return "fitted to records"
-        return "estimate (no public record)"
-
-
 class Family(_Frozen):
     name: str = ""
     accelerator: str
@@ -158,16 +125,12 @@ class Family(_Frozen):
     peak_tflops: dict[str, float]
     peak_source: str
     peak_as_of: str
-    mfu_curves: tuple[MfuCurve, ...] = ()
     default_logical_cores: int = Field(ge=1)
     default_root_volume_gib: int = Field(ge=8)
     logical_cores_allowed: tuple[int, ...] = (1,)
     frameworks: tuple[str, ...] | None = None  # None: the device kind's
     default_framework: str | None = None  # None: the device kind's
     min_neuron_sdk: str | None = None
-
-    def curve_for(self, precision: str) -> MfuCurve | None:
-        return next((c for c in self.mfu_curves if precision in c.precisions), None)
 
 
 class InstanceType(_Frozen):
@@ -266,8 +229,6 @@ class Defaults(_Frozen):
     hours_per_month: int
     training_bytes_per_param: dict[str, float]
     usable_memory_fraction: float = Field(gt=0, le=1)
-    training_overhead_factor: float = Field(ge=1)
-    training_overhead_source: str
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
@@ -356,6 +317,9 @@ class Catalog(_Frozen):
     service_rates: tuple[Rate, ...]
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
+    left_out: tuple[LeftOut, ...] = ()
+    throughput: Throughput
+    capacity_blocks: CapacityBlocks
     launch: LaunchFacts
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
@@ -428,25 +392,32 @@ class Catalog(_Frozen):
         return inst.chips * inst.physical_cores_per_chip // lnc
 
     def mfu_curve(self, family: str, precision: str) -> MfuCurve:
-        """The family's MFU curve for `precision`, with an estimate's copied coefficients."""
-        fam = self.families[family]
-        curve = fam.curve_for(precision)
+        """The family's steady-state MFU curve for `precision`; an extrapolated curve comes
+        with its source curve's coefficients (x its factor) and stack offsets."""
+        tp = self.throughput
+        curve = tp.curve_for(family, precision)
         if curve is None:
             raise CatalogError(f"family {family} has no MFU curve for {precision}; set budget.mfu")
-        if curve.copy_of is None:
+        if curve.from_curve is None:
             return curve
-        base = self.families[curve.copy_of].curve_for(precision)
-        if base is None or base.copy_of is not None:
-            raise CatalogError(f"families.{family}.mfu_curves: copy_of {curve.copy_of} broken")
+        src = curve.from_curve
+        base = tp.curve_for(src.family, src.precision)
+        if base is None or base.from_curve is not None:
+            raise CatalogError(
+                f"throughput.yaml: curve {family}/{precision}: from_curve "
+                f"{src.family}/{src.precision} is not a fitted curve"
+            )
         return curve.model_copy(
             update={
                 "intercept": base.intercept,
                 "slope": base.slope,
                 "params_range": base.params_range,
+                "stacks": base.stacks,
+                "residual": base.residual,
+                "records": base.records,
             }
         )
 
-    # ---- offerings --------------------------------------------------------------------
     def region(self, region: str) -> RegionOfferings:
         try:
             return self.regions[region]
@@ -535,6 +506,9 @@ _FIELD_FILES = {
     "regions": "offerings.yaml",
     "offerings_source": "offerings.yaml",
     "records": "records.yaml",
+    "left_out": "records.yaml",
+    "throughput": "throughput.yaml",
+    "capacity_blocks": "capacity_blocks.yaml",
     "launch": "launch.yaml",
     "scale": "scale.yaml",
     "resilience": "resilience.yaml",
@@ -629,7 +603,17 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
         name = "resilience.yaml"
         fields["resilience"] = _read(name, base, overlay)
         name = "records.yaml"
-        fields["records"] = parse_records(_read(name, base, overlay), _where(name, base, overlay))
+        records = _read(name, base, overlay)
+        fields["records"] = parse_records(records, _where(name, base, overlay))
+        fields["left_out"] = parse_left_out(records, _where(name, base, overlay))
+        name = "throughput.yaml"
+        fields["throughput"] = parse_throughput(
+            _read(name, base, overlay), _where(name, base, overlay)
+        )
+        name = "capacity_blocks.yaml"
+        fields["capacity_blocks"] = parse_capacity_blocks(
+            _read(name, base, overlay), _where(name, base, overlay)
+        )
         name = "prices.yaml"
         for key in ("instances", "services", "hours_per_month"):
             fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
@@ -668,7 +652,13 @@ def _load(base: Path, overlay: Path | None = None) -> Catalog:
     try:
         _check_integrity(catalog)
     except CatalogError as exc:
-        name = "prices.yaml" if str(exc).startswith("prices") else "instances.yaml"
+        prefix = str(exc).split(":", 1)[0]
+        files = {
+            "prices": "prices.yaml",
+            "throughput": "throughput.yaml",
+            "records": "records.yaml",
+        }
+        name = files.get(prefix, "instances.yaml")
         raise CatalogError(f"{_where(name, base, overlay)}: {exc}") from None
     try:
         _check_launch(catalog)
@@ -679,29 +669,34 @@ def _load(base: Path, overlay: Path | None = None) -> Catalog:
 
 def _check_curves(c: Catalog) -> None:
     """Every accelerated family has one curve per precision it has a peak for; a fitted curve
-    names records of its family and precision; an estimate copies a fitted curve."""
+    names steady-state records of its family and precision; an extrapolated one names a
+    fitted curve. Every record names a known family."""
     records = {r.id: r for r in c.records}
+    curves = c.throughput.curves
     for name, fam in c.families.items():
         for precision in fam.peak_tflops:
-            if sum(precision in cur.precisions for cur in fam.mfu_curves) != 1:
-                raise CatalogError(f"families.{name}.mfu_curves: need exactly one for {precision}")
-        for i, cur in enumerate(fam.mfu_curves):
-            where = f"families.{name}.mfu_curves[{i}]"
-            fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
-            if cur.basis == "records" and (not fitted or not cur.records or cur.copy_of):
-                raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
-            if cur.basis == "estimate" and (cur.copy_of not in c.families or cur.records):
-                raise CatalogError(f"{where}: an estimate needs copy_of a known family")
-            for rid in cur.records:
-                rec = records.get(rid)
-                if rec is None:
-                    raise CatalogError(
-                        f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}"
-                    )
-                if rec.family != name or rec.precision not in cur.precisions:
-                    raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
-            for precision in cur.precisions:
-                c.mfu_curve(name, precision)
+            n = sum(cur.family == name and precision in cur.precisions for cur in curves)
+            if n != 1:
+                raise CatalogError(f"throughput: curves: need exactly one {name}/{precision}")
+    for i, cur in enumerate(curves):
+        where = f"throughput: curves[{i}] ({cur.family})"
+        if cur.family not in c.families:
+            raise CatalogError(f"{where}: unknown family{did_you_mean(cur.family, c.families)}")
+        fitted = cur.intercept is not None and cur.slope is not None and cur.params_range
+        if cur.basis == "fitted" and (not fitted or not cur.records or cur.from_curve):
+            raise CatalogError(f"{where}: a fitted curve needs coefficients and records")
+        if cur.basis == "extrapolated" and (cur.from_curve is None or cur.records):
+            raise CatalogError(f"{where}: an extrapolated curve needs from_curve, no records")
+        for rid in cur.records:
+            rec = records.get(rid)
+            if rec is None:
+                raise CatalogError(f"{where}: unknown record '{rid}'{did_you_mean(rid, records)}")
+            if rec.family != cur.family or rec.precision not in cur.precisions:
+                raise CatalogError(f"{where}: record '{rid}' is {rec.family}/{rec.precision}")
+            if rec.kind != "steady_state":
+                raise CatalogError(f"{where}: record '{rid}' is {rec.kind}, not steady_state")
+        for precision in cur.precisions:
+            c.mfu_curve(cur.family, precision)
     for rec in c.records:
         if rec.family not in c.families:
             raise CatalogError(f"records: {rec.id}: unknown family '{rec.family}'")

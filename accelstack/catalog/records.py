@@ -1,9 +1,11 @@
-"""Public training records (records.yaml): the evidence the MFU curves are fitted to.
+"""Public training records (records.yaml): the evidence the run model is fitted to.
 
 Each record is one published run or benchmark line with what it reports (accelerator-hours,
-tokens per chip-second or TFLOPS per chip) and whether that figure includes run overheads.
-This module only types and loads them; the FLOPs arithmetic and the fit live in
-accelstack.cost.mfu (the catalog never computes).
+tokens per chip-second or TFLOPS per chip) and its kind: `steady_state` (throughput while
+steps run: the MFU curves are fitted to these) or `whole_run` (everything that happened in the
+run: goodput is fitted so that steady state x goodput reproduces these). A record without a
+kind or a source is refused. This module only types and loads them; the FLOPs arithmetic and
+the fit live in accelstack.cost.mfu (the catalog never computes).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import CatalogError
 
-RecordKind = Literal["accelerator_hours", "tokens_per_chip_second", "tflops_per_chip"]
+ReportedKind = Literal["accelerator_hours", "tokens_per_chip_second", "tflops_per_chip"]
+RecordKind = Literal["steady_state", "whole_run"]
 
 
 class _Frozen(BaseModel):
@@ -24,7 +27,7 @@ class _Frozen(BaseModel):
 
 
 class Reported(_Frozen):
-    kind: RecordKind
+    kind: ReportedKind
     value: float = Field(gt=0)
     value_as_published: str | None = None
 
@@ -39,12 +42,45 @@ class TrainingRecord(_Frozen):
     hidden_size: int | None = Field(default=None, ge=1)
     sequence_length: int | None = Field(default=None, ge=1)
     tokens_billion: float = Field(gt=0)
-    chips: int | None = Field(default=None, ge=1)
+    chips: int = Field(ge=1)
+    #: tokens per optimizer step, whole job (the per-chip batch the scaling model reads)
+    global_batch_tokens: int | None = Field(default=None, ge=1)
+    kind: RecordKind
+    stack: str = Field(min_length=1)  # the training software that produced the figure
     reported: Reported
-    overheads_included: bool
     source: str = Field(min_length=1)
     date: str = Field(min_length=4)
     note: str | None = None
+
+    @property
+    def tokens_per_chip(self) -> float | None:
+        return self.global_batch_tokens / self.chips if self.global_batch_tokens else None
+
+
+class LeftOut(_Frozen):
+    """A public figure deliberately not fitted, with the reason (kept visible, not silent)."""
+
+    id: str
+    reason: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+def load_left_out(path: Path) -> tuple[LeftOut, ...]:
+    """The `left_out` list of records.yaml (empty when absent)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    return parse_left_out(data, path)
+
+
+def parse_left_out(data: object, path: Path) -> tuple[LeftOut, ...]:
+    """Validate the `left_out` list of records.yaml's content (empty when absent)."""
+    rows = data.get("left_out", []) if isinstance(data, dict) else []
+    try:
+        return tuple(LeftOut.model_validate(r) for r in rows)
+    except ValidationError as exc:
+        raise CatalogError(f"{path}: left_out: {exc.errors()[0]['msg']}") from None
 
 
 def load_records(path: Path) -> tuple[TrainingRecord, ...]:

@@ -92,16 +92,35 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return []
 
 
+def _batch_notes(spec: Spec, catalog: Catalog) -> list[str]:
+    """A warning when the global batch cannot give every data-parallel rank one sequence."""
+    from accelstack.cost.estimate import batch_warning
+
+    wl = spec.workload
+    pool = next((p for p in spec.pools if p.name == wl.pool), spec.pools[0] if spec.pools else None)
+    inst = catalog.instances.get(pool.instance_type) if pool else None
+    if pool is None or inst is None or inst.chips <= 0:
+        return []
+    warning = batch_warning(wl, pool.nodes * inst.chips)
+    return [f"workload.global_batch_size: {warning}"] if warning else []
+
+
 def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
     """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
-    estimated offerings, extended-support Kubernetes, and placeholder values (documentation
-    ranges, example accounts) that `pulumi up` refuses."""
+    estimated offerings, extended-support Kubernetes, a global batch that cannot give every
+    data-parallel rank a sequence, and placeholder values (documentation ranges, example
+    accounts) that `pulumi up` refuses."""
     from accelstack.spec.placeholders import spec_placeholders
 
     placeholders = [
         f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(spec)
     ]
-    return [*_pool_notes(spec, catalog), *_kubernetes_notes(spec, catalog), *placeholders]
+    return [
+        *_pool_notes(spec, catalog),
+        *_kubernetes_notes(spec, catalog),
+        *_batch_notes(spec, catalog),
+        *placeholders,
+    ]
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:

@@ -60,8 +60,13 @@ def calibrate(
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
-    load_spec(spec, catalog)  # a bad spec is reported before the records are read
-    measured = measure(catalog, records)
+    parsed = load_spec(spec, catalog)  # a bad spec is reported before the records are read
+    pools = {
+        p.name: catalog.families[catalog.instance(p.instance_type).family].device_kind
+        for p in parsed.pools
+        if p.instance_type in catalog.instances
+    }
+    measured = measure(catalog, records, pools)
     if not dry_run:
         calibrate_spec(spec, measured, catalog)
     if fmt == "json":
@@ -77,7 +82,8 @@ def calibrate(
         typer.echo(
             f"{m.instance_type} {m.params_billion:g}B {m.precision}: MFU {m.mfu:.4f} "
             f"({m.tokens_per_second:,.1f} tokens/s; {m.file}, {m.date}, {m.steps} steps, "
-            f"{m.records} record(s), sdk {m.sdk})"
+            f"{m.records} record(s) on {m.nodes} node(s), world size {m.world_size}, "
+            f"{m.device_kind}, model {m.model}, sdk {m.sdk})"
         )
     typer.echo(("would write" if dry_run else "wrote") + f" calibration to {spec}")
 

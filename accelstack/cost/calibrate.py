@@ -5,10 +5,15 @@ tokens/s on `nodes` x `instance_type`. Its MFU, in the estimate's own FLOPs basi
 
     mfu = tokens/s x FLOPs per token / (nodes x chips per instance x peak at the precision)
 
-with FLOPs per token = 6N + 12 L H S (accelstack.cost.estimate.training_flops). Records of
-the same instance type, model size and precision are averaged; the result goes into the
-spec's `calibration` list with its provenance (file, newest date, steps, SDK), replacing an
-earlier measurement of the same key. The spec file is edited as text (only the top-level
+with FLOPs per token = 6N + 12 L H S (accelstack.cost.estimate.training_flops), N the size of
+the model that actually ran (counted by the trial, given, or else the spec's). A record is
+refused in one line when its device kind is not the one of the pool it names (a CPU run
+recorded as trn2), or when its MFU lies outside the catalog's plausible band for a training
+step (throughput.yaml spreads.mfu_band). Records of the same instance type, model size and
+precision are averaged; the result goes into the spec's `calibration` list with its provenance
+(file, newest date, steps, SDK, node count, world size, device kind, model), replacing an
+earlier measurement of the same key. `price` carries a measurement taken on fewer nodes to the
+pool's node count through the scaling model, and says so. The spec file is edited as text (only the top-level
 `calibration:` block is replaced or appended, comments elsewhere kept), re-validated, and
 written atomically (accelstack.files.write_text_atomic).
 """
@@ -30,14 +35,23 @@ from accelstack.errors import Problem, SpecError
 from accelstack.files import write_text_atomic
 from accelstack.spec import Measured, load_spec, parse_spec
 
-REQUIRED = ("instance_type", "nodes", "steps", "tokens_per_s", "params_billion", "date")
+REQUIRED = (
+    "instance_type",
+    "nodes",
+    "world_size",
+    "device_kind",
+    "steps",
+    "tokens_per_s",
+    "params_billion",
+    "date",
+)
 
 
 def _bad(path: Path, where: str, what: str) -> SpecError:
     return SpecError([Problem(str(path), where, what)])
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """The JSON lines of one records file; a bad line is one problem naming file and line."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -54,7 +68,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         missing = [k for k in REQUIRED if not isinstance(rec, dict) or rec.get(k) in (None, "")]
         if missing:
             raise _bad(path, f"line {n}", f"lacks {', '.join(missing)} (a trial record has them)")
-        out.append(rec)
+        out.append((n, rec))
     if not out:
         raise _bad(path, "", "holds no trial records")
     return out
@@ -84,33 +98,81 @@ def _framework(rec: dict[str, Any]) -> str | None:
     return str(fw) if fw else None
 
 
-def measure(catalog: Catalog, files: Sequence[Path]) -> list[Measured]:
-    """One Measured per (instance type, model size, precision) over every record."""
+def check_record(
+    catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int], pools: dict[str, str]
+) -> None:
+    """Refuse (one line) a record from another device kind than its pool, or one whose MFU
+    is not a plausible training step. `pools`: the spec's pool name -> device kind."""
+    path, n = where
+    itype = str(rec["instance_type"])
+    if itype not in catalog.accelerated_types():
+        raise _bad(path, f"line {n}", f"instance_type {itype!r} is not a known accelerated type")
+    kind = catalog.families[catalog.instance(itype).family].device_kind
+    pool = str(rec.get("pool") or "")
+    want = pools.get(pool, kind)
+    if rec["device_kind"] != kind or rec["device_kind"] != want:
+        raise _bad(
+            path,
+            f"line {n}",
+            f"ran on device kind {rec['device_kind']!r}, but {itype} (pool {pool or '?'}) is "
+            f"{want}: a record from another device kind cannot calibrate this pool",
+        )
+    mfu = record_mfu(catalog, rec)
+    lo, hi = catalog.throughput.spreads.mfu_band
+    if not lo <= mfu <= hi:
+        raise _bad(
+            path,
+            f"line {n}",
+            f"MFU {mfu:.3g} ({float(rec['tokens_per_s']):,.1f} tokens/s on {rec['nodes']} x "
+            f"{itype}, {float(rec['params_billion']):g}B) is outside the plausible {lo:g}-{hi:g} "
+            "for a training step (a CPU run, a proxy model recorded with the full size?)",
+        )
+
+
+def _model_label(rec: dict[str, Any]) -> str:
+    source = rec.get("params_source") or "spec"
+    name = f"{rec['model']} " if rec.get("model") else ""
+    return f"{name}{float(rec['params_billion']):g}B ({source})"
+
+
+def _one(
+    catalog: Catalog, recs: list[tuple[Path, dict[str, Any]]], key: tuple[str, float, str]
+) -> Measured:
+    itype, params, precision = key
+    newest_file, newest = max(recs, key=lambda fr: str(fr[1]["date"]))
+    compile_s = [float(r["compile_s"]) for _, r in recs if r.get("compile_s") is not None]
+    return Measured(
+        instance_type=itype,
+        params_billion=params,
+        precision=precision,
+        mfu=statistics.fmean(record_mfu(catalog, r) for _, r in recs),
+        tokens_per_second=statistics.fmean(float(r["tokens_per_s"]) for _, r in recs),
+        file=newest_file.name,
+        date=str(newest["date"])[:10],
+        steps=min(int(r["steps"]) for _, r in recs),
+        records=len(recs),
+        sdk=str(newest.get("sdk") or "unknown"),
+        framework=_framework(newest),
+        nodes=int(newest["nodes"]),
+        world_size=int(newest["world_size"]),
+        device_kind=str(newest["device_kind"]),
+        model=_model_label(newest),
+        compile_s=statistics.fmean(compile_s) if compile_s else None,
+    )
+
+
+def measure(
+    catalog: Catalog, files: Sequence[Path], pools: dict[str, str] | None = None
+) -> list[Measured]:
+    """One Measured per (instance type, model size, precision) over every record; each
+    record checked first (`check_record`)."""
     groups: dict[tuple[str, float, str], list[tuple[Path, dict[str, Any]]]] = {}
     for f in files:
-        for rec in read_records(f):
+        for n, rec in read_records(f):
+            check_record(catalog, rec, (f, n), pools or {})
             key = (str(rec["instance_type"]), float(rec["params_billion"]), rec.get("precision"))
             groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, rec))
-    out = []
-    for (itype, params, precision), recs in sorted(groups.items()):
-        newest_file, newest = max(recs, key=lambda fr: str(fr[1]["date"]))
-        mfu = statistics.fmean(record_mfu(catalog, r) for _, r in recs)
-        out.append(
-            Measured(
-                instance_type=itype,
-                params_billion=params,
-                precision=precision,
-                mfu=mfu,
-                tokens_per_second=statistics.fmean(float(r["tokens_per_s"]) for _, r in recs),
-                file=newest_file.name,
-                date=str(newest["date"])[:10],
-                steps=min(int(r["steps"]) for _, r in recs),
-                records=len(recs),
-                sdk=str(newest.get("sdk") or "unknown"),
-                framework=_framework(newest),
-            )
-        )
-    return out
+    return [_one(catalog, recs, key) for key, recs in sorted(groups.items())]
 
 
 _BLOCK = re.compile(r"^calibration:.*\n(?:(?:[ \t#-].*|)\n)*", re.MULTILINE)

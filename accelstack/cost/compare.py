@@ -21,11 +21,11 @@ rules as `accelstack price`, so the other pools, the control plane, NAT and stor
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
+from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
 from accelstack.resolve import Stack, resolve, with_node_groups
@@ -82,6 +82,11 @@ class OptionRun:
     commitment_usd: float | None = None  # savings plans: pool rate x term hours
     term_years: int | None = None
     price_source: str = ""  # the workload pool's instance rate: source (as_of)
+    wall_hours_range: tuple[float, float] = (0.0, 0.0)
+    run_usd_range: tuple[float, float] = (0.0, 0.0)
+    billed_pool_hours: float | None = None  # Capacity Block: the whole window
+    instance_rate_usd: float = 0.0  # the workload pool's rate per instance-hour
+    other_hourly_usd: float = 0.0  # the rest of the stack per hour
 
     @property
     def fits_budget(self) -> bool:
@@ -108,6 +113,11 @@ class Candidate:
     mfu_estimate: bool = False
     sizing_note: str = ""
     mfu_warning: str | None = None  # a measurement taken on another SDK
+    mfu_range: tuple[float, float] = (0.0, 0.0)
+    mfu_basis: str = ""
+    compute_hours: float = 0.0  # steady steps only
+    goodput: float = 1.0
+    one_time_hours: float = 0.0
 
     @property
     def available(self) -> bool:
@@ -123,10 +133,18 @@ class Pick:
     wall_hours: float
     estimates: tuple[str, ...] = ()  # what the pick rests on that is an estimate
     assumptions: tuple[str, ...] = ()  # MFU source, price source, sizing basis
+    run_usd_range: tuple[float, float] = (0.0, 0.0)
+    wall_hours_range: tuple[float, float] = (0.0, 0.0)
+    within_budget: bool = True
+    break_even: BreakEven | None = None  # the cheapest pick against its runner-up
 
     @property
     def depends_on_estimate(self) -> bool:
         return bool(self.estimates)
+
+    @property
+    def too_close(self) -> bool:
+        return self.break_even is not None and self.break_even.too_close
 
 
 @dataclass(frozen=True)
@@ -136,10 +154,11 @@ class Comparison:
     candidates: tuple[Candidate, ...]
     deadline_hours: float | None
     cheapest: Pick | None
-    fastest: Pick | None
+    fastest: Pick | None  # fastest of all rows, budget or not
     sizing: Sizing = Sizing("chips")
     options: tuple[str, ...] = DEFAULT_OPTIONS
     spot_assumption: str = ""
+    fastest_within_budget: Pick | None = None
 
 
 def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) -> Stack:
@@ -218,17 +237,55 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
             return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {max_nodes}"
         return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
     assert sizing.deadline_hours is not None
-    one = estimate_for(retarget_stack(stack, instance_type, 1, "on-demand")).wall_hours
-    need = max(1, math.ceil(one / sizing.deadline_hours - 1e-9))
-    nodes = max(min_nodes, need)
-    if nodes > max_nodes:
+    return _deadline_nodes(stack, instance_type, min_nodes, sizing.deadline_hours)
+
+
+def _wall(stack: Stack, instance_type: str, nodes: int) -> float:
+    return estimate_for(retarget_stack(stack, instance_type, nodes, "on-demand")).wall_hours
+
+
+#: Deadline sizing adds nodes while the extra nodes deliver at least this share of their
+#: ideal speed-up (a step from n to m nodes: (hours_n / hours_m - 1) / (m / n - 1)).
+MIN_MARGINAL_EFFICIENCY = 0.5
+
+
+def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float:
+    """Share of the ideal speed-up that going from n to m nodes delivers."""
+    return (hours_n / hours_m - 1.0) / (m / n - 1.0) if m > n else 0.0
+
+
+def _deadline_nodes(
+    stack: Stack, instance_type: str, min_nodes: int, deadline: float
+) -> tuple[int, str]:
+    """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
+    nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
+    with node count), and the candidate is unavailable when that is still too slow."""
+    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
+    prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
+    while best_h > deadline + 1e-9 and best_n < max_nodes:
+        n = min(max_nodes, best_n + max(1, best_n // 8))  # about 12% more nodes a step
+        hours = _wall(stack, instance_type, n)
+        if marginal_efficiency(best_n, best_h, n, hours) < MIN_MARGINAL_EFFICIENCY:
+            return 0, (
+                f"cannot finish in {deadline:g} h: {best_h:,.1f} h on {best_n} node(s), and "
+                f"more nodes no longer pay ({n} nodes: {hours:,.1f} h; scaling efficiency and "
+                f"goodput fall with node count)"
+            )
+        prev_n, best_n, best_h = best_n, n, hours
+    if best_h > deadline + 1e-9:
         return 0, (
-            f"needs {nodes} nodes to finish in {sizing.deadline_hours:g} h; "
-            f"a pool allows at most {max_nodes}"
+            f"needs more than {max_nodes} nodes to finish in {deadline:g} h "
+            f"({best_h:,.1f} h on {max_nodes}); a pool allows at most {max_nodes}"
         )
-    floor = f"; memory fit sets {min_nodes}" if min_nodes > need else ""
-    return nodes, (
-        f"{one:,.1f} h on one node / {sizing.deadline_hours:g} h deadline -> {need} node(s)" + floor
+    # the fewest nodes inside the last step that still meet the deadline
+    best_n = next(
+        (k for k in range(prev_n + 1, best_n) if _wall(stack, instance_type, k) <= deadline + 1e-9),
+        best_n,
+    )
+    floor = f"; memory fit sets {min_nodes}" if best_n == min_nodes and min_nodes > 1 else ""
+    return best_n, (
+        f"{_wall(stack, instance_type, best_n):,.1f} h on {best_n} node(s) meets the "
+        f"{deadline:g} h deadline (fewest nodes, scaling and goodput included){floor}"
     )
 
 
@@ -252,6 +309,11 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
         commitment_usd=v.run.pool_hourly_usd * HOURS_PER_YEAR * years if years else None,
         term_years=years,
         price_source=f"{rate.source} ({rate.as_of})" + (" [estimate]" if rate.estimate else ""),
+        wall_hours_range=v.run.wall_hours_range or (v.run.wall_hours, v.run.wall_hours),
+        run_usd_range=v.run.run_usd_range,
+        billed_pool_hours=v.run.billed_pool_hours,
+        instance_rate_usd=rate.usd,
+        other_hourly_usd=v.cost.hourly_usd - v.run.pool_hourly_usd,
     )
 
 
@@ -296,6 +358,11 @@ def evaluate(
         mfu_estimate=est.mfu_is_estimate,
         sizing_note=note,
         mfu_warning=est.mfu_warning,
+        mfu_range=est.mfu_range,
+        mfu_basis=est.mfu_basis,
+        compute_hours=est.compute_hours,
+        goodput=est.goodput,
+        one_time_hours=est.one_time_hours,
     )
 
 
@@ -328,7 +395,64 @@ def _pick_of(c: Candidate, o: OptionRun, sizing: Sizing, spot_source: str) -> Pi
         o.wall_hours,
         tuple(estimates),
         tuple(assumptions),
+        o.run_usd_range,
+        o.wall_hours_range,
+        o.fits_budget,
     )
+
+
+def _rows(candidates: Sequence[Candidate]) -> list[tuple[Candidate, OptionRun]]:
+    """Every ranked (type, option) row of the available candidates."""
+    return [(c, o) for c in candidates if c.available for o in c.options if o.ranked]
+
+
+def _fits(o: OptionRun, deadline_hours: float | None) -> bool:
+    late = deadline_hours is not None and o.wall_hours > deadline_hours + 1e-9
+    return o.fits_budget and not late
+
+
+def _cost_key(row: tuple[Candidate, OptionRun]) -> tuple[float, float, str, int]:
+    c, o = row
+    return (o.run_usd, o.wall_hours, c.instance_type, _order(o.option))
+
+
+def _time_key(row: tuple[Candidate, OptionRun]) -> tuple[float, float, str, int]:
+    c, o = row
+    return (o.wall_hours, o.run_usd, c.instance_type, _order(o.option))
+
+
+def side(c: Candidate, o: OptionRun) -> Side:
+    return Side(
+        c.instance_type,
+        o.option,
+        c.nodes,
+        o.run_usd,
+        o.run_usd_range,
+        o.wall_hours,
+        o.hourly_usd,
+        o.other_hourly_usd,
+        o.instance_rate_usd,
+        o.billed_pool_hours,
+        o.overhead_factor,
+        c.mfu,
+        c.compute_hours,
+        c.goodput,
+        c.one_time_hours,
+    )
+
+
+def _runner_up(
+    candidates: Sequence[Candidate], pick_type: str, deadline_hours: float | None
+) -> tuple[Candidate, OptionRun] | None:
+    """The cheapest row of another type that meets the deadline: within budget when one is,
+    else the cheapest over budget (the break-even still says how far ahead the pick is)."""
+    rows = [
+        r
+        for r in _rows(candidates)
+        if r[0].instance_type != pick_type
+        and (deadline_hours is None or r[1].wall_hours <= deadline_hours + 1e-9)
+    ]
+    return min(rows, key=lambda r: (not r[1].fits_budget, *_cost_key(r))) if rows else None
 
 
 def pick(
@@ -337,25 +461,35 @@ def pick(
     sizing: Sizing | None = None,
     spot_source: str = "",
 ) -> tuple[Pick | None, Pick | None]:
-    """(cheapest, fastest) among ranked options within budget and deadline.
+    """(cheapest, fastest within budget) among ranked options within budget and deadline.
 
-    Cheapest: lowest run cost; ties by wall hours, then type name, then option order.
+    Cheapest: lowest run cost; ties by wall hours, then type name, then option order; it
+    carries its break-even against the runner-up (the cheapest row of another type).
     Fastest: lowest wall hours; ties by run cost, then type name, then option order.
     Savings plans are not ranked (commitments); spot is judged on its overhead wall hours.
     """
     sizing = sizing or Sizing("chips")
-    fits: list[Pick] = []
-    for c in candidates:
-        for o in c.options if c.available else ():
-            if deadline_hours is not None and o.wall_hours > deadline_hours + 1e-9:
-                continue
-            if o.fits_budget and o.ranked:
-                fits.append(_pick_of(c, o, sizing, spot_source))
+    fits = [r for r in _rows(candidates) if _fits(r[1], deadline_hours)]
     if not fits:
         return None, None
-    cheapest = min(fits, key=lambda p: (p.run_usd, p.wall_hours, p.instance_type, _order(p.option)))
-    fastest = min(fits, key=lambda p: (p.wall_hours, p.run_usd, p.instance_type, _order(p.option)))
-    return cheapest, fastest
+    best = min(fits, key=_cost_key)
+    cheapest = _pick_of(*best, sizing, spot_source)
+    runner = _runner_up(candidates, best[0].instance_type, deadline_hours)
+    if runner is not None:
+        pair = break_even(side(*best), side(*runner), runner[1].fits_budget)
+        cheapest = dataclasses.replace(cheapest, break_even=pair)
+    fastest = min(fits, key=_time_key)
+    return cheapest, _pick_of(*fastest, sizing, spot_source)
+
+
+def fastest_of_all(
+    candidates: Sequence[Candidate], sizing: Sizing | None = None, spot_source: str = ""
+) -> Pick | None:
+    """The fastest ranked row, whether or not it fits the budget or the deadline."""
+    rows = _rows(candidates)
+    if not rows:
+        return None
+    return _pick_of(*min(rows, key=_time_key), sizing or Sizing("chips"), spot_source)
 
 
 def check_options(options: Sequence[str]) -> tuple[str, ...]:
@@ -381,17 +515,18 @@ def compare(
     sizing = sizing_for(stack, chips, deadline_hours)
     cands = tuple(evaluate(stack, t, opts, sizing) for t in types)
     spot = stack.catalog.defaults.spot_interruption.source
-    cheapest, fastest = pick(cands, deadline_hours, sizing, spot)
+    cheapest, within = pick(cands, deadline_hours, sizing, spot)
     return Comparison(
         stack.name,
         stack.region,
         cands,
         deadline_hours,
         cheapest,
-        fastest,
+        fastest_of_all(cands, sizing, spot),
         sizing,
         opts,
         spot if "spot" in opts else "",
+        within,
     )
 
 
@@ -433,39 +568,69 @@ def header_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
-def pick_lines(label: str, p: Pick | None, deadline: bool) -> list[str]:
-    """The pick, whether it rests on an estimate, and its assumptions."""
+def _usd_range(r: tuple[float, float]) -> str:
+    return f"${r[0]:,.0f}-${r[1]:,.0f}"
+
+
+def pick_lines(label: str, p: Pick | None, deadline: bool, none: str = "") -> list[str]:
+    """The pick with its ranges, break-even, whether it rests on an estimate, assumptions."""
     if p is None:
-        return [f"{label}: nothing fits the budget" + (" and deadline" if deadline else "")]
-    head = f"{label}: {p.nodes} x {p.instance_type} ({p.option}), {p.wall_hours:,.1f} h, "
-    head += f"${p.run_usd:,.0f}"
-    out = [head]
+        return [none or f"{label}: nothing fits the budget" + (" and deadline" if deadline else "")]
+    lo, hi = p.wall_hours_range
+    head = (
+        f"{label}: {p.nodes} x {p.instance_type} ({p.option}), {p.wall_hours:,.1f} h "
+        f"({lo:,.1f}-{hi:,.1f}), ${p.run_usd:,.0f} ({_usd_range(p.run_usd_range)})"
+    )
+    out = [head + ("" if p.within_budget else ", over budget")]
+    if p.break_even is not None:
+        out.append(f"  {p.break_even.line()}")
+        if p.break_even.too_close:
+            out.append(
+                f"  too close to call: run `accelstack trial` on both ({p.instance_type} and "
+                f"{p.break_even.runner_up}): their run-cost ranges overlap"
+            )
     if p.depends_on_estimate:
         out.append(f"  this pick depends on an estimate: {'; '.join(p.estimates)}")
     out += [f"  assumption: {a}" for a in p.assumptions]
     return out
 
 
-def _row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
-    notes = [
-        label
-        for label, p in (("CHEAPEST", cmp.cheapest), ("FASTEST", cmp.fastest))
-        if p and p.instance_type == c.instance_type and p.option == o.option
-    ]
+def _same(p: Pick | None, c: Candidate, o: OptionRun) -> bool:
+    return p is not None and p.instance_type == c.instance_type and p.option == o.option
+
+
+def _row_notes(cmp: Comparison, c: Candidate, o: OptionRun) -> list[str]:
+    notes = []
+    if _same(cmp.cheapest, c, o):
+        notes.append("CHEAPEST" + (" (too close to call)" if cmp.cheapest.too_close else ""))  # type: ignore[union-attr]
+    if _same(cmp.fastest, c, o):
+        notes.append("FASTEST")
+    if _same(cmp.fastest_within_budget, c, o) and not _same(cmp.fastest, c, o):
+        notes.append("fastest within budget")
     if cmp.deadline_hours is not None and o.wall_hours > cmp.deadline_hours + 1e-9:
         notes.append("misses deadline")
     if o.commitment_usd is not None:
         notes.append(f"commitment ${o.commitment_usd:,.0f} over {o.term_years}y (pool), not ranked")
     if o.overhead_factor > 1.0:
         notes.append(f"spot overhead x{o.overhead_factor:.4f}")
+    if o.billed_pool_hours is not None:
+        notes.append(f"billed {o.billed_pool_hours / 24:g}-day window")
     if o.over:
         notes.append("over budget: " + "; ".join(o.over))
+    return notes
+
+
+def _row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
     star = "*" if o.estimate else " "
-    run = f"{o.run_usd:>14,.0f}{star}" if o.ranked else f"{'-':>14} "
+    lo, hi = o.wall_hours_range
+    wall = f"{o.wall_hours:,.0f} ({lo:,.0f}-{hi:,.0f})"
+    run = f"{o.run_usd:,.0f} ({o.run_usd_range[0]:,.0f}-{o.run_usd_range[1]:,.0f})"
+    run = f"{run:>31}{star}" if o.ranked else f"{'-':>31} "
     per_m = f"{o.usd_per_million_tokens:>8.3f}{star}" if o.ranked else f"{'-':>8} "
     return (
-        f"  {c.instance_type:<15} {c.nodes:>5} {c.chips:>5} {o.wall_hours:>9,.1f} "
-        f"{o.option:<16} {o.hourly_usd:>10,.2f}{star} {run} {per_m} {', '.join(notes)}"
+        f"  {c.instance_type:<15} {c.nodes:>5} {c.chips:>5} {wall:>20} "
+        f"{o.option:<16} {o.hourly_usd:>10,.2f}{star} {run} {per_m} "
+        f"{', '.join(_row_notes(cmp, c, o))}"
     )
 
 
@@ -475,10 +640,12 @@ def render(cmp: Comparison) -> str:
         f"compare: {cmp.stack} ({cmp.region})"
         + (f", deadline {cmp.deadline_hours:g} h" if cmp.deadline_hours is not None else ""),
         *header_lines(cmp),
-        "* = uses an estimated price or assumption; run cost = whole stack x wall hours",
+        "* = uses an estimated price or assumption; run cost = whole stack x wall hours "
+        "(a Capacity Block pool: its whole window); (low-high) = the range",
+        "FASTEST = fastest of all rows; CHEAPEST = cheapest within budget and deadline",
         "",
-        f"  {'type':<15} {'nodes':>5} {'chips':>5} {'wall h':>9} {'option':<16} "
-        f"{'stack $/h':>11} {'run $':>15} {'$/M tok':>9}  notes",
+        f"  {'type':<15} {'nodes':>5} {'chips':>5} {'wall h (range)':>20} {'option':<16} "
+        f"{'stack $/h':>11} {'run $ (range)':>32} {'$/M tok':>9}  notes",
     ]
     for c in cmp.candidates:
         if not c.available:
@@ -489,10 +656,20 @@ def render(cmp: Comparison) -> str:
             lines.append(f"  {'':<15} not priced here: {', '.join(c.unpriced)}")
         lines.append(
             f"  {'':<15} {c.sizing_note}; memory fit: at least {c.min_nodes} node(s); "
-            f"MFU {c.mfu:.2f} ({c.mfu_origin})"
+            f"MFU {c.mfu:.2f} ({c.mfu_range[0]:.2f}-{c.mfu_range[1]:.2f}; {c.mfu_origin})"
         )
     lines.append("")
     deadline = cmp.deadline_hours is not None
     lines += pick_lines("cheapest", cmp.cheapest, deadline)
-    lines += pick_lines("fastest", cmp.fastest, deadline)
+    lines += pick_lines("fastest (of all rows)", cmp.fastest, deadline, "fastest: no priced row")
+    if not _same_pick(cmp.fastest, cmp.fastest_within_budget):
+        lines += pick_lines("fastest within budget", cmp.fastest_within_budget, deadline)
     return "\n".join(lines) + "\n"
+
+
+def _same_pick(a: Pick | None, b: Pick | None) -> bool:
+    return (a is None and b is None) or (
+        a is not None
+        and b is not None
+        and (a.instance_type, a.option) == (b.instance_type, b.option)
+    )

@@ -1,35 +1,45 @@
-"""Training-run estimate: FLOPs, wall hours, accelerator hours, run cost, USD per million tokens.
+"""Training-run estimate: steady-state throughput x scaling, goodput, wall hours, ranges.
 
 Formulas (docs/cost.md has the worked derivation):
 
 * Training FLOPs per token = 6 x N (dense: forward 2N + backward 4N) plus, when the spec gives
-  `sequence_length`, `layers` and `hidden_size`, the attention term 12 x L x H x S. This is the
-  PaLM convention (Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways", 2022,
-  appendix B: 6N + 12 L H Q T per token, with H x Q = d_model). Chinchilla (Hoffmann et al.
-  2022, appendix F) counts attention slightly differently; we follow PaLM because MFU figures
-  (PaLM, Llama 3) are reported against it.
-* Wall hours = FLOPs / (chips x peak dense FLOPS at the precision x MFU) / 3600 x the catalog's training_overhead_factor.
-* MFU: `budget.mfu` when set, else the family's MFU curve for the precision, evaluated at the
-  model size (instances.yaml `mfu_curves`: fitted to records.yaml, or an explicit estimate where
-  no public record exists; accelstack.cost.mfu fits them). The estimate says which.
-* Run cost = the whole stack's hourly cost (every pool, control plane, system nodes, NAT,
-  storage prorated per hour) x wall hours; the workload-pool-only figure is shown beside it.
+  `sequence_length`, `layers` and `hidden_size`, the attention term 12 x L x H x S (PaLM,
+  Chowdhery et al. 2022, appendix B); MFU figures (PaLM, Llama 3, llm-foundry) use it.
+* Step MFU at this scale = reference steady-state MFU (throughput.yaml curve at the model size,
+  one node, a full per-chip batch) x scaling efficiency (node count, tokens per chip per step).
+  The MFU comes from, in order: `budget.mfu` ("given": the step MFU at this scale), a trial
+  measurement ("measured"; one taken on fewer nodes is carried to this node count through the
+  scaling model), or the curve ("fitted" inside the records' sizes, "extrapolated" otherwise
+  or when the family/precision has no record of its own).
+* Compute hours = FLOPs / (chips x peak dense FLOPS at the precision x step MFU) / 3600.
+* Goodput = 1 / (1 + failures + checkpoint stalls + other losses): failures = nodes x
+  interruptions per node-hour x hours lost each; checkpoint stalls = training state / (nodes x
+  write throughput) per checkpoint interval; other losses (evaluation, slow phases) fitted to
+  whole-run records. Wall hours = compute hours / goodput + one-time hours (bring-up, Neuron
+  compile).
+* Every figure has a low/high range: the MFU's from the spread of its records (the stacks'
+  offsets and the fit's residual; wider where extrapolated), scaling's and goodput's from
+  their coefficients' uncertainty.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from accelstack.catalog import Catalog
+from accelstack.catalog.sizing import training_state_bytes
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.errors import CatalogError
 from accelstack.spec import Measured, Workload
 
 FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
 
-#: Where an estimate's MFU came from (printed as "MFU source = ...").
-MfuBasis = Literal["fitted to records", "estimate (no public record)", "budget.mfu", "measured"]
+#: Where an estimate's MFU came from (JSON `training.mfu_basis`).
+MfuBasis = Literal["fitted", "extrapolated", "measured", "given"]
+Range = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -63,38 +73,149 @@ def training_flops(
 
 
 @dataclass(frozen=True)
+class MfuPick:
+    """The step MFU at this scale, its range, and where it came from."""
+
+    mfu: float
+    low: float
+    high: float
+    basis: MfuBasis
+    source: str
+    scaling: float = 1.0
+    scaling_range: Range = (1.0, 1.0)
+    reference: float | None = None  # steady state at one node and a full per-chip batch
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class GoodputParts:
+    failures: float
+    checkpoint: float
+    other: float
+    spread: float
+    one_time_hours: float
+    one_time_note: str
+
+    @property
+    def losses(self) -> float:
+        return self.failures + self.checkpoint + self.other
+
+    @property
+    def goodput(self) -> float:
+        return 1.0 / (1.0 + self.losses)
+
+    @property
+    def range(self) -> Range:
+        return (
+            1.0 / (1.0 + self.losses * (1.0 + self.spread)),
+            1.0 / (1.0 + self.losses * (1.0 - self.spread)),
+        )
+
+
+@dataclass(frozen=True)
 class TrainingEstimate:
     instance_type: str
     nodes: int
     chips: int
     precision: str
     peak_tflops_per_chip: float
-    mfu: float
-    mfu_source: str  # "spec budget.mfu" or the curve's description
-    mfu_from_spec: bool
+    pick: MfuPick
     flops: Flops
-    compute_hours: float
-    overhead_factor: float
-    overhead_source: str
-    wall_hours: float
+    parts: GoodputParts
     min_nodes: int  # memory fit
-    mfu_basis: MfuBasis = "budget.mfu"
-    mfu_warning: str | None = None  # e.g. a measurement taken on another SDK
+    mfu_from_spec: bool = False
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    # ---- the step MFU ---------------------------------------------------------------
+    @property
+    def mfu(self) -> float:
+        return self.pick.mfu
+
+    @property
+    def mfu_range(self) -> Range:
+        return (self.pick.low, self.pick.high)
+
+    @property
+    def mfu_basis(self) -> MfuBasis:
+        return self.pick.basis
+
+    @property
+    def mfu_source(self) -> str:
+        return self.pick.source
+
+    @property
+    def mfu_warning(self) -> str | None:
+        return self.pick.warning
 
     @property
     def mfu_origin(self) -> str:
         """One line for reports: the basis, then the detail."""
-        if self.mfu_from_spec:
-            return "MFU source = budget.mfu"
-        if self.mfu_basis == "measured":
-            warn = f"; WARNING: {self.mfu_warning}" if self.mfu_warning else ""
-            return f"MFU source = measured ({self.mfu_source}){warn}"
-        return f"MFU source = {self.mfu_basis}: {self.mfu_source}"
+        warn = f"; WARNING: {self.mfu_warning}" if self.mfu_warning else ""
+        return f"MFU {self.mfu_basis}: {self.mfu_source}{warn}"
 
     @property
     def mfu_is_estimate(self) -> bool:
-        """True when the MFU has no record, measurement or user figure behind it."""
-        return self.mfu_basis == "estimate (no public record)"
+        """True when the MFU has no record of its own, measurement or user figure behind it."""
+        return self.mfu_basis == "extrapolated"
+
+    @property
+    def scaling_efficiency(self) -> float:
+        return self.pick.scaling
+
+    # ---- throughput and time --------------------------------------------------------
+    def _tokens_per_chip_s(self, mfu: float) -> float:
+        return mfu * self.peak_tflops_per_chip * 1e12 / self.flops.per_token
+
+    @property
+    def steady_state_tokens_per_second_per_chip(self) -> float:
+        return self._tokens_per_chip_s(self.mfu)
+
+    @property
+    def steady_state_tokens_range(self) -> Range:
+        return (self._tokens_per_chip_s(self.pick.low), self._tokens_per_chip_s(self.pick.high))
+
+    def _compute_hours(self, mfu: float) -> float:
+        return self.flops.total / (self.chips * self.peak_tflops_per_chip * 1e12 * mfu) / 3600
+
+    @property
+    def compute_hours(self) -> float:
+        return self._compute_hours(self.mfu)
+
+    @property
+    def goodput(self) -> float:
+        return self.parts.goodput
+
+    @property
+    def goodput_range(self) -> Range:
+        return self.parts.range
+
+    @property
+    def one_time_hours(self) -> float:
+        return self.parts.one_time_hours
+
+    @property
+    def wall_hours(self) -> float:
+        return self.compute_hours / self.goodput + self.one_time_hours
+
+    @property
+    def wall_hours_range(self) -> Range:
+        g_lo, g_hi = self.goodput_range
+        fast = self._compute_hours(self.pick.high) / g_hi + self.one_time_hours
+        slow = self._compute_hours(self.pick.low) / g_lo + self.one_time_hours
+        return (fast, slow)
+
+    @property
+    def overhead_factor(self) -> float:
+        """Wall hours per compute hour (goodput losses and one-time hours)."""
+        return self.wall_hours / self.compute_hours
+
+    @property
+    def overhead_source(self) -> str:
+        p = self.parts
+        return (
+            f"goodput {self.goodput:.3f}: failures {p.failures:.3f} + checkpoint stalls "
+            f"{p.checkpoint:.3f} + other {p.other:.3f}; {p.one_time_note}"
+        )
 
     @property
     def accelerator_hours(self) -> float:
@@ -109,6 +230,27 @@ class TrainingEstimate:
         return self.flops.tokens
 
 
+def tokens_per_chip(workload: Workload, chips: int) -> float | None:
+    """Tokens per chip per optimizer step, when the spec gives the batch and sequence."""
+    if workload.global_batch_size and workload.sequence_length and chips > 0:
+        return workload.global_batch_size * workload.sequence_length / chips
+    return None
+
+
+def batch_warning(workload: Workload, chips: int) -> str | None:
+    """A warning when the global batch cannot give every data-parallel rank one sequence."""
+    gbs = workload.global_batch_size
+    if not gbs or gbs >= chips:
+        return None
+    per_rank = math.ceil(chips / gbs)
+    return (
+        f"global batch of {gbs:,} sequences on {chips:,} chips is {gbs / chips:.2f} sequence "
+        f"per chip: every data-parallel rank needs at least one, so each rank must span "
+        f">= {per_rank} chips (tensor/pipeline parallelism) or raise workload.global_batch_size "
+        f"to >= {chips:,}"
+    )
+
+
 def estimate_training(
     catalog: Catalog,
     instance_type: str,
@@ -116,11 +258,13 @@ def estimate_training(
     workload: Workload,
     mfu: float | None = None,
     measured: Sequence[Measured] = (),
+    stack: str | None = None,
 ) -> TrainingEstimate:
     """Estimate one training run of `workload` on `nodes` x `instance_type`.
 
     MFU: `mfu` (budget.mfu) when given, else a measurement of this instance type, model size
-    and precision from `measured` (the spec's calibration), else the family's curve.
+    and precision from `measured` (the spec's calibration), else the family's curve (at the
+    centre of its stacks, or `stack`'s offset when named: used to reproduce records).
     """
     from accelstack.catalog.sizing import memory_fit
 
@@ -134,54 +278,130 @@ def estimate_training(
             f"no {workload.precision} peak figure for {fam.accelerator} "
             f"(have: {', '.join(fam.peak_tflops)})"
         )
-    m = workload.model
-    used_mfu, source, basis, warning = _mfu_for(catalog, instance_type, workload, mfu, measured)
-    flops = training_flops(
-        m.params_billion,
-        workload.tokens_billion,
-        m.layers,
-        m.hidden_size,
-        workload.sequence_length,
-    )
     chips = nodes * inst.chips
-    seconds = flops.total / (chips * peak * 1e12 * used_mfu)
-    compute_hours = seconds / 3600.0
+    pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
+    m = workload.model
+    flops = training_flops(
+        m.params_billion, workload.tokens_billion, m.layers, m.hidden_size, workload.sequence_length
+    )
+    parts = goodput_parts(catalog, instance_type, nodes, workload, measured)
     fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
+    warning = batch_warning(workload, chips)
     return TrainingEstimate(
         instance_type=instance_type,
         nodes=nodes,
         chips=chips,
         precision=workload.precision,
         peak_tflops_per_chip=peak,
-        mfu=used_mfu,
-        mfu_source=source,
-        mfu_from_spec=mfu is not None,
+        pick=pick,
         flops=flops,
-        compute_hours=compute_hours,
-        overhead_factor=catalog.defaults.training_overhead_factor,
-        overhead_source=catalog.defaults.training_overhead_source,
-        wall_hours=compute_hours * catalog.defaults.training_overhead_factor,
+        parts=parts,
         min_nodes=fit.min_nodes,
-        mfu_basis=basis,
-        mfu_warning=warning,
+        mfu_from_spec=mfu is not None,
+        warnings=(warning,) if warning else (),
     )
 
 
-def _mfu_for(
+# ---------------------------------------------------------------------------------------
+# Steady-state MFU x scaling
+# ---------------------------------------------------------------------------------------
+
+
+def scaling(catalog: Catalog, nodes: int, per_chip: float | None) -> tuple[float, Range]:
+    """Scaling efficiency against one node with a full per-chip batch, and its range."""
+    sc = catalog.throughput.scaling
+    loss = sc.loss_per_node_doubling
+    eff = sc.efficiency(nodes, per_chip)
+    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread))
+    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread))
+    return eff, (low, high)
+
+
+def mfu_for(
     catalog: Catalog,
     instance_type: str,
+    nodes: int,
     workload: Workload,
-    override: float | None,
+    given: float | None,
     measured: Sequence[Measured],
-) -> tuple[float, str, MfuBasis, str | None]:
-    """(mfu, source, basis, warning): budget.mfu, else a measurement, else the curve."""
-    hit = None if override is not None else find_measured(measured, instance_type, workload)
+    stack: str | None = None,
+) -> MfuPick:
+    """budget.mfu, else a measurement (carried to this node count), else the curve."""
+    if given is not None:
+        return MfuPick(given, given, given, "given", "spec budget.mfu (the step MFU at this scale)")
+    inst = catalog.instance(instance_type)
+    per_chip = tokens_per_chip(workload, nodes * inst.chips)
+    eff, eff_range = scaling(catalog, nodes, per_chip)
+    hit = find_measured(measured, instance_type, workload)
     if hit is not None:
-        warning = stale_sdk(hit, current_sdk(catalog, instance_type, workload))
-        return hit.mfu, measured_source(hit), "measured", warning
-    fam = catalog.family_of(instance_type).name
+        return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
+    curve = catalog.mfu_curve(inst.family, workload.precision)
+    ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
+    return MfuPick(
+        ref * eff, lo * eff_range[0], hi * eff_range[1], basis, source, eff, eff_range, ref
+    )
+
+
+def curve_point(
+    catalog: Catalog, curve: MfuCurve, workload: Workload, stack: str | None = None
+) -> tuple[float, float, float, MfuBasis, str]:
+    """(reference MFU, low, high, basis, source) of a curve at the workload's model size."""
     p = workload.model.params_billion
-    return (*_mfu(catalog, fam, workload.precision, p, override), None)
+    spreads = catalog.throughput.spreads
+    ref = curve.reference(p, stack)
+    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks.get(stack, 0.0)]
+    base = curve.reference(p)
+    lo_c = base + min(offsets) * curve.factor
+    hi_c = base + max(offsets) * curve.factor
+    outside = curve.decades_outside(p)
+    rel = max(curve.residual, spreads.minimum) + curve.extra_spread
+    rel = min(0.9, rel + spreads.per_decade_outside * outside)
+    lo_s, hi_s = curve.params_range or (p, p)
+    sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
+    n = len(curve.records)
+    stacks = ", ".join(sorted(curve.stacks)) or "one stack"
+    if curve.from_curve is not None:
+        src = curve.from_curve
+        detail = f"x {curve.factor:g}, " if curve.factor != 1 else ""
+        beyond = f"; beyond the records' sizes to {p:g}B" if outside > 0 else ""
+        source = (
+            f"extrapolated from {src.family} {src.precision} ({detail}{n} records, {sizes}; "
+            f"{stacks}{beyond}): {curve.reason}"
+        )
+        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+    fitted = f"{curve.family} {workload.precision} curve, {n} steady-state records ({stacks})"
+    if outside > 0:
+        source = f"extrapolated beyond the records' sizes ({sizes}) to {p:g}B: {fitted}"
+        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+    source = f"{fitted} at {p:g}B (sizes {sizes})"
+    return ref, lo_c * (1 - rel), hi_c * (1 + rel), "fitted", source
+
+
+def _measured_pick(
+    catalog: Catalog,
+    m: Measured,
+    nodes: int,
+    workload: Workload,
+    eff: float,
+    eff_range: Range,
+) -> MfuPick:
+    """A measurement, carried from its node count to `nodes` through the scaling model."""
+    spreads = catalog.throughput.spreads
+    chips_per_node = catalog.instance(m.instance_type).chips
+    at = m.nodes or nodes
+    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
+    mfu = m.mfu * eff / eff_at
+    rel = spreads.measured
+    source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s)"
+    if m.nodes is None:
+        source += " (node count not recorded: taken as the spec's)"
+    elif at != nodes:
+        rel += spreads.carried_per_node_doubling * abs(math.log2(nodes / at))
+        source += f", carried to {nodes} node(s) through the scaling model (x{eff / eff_at:.3f})"
+    warning = stale_sdk(m, current_sdk(catalog, m.instance_type, workload))
+    return MfuPick(
+        mfu, mfu * (1 - rel), mfu * (1 + rel), "measured", source, eff, eff_range, None, warning
+    )
 
 
 def find_measured(
@@ -216,20 +436,44 @@ def stale_sdk(m: Measured, current: str) -> str | None:
     return f"measured on {m.sdk}, the spec now uses {current}: re-run `accelstack trial`"
 
 
-def _mfu(
-    catalog: Catalog, family: str, precision: str, params_billion: float, override: float | None
-) -> tuple[float, str, MfuBasis]:
-    """budget.mfu when given, else the family's curve at this model size."""
-    if override is not None:
-        return override, "spec budget.mfu", "budget.mfu"
-    curve = catalog.mfu_curve(family, precision)
-    lo, hi = curve.params_range or (0.0, 0.0)
-    where = f"{family} {precision} curve at {params_billion:g}B (sizes {lo:g}-{hi:g}B"
-    if curve.basis == "records":
-        detail = f"{where}, {len(curve.records)} records in records.yaml)"
-        return curve.mfu(params_billion), detail, "fitted to records"
-    detail = f"{where}, copied from {curve.copy_of}; measure, then set budget.mfu)"
-    return curve.mfu(params_billion), detail, "estimate (no public record)"
+# ---------------------------------------------------------------------------------------
+# Goodput and one-time hours
+# ---------------------------------------------------------------------------------------
+
+
+def goodput_parts(
+    catalog: Catalog,
+    instance_type: str,
+    nodes: int,
+    workload: Workload,
+    measured: Sequence[Measured] = (),
+) -> GoodputParts:
+    """Failures, checkpoint stalls and other losses (fractions of step time), one-time hours."""
+    g = catalog.throughput.goodput
+    failures = nodes * g.interruptions_per_node_hour * g.lost_hours_per_interruption
+    state = training_state_bytes(catalog, workload.model.params_billion, workload.precision)
+    write_s = state / (nodes * g.checkpoint_write_gb_per_s_per_node * 1e9)
+    checkpoint = write_s / 3600.0 / g.checkpoint_interval_hours
+    hours, note = one_time_hours(catalog, instance_type, workload, measured)
+    return GoodputParts(failures, checkpoint, g.other_loss_fraction, g.spread, hours, note)
+
+
+def one_time_hours(
+    catalog: Catalog, instance_type: str, workload: Workload, measured: Sequence[Measured] = ()
+) -> tuple[float, str]:
+    """Bring-up, plus the graph compile on device kinds that compile (measured by a trial
+    when the calibration has it, else the catalog's estimate)."""
+    g = catalog.throughput.goodput
+    kind = catalog.families[catalog.instance(instance_type).family].device_kind
+    hit = find_measured(measured, instance_type, workload)
+    note = f"bring-up {g.bring_up_hours:g} h ({g.bring_up_source})"
+    compile_h = g.compile_hours.get(kind, 0.0)
+    if hit is not None and hit.compile_s is not None and kind in g.compile_hours:
+        compile_h = hit.compile_s / 3600.0
+        note += f" + compile {compile_h:.2f} h (measured by the trial)"
+    elif compile_h:
+        note += f" + compile {compile_h:g} h (estimate: {g.compile_source})"
+    return g.bring_up_hours + compile_h, note
 
 
 @dataclass(frozen=True)
@@ -239,14 +483,29 @@ class RunCost:
     pool_hourly_usd: float
     tokens: float
     estimate: bool  # any price behind it is an estimate
+    billed_pool_hours: float | None = None  # a Capacity Block bills its whole window
+    wall_hours_range: Range | None = None
+    billed_pool_hours_range: Range | None = None
+    extra_usd: float = 0.0  # one-off lines (data transfer) of the run
+
+    def _run(self, wall: float, billed: float | None) -> float:
+        pool_hours = wall if billed is None else billed
+        other = self.stack_hourly_usd - self.pool_hourly_usd
+        return other * wall + self.pool_hourly_usd * pool_hours + self.extra_usd
 
     @property
     def run_usd(self) -> float:
-        return self.stack_hourly_usd * self.wall_hours
+        return self._run(self.wall_hours, self.billed_pool_hours)
+
+    @property
+    def run_usd_range(self) -> Range:
+        lo_w, hi_w = self.wall_hours_range or (self.wall_hours, self.wall_hours)
+        lo_b, hi_b = self.billed_pool_hours_range or (None, None)
+        return (self._run(lo_w, lo_b), self._run(hi_w, hi_b))
 
     @property
     def pool_run_usd(self) -> float:
-        return self.pool_hourly_usd * self.wall_hours
+        return self.pool_hourly_usd * (self.billed_pool_hours or self.wall_hours)
 
     @property
     def usd_per_million_tokens(self) -> float:

@@ -51,7 +51,9 @@ def verdict_markdown(v: Verdict) -> str:
 
 
 def comparison_dict(cmp: Comparison) -> dict[str, Any]:
-    """JSON-ready form of a comparison: every candidate and option, the two picks."""
+    """JSON-ready form of a comparison (docs/cost.md, "JSON contract"): every candidate and
+    option row with its `cheapest`, `fastest` and `within_budget` flags, the picks, and the
+    cheapest pick's `break_even`."""
     return {
         "stack": cmp.stack,
         "region": cmp.region,
@@ -60,35 +62,79 @@ def comparison_dict(cmp: Comparison) -> dict[str, Any]:
         "options": list(cmp.options),
         "spot_assumption": cmp.spot_assumption or None,
         "candidates": [
-            {**asdict(c), "available": c.available, "options": [_option(o) for o in c.options]}
+            {
+                **asdict(c),
+                "available": c.available,
+                "mfu_range": _lohi(c.mfu_range),
+                "options": [_option(cmp, c.instance_type, o) for o in c.options],
+            }
             for c in cmp.candidates
         ],
         "cheapest": _pick(cmp.cheapest),
         "fastest": _pick(cmp.fastest),
+        "fastest_within_budget": _pick(cmp.fastest_within_budget),
+        "break_even": _break_even(cmp.cheapest),
     }
+
+
+def _lohi(pair: tuple[float, float]) -> dict[str, float]:
+    return {"low": pair[0], "high": pair[1]}
+
+
+def _break_even(p: Pick | None) -> dict[str, Any] | None:
+    if p is None or p.break_even is None:
+        return None
+    return {**asdict(p.break_even), "line": p.break_even.line()}
 
 
 def _pick(p: Pick | None) -> dict[str, Any] | None:
     if p is None:
         return None
-    return {**asdict(p), "depends_on_estimate": p.depends_on_estimate}
+    return {
+        **asdict(p),
+        "run_usd_range": _lohi(p.run_usd_range),
+        "wall_hours_range": _lohi(p.wall_hours_range),
+        "depends_on_estimate": p.depends_on_estimate,
+        "too_close_to_call": p.too_close,
+        "break_even": _break_even(p),
+    }
 
 
-def _option(o: Any) -> dict[str, Any]:
+def _same_row(a: Pick | None, b: Pick | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.instance_type, a.option) == (b.instance_type, b.option)
+
+
+def _is(p: Pick | None, instance_type: str, option: str) -> bool:
+    return p is not None and (p.instance_type, p.option) == (instance_type, option)
+
+
+def _option(cmp: Comparison, instance_type: str, o: Any) -> dict[str, Any]:
     return {
         **asdict(o),
         "over": list(o.over),
         "fits_budget": o.fits_budget,
+        "within_budget": o.fits_budget,
         "ranked": o.ranked,
+        "cheapest": _is(cmp.cheapest, instance_type, o.option),
+        "fastest": _is(cmp.fastest, instance_type, o.option),
+        "fastest_within_budget": _is(cmp.fastest_within_budget, instance_type, o.option),
+        "wall_hours_range": _lohi(o.wall_hours_range),
+        "run_usd_range": _lohi(o.run_usd_range),
     }
 
 
 def _marks(cmp: Comparison, instance_type: str, option: str) -> list[str]:
-    return [
+    marks = [
         label
         for label, p in (("cheapest", cmp.cheapest), ("fastest", cmp.fastest))
-        if p and p.instance_type == instance_type and p.option == option
+        if _is(p, instance_type, option)
     ]
+    within = cmp.fastest_within_budget
+    if _is(within, instance_type, option) and not _is(cmp.fastest, instance_type, option):
+        marks.append("fastest within budget")
+    return marks
 
 
 def comparison_markdown(cmp: Comparison) -> str:
@@ -99,7 +145,7 @@ def comparison_markdown(cmp: Comparison) -> str:
         "",
         *(f"- {_cell(line)}" for line in header_lines(cmp)),
         "",
-        "| type | nodes | wall h | option | stack $/h | run $ | notes |",
+        "| type | nodes | wall h (range) | option | stack $/h | run $ (range) | notes |",
         "|---|---:|---:|---|---:|---:|---|",
     ]
     for c in cmp.candidates:
@@ -112,21 +158,37 @@ def comparison_markdown(cmp: Comparison) -> str:
                 notes.append(f"commitment {_usd(o.commitment_usd, digits=0)} over {o.term_years}y")
             if o.over:
                 notes.append("over budget: " + "; ".join(o.over))
-            run = _usd(o.run_usd, o.estimate, 0) if o.ranked else "not ranked"
+            lo, hi = o.run_usd_range
+            run = (
+                f"{_usd(o.run_usd, o.estimate, 0)} ({_usd(lo, digits=0)}-{_usd(hi, digits=0)})"
+                if o.ranked
+                else "not ranked"
+            )
+            w_lo, w_hi = o.wall_hours_range
             lines.append(
-                f"| {c.instance_type} | {c.nodes} | {o.wall_hours:,.1f} | {o.option} "
+                f"| {c.instance_type} | {c.nodes} | {o.wall_hours:,.1f} ({w_lo:,.0f}-{w_hi:,.0f}) "
+                f"| {o.option} "
                 f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
                 f"| {_cell(', '.join(notes))} |"
             )
     lines += ["", *comparison_chart(cmp)]
-    for label, p in (("Cheapest", cmp.cheapest), ("Fastest", cmp.fastest)):
+    picks = [("Cheapest", cmp.cheapest), ("Fastest (of all rows)", cmp.fastest)]
+    if not _same_row(cmp.fastest, cmp.fastest_within_budget):
+        picks.append(("Fastest within budget", cmp.fastest_within_budget))
+    for label, p in picks:
         if p is None:
             lines.append(f"**{label}:** nothing fits the budget")
             continue
+        lo, hi = p.run_usd_range
         lines.append(
             f"**{label}:** {p.nodes} x {p.instance_type} ({p.option}), "
-            f"{p.wall_hours:,.1f} h, {_usd(p.run_usd, digits=0)}"
+            f"{p.wall_hours:,.1f} h, {_usd(p.run_usd, digits=0)} "
+            f"({_usd(lo, digits=0)}-{_usd(hi, digits=0)})"
         )
+        if p.break_even is not None:
+            lines.append(f"  - {_cell(p.break_even.line())}")
+            if p.too_close:
+                lines.append("  - **too close to call**: run `accelstack trial` on both")
         if p.depends_on_estimate:
             lines.append(f"  - depends on an estimate: {_cell('; '.join(p.estimates))}")
         lines += [f"  - {_cell(a)}" for a in p.assumptions]

@@ -33,6 +33,7 @@ from accelstack.cost.pricing import (
     price_plan,
     price_stack,
 )
+from accelstack.cost.rundata import run_data
 from accelstack.errors import VerdictError
 from accelstack.jsonout import dumps
 from accelstack.resolve import Stack
@@ -61,6 +62,8 @@ class Verdict:
     run: RunCost
     checks: tuple[LimitCheck, ...]
     spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
+    blocks: tuple[int, ...] = ()  # Capacity Block sizes of the workload pool
+    data_lines: tuple[str, ...] = ()  # per-GB lines of the run (NAT data, inter-AZ)
     unbounded: bool = False  # no limit and no `budget.unlimited`: refused (fails closed)
 
     @property
@@ -82,7 +85,7 @@ class Verdict:
         if self.cost.pool_estimate(self.pool):
             out.append(f"the {self.estimate.instance_type} price is an estimate")
         if self.estimate.mfu_is_estimate:
-            out.append("the MFU is an estimate (no public record or measurement)")
+            out.append(f"the MFU is extrapolated ({self.estimate.mfu_source})")
         if self.estimate.mfu_warning:
             out.append(f"the measured MFU may be stale: {self.estimate.mfu_warning}")
         if self.spot_factor > 1.0:
@@ -134,6 +137,14 @@ def spot_factor(stack: Stack) -> float:
     return d.spot_interruption.overhead_factor(pool.nodes, d.hours_per_month)
 
 
+def billed_hours(stack: Stack, wall_hours: float) -> float | None:
+    """Pool hours billed for a run: a Capacity Block pool pays its whole window up front (the
+    run rounded up to the next duration a block can be bought for); None for other options."""
+    if stack.workload_pool.purchase_option != "capacity-block":
+        return None
+    return stack.catalog.capacity_blocks.window_days(wall_hours) * 24.0
+
+
 def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[LimitCheck, ...]:
     """The organisation ceiling's limits (those it sets) as checks, labelled with its file."""
     if ceiling is None:
@@ -161,12 +172,19 @@ def check_budget(
     est = estimate_for(stack)
     pool = stack.workload_pool.name
     factor = spot_factor(stack)
+    lo, hi = est.wall_hours_range
+    billed = billed_hours(stack, est.wall_hours * factor)
+    data = run_data(stack, cost)
     run = RunCost(
         est.wall_hours * factor,
         cost.hourly_usd,
         cost.pool_hourly_usd(pool),
         est.tokens,
         cost.estimate or (factor > 1.0 and stack.catalog.defaults.spot_interruption.estimate),
+        billed,
+        (lo * factor, hi * factor),
+        None if billed is None else (billed_hours(stack, lo) or lo, billed_hours(stack, hi) or hi),
+        data.usd,
     )
     b = stack.spec.budget
     checks: tuple[LimitCheck, ...] = (
@@ -177,7 +195,21 @@ def check_budget(
     actual = {"max_hourly_usd": cost.hourly_usd, "max_monthly_usd": cost.monthly_usd}
     checks += _ceiling_checks(ceiling, {**actual, "max_run_usd": run.run_usd})
     unbounded = not b.has_limit and not b.unlimited
-    return Verdict(stack.name, pool, cost, est, run, checks, factor, unbounded)
+    blocks: tuple[int, ...] = ()
+    if stack.workload_pool.purchase_option == "capacity-block":
+        blocks = stack.catalog.capacity_blocks.blocks_for(stack.workload_pool.nodes)
+    return Verdict(
+        stack.name,
+        pool,
+        cost,
+        est,
+        run,
+        checks,
+        factor,
+        unbounded=unbounded,
+        blocks=blocks,
+        data_lines=data.lines,
+    )
 
 
 def enforce(
@@ -266,32 +298,73 @@ def _option_lines(c: StackCost, refs: _SourceRefs) -> list[str]:
     return lines
 
 
-def _training_lines(v: Verdict) -> list[str]:
+def _rng(lo_hi: tuple[float, float], fmt: str = ",.1f") -> str:
+    return f"{lo_hi[0]:{fmt}}-{lo_hi[1]:{fmt}}"
+
+
+def _throughput_lines(e: TrainingEstimate) -> list[str]:
+    """Steady state, scaling and goodput: the two quantities and how they combine."""
+    p, g = e.pick, e.parts
+    out = [f"  MFU basis: {e.mfu_basis} ({e.mfu_source})"]
+    if p.reference is not None:
+        out.append(
+            f"  steady-state MFU at the reference scale (1 node, full per-chip batch): "
+            f"{p.reference:.3f}"
+        )
+    out += [
+        f"  scaling efficiency at {e.nodes} node(s): {e.scaling_efficiency:.3f} "
+        f"(range {_rng(p.scaling_range, '.3f')})",
+        f"  step MFU: {e.mfu:.3f} (range {_rng(e.mfu_range, '.3f')}) = "
+        f"{e.steady_state_tokens_per_second_per_chip:,.0f} tokens/s per chip "
+        f"(range {_rng(e.steady_state_tokens_range, ',.0f')})",
+        f"  goodput: {e.goodput:.3f} (range {_rng(e.goodput_range, '.3f')}): failures "
+        f"{g.failures:.4f} + checkpoint stalls {g.checkpoint:.4f} + other {g.other:.3f}",
+        f"  compute {e.compute_hours:,.1f} h / goodput {e.goodput:.3f} + one-time "
+        f"{e.one_time_hours:.2f} h = wall {e.wall_hours:,.1f} h "
+        f"(range {_rng(e.wall_hours_range)} h; {g.one_time_note})",
+    ]
+    return out
+
+
+def _run_lines(v: Verdict) -> list[str]:
     c, e, r = v.cost, v.estimate, v.run
-    origin = e.mfu_origin
     pest = c.pool_estimate(v.pool)
+    out = []
+    if v.spot_factor > 1.0:
+        out.append(
+            f"  spot: wall {r.wall_hours:,.1f} h with the interruption overhead x{v.spot_factor:.4f}"
+        )
+    if r.billed_pool_hours is not None:
+        cb = e.nodes
+        out.append(
+            f"  capacity block: billed up front for the whole window: {r.wall_hours:,.1f} h "
+            f"-> {r.billed_pool_hours / 24:g} day(s) ({r.billed_pool_hours:,.0f} h) x {cb} "
+            f"instance(s) in block(s) of {', '.join(map(str, v.blocks))}"
+        )
+    lo, hi = r.run_usd_range
+    out += [
+        f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}",
+        f"  memory fit: at least {e.min_nodes} node(s) of {e.instance_type}; the pool has {e.nodes}",
+        f"  run cost, whole stack: {_usd(r.run_usd, r.estimate)} (range {_usd(lo)}-{_usd(hi)})"
+        f"  (workload pool only: {_usd(r.pool_run_usd, pest)})",
+        f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
+        f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
+    ]
+    out += [f"  {line}" for line in v.data_lines]
+    out += [f"  warning: {w}" for w in e.warnings]
+    return out
+
+
+def _training_lines(v: Verdict) -> list[str]:
+    e = v.estimate
     return [
         f"training-run estimate (pool {v.pool}: {e.nodes} x {e.instance_type}, {e.chips} chips)",
         f"  FLOPs per token: {e.flops.per_token:.4e} ({FLOPS_CONVENTION}; "
         f"attention {e.flops.attention_per_token:.4e})",
         f"  training FLOPs: {e.flops.total:.4e} over {e.tokens / 1e9:g}B tokens",
         f"  peak: {e.peak_tflops_per_chip:g} TFLOPS per chip, {e.precision} dense",
-        f"  MFU used: {e.mfu:.2f} ({origin})",
-        f"  compute {e.compute_hours:,.1f} h x overhead {e.overhead_factor:.2f} = "
-        f"wall {e.wall_hours:,.1f} h ({e.overhead_source})",
-        f"  accelerator-hours: {e.accelerator_hours:,.0f}; node-hours: {e.node_hours:,.0f}",
-        f"  memory fit: at least {e.min_nodes} node(s) of {e.instance_type}; the pool has {e.nodes}",
-        f"  run cost, whole stack: {_usd(r.run_usd, r.estimate)}  "
-        f"(workload pool only: {_usd(r.pool_run_usd, pest)})",
-        f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
-        f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
-        *(
-            [
-                f"  spot: wall {r.wall_hours:,.1f} h with the interruption overhead x{v.spot_factor:.4f}"
-            ]
-            if v.spot_factor > 1.0
-            else []
-        ),
+        *_throughput_lines(e),
+        *_run_lines(v),
         *([f"  depends on an estimate: {'; '.join(v.depends_on)}"] if v.depends_on else []),
         "",
     ]
@@ -361,28 +434,46 @@ def _quote_dict(q: OptionQuote) -> dict[str, Any]:
     }
 
 
+def lohi(pair: tuple[float, float]) -> dict[str, float]:
+    """The JSON contract's range object."""
+    return {"low": pair[0], "high": pair[1]}
+
+
 def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
+    """The `training` object of the JSON contract (docs/cost.md, "JSON contract")."""
+    wall_lo, wall_hi = r.wall_hours_range or (r.wall_hours, r.wall_hours)
     return {
         "instance_type": e.instance_type,
         "nodes": e.nodes,
         "chips": e.chips,
         "precision": e.precision,
         "peak_tflops_per_chip": e.peak_tflops_per_chip,
+        "steady_state_tokens_per_second_per_chip": e.steady_state_tokens_per_second_per_chip,
+        "steady_state_tokens_per_second_per_chip_range": lohi(e.steady_state_tokens_range),
         "mfu": e.mfu,
-        "mfu_source": e.mfu_source,
-        "mfu_from_spec": e.mfu_from_spec,
+        "mfu_range": lohi(e.mfu_range),
         "mfu_basis": e.mfu_basis,
-        "mfu_origin": e.mfu_origin,
+        "mfu_source": e.mfu_source,
         "mfu_warning": e.mfu_warning,
+        "reference_mfu": e.pick.reference,
+        "scaling_efficiency": e.scaling_efficiency,
+        "scaling_efficiency_range": lohi(e.pick.scaling_range),
+        "goodput": e.goodput,
+        "goodput_range": lohi(e.goodput_range),
         "total_flops": e.flops.total,
         "compute_hours": e.compute_hours,
-        "overhead_factor": e.overhead_factor,
+        "one_time_hours": e.one_time_hours,
         "wall_hours": r.wall_hours,  # with the spot interruption overhead when on spot
+        "wall_hours_range": lohi((wall_lo, wall_hi)),
+        "billed_pool_hours": r.billed_pool_hours,  # Capacity Block: the whole window
         "accelerator_hours": e.accelerator_hours,
         "min_nodes": e.min_nodes,
         "run_usd": r.run_usd,
+        "run_usd_range": lohi(r.run_usd_range),
+        "data_transfer_usd": r.extra_usd,
         "pool_run_usd": r.pool_run_usd,
         "usd_per_million_tokens": r.usd_per_million_tokens,
+        "warnings": list(e.warnings),
     }
 
 
@@ -398,7 +489,11 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "estimate": c.estimate,
         "items": [_item_dict(i) for i in c.items],
         "options": {pool: [_quote_dict(q) for q in quotes] for pool, quotes in c.options.items()},
-        "training": {**_training_dict(v.estimate, v.run), "spot_overhead_factor": v.spot_factor},
+        "training": {
+            **_training_dict(v.estimate, v.run),
+            "spot_overhead_factor": v.spot_factor,
+            "capacity_blocks": list(v.blocks),
+        },
         "depends_on_estimate": v.depends_on,
         "budget": [
             {"field": k.field, "limit": k.limit, "actual": k.actual, "ok": k.ok} for k in v.checks

@@ -44,6 +44,7 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
         "ACCELSTACK_TRIAL_PARAMS_BILLION": f"{wl.model.params_billion:g}",
         "ACCELSTACK_TRIAL_PRECISION": wl.precision,
         "ACCELSTACK_TRIAL_SDK": sdk,
+        "ACCELSTACK_TRIAL_DEVICE_KIND": p.device.name,
     }
     optional = {
         "ACCELSTACK_TRIAL_LAYERS": wl.model.layers,
@@ -114,8 +115,10 @@ Scripts: {pools}. Copy this directory to one node of each pool (or to shared sto
 Each node appends one JSON line to `{records}` (override with ACCELSTACK_TRIAL_RECORDS).
 
 Your entrypoint must stop after `ACCELSTACK_MAX_STEPS` steps and call `step_done()` after
-each one (see the docstring of `{WRAPPER}`). Then, on your workstation:
+each one, and should call `model_ran(module=model)` once so the record carries the model that
+actually ran (see the docstring of `{WRAPPER}`). `calibrate` refuses a record from another
+device kind than its pool (a CPU run) or with an implausible MFU. Then, on your workstation:
 
     accelstack calibrate {records} --spec stacks/{stack.name}.yaml
-    accelstack price stacks/{stack.name}.yaml     # MFU source = measured (...)
+    accelstack price stacks/{stack.name}.yaml     # MFU basis: measured (...)
 """

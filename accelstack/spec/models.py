@@ -473,6 +473,19 @@ class Measured(Strict):
     records: int = Field(1, ge=1, description="records averaged")
     sdk: Text = Field(description="SDK / image the trial ran on")
     framework: Text | None = Field(None, description="framework versions the trial reported")
+    nodes: int | None = Field(
+        None, ge=1, le=100_000, description="nodes the trial ran on (carried to the pool's count)"
+    )
+    world_size: int | None = Field(None, ge=1, description="processes of the trial job")
+    device_kind: Text | None = Field(
+        None, description="device kind the trial ran on (refused when not the pool's)"
+    )
+    model: Text | None = Field(
+        None, description="the model that ran: its size, measured by the trial or given"
+    )
+    compile_s: float | None = Field(
+        None, ge=0, description="first-step time (graph compile and warm-up), seconds"
+    )
 
 
 class Spec(Strict):

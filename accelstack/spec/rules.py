@@ -1041,3 +1041,39 @@ def _precompile_path(ctx: Context) -> Iterator[Finding]:
         )
     if wl.precompile_args:
         yield ("workload.precompile_args", f"framework '{fw.name}' has no pre-compile phase")
+
+
+@rule(
+    "capacity-block-limits",
+    "a capacity-block pool fits the instances per block and per account (EC2 User Guide)",
+)
+def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
+    cb = ctx.catalog.capacity_blocks
+    for f in ctx.known_pools:
+        if f.pool.purchase.option != "capacity-block":
+            continue
+        nodes = f.pool.nodes
+        if nodes > cb.max_instances_per_account:
+            yield (f"{f.at}.nodes", f"{nodes}: {cb.over_limit(nodes)}")
+        elif nodes > cb.max_instances_per_block:
+            blocks = cb.blocks_for(nodes)
+            yield (
+                f"{f.at}.nodes",
+                f"{nodes} nodes exceed the {cb.max_instances_per_block} instances of one "
+                f"Capacity Block (the pool names one reservation_id); they need "
+                f"{len(blocks)} blocks ({', '.join(map(str, blocks))}): split the pool or use "
+                f"at most {cb.max_instances_per_block} nodes ({cb.source})",
+            )
+
+
+@rule("calibration-mfu-band", "a calibration's MFU is a plausible training-step MFU (catalog band)")
+def _calibration_band(ctx: Context) -> Iterator[Finding]:
+    lo, hi = ctx.catalog.throughput.spreads.mfu_band
+    for i, m in enumerate(ctx.spec.calibration):
+        if not lo <= m.mfu <= hi:
+            yield (
+                f"calibration[{i}].mfu",
+                f"{m.mfu:.3g} is outside the plausible {lo:g}-{hi:g} for a training step "
+                f"(a CPU run or a proxy model recorded with the full size?); re-run "
+                "`accelstack trial` and `accelstack calibrate`",
+            )

@@ -21,6 +21,17 @@ in every worker. The wrapper runs ENTRYPOINT as `__main__` in the same process (
         loss.item()          # materialise the step (XLA: xm.mark_step(); wait for the device)
         step_done()          # or step_done(tokens=N): tokens of this step, whole job
 
+The entrypoint should also say which model actually ran, once, so a proxy model is not
+recorded under the full model's size:
+
+    try:
+        from accelstack_trial import model_ran
+    except ImportError:
+        def model_ran(module=None, params=None, name=None): pass
+    model_ran(module=model, name="llama3-8b-proxy")   # counts the parameters (measured)
+    # or model_ran(params=7.5e9, name="...")          # a size you give
+
+Without it the record carries the spec's size, marked `params_source: spec`.
 The entrypoint stops after ACCELSTACK_MAX_STEPS steps (the same variable the Neuron
 pre-compile phase sets). The first step holds compilation and warm-up: it is reported as
 `compile_s` (from the wrapper's start) and left out of the step time. When the entrypoint
@@ -60,6 +71,10 @@ RECORD_FIELDS = (
     "tokens_per_step",
     "tokens_per_s",
     "params_billion",
+    "params_source",
+    "model",
+    "device_kind",
+    "expected_device_kind",
     "layers",
     "hidden_size",
     "sequence_length",
@@ -79,6 +94,9 @@ class _Timer:
         self.start = time.perf_counter()
         self.marks: list[float] = []
         self.tokens: list[int | None] = []
+        self.params: float | None = None  # parameters of the model that ran
+        self.params_source = "spec"
+        self.model: str | None = None
 
     def step_done(self, tokens: int | None = None) -> None:
         _sync_cuda()
@@ -100,11 +118,36 @@ def step_done(tokens: int | None = None) -> None:
     _timer().step_done(tokens)
 
 
+def model_ran(module: Any = None, params: float | None = None, name: str | None = None) -> None:
+    """Record the model that ran: `module`'s parameters counted (measured), else `params`
+    (given); `name` is a free label."""
+    timer = _timer()
+    if module is not None and hasattr(module, "parameters"):
+        timer.params = float(sum(p.numel() for p in module.parameters()))
+        timer.params_source = "measured"
+    elif params is not None:
+        timer.params = float(params)
+        timer.params_source = "given"
+    timer.model = name
+
+
 def _sync_cuda() -> None:
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     if cuda is not None and cuda.is_available() and cuda.is_initialized():
         cuda.synchronize()
+
+
+def _device_kind() -> str:
+    """The device kind the step actually ran on: nvidia when CUDA was in use, neuron when
+    the host has Neuron devices, else cpu (a record says what ran, not what was asked for)."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        return "nvidia"
+    if os.path.exists("/dev/neuron0"):
+        return "neuron"
+    return "cpu"
 
 
 def _env_num(name: str, kind: type = int) -> Any:
@@ -150,7 +193,15 @@ def build_record(timer: _Timer) -> dict[str, Any]:
         "step_time_s": step_time,
         "tokens_per_step": per_step,
         "tokens_per_s": per_step / step_time if step_time > 0 else 0.0,
-        "params_billion": _env_num("ACCELSTACK_TRIAL_PARAMS_BILLION", float),
+        "params_billion": (
+            timer.params / 1e9
+            if timer.params
+            else _env_num("ACCELSTACK_TRIAL_PARAMS_BILLION", float)
+        ),
+        "params_source": timer.params_source if timer.params else "spec",
+        "model": timer.model or os.environ.get("ACCELSTACK_TRIAL_MODEL", ""),
+        "device_kind": _device_kind(),
+        "expected_device_kind": os.environ.get("ACCELSTACK_TRIAL_DEVICE_KIND", ""),
         "layers": _env_num("ACCELSTACK_TRIAL_LAYERS"),
         "hidden_size": _env_num("ACCELSTACK_TRIAL_HIDDEN_SIZE"),
         "sequence_length": seq,

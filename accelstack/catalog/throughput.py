@@ -1,0 +1,173 @@
+"""The run model's facts (throughput.yaml): steady-state MFU curves, scaling, goodput.
+
+Two quantities are kept apart (docs/cost.md, "Two quantities"):
+
+* steady-state MFU: what a training step reaches while it runs, by family, precision, stack
+  and model size, fitted only to `steady_state` records (accelstack.cost.mfu does the fit);
+* goodput: the share of the run's wall time that is training steps (restarts after failures,
+  checkpoint stalls, evaluation and slow phases), fitted so that `whole_run` records are
+  reproduced from steady state x goodput.
+
+`Scaling` holds the efficiency by node count and per-chip batch; `Goodput` its terms. This
+module only types and loads the facts; the arithmetic lives in accelstack.cost.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from accelstack.errors import CatalogError
+
+Precision = Literal["bf16", "fp16", "fp8"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CurveSource(_Frozen):
+    """The fitted curve an extrapolated one is derived from."""
+
+    family: str
+    precision: Precision
+
+
+class MfuCurve(_Frozen):
+    """Reference steady-state MFU (one node, full per-chip batch) against model size.
+
+    mfu = intercept + slope x log10(params_billion clamped to params_range) + stack offset.
+    basis "fitted": coefficients are the least-squares fit to `records` (steady-state ones,
+    normalised to the reference scale through `Scaling`); each stack gets an additive offset
+    (`stacks`, centred on 0), and the estimate uses the centre (offset 0) with a range that
+    spans the stacks. basis "extrapolated": no record of its own; the `from_curve` curve x
+    `factor`, with `extra_spread` added to its range; `reason` says why.
+    """
+
+    family: str
+    precisions: tuple[Precision, ...] = Field(min_length=1)
+    basis: Literal["fitted", "extrapolated"]
+    intercept: float | None = None
+    slope: float | None = None
+    params_range: tuple[float, float] | None = None
+    stacks: dict[str, float] = Field(default_factory=dict)
+    residual: float = Field(0.0, ge=0, lt=1)  # largest relative residual of the fit
+    records: tuple[str, ...] = ()
+    from_curve: CurveSource | None = None
+    factor: float = Field(1.0, gt=0)
+    extra_spread: float = Field(0.0, ge=0, lt=1)
+    reason: str = Field(min_length=1)
+
+    def reference(self, params_billion: float, stack: str | None = None) -> float:
+        """Reference MFU at this size (the centre of the stacks unless `stack` is named)."""
+        if self.intercept is None or self.slope is None or self.params_range is None:
+            raise CatalogError("MFU curve has no coefficients (resolve from_curve first)")
+        lo, hi = self.params_range
+        size = min(max(params_billion, lo), hi)
+        offset = self.stacks.get(stack, 0.0) if stack else 0.0
+        return (self.intercept + self.slope * math.log10(size) + offset) * self.factor
+
+    def decades_outside(self, params_billion: float) -> float:
+        """How far (in decades of model size) a size lies outside the records' sizes."""
+        if self.params_range is None:
+            return 0.0
+        lo, hi = self.params_range
+        if params_billion < lo:
+            return math.log10(lo / params_billion)
+        if params_billion > hi:
+            return math.log10(params_billion / hi)
+        return 0.0
+
+
+class Scaling(_Frozen):
+    """Efficiency against the reference scale (one node, a full per-chip batch):
+
+    (1 - loss_per_node_doubling x log2(nodes)) x min(1, tokens per chip per step /
+    full_batch_tokens_per_chip) ** batch_exponent, never below `floor`."""
+
+    loss_per_node_doubling: float = Field(ge=0, lt=1)
+    full_batch_tokens_per_chip: float = Field(gt=0)
+    batch_exponent: float = Field(ge=0, le=1)
+    floor: float = Field(gt=0, le=1)
+    node_pairs: tuple[tuple[str, str], ...] = ()  # record pairs the node term is fitted to
+    batch_pairs: tuple[tuple[str, str], ...] = ()  # record pairs the batch term is fitted to
+    spread: float = Field(ge=0, lt=1)  # relative uncertainty of the node term's coefficient
+    source: str = Field(min_length=1)
+
+    def efficiency(
+        self, nodes: int, tokens_per_chip: float | None, loss: float | None = None
+    ) -> float:
+        per_doubling = self.loss_per_node_doubling if loss is None else loss
+        node = 1.0 - per_doubling * math.log2(max(1, nodes))
+        batch = 1.0
+        if tokens_per_chip is not None and tokens_per_chip > 0:
+            batch = (
+                min(1.0, tokens_per_chip / self.full_batch_tokens_per_chip) ** self.batch_exponent
+            )
+        return max(self.floor, node * batch)
+
+
+class Goodput(_Frozen):
+    """Share of wall time spent in training steps, and the one-time hours of a run."""
+
+    interruptions_per_node_hour: float = Field(ge=0)
+    interruptions_source: str = Field(min_length=1)
+    lost_hours_per_interruption: float = Field(ge=0)
+    lost_hours_source: str = Field(min_length=1)
+    other_loss_fraction: float = Field(ge=0, lt=1)  # fitted to whole-run records
+    other_loss_records: tuple[str, ...] = ()
+    checkpoint_interval_hours: float = Field(gt=0)
+    checkpoint_write_gb_per_s_per_node: float = Field(gt=0)
+    checkpoint_source: str = Field(min_length=1)
+    bring_up_hours: float = Field(ge=0)
+    bring_up_source: str = Field(min_length=1)
+    compile_hours: dict[str, float] = Field(default_factory=dict)  # device kind -> estimate
+    compile_source: str = Field(min_length=1)
+    spread: float = Field(ge=0, lt=1)  # relative uncertainty of the loss terms
+    image_pull_gb_per_node: float = Field(ge=0)  # data each node pulls once per run
+    image_pull_source: str = Field(min_length=1)
+
+
+class Spreads(_Frozen):
+    """Range widths where no record gives one."""
+
+    minimum: float = Field(gt=0, lt=1)  # a fitted curve's range is never narrower
+    per_decade_outside: float = Field(ge=0, lt=1)  # sizes beyond the records'
+    measured: float = Field(gt=0, lt=1)  # a trial measurement on the spec's node count
+    carried_per_node_doubling: float = Field(ge=0, lt=1)  # measured on fewer nodes
+    mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
+
+
+class Throughput(_Frozen):
+    curves: tuple[MfuCurve, ...]
+    scaling: Scaling
+    goodput: Goodput
+    spreads: Spreads
+
+    def curve_for(self, family: str, precision: str) -> MfuCurve | None:
+        return next(
+            (c for c in self.curves if c.family == family and precision in c.precisions), None
+        )
+
+
+def load_throughput(path: Path) -> Throughput:
+    """Read and validate throughput.yaml; a broken file is one CatalogError line."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
+    return parse_throughput(data, path)
+
+
+def parse_throughput(data: object, path: Path) -> Throughput:
+    """Validate throughput.yaml's content (`path`: the file named in errors)."""
+    try:
+        return Throughput.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise CatalogError(f"{path}: {where}: {err['msg']}") from None

@@ -1,0 +1,77 @@
+"""Refit the run model in accelstack/catalog/throughput.yaml from records.yaml and print it.
+
+    python tools/fit_throughput.py [--write]
+
+Order matters: the scaling terms come from record pairs alone, the curves from steady-state
+records normalised by the scaling, the goodput's other-loss fraction from whole-run records
+reproduced through the curves. `--write` rewrites the fitted numbers in place (each fitted key
+is replaced on its own line, so comments stay); tests/test_records.py fails until the file
+holds the fit.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from accelstack.catalog import CATALOG_DIR, _load, load_catalog
+from accelstack.cost.mfu import fit_family_curve, fit_other_loss, fit_scaling
+
+PATH = CATALOG_DIR / "throughput.yaml"
+
+
+def _sub(text: str, key: str, value: str, after: int = 0) -> tuple[str, int]:
+    """Replace the first `key: ...` line at or after `after`; return the text and its end."""
+    pat = re.compile(rf"^(\s*{re.escape(key)}: ).*$", re.MULTILINE)
+    m = pat.search(text, after)
+    if m is None:
+        raise SystemExit(f"{PATH}: no '{key}' after offset {after}")
+    return text[: m.start()] + m.group(1) + value + text[m.end() :], m.start() + len(value)
+
+
+def _curves(text: str) -> str:
+    cat = load_catalog(PATH.parent)
+    at = 0
+    for curve in cat.throughput.curves:
+        at = text.index(
+            f"- family: {curve.family}\n    precisions: [{', '.join(curve.precisions)}]", at
+        )
+        if curve.basis != "fitted":
+            at += 1
+            continue
+        fit = fit_family_curve(cat, curve)
+        stacks = "{" + ", ".join(f"{k}: {v:.4f}" for k, v in sorted(fit.stacks.items())) + "}"
+        lo, hi = fit.params_range
+        text, at = _sub(text, "intercept", f"{fit.intercept:.4f}", at)
+        text, at = _sub(text, "slope", f"{fit.slope:.4f}", at)
+        text, at = _sub(text, "params_range", f"[{lo:g}, {hi:g}]", at)
+        text, at = _sub(text, "stacks", stacks, at)
+        text, at = _sub(text, "residual", f"{fit.residual:.4f}", at)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    write = "--write" in argv
+    text = PATH.read_text(encoding="utf-8")
+    loss, exponent = fit_scaling(load_catalog(PATH.parent))
+    text, _ = _sub(text, "loss_per_node_doubling", f"{loss:.4f}")
+    text, _ = _sub(text, "batch_exponent", f"{exponent:.4f}")
+    if write:
+        PATH.write_text(text, encoding="utf-8")
+        _load.cache_clear()
+        text = _curves(text)
+        PATH.write_text(text, encoding="utf-8")
+        _load.cache_clear()
+        cat = load_catalog(PATH.parent)
+        whole = [
+            cat_r for cat_r in cat.records if cat_r.id in cat.throughput.goodput.other_loss_records
+        ]
+        other = fit_other_loss(cat, whole)
+        text, _ = _sub(text, "other_loss_fraction", f"{other:.3f}")
+        PATH.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
