@@ -71,6 +71,7 @@ ci: lint typecheck test
 bench: $(RUNTIME_STAMP)
 	$(PY) bench/plan.py
 	$(PY) bench/pricing.py
+	$(PY) bench/scale.py
 
 schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json

@@ -19,6 +19,11 @@ from collections.abc import Mapping
 POOL_LABEL = "accelstack.io/pool"
 #: The node label on pools with EFA interfaces (value "true"); the EFA device plugin runs there.
 EFA_LABEL = "accelstack.io/efa"
+#: How a Neuron node's devices are allocated, set only in a stack with an UltraServer pool
+#: (values "dra" / "device-plugin"): the Neuron DRA driver must not run on nodes that run the
+#: Neuron device plugin (EKS user guide, device-management-neuron), so each Neuron node group
+#: says which of the two serves it and each DaemonSet selects its own.
+NEURON_ALLOCATION_LABEL = "accelstack.io/neuron-allocation"
 #: The label on every Kubernetes object the stack renders or creates (value: the stack name).
 STACK_LABEL = "accelstack.io/stack"
 #: `app.kubernetes.io/managed-by` value on the objects the components create.
@@ -88,9 +93,41 @@ def pool_prefix(stack: str, pool: str) -> str:
     return f"{stack}-{pool}"
 
 
-def launch_template(stack: str, pool: str) -> str:
-    """A pool's launch template: `<stack>-<pool>-lt`."""
-    return f"{pool_prefix(stack, pool)}-lt"
+def launch_template(stack: str, pool: str, role: str = "lt") -> str:
+    """A pool's launch template: `<stack>-<pool>-lt` (one per reservation behind the pool:
+    `-lt-2`, ... see `launch_template_role`)."""
+    return f"{pool_prefix(stack, pool)}-{role}"
+
+
+def node_group_role(index: int) -> str:
+    """The role of a pool's index-th EKS managed node group: `ng` (the name a one-group pool
+    always had), then `ng-2`, `ng-3`, ..."""
+    return "ng" if index == 0 else f"ng-{index + 1}"
+
+
+def launch_template_role(index: int) -> str:
+    """The role of the launch template of a pool's index-th reservation: `lt`, `lt-2`, ..."""
+    return "lt" if index == 0 else f"lt-{index + 1}"
+
+
+def pool_node_group(stack: str, pool: str, role: str) -> str:
+    """One EKS managed node group of a pool: `<stack>-<pool>-<role>`."""
+    return f"{pool_prefix(stack, pool)}-{role}"
+
+
+def system_node_group(stack: str) -> str:
+    """The EKS system node group: `<stack>-system-ng`."""
+    return f"{system_nodes(stack)}-ng"
+
+
+def secondary_block(network_name: str, zone: str) -> str:
+    """A zone's secondary VPC CIDR block association (large pools)."""
+    return f"{network_name}-secondary-{zone}"
+
+
+def node_subnet(network_name: str, zone: str) -> str:
+    """A zone's node subnet in its secondary block (its route-table association: `-rta`)."""
+    return f"{network_name}-nodes-{zone}"
 
 
 def fleet(stack: str, pool: str) -> str:

@@ -21,6 +21,13 @@ from accelstack.catalog import (
     PurchaseOptionFacts,
     load_catalog,
 )
+from accelstack.catalog.ipbudget import (
+    AddressPlan,
+    plan_addresses,
+    pool_group_demands,
+    system_demand,
+)
+from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
 from accelstack.catalog.sizing import fsx_tier_for, fsx_write_seconds, training_state_bytes
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
@@ -58,6 +65,14 @@ class ResolvedPool:
     image_id: str | None = None
     allow_unpinned_ami: bool = False
     framework: Framework | None = None  # the training path (None on CPU pools)
+    #: The managed node groups the pool spans (each within the EKS per-group limit), in order;
+    #: the first keeps the pool's one-group name (see `with_node_groups`).
+    node_groups: tuple[NodeGroupPart, ...] = ()
+    #: (reservation id, nodes) of every reservation or Capacity Block behind the pool, in the
+    #: spec's order; `reservation_id` is the first. Empty: no reservation.
+    reservations: tuple[tuple[str, int], ...] = ()
+    #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
+    ultraserver: UltraServer | None = None
     spare_nodes: int = 0  # running nodes beyond `nodes` (a restart needs no new capacity)
 
     @property
@@ -136,6 +151,8 @@ class Stack:
     #: simulation); None: no stack config was read (see `with_ami_pins`).
     amis_source: str | None = None
     deployment: str = ""  # resource-name prefix when it differs from the spec's name
+    #: Addresses of a created VPC: VPC CNI settings, secondary CIDR and its subnets
+    address_plan: AddressPlan = field(default_factory=AddressPlan)
 
     @property
     def name(self) -> str:
@@ -256,6 +273,12 @@ class Stack:
         return naming.queue(self.name) if self.kueue else None
 
     @property
+    def ultraserver_pools(self) -> tuple[ResolvedPool, ...]:
+        """Pools of UltraServer members: their nodes get devices through the Neuron DRA driver
+        and the UltraServer Operator places jobs on whole UltraServers."""
+        return tuple(p for p in self.pools if p.ultraserver is not None)
+
+    @property
     def zone_ids(self) -> tuple[str, ...]:
         return tuple(sorted({p.zone_id for p in self.pools}))
 
@@ -309,7 +332,9 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         nodes=p.nodes,
         purchase_option=p.purchase.option,
         purchase=cat.purchase(p.purchase.option),
-        reservation_id=p.purchase.reservation_id,
+        reservation_id=p.purchase.reservation_id
+        or (p.purchase.reservations[0].id if p.purchase.reservations else None),
+        reservations=_reservations(p),
         efa=efa,
         efa_interfaces=inst.efa_interfaces if efa else 0,
         efa_interface_style=p.efa_interface_style or d.efa_interface_style,
@@ -318,7 +343,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         logical_cores=lnc,
         procs_per_node=cat.neuron_cores(p.instance_type, lnc),
         compile_cache=dev.compile_cache and p.compile_cache is not False,
-        placement_group=efa and p.purchase.reservation_id is None,
+        placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,
@@ -351,8 +376,85 @@ def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:
     )
 
 
+def _reservations(p: Pool) -> tuple[tuple[str, int], ...]:
+    """(id, nodes) of each reservation behind the pool: the list, else the one reservation_id
+    holding every running node (nodes + spare_nodes), else none."""
+    if p.purchase.reservations:
+        return tuple((r.id, r.nodes) for r in p.purchase.reservations)
+    if p.purchase.reservation_id:
+        return ((p.purchase.reservation_id, p.nodes + p.spare_nodes),)
+    return ()
+
+
 def _kubernetes_version(spec: Spec, cat: Catalog) -> str:
     return spec.cluster.kubernetes_version or cat.defaults.kubernetes_version
+
+
+def with_node_groups(stack: Stack) -> Stack:
+    """The stack with each pool split into managed node groups of at most the EKS per-group
+    limit (full groups first: growing a pool adds groups after the ones it has) and the
+    created VPC's address plan, which says which subnet each group takes addresses from."""
+    per_group = stack.catalog.scale.limits.nodes_per_node_group.value
+    parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
+    sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
+    plan = _address_plan(stack, sizes)
+    pools = tuple(
+        replace(
+            p,
+            ultraserver=stack.catalog.scale.ultraservers.get(p.instance_type),
+            node_groups=tuple(
+                NodeGroupPart(
+                    role=group_role(i),
+                    nodes=n,
+                    subnet=plan.subnet_of(p.name, i),
+                    reservation_id=rid,
+                    launch_template=lt,
+                )
+                for i, (n, rid, lt) in enumerate(parts[p.name])
+            ),
+        )
+        for p in stack.pools
+    )
+    return replace(stack, pools=pools, address_plan=plan)
+
+
+def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
+    """(nodes, reservation id, launch template role) of each node group: every reservation
+    behind the pool in order (its own launch template targets it: `lt`, `lt-2`, ...), each
+    split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
+    runs = pool.reservations or ((None, pool.running_nodes),)
+    return [
+        (n, rid, naming.launch_template_role(k))
+        for k, (rid, total) in enumerate(runs)
+        for n in split_nodes(total, per_group)
+    ]
+
+
+def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> AddressPlan:
+    """The address plan of a created VPC under EKS; an existing VPC or standalone instances
+    keep the defaults (preflight counts an existing subnet's free addresses)."""
+    if stack.spec.orchestration != "eks" or stack.spec.network.mode != "create":
+        return AddressPlan()
+    cat = stack.catalog
+    groups = [
+        g
+        for i, p in enumerate(stack.pools)
+        for g in pool_group_demands(
+            cat,
+            f"pools[{i}]",
+            p.name,
+            p.zone_id,
+            p.instance,
+            sizes[p.name],
+            p.efa_interfaces,
+            p.efa_interface_style,
+        )
+    ]
+    zones = stack.network_zone_ids
+    system = system_demand(
+        cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
+    )
+    return plan_addresses(cat, stack.region, stack.vpc_cidr, zones, groups, system)
 
 
 def deployment_name(spec_name: str, pulumi_stack: str) -> str:
@@ -398,7 +500,7 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
     tags = naming.stack_tags(name or spec.name, spec.tags)
-    return Stack(
+    stack = Stack(
         spec=spec,
         catalog=cat,
         pools=tuple(pools),
@@ -420,3 +522,4 @@ def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = No
         checkpoint=checkpoint_plan(spec, cat),
         deployment=name if name and name != spec.name else "",
     )
+    return with_node_groups(stack)

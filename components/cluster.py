@@ -5,6 +5,7 @@ its permissions through Pod Identity, kube-proxy; coredns waits for the system n
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,9 @@ class ClusterArgs:
     tags: dict[str, str] = field(default_factory=dict)
     support_type: str = "STANDARD"  # EKS upgrade policy
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
+    #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
+    #: large pools); empty: the add-on's defaults
+    cni_env: dict[str, str] = field(default_factory=dict)
     #: the EKS node monitoring agent add-on, which feeds node auto repair (None: not installed)
     monitoring_addon: str | None = None
 
@@ -115,6 +119,7 @@ class ClusterArgs:
             tags=stable_tags(stack.tags),
             support_type=c.support_type,
             addon_versions=stack.addon_versions,
+            cni_env=dict(stack.address_plan.cni_env),
             monitoring_addon=stack.catalog.resilience.node_repair.monitoring_addon,
         )
 
@@ -319,6 +324,8 @@ def _early_addons(
             extra["pod_identity_associations"] = [
                 {"role_arn": role.arn, "service_account": CNI_SERVICE_ACCOUNT}
             ]
+            if args.cni_env:
+                extra["configuration_values"] = json.dumps({"env": args.cni_env}, sort_keys=True)
             opts = pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(depends_on=[out[POD_IDENTITY_AGENT], attachment]),

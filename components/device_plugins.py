@@ -12,7 +12,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from accelstack.catalog import Catalog, HelmChart
-from accelstack.naming import EFA_LABEL, MANAGED_BY, MANAGED_BY_LABEL, STACK_LABEL
+from accelstack.naming import (
+    EFA_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    NEURON_ALLOCATION_LABEL,
+    STACK_LABEL,
+)
 from accelstack.resolve import ResolvedPool, Stack
 
 #: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
@@ -49,6 +55,42 @@ def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
     return {key: value}
 
 
+def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
+    """The Neuron chart's values. With UltraServer pools, their nodes get devices through the
+    Neuron DRA driver and the UltraServer Operator places jobs on whole UltraServers (catalog
+    scale.yaml `placement`, chart keys draDriver.* / ultraserverOperator.*); the device plugin
+    then serves only the other Neuron pools (the two never share a node), or is off."""
+    values: dict[str, Any] = {
+        "neuronInstances": instance_types(neuron),
+        # the chart's node problem detector: Neuron hardware errors (SRAM/HBM/NC
+        # uncorrectable, DMA) become a NeuronHealth node condition; in kube-system,
+        # which exists (its default namespace is not created by this release)
+        "npd": {"enabled": True, "namespaceOverride": "kube-system"},
+        "devicePlugin": {
+            "nodeSelector": node_selector_for(neuron),
+            "tolerations": tolerations(neuron),
+        },
+    }
+    ultra = [p for p in neuron if p.ultraserver is not None]
+    if not ultra:
+        return values
+    others = [p for p in neuron if p.ultraserver is None]
+    values["draDriver"] = {
+        "enabled": True,
+        "nodeSelector": {**node_selector_for(ultra), NEURON_ALLOCATION_LABEL: "dra"},
+        "tolerations": tolerations(ultra),
+    }
+    values["ultraserverOperator"] = {"enabled": True}
+    if others:
+        values["devicePlugin"] = {
+            "nodeSelector": {**node_selector_for(others), NEURON_ALLOCATION_LABEL: "device-plugin"},
+            "tolerations": tolerations(others),
+        }
+    else:
+        values["devicePlugin"] = {"enabled": False}
+    return values
+
+
 def plugin_releases(
     pools: tuple[ResolvedPool, ...], catalog: Catalog
 ) -> dict[str, tuple[HelmChart, dict[str, Any]]]:
@@ -62,20 +104,7 @@ def plugin_releases(
     efa = [p for p in pools if p.efa]
     charts = catalog.charts
     if neuron:
-        out[NEURON] = (
-            charts[NEURON],
-            {
-                "neuronInstances": instance_types(neuron),
-                # the chart's node problem detector: Neuron hardware errors (SRAM/HBM/NC
-                # uncorrectable, DMA) become a NeuronHealth node condition; in kube-system,
-                # which exists (its default namespace is not created by this release)
-                "npd": {"enabled": True, "namespaceOverride": "kube-system"},
-                "devicePlugin": {
-                    "nodeSelector": node_selector_for(neuron),
-                    "tolerations": tolerations(neuron),
-                },
-            },
-        )
+        out[NEURON] = (charts[NEURON], neuron_values(neuron))
     if gpu:
         out[NVIDIA] = (
             charts[NVIDIA],

@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack import naming
 from accelstack.components.common import stable_tags
 from accelstack.resolve import Stack
 
@@ -37,6 +38,8 @@ class NetworkArgs:
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
+    #: zone id -> the zone's secondary CIDR block and node subnet (large pools), if any
+    secondary_subnets: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_stack(cls, stack: Stack) -> NetworkArgs:
@@ -52,6 +55,7 @@ class NetworkArgs:
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),
             tags=stable_tags(stack.tags),
+            secondary_subnets=dict(stack.address_plan.secondary_subnets),
         )
 
 
@@ -77,12 +81,15 @@ class Network(pulumi.ComponentResource):
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
     vpc_cidr: pulumi.Output[str]
+    #: zone id -> the zone's subnet in the secondary CIDR (created VPC with large pools)
+    secondary_subnet_ids: dict[str, pulumi.Output[str]]
 
     def __init__(
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.secondary_subnet_ids = {}
         if args.existing_vpc_id:
             self._existing(name, args)
         else:
@@ -129,6 +136,7 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(name, args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(name, args, vpc, tables, child)
+        self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
         self.public_subnet_ids = [s.id for s in public.values()]
 
@@ -297,3 +305,41 @@ def _s3_gateway_endpoint(
         tags={**args.tags, "Name": f"{name}-s3"},
         opts=child,
     )
+
+
+def _secondary_subnets(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    tables: list[aws.ec2.RouteTable],
+    child: pulumi.ResourceOptions,
+) -> dict[str, pulumi.Output[str]]:
+    """Per zone that needs one (resolve's address plan): a secondary CIDR block on the VPC and
+    a private subnet spanning it, on the zone's private route table (NAT, S3 endpoint)."""
+    table_of = dict(zip(args.zone_ids, tables, strict=True))
+    out: dict[str, pulumi.Output[str]] = {}
+    for zone, cidr in sorted(args.secondary_subnets.items()):
+        block = aws.ec2.VpcIpv4CidrBlockAssociation(
+            naming.secondary_block(name, zone), vpc_id=vpc.id, cidr_block=cidr, opts=child
+        )
+        subnet_name = naming.node_subnet(name, zone)
+        subnet = aws.ec2.Subnet(
+            subnet_name,
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone_id=zone,
+            tags={
+                **args.tags,
+                f"kubernetes.io/cluster/{args.cluster_name}": "shared",
+                "Name": subnet_name,
+            },
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[block])),
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{subnet_name}-rta",
+            subnet_id=subnet.id,
+            route_table_id=table_of[zone].id,
+            opts=child,
+        )
+        out[zone] = subnet.id
+    return out

@@ -17,6 +17,7 @@ import pulumi_aws as aws
 
 from accelstack import naming
 from accelstack.catalog.resilience import NodeGroupUpdateFacts
+from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
@@ -24,7 +25,7 @@ from accelstack.components.common import (
     short_hash,
     stable_tags,
 )
-from accelstack.naming import EFA_LABEL, POOL_LABEL
+from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
 from accelstack.render.pods import node_hugepages_2mi
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -86,6 +87,15 @@ def node_labels(pool: ResolvedPool, plugin_labels: dict[str, str] | None = None)
     return labels
 
 
+def allocation_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
+    """`NEURON_ALLOCATION_LABEL` for a pool of the UltraServer pools' device kind (Neuron):
+    'dra' on UltraServer members, 'device-plugin' on the others; {} in stacks without
+    UltraServer pools (their node groups do not change)."""
+    if not any(u.device.name == pool.device.name for u in stack.ultraserver_pools):
+        return {}
+    return {NEURON_ALLOCATION_LABEL: "dra" if pool.ultraserver else "device-plugin"}
+
+
 def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     """The labels a node registers with (nodeadm user data): the pool's own (pool, device
     kind, EFA), which the job's and the device plugins' node selectors need from the start and
@@ -97,11 +107,12 @@ def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     return node_labels(pool)
 
 
-def scaling_config(pool: ResolvedPool) -> Any:
-    """Desired and max = the job's nodes plus spares; min 0 on a capacity block or reservation
-    (EKS scales a Capacity Block group to 0 before the block ends, and the upgrade path scales
-    it to 0 first: capacity-blocks-mng.adoc), else the running count."""
-    running = pool.running_nodes
+def scaling_config(pool: ResolvedPool, nodes: int | None = None) -> Any:
+    """Desired and max = the job's nodes plus spares (`nodes`: one node group's share of
+    them, resolve's `node_groups`); min 0 on a capacity block or reservation (EKS scales a
+    Capacity Block group to 0 before the block ends, and the upgrade path scales it to 0
+    first: capacity-blocks-mng.adoc), else the running count."""
+    running = pool.running_nodes if nodes is None else nodes
     return {
         "desired_size": running,
         "min_size": 0 if pool.reserved_capacity else running,
@@ -109,21 +120,27 @@ def scaling_config(pool: ResolvedPool) -> Any:
     }
 
 
-def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts) -> Any:
-    """Nodes replaced in parallel during a version update, sized to the pool; MINIMAL (old
-    nodes go before new ones launch) where the capacity is held for the pool, which has no
-    room for DEFAULT's surge nodes (EKS API NodegroupUpdateConfig)."""
-    out: dict[str, Any] = {"max_unavailable": facts.max_unavailable(pool.running_nodes)}
+def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None) -> Any:
+    """Nodes replaced in parallel during a version update, sized to the node group (`nodes`,
+    default the pool's running nodes); MINIMAL (old nodes go before new ones launch) where the
+    capacity is held for the pool, which has no room for DEFAULT's surge nodes (EKS API
+    NodegroupUpdateConfig)."""
+    running = pool.running_nodes if nodes is None else nodes
+    out: dict[str, Any] = {"max_unavailable": facts.max_unavailable(running)}
     if pool.reserved_capacity:
         out["update_strategy"] = facts.reserved_capacity_strategy
     return out
 
 
-def node_group_timeouts(pool: ResolvedPool, facts: NodeGroupUpdateFacts) -> pulumi.CustomTimeouts:
-    """Create and delete at the provider default; update long enough for every batch."""
+def node_group_timeouts(
+    pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None
+) -> pulumi.CustomTimeouts:
+    """Create and delete at the provider default; update long enough for every batch of the
+    node group (`nodes`, default the pool's running nodes)."""
+    running = pool.running_nodes if nodes is None else nodes
     default = f"{facts.provider_default_minutes}m"
     return pulumi.CustomTimeouts(
-        create=default, update=f"{facts.update_minutes(pool.running_nodes)}m", delete=default
+        create=default, update=f"{facts.update_minutes(running)}m", delete=default
     )
 
 
@@ -140,10 +157,13 @@ def capacity_type(pool: ResolvedPool) -> str:
     return pool.purchase.capacity_type
 
 
-def capacity_reservation(pool: ResolvedPool) -> Any:
-    if pool.reservation_id is None:
+def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) -> Any:
+    """The launch template's reservation target: `reservation_id` (one of the pool's
+    reservations, per node group) or the pool's first."""
+    rid = reservation_id or pool.reservation_id
+    if rid is None:
         return None
-    return {"capacity_reservation_target": {"capacity_reservation_id": pool.reservation_id}}
+    return {"capacity_reservation_target": {"capacity_reservation_id": rid}}
 
 
 def market_options(pool: ResolvedPool) -> Any:
@@ -338,12 +358,19 @@ class AcceleratorNodeGroupArgs:
     instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
     plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
     hugepages_2mi: int = 0  # 2 MiB huge pages the node allocates for EFA (launch.yaml pods)
+    #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
+    secondary_subnet_id: pulumi.Input[str] | None = None
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
     node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
 
     @classmethod
     def from_stack(
-        cls, stack: Stack, pool: ResolvedPool, cluster: ClusterRef, subnet_id: pulumi.Input[str]
+        cls,
+        stack: Stack,
+        pool: ResolvedPool,
+        cluster: ClusterRef,
+        subnet_id: pulumi.Input[str],
+        secondary_subnet_id: pulumi.Input[str] | None = None,
     ) -> AcceleratorNodeGroupArgs:
         res = stack.catalog.resilience
         return cls(
@@ -351,9 +378,13 @@ class AcceleratorNodeGroupArgs:
             kubernetes_version=stack.kubernetes_version,
             cluster=cluster,
             subnet_id=subnet_id,
+            secondary_subnet_id=secondary_subnet_id,
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
-            plugin_labels=stack.catalog.chart_node_labels(pool.device.name),
+            plugin_labels={
+                **stack.catalog.chart_node_labels(pool.device.name),
+                **allocation_labels(stack, pool),
+            },
             hugepages_2mi=node_hugepages_2mi(stack, pool),
             update=res.node_group_update,
             node_repair=res.node_repair.enabled,
@@ -361,7 +392,8 @@ class AcceleratorNodeGroupArgs:
 
 
 class AcceleratorNodeGroup(pulumi.ComponentResource):
-    node_group: aws.eks.NodeGroup
+    node_group: aws.eks.NodeGroup  # the first of `node_groups`
+    node_groups: list[aws.eks.NodeGroup]  # one per `pool.node_groups` part
     node_group_name: pulumi.Output[str]
     security_group_id: pulumi.Output[str] | None
     node_role_arn: pulumi.Output[str]
@@ -378,10 +410,20 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         if efa_sg is not None:
             security_groups.append(efa_sg.id)
             self.security_group_id = efa_sg.id
-        lt = _pool_launch_template(self, name, args, ami, security_groups)
-        ng = _pool_node_group(self, name, args, role.arn, attachments, lt)
-        propagated_tags(self, name, ng, args.instance_tags)
-        self.node_group = ng
+        lts: dict[str, aws.ec2.LaunchTemplate] = {}
+        for part in args.pool.node_groups:  # one launch template per reservation behind the pool
+            if part.launch_template not in lts:
+                lts[part.launch_template] = _pool_launch_template(
+                    self, name, args, ami, security_groups, part
+                )
+        self.node_groups = [
+            _pool_node_group(self, name, args, role.arn, attachments, lts[p.launch_template], p)
+            for p in args.pool.node_groups
+        ]
+        for i, group in enumerate(self.node_groups):  # the first keeps its tags' names
+            owner = name if i == 0 else f"{name}-{args.pool.node_groups[i].role}"
+            propagated_tags(self, owner, group, args.instance_tags)
+        ng = self.node_group = self.node_groups[0]
         self.node_group_name = ng.node_group_name
         self.node_role_arn = role.arn
         self.register_outputs({"nodeGroupName": self.node_group_name})
@@ -421,8 +463,10 @@ def _pool_launch_template(
     args: AcceleratorNodeGroupArgs,
     ami: pulumi.Input[str],
     security_groups: list[pulumi.Input[str]],
+    part: NodeGroupPart,
 ) -> aws.ec2.LaunchTemplate:
-    """The pool's launch template: EKS AMI, nodeadm user data, EFA interfaces, capacity."""
+    """The pool's launch template (`part.launch_template`: one per reservation behind the
+    pool): EKS AMI, nodeadm user data, EFA interfaces, the part's reservation."""
     pool, c = args.pool, args.cluster
     placement = _placement(parent, name, pool, args.tags)
     labels, taints = registration_labels(pool), node_taints(pool)
@@ -435,7 +479,7 @@ def _pool_launch_template(
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
     ]
     return aws.ec2.LaunchTemplate(
-        f"{name}-lt",
+        f"{name}-{part.launch_template}",
         description=f"accelstack pool {pool.name}",
         image_id=ami,
         instance_type=instance_type_placement(pool)[0],
@@ -446,7 +490,7 @@ def _pool_launch_template(
         network_interfaces=interfaces or None,
         vpc_security_group_ids=None if interfaces else security_groups,
         placement=placement,
-        capacity_reservation_specification=capacity_reservation(pool),
+        capacity_reservation_specification=capacity_reservation(pool, part.reservation_id),
         instance_market_options=market_options(pool),
         # stable tags only: a tag_specifications edit creates a version, which rolls every
         # node (terraform-provider-aws ec2_launch_template.go; EKS launch-templates guide);
@@ -464,21 +508,26 @@ def _pool_node_group(
     role_arn: pulumi.Input[str],
     attachments: list[pulumi.Resource],
     lt: aws.ec2.LaunchTemplate,
+    part: NodeGroupPart,
 ) -> aws.eks.NodeGroup:
-    """The managed node group from the launch template: the pool's nodes plus spares, auto
-    repair, update batches and timeouts sized to the pool (resilience.yaml)."""
+    """One managed node group of the pool (`part`, from resolve): its share of the running
+    nodes, from the pool's launch template, in the subnet the address plan gives it; auto
+    repair, update batches and timeouts sized to it (resilience.yaml)."""
     pool, c = args.pool, args.cluster
+    subnet = args.subnet_id if part.subnet == "primary" else args.secondary_subnet_id
+    if subnet is None:
+        raise ValueError(f"pool {pool.name}: node group {part.role} needs the secondary subnet")
     facts = args.update
     repair: Any = {"enabled": True} if args.node_repair else None
-    upd: Any = update_config(pool, facts) if facts else {"max_unavailable": 1}
+    upd: Any = update_config(pool, facts, part.nodes) if facts else {"max_unavailable": 1}
     return aws.eks.NodeGroup(
-        f"{name}-ng",
+        f"{name}-{part.role}",
         cluster_name=c.name,
         node_role_arn=role_arn,
-        subnet_ids=[args.subnet_id],
+        subnet_ids=[subnet],
         instance_types=instance_type_placement(pool)[1],
         capacity_type=capacity_type(pool),
-        scaling_config=scaling_config(pool),
+        scaling_config=scaling_config(pool, part.nodes),
         update_config=upd,
         node_repair_config=repair,
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
@@ -489,7 +538,7 @@ def _pool_node_group(
             parent=parent,
             depends_on=[*attachments, *c.depends_on],
             ignore_changes=NODE_GROUP_IGNORE,
-            custom_timeouts=node_group_timeouts(pool, facts) if facts else None,
+            custom_timeouts=node_group_timeouts(pool, facts, part.nodes) if facts else None,
         ),
     )
 

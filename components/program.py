@@ -230,6 +230,17 @@ def kubeconfig_command(region: str, cluster_name: str) -> str:
     return f"aws eks update-kubeconfig --region {region} --name {cluster_name}"
 
 
+def _node_group_outputs(pools: dict[str, AcceleratorNodeGroup]) -> dict[str, Any]:
+    """`nodeGroups`: each pool's first node group; `poolNodeGroups` (only when a pool spans
+    several EKS managed node groups): every group's name, in order."""
+    out: dict[str, Any] = {"nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())}}
+    if any(len(ng.node_groups) > 1 for ng in pools.values()):
+        out["poolNodeGroups"] = {
+            p: [g.node_group_name for g in ng.node_groups] for p, ng in sorted(pools.items())
+        }
+    return out
+
+
 def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[str]) -> ClusterRef:
     """What the node groups need from the cluster (they wait for the early add-ons)."""
     return ClusterRef(
@@ -271,7 +282,11 @@ def build(stack: Stack) -> dict[str, Any]:
         pools[pool.name] = AcceleratorNodeGroup(
             naming.pool_prefix(name, pool.name),
             AcceleratorNodeGroupArgs.from_stack(
-                stack, pool, ref, network.private_subnet_ids[pool.zone_id]
+                stack,
+                pool,
+                ref,
+                network.private_subnet_ids[pool.zone_id],
+                network.secondary_subnet_ids.get(pool.zone_id),
             ),
             opts=top,
         )
@@ -280,7 +295,7 @@ def build(stack: Stack) -> dict[str, Any]:
         **_access_outputs(stack, cluster),
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
-        "nodeGroups": {p: ng.node_group_name for p, ng in sorted(pools.items())},
+        **_node_group_outputs(pools),
     }
 
     cache_outputs, grants = _compile_cache(stack, account_id, partition, top)

@@ -97,6 +97,27 @@ def test_a_capacity_block_pool_over_the_limits_is_refused_in_one_line(
     assert len(lines) == 1 and "pools[0].nodes" in lines[0] and message in lines[0]
 
 
+def _cb_reservations(*sizes: int) -> dict[str, Any]:
+    d = _cb_spec(sum(sizes))
+    purchase = d["pools"][0]["purchase"]
+    purchase.pop("reservation_id", None)
+    purchase["reservations"] = [{"id": f"cr-{i:017x}", "nodes": n} for i, n in enumerate(sizes)]
+    return d
+
+
+def test_a_pool_over_one_block_fits_as_several_blocks() -> None:
+    spec = parse_spec(_cb_reservations(64, 8), "cb.yaml")
+    assert spec.pools[0].nodes == 72
+
+
+def test_each_block_behind_a_pool_holds_at_most_the_per_block_count() -> None:
+    with pytest.raises(SpecError) as err:
+        parse_spec(_cb_reservations(72, 8), "cb.yaml")
+    lines = [str(p) for p in err.value.problems if "Capacity Block" in str(p)]
+    assert len(lines) == 1 and "pools[0].purchase.reservations[0].nodes" in lines[0]
+    assert "72 exceeds the 64 instances of one Capacity Block" in lines[0]
+
+
 def test_64_nodes_fit_one_block() -> None:
     spec = parse_spec(_cb_spec(64), "cb.yaml")
     assert spec.pools[0].nodes == 64

@@ -129,6 +129,11 @@ def test_cli_text_in_process_with_moto(
         sq_stub, eks_stub = Stubber(sq), Stubber(eks)
         sq_stub.add_response("get_service_quota", quota("L-1216C47A", 640.0))
         sq_stub.add_response("get_service_quota", quota("L-2C3B7624", 1024.0))
+        sq_stub.add_response("get_service_quota", quota("L-BD136A63", 450.0))
+        sq_stub.add_response("get_service_quota", quota("L-6D54EA21", 30.0))
+        sq_stub.add_response("get_service_quota", quota("L-1194D53C", 100.0))
+        sq_stub.add_response("get_service_quota", quota("L-F678F1CE", 5.0))
+        eks_stub.add_response("list_clusters", {"clusters": ["other"]})
         eks_stub.add_response(
             "describe_cluster_versions",
             {"clusterVersions": [{"clusterVersion": "1.35", "versionStatus": "STANDARD_SUPPORT"}]},
@@ -151,7 +156,10 @@ def test_cli_text_in_process_with_moto(
     assert "PASS  quota       quota L-2C3B7624: trn on-demand vCPUs: quota 1024 covers" in out
     assert "PASS  kubernetes  kubernetes 1.35: EKS offers 1.35 (standard support)" in out
     assert "FAIL  ami" in out and "fix: use a cluster.kubernetes_version" in out
-    assert out.endswith("5 passed, 1 failed, 0 warning(s)\n")
+    assert "PASS  limits      quota L-6D54EA21: managed node groups per EKS cluster" in out
+    assert "PASS  limits      quota L-1194D53C: EKS clusters per account and Region: quota " in out
+    assert "2 needed (this cluster + 1 existing)" in out
+    assert out.endswith("9 passed, 1 failed, 0 warning(s)\n")
     assert err.strip() == (
         "error: preflight failed: 1 check(s) failed (ami); fix them before deploying"
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from accelstack.catalog.ipbudget import AddressPlan
 from accelstack.components.standalone import StandaloneCluster
 from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import RULES, Violation, evaluate
@@ -271,35 +272,47 @@ def p5_in(vpc: str, nodes: int, style: str | None = None) -> Any:
     return edit
 
 
-def test_a_slash_20_holds_four_p5_nodes_not_five() -> None:
+def test_a_slash_20_holds_four_p5_nodes_at_default_settings_and_five_with_compact_ones() -> None:
     """A /20 VPC gives each zone a /23 private subnet: 512 - 5 = 507 addresses; an EKS p5 node
     holds 2 ENIs x 50 (VPC CNI warm ENI) with efa-only extra cards, and the zone carries one of
-    the two m6i.xlarge system nodes (2 x 15): 4 p5 (430) fit, 5 (530) do not."""
+    the two m6i.xlarge system nodes (2 x 15): 4 p5 (430) fit at the CNI defaults. 5 (530) do
+    not, so the stack sets WARM_IP_TARGET/MINIMUM_IP_TARGET on vpc-cni (1 + 8 + 2 per node)
+    and plans clean; the deploy rule counts the compact settings from the add-on."""
     ok = variant("llama3-70b-p5", p5_in("10.0.0.0/20", 4))
+    assert ok.address_plan.cni_env == {}
     assert not fired(plan_stack(ok, guard=False), ok, "subnet-ip-budget")
-    with pytest.raises(
-        SpecError,
-        match=r"pools\[0\]\.nodes: .*need 530 private addresses \(pools\[0\]: 500, "
-        r"system nodes: 30; .* /23 private subnet with 507",
-    ):
-        variant("llama3-70b-p5", p5_in("10.0.0.0/20", 5))
+    five = variant("llama3-70b-p5", p5_in("10.0.0.0/20", 5))
+    assert five.address_plan.cni_env == {"WARM_IP_TARGET": "2", "MINIMUM_IP_TARGET": "8"}
+    assert five.address_plan.secondary_subnets == {}
+    assert not fired(plan_stack(five, guard=False), five, "subnet-ip-budget")
     data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
     p5_in("10.0.0.0/20", 5)(data)
-    bad = unvalidated(data)
+    bad = replace(unvalidated(data), address_plan=AddressPlan())  # the CNI defaults
     (v,) = fired(plan_stack(bad, guard=False), bad, "subnet-ip-budget")
-    assert "need 530" in v.message
+    assert "10.0.0.0/23 offers 507 addresses" in v.message and "need 530" in v.message
 
 
-def test_sixteen_p5_nodes_in_a_slash_20_are_refused_and_the_rule_names_the_subnet() -> None:
-    with pytest.raises(SpecError, match="need 1630 private addresses"):
-        variant("llama3-70b-p5", p5_in("10.0.0.0/20", 16))
+def test_a_pool_too_large_even_for_the_secondary_cidr_is_refused_with_a_fix_that_works() -> None:
+    """2,048 p5 nodes with 'efa' interfaces on the 31 extra cards take 1 + 10 + 31 addresses
+    each: the zone's secondary /16 cannot hold them; the advice ('efa-only') plans."""
+    with pytest.raises(
+        SpecError,
+        match=r"pools\[0\]\.nodes: the node groups of this pool do not fit zone use2-az3: .*"
+        r"secondary CIDR block 100\.66\.0\.0/16 \(65531 addresses; .*ai-on-eks.*\): use "
+        r"efa_interface_style 'efa-only'",
+    ):
+        variant("llama3-70b-p5", p5_in("10.42.0.0/16", 2048, "efa"))
+    fixed = variant("llama3-70b-p5", p5_in("10.42.0.0/16", 2048, "efa-only"))
+    assert not fired(plan_stack(fixed, guard=False), fixed, "subnet-ip-budget")
     data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
-    p5_in("10.0.0.0/20", 16)(data)
+    p5_in("10.42.0.0/16", 2048, "efa")(data)
     bad = unvalidated(data)
-    (v,) = fired(plan_stack(bad, guard=False), bad, "subnet-ip-budget")
-    assert v.resource.startswith("aws:ec2/subnet:Subnet 'llama3-70b-p5-network-private-")
-    assert "10.0.0.0/23 offers 507 addresses; pools h100 and system nodes need 1630" in v.message
-    assert "subnet-sizing" in v.line()
+    lines = fired(plan_stack(bad, guard=False), bad, "subnet-ip-budget")
+    assert lines and lines[0].resource.startswith(
+        "aws:ec2/subnet:Subnet 'llama3-70b-p5-network-nodes-use2-az3'"
+    )
+    assert "100.66.0.0/16 offers 65531 addresses" in lines[0].message
+    assert "subnet-sizing" in lines[0].line()
 
 
 def test_efa_style_interfaces_count_one_address_each() -> None:

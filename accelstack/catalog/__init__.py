@@ -22,6 +22,7 @@ from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFac
 from accelstack.catalog.purchase import load_table, parse_table
 from accelstack.catalog.records import LeftOut, TrainingRecord, parse_left_out, parse_records
 from accelstack.catalog.resilience import ResilienceFacts
+from accelstack.catalog.scale import ScaleFacts
 from accelstack.catalog.throughput import MfuCurve, Throughput, parse_throughput
 from accelstack.errors import (
     CatalogError,
@@ -366,6 +367,7 @@ class Catalog(_Frozen):
     launch: LaunchFacts
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
+    scale: ScaleFacts  # scale.yaml: limits, address space, UltraServers
     resilience: ResilienceFacts
 
     # ---- instance facts -------------------------------------------------------------
@@ -569,6 +571,7 @@ _FIELD_FILES = {
     "throughput": "throughput.yaml",
     "capacity_blocks": "capacity_blocks.yaml",
     "launch": "launch.yaml",
+    "scale": "scale.yaml",
     "resilience": "resilience.yaml",
     "instance_rates": "prices.yaml",
     "service_rates": "prices.yaml",
@@ -657,6 +660,8 @@ def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
         )
         fields["purchase_options"] = table.purchase_options
         fields["purchase_sources"] = table.sources
+        name = "scale.yaml"
+        fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR, overlay)
         name = "resilience.yaml"
         fields["resilience"] = _read(name, base, overlay)
         name = "records.yaml"

@@ -27,6 +27,7 @@ FILES = (
     "records.yaml",
     "launch.yaml",
     "purchase_options.yaml",
+    "scale.yaml",
 )
 #: The fields that identify a row of a list section.
 ROW_KEYS = ("id", "region", "type", "option", "item")

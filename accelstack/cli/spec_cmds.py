@@ -306,9 +306,7 @@ _PresetOpt = Annotated[
     ),
 ]
 _InstanceTypeOpt = Annotated[str | None, typer.Option(help="retarget the workload pool")]
-_NodesOpt = Annotated[
-    int | None, typer.Option(min=1, max=512, help="node count of the workload pool")
-]
+_NodesOpt = Annotated[int | None, typer.Option(min=1, help="node count of the workload pool")]
 _ImageOpt = Annotated[
     str | None,
     typer.Option(help="container image (needed when a custom image cannot follow a retarget)"),

@@ -28,7 +28,7 @@ from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
-from accelstack.resolve import Stack, resolve
+from accelstack.resolve import Stack, resolve, with_node_groups
 from accelstack.spec import Spec
 
 _ROWS = PURCHASE_TABLE.purchase_options
@@ -43,8 +43,6 @@ COMMITMENT_YEARS: dict[str, int] = {
     n: row.commitment_years for n, row in _ROWS.items() if row.commitment_years
 }
 HOURS_PER_YEAR = 8760
-#: Pools allow at most this many nodes (accelstack/spec/models.py, Pool.nodes).
-MAX_NODES = 512
 
 
 @dataclass(frozen=True)
@@ -180,14 +178,16 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
         purchase_option=option,
         purchase=cat.purchase(option),
         reservation_id=old.reservation_id if cat.purchase(option).needs_reservation else None,
+        reservations=old.reservations if cat.purchase(option).needs_reservation else (),
         root_volume_gib=spec_pool.root_volume_gib or fam.default_root_volume_gib,
         compile_cache=dev.compile_cache and spec_pool.compile_cache is not False,
         efa=inst.efa_supported if spec_pool.efa is None else (spec_pool.efa and inst.efa_supported),
     )
     pools = tuple(new if p.name == old.name else p for p in stack.pools)
-    return dataclasses.replace(
+    moved = dataclasses.replace(
         stack, pools=pools, compile_cache_enabled=any(p.compile_cache for p in pools)
     )
+    return with_node_groups(moved)  # node groups and addresses follow the new size
 
 
 def _availability(stack: Stack, instance_type: str) -> str | None:
@@ -224,6 +224,7 @@ def sizing_for(stack: Stack, chips: int | None, deadline_hours: float | None) ->
 def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> tuple[int, str]:
     """(nodes, note) for one candidate, or (0, reason) when the sizing cannot be met."""
     per_node = stack.catalog.instance(instance_type).chips
+    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
     if sizing.basis == "chips":
         assert sizing.chips is not None
         nodes = sizing.chips // per_node
@@ -232,8 +233,8 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
                 f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
                 f"memory fit needs at least {min_nodes}"
             )
-        if nodes > MAX_NODES:
-            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {MAX_NODES}"
+        if nodes > max_nodes:
+            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {max_nodes}"
         return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
     assert sizing.deadline_hours is not None
     return _deadline_nodes(stack, instance_type, min_nodes, sizing.deadline_hours)
@@ -259,9 +260,10 @@ def _deadline_nodes(
     """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
     nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
     with node count), and the candidate is unavailable when that is still too slow."""
+    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
     prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
-    while best_h > deadline + 1e-9 and best_n < MAX_NODES:
-        n = min(MAX_NODES, best_n + max(1, best_n // 8))  # about 12% more nodes a step
+    while best_h > deadline + 1e-9 and best_n < max_nodes:
+        n = min(max_nodes, best_n + max(1, best_n // 8))  # about 12% more nodes a step
         hours = _wall(stack, instance_type, n)
         if marginal_efficiency(best_n, best_h, n, hours) < MIN_MARGINAL_EFFICIENCY:
             return 0, (
@@ -272,8 +274,8 @@ def _deadline_nodes(
         prev_n, best_n, best_h = best_n, n, hours
     if best_h > deadline + 1e-9:
         return 0, (
-            f"needs more than {MAX_NODES} nodes to finish in {deadline:g} h "
-            f"({best_h:,.1f} h on {MAX_NODES}); a pool allows at most {MAX_NODES}"
+            f"needs more than {max_nodes} nodes to finish in {deadline:g} h "
+            f"({best_h:,.1f} h on {max_nodes}); a pool allows at most {max_nodes}"
         )
     # the fewest nodes inside the last step that still meet the deadline
     best_n = next(

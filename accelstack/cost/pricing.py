@@ -74,6 +74,9 @@ class UnpricedResource(MissingPrice):
 FREE: dict[str, str] = {
     "aws:ec2/vpc:Vpc": "no charge",
     "aws:ec2/subnet:Subnet": "no charge",
+    "aws:ec2/vpcIpv4CidrBlockAssociation:VpcIpv4CidrBlockAssociation": (
+        "no charge for a private IPv4 VPC CIDR block (Amazon VPC pricing)"
+    ),
     "aws:ec2/routeTable:RouteTable": "no charge",
     "aws:ec2/route:Route": "no charge",
     "aws:ec2/routeTableAssociation:RouteTableAssociation": "no charge",

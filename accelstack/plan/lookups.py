@@ -324,6 +324,13 @@ _EC2_ID_PREFIX = {
 }
 
 
+def planned_ec2_id(typ: str, name: str) -> str:
+    """The physical id the offline plan gives an EC2/VPC resource (deploy rules match the
+    ids other resources' inputs carry, e.g. a node group's subnetIds, against it)."""
+    prefix = _EC2_ID_PREFIX.get(typ.split("/")[1].split(":")[0], "r")
+    return f"{prefix}-{_digest(typ, name)}"
+
+
 def _ec2_generic(r: _NewResource) -> tuple[str, dict[str, Any]]:
     prefix = _EC2_ID_PREFIX.get(r.typ.split("/")[1].split(":")[0], "r")
     return f"{prefix}-{r.rid}", {"arn": r.arn}

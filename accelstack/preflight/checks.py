@@ -21,6 +21,11 @@ Checks (docs/preflight.md explains each, with the IAM actions it needs):
   and be ours.
 - kubernetes: the Kubernetes version is offered by EKS (DescribeClusterVersions); where that API
   cannot be asked, the catalog's list is used and the result is a warning.
+- limits: the EKS quotas the node groups need (nodes per managed node group, node groups per
+  cluster) and the VPC's IPv4 CIDR blocks when a secondary CIDR is added, against the
+  account's applied values (catalog scale.yaml names each limit, its code and source).
+- subnets: an existing VPC's private subnets have the free addresses their zone's nodes take
+  (DescribeSubnets AvailableIpAddressCount).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
     from mypy_boto3_service_quotas import ServiceQuotasClient
     from mypy_boto3_ssm import SSMClient
 
+    from accelstack.preflight.scale_checks import LimitNeed
     from accelstack.resolve import ResolvedPool, Stack
 
 Status = Literal["PASS", "FAIL", "WARN"]
@@ -50,7 +56,16 @@ FAIL: Status = "FAIL"
 WARN: Status = "WARN"
 
 #: The checks, in the order they run and print.
-CHECKS: tuple[str, ...] = ("offering", "quota", "ami", "reservation", "bucket", "kubernetes")
+CHECKS: tuple[str, ...] = (
+    "offering",
+    "quota",
+    "limits",
+    "subnets",
+    "ami",
+    "reservation",
+    "bucket",
+    "kubernetes",
+)
 
 #: Capacity reservation states: usable now, usable later, or dead.
 RESERVATION_ACTIVE = frozenset({"active"})
@@ -63,6 +78,9 @@ IAM_ACTIONS: dict[str, str] = {
     "reservation": "ec2:DescribeCapacityReservations",
     "bucket": "s3:ListBucket (HeadBucket), sts:GetCallerIdentity",
     "kubernetes": "eks:DescribeClusterVersions",
+    "limits": "servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota, "
+    "eks:ListClusters, ec2:DescribeVpcs",
+    "subnets": "ec2:DescribeSubnets",
 }
 #: Errors that mean "you may not ask", not "the answer is no".
 DENIED_CODES = frozenset(
@@ -296,18 +314,18 @@ def check_offerings(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     return out
 
 
-def _quota_value(clients: AwsClients, code: str) -> tuple[float, bool]:
+def _quota_value(clients: AwsClients, code: str, service: str = "ec2") -> tuple[float, bool]:
     """The applied quota value, else AWS's default (a quota never changed may have no applied
     value). Returns (value, is_default)."""
     sq = clients.service_quotas
     try:
         return float(
-            sq.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
+            sq.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"]
         ), False
     except Exception as exc:
         if _error_code(exc) != "NoSuchResourceException":
             raise
-    default = sq.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)
+    default = sq.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)
     return float(default["Quota"]["Value"]), True
 
 
@@ -355,6 +373,111 @@ def check_quotas(stack: Stack, clients: AwsClients) -> list[CheckResult]:
                 PASS,
                 f"launches into {pool.purchase_option} {pool.reservation_id}: reserved capacity "
                 "does not consume On-Demand vCPU quota",
+            )
+        )
+    return out
+
+
+def _judge_limit(stack: Stack, need: LimitNeed, value: float, is_default: bool) -> CheckResult:
+    """One EKS/VPC quota against what the stack needs, naming the limit and its source."""
+    lim = need.limit
+    have = math.floor(value)
+    origin = " (AWS default)" if is_default else ""
+    where = f"{lim.what}: quota {need.quota_code} is {have}{origin}"
+    if have >= need.need:
+        return CheckResult(
+            "limits", f"quota {need.quota_code}", PASS, f"{where}, {need.need} needed ({need.who})"
+        )
+    fix = (
+        f"aws service-quotas request-service-quota-increase --service-code {lim.service} "
+        f"--quota-code {need.quota_code} --desired-value {need.need} --region {stack.region}"
+    )
+    return CheckResult(
+        "limits",
+        f"quota {need.quota_code}",
+        FAIL,
+        f"{where}, below the {need.need} needed ({need.who}; {lim.source.split()[0]})",
+        f"{fix}, or use fewer nodes",
+    )
+
+
+def _in_use(clients: AwsClients, what: str | None) -> int:
+    """How many of a Region-wide resource the account already has (EKS clusters, VPCs)."""
+    if what == "clusters":
+        pages = clients.eks.get_paginator("list_clusters").paginate()
+        return sum(len(page.get("clusters", [])) for page in pages)
+    if what == "vpcs":
+        return len(clients.ec2.describe_vpcs().get("Vpcs", []))
+    return 0
+
+
+def check_limits(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """The EKS and VPC quotas the stack's node groups and network need (scale_checks); a
+    Region-wide one also counts what the account already has."""
+    from dataclasses import replace
+
+    from accelstack.preflight.scale_checks import limit_needs
+
+    out: list[CheckResult] = []
+    for need in limit_needs(stack):
+        try:
+            value, is_default = _quota_value(clients, need.quota_code, need.limit.service)
+            used = _in_use(clients, need.in_use)
+        except Exception as exc:
+            if not _is_client_error(exc):
+                raise
+            out.append(_not_checked("limits", f"quota {need.quota_code}", exc))
+            continue
+        if used:
+            need = replace(need, need=need.need + used, who=f"{need.who} + {used} existing")
+        out.append(_judge_limit(stack, need, value, is_default))
+    return out
+
+
+def _subnet_free(clients: AwsClients, ids: tuple[str, ...]) -> dict[str, list[tuple[str, int]]]:
+    """zone id -> (subnet id, free addresses) of the named subnets."""
+    found: dict[str, list[tuple[str, int]]] = {}
+    for sn in clients.ec2.describe_subnets(SubnetIds=list(ids))["Subnets"]:
+        found.setdefault(str(sn.get("AvailabilityZoneId")), []).append(
+            (str(sn["SubnetId"]), int(sn.get("AvailableIpAddressCount", 0)))
+        )
+    return found
+
+
+def check_subnets(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """An existing VPC's private subnets: the free addresses in each pool's zone cover what its
+    nodes take at the VPC CNI defaults (a created VPC is sized by validation instead)."""
+    from accelstack.preflight.scale_checks import zone_address_needs
+
+    net = stack.spec.network
+    if net.mode != "existing" or stack.spec.orchestration != "eks":
+        return []
+    try:
+        free = _subnet_free(clients, net.private_subnet_ids)
+    except Exception as exc:
+        if not _is_client_error(exc):
+            raise
+        return [_not_checked("subnets", "network.private_subnet_ids", exc)]
+    out: list[CheckResult] = []
+    for zone, needs in sorted(zone_address_needs(stack).items()):
+        need = sum(n for _, n in needs)
+        have = sum(n for _, n in free.get(zone, []))
+        names = ", ".join(f"{s} ({n} free)" for s, n in free.get(zone, [])) or "no subnet"
+        detail = ", ".join(f"{who}: {n}" for who, n in needs)
+        msg = f"{names}: {have} free addresses, {need} needed ({detail})"
+        if have >= need:
+            out.append(CheckResult("subnets", f"zone {zone}", PASS, msg))
+            continue
+        out.append(
+            CheckResult(
+                "subnets",
+                f"zone {zone}",
+                FAIL,
+                f"{msg}; the VPC CNI keeps a warm ENI of addresses per node "
+                "(https://docs.aws.amazon.com/eks/latest/best-practices/vpc-cni.html)",
+                "add a larger private subnet in this zone to network.private_subnet_ids, use "
+                "fewer nodes, or network.mode 'create' (a created VPC adds a secondary CIDR "
+                "and compact VPC CNI settings for large pools)",
             )
         )
     return out
@@ -567,33 +690,39 @@ def judge_reservation(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> C
 
 
 def check_reservations(stack: Stack, clients: AwsClients) -> list[CheckResult]:
+    """Every reservation behind every pool, each judged against the nodes the pool launches
+    into it."""
+    from dataclasses import replace
+
     out: list[CheckResult] = []
-    for pool in stack.pools:
-        if pool.reservation_id is None:
-            continue
-        subject = f"pool {pool.name}"
-        try:
-            resp = clients.ec2.describe_capacity_reservations(
-                CapacityReservationIds=[pool.reservation_id]
-            )
-        except Exception as exc:
-            if not _is_client_error(exc):
-                raise
-            if _error_code(exc).startswith("InvalidCapacityReservationId"):
-                out.append(_missing_reservation(stack, pool))
-            else:
-                out.append(_not_checked("reservation", subject, exc))
-            continue
-        entries = [
-            dict(cr)
-            for cr in resp.get("CapacityReservations", [])
-            if cr.get("CapacityReservationId") == pool.reservation_id
-        ]
-        if not entries:
-            out.append(_missing_reservation(stack, pool))
-        else:
-            out.append(judge_reservation(stack, pool, entries[0]))
+    for whole in stack.pools:
+        for rid, nodes in whole.reservations:
+            one = replace(whole, reservation_id=rid, nodes=nodes, spare_nodes=0)
+            out.append(_check_reservation(stack, clients, one))
     return out
+
+
+def _check_reservation(stack: Stack, clients: AwsClients, pool: ResolvedPool) -> CheckResult:
+    """One reservation (`pool.reservation_id`, holding `pool.nodes`)."""
+    assert pool.reservation_id is not None
+    try:
+        resp = clients.ec2.describe_capacity_reservations(
+            CapacityReservationIds=[pool.reservation_id]
+        )
+    except Exception as exc:
+        if not _is_client_error(exc):
+            raise
+        if _error_code(exc).startswith("InvalidCapacityReservationId"):
+            return _missing_reservation(stack, pool)
+        return _not_checked("reservation", f"pool {pool.name}", exc)
+    entries = [
+        dict(cr)
+        for cr in resp.get("CapacityReservations", [])
+        if cr.get("CapacityReservationId") == pool.reservation_id
+    ]
+    if not entries:
+        return _missing_reservation(stack, pool)
+    return judge_reservation(stack, pool, entries[0])
 
 
 def _missing_reservation(stack: Stack, pool: ResolvedPool) -> CheckResult:
@@ -857,6 +986,8 @@ def _version_key(v: str) -> tuple[int, ...]:
 CHECK_FUNCTIONS: dict[str, Callable[[Stack, AwsClients], list[CheckResult]]] = {
     "offering": check_offerings,
     "quota": check_quotas,
+    "limits": check_limits,
+    "subnets": check_subnets,
     "ami": check_amis,
     "reservation": check_reservations,
     "bucket": check_bucket,

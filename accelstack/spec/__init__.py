@@ -3,7 +3,10 @@ shape (`models`), then cross-field rules against the catalog (`rules`); `loader`
 and turns every failure into one-line problems; `docs` renders docs/spec.md; `retarget`
 rewrites a spec for another instance type (`accelstack new`)."""
 
-from accelstack.spec import rules_resilience  # noqa: F401  (registers its rules into RULES)
+from accelstack.spec import (
+    rules_resilience,  # noqa: F401  (registers its rules into RULES)
+    scale_rules,  # noqa: F401  (registers its rules after these)
+)
 from accelstack.spec.loader import load_spec, parse_spec, read_yaml, translate
 from accelstack.spec.models import (
     BUCKET_RE,

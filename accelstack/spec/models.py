@@ -169,6 +169,13 @@ class Strict(BaseModel):
     )
 
 
+class Reservation(Strict):
+    """One of several capacity reservations or Capacity Blocks behind a pool."""
+
+    id: Annotated[str, Field(pattern=RESERVATION_RE)] = Field(description="cr-... id")
+    nodes: int = Field(ge=1, description="instances the pool launches into this reservation")
+
+
 class Purchase(Strict):
     """How a pool's instances are bought."""
 
@@ -180,10 +187,15 @@ class Purchase(Strict):
     reservation_id: Annotated[str, Field(pattern=RESERVATION_RE)] | None = Field(
         None, description="cr-... id; required for capacity-block and reservation"
     )
+    reservations: tuple[Reservation, ...] = Field(
+        (),
+        description="several reservations or Capacity Blocks behind one pool, instead of "
+        "reservation_id: each its id and node count (they add up to the pool's nodes + "
+        "spare_nodes); one managed node group per reservation",
+    )
     instances: int | None = Field(
         None,
         ge=1,
-        le=2048,
         description="instances the capacity block or reservation holds (default: the pool's "
         "nodes); nodes + spare_nodes must fit in it",
     )
@@ -194,7 +206,11 @@ class Pool(Strict):
 
     name: str = Field(pattern=POOL_RE, description="pool name, used in resource names")
     instance_type: Text = Field(description="an accelerated type from the catalog")
-    nodes: int = Field(ge=1, le=512, description="node count")
+    nodes: int = Field(
+        ge=1,
+        description="node count; a pool spans several EKS managed node groups when it has more "
+        "nodes than one group allows (catalog scale.yaml limits)",
+    )
     purchase: Purchase = Field(default_factory=Purchase, description="how nodes are bought")
     efa: bool | None = Field(None, description="EFA on/off; default on where the type has it")
     efa_interface_style: Literal["efa", "efa-only"] | None = Field(

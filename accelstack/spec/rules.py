@@ -24,6 +24,7 @@ from accelstack.catalog import (
     limits,
     sdk_version,
 )
+from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
@@ -42,6 +43,7 @@ from accelstack.spec.models import (
     RESERVED_POOL_NAMES,
     SECRET_NAME_RE,
     Pool,
+    Reservation,
     Spec,
     Standalone,
     Workload,
@@ -237,7 +239,7 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
         option = f.pool.purchase.option
         needs_id = ctx.catalog.purchase(option).needs_reservation
-        if needs_id and not f.pool.purchase.reservation_id:
+        if needs_id and not f.pool.purchase.reservation_id and not f.pool.purchase.reservations:
             yield (
                 f"{f.at}.purchase.reservation_id",
                 f"is required for purchase option '{option}' "
@@ -896,11 +898,14 @@ def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-@rule("subnet-ip-budget", "each zone's private subnet holds its pools' node addresses")
+@rule(
+    "subnet-ip-budget",
+    "each zone's private subnet holds its standalone pools' node addresses (EKS: pool-addresses)",
+)
 def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
     from accelstack.catalog.ipbudget import private_subnet_cidr, usable_ips
 
-    if ctx.spec.network.mode != "create":
+    if ctx.spec.network.mode != "create" or ctx.spec.orchestration == "eks":
         return
     vpc = ctx.spec.network.vpc_cidr or ctx.catalog.defaults.vpc_cidr
     try:
@@ -908,16 +913,22 @@ def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
     except ValueError:
         return  # vpc-cidr reports it
     usable = usable_ips(ctx.catalog, subnet)
+    larger = "a larger vpc_cidr (up to /16), " if int(vpc.split("/")[1]) > 16 else ""
+    style = ctx.catalog.defaults.efa_interface_style
+    with_ena = {f.at for f in ctx.known_pools if (f.pool.efa_interface_style or style) == "efa"}
     for demand in _zone_demand(ctx).values():
         need = sum(n for _, n in demand)
         if need > usable:
             parts = ", ".join(f"{at}: {n}" for at, n in demand)
+            efa_only = (
+                ", efa_interface_style 'efa-only'" if with_ena & {at for at, _ in demand} else ""
+            )
             yield (
                 demand[0][0] + ".nodes",
-                f"the pools in this zone need {need} private addresses ({parts}; VPC CNI warm "
-                f"ENI and 'efa' interfaces included) but network.vpc_cidr {vpc} gives each "
-                f"zone a /{subnet.split('/')[1]} private subnet with {usable}: use a larger vpc_cidr, fewer nodes, or efa_interface_style "
-                "'efa-only'",
+                f"the pools in this zone need {need} private addresses ({parts}; 'efa' "
+                f"interfaces included) but network.vpc_cidr {vpc} gives each zone a "
+                f"/{subnet.split('/')[1]} private subnet with {usable}: use {larger}fewer "
+                f"nodes{efa_only} or pools in other zones",
             )
 
 
@@ -1041,19 +1052,35 @@ def _precompile_path(ctx: Context) -> Iterator[Finding]:
 def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
     cb = ctx.catalog.capacity_blocks
     for f in ctx.known_pools:
-        if f.pool.purchase.option != "capacity-block":
+        purchase = f.pool.purchase
+        if purchase.option != "capacity-block":
             continue
-        nodes = f.pool.nodes
-        if nodes > cb.max_instances_per_account:
-            yield (f"{f.at}.nodes", f"{nodes}: {cb.over_limit(nodes)}")
-        elif nodes > cb.max_instances_per_block:
-            blocks = cb.blocks_for(nodes)
+        held = sum(r.nodes for r in purchase.reservations) or purchase.instances or f.pool.nodes
+        if held > cb.max_instances_per_account:
+            yield (f"{f.at}.nodes", f"{held}: {cb.over_limit(held)}")
+        elif purchase.reservations:
+            yield from _blocks_within_limit(f.at, purchase.reservations, cb)
+        elif held > cb.max_instances_per_block:
+            blocks = cb.blocks_for(held)
             yield (
                 f"{f.at}.nodes",
-                f"{nodes} nodes exceed the {cb.max_instances_per_block} instances of one "
-                f"Capacity Block (the pool names one reservation_id); they need "
-                f"{len(blocks)} blocks ({', '.join(map(str, blocks))}): split the pool or use "
+                f"{held} nodes exceed the {cb.max_instances_per_block} instances of one Capacity "
+                f"Block (the pool names one reservation_id); they need {len(blocks)} blocks "
+                f"({', '.join(map(str, blocks))}): list them under purchase.reservations or use "
                 f"at most {cb.max_instances_per_block} nodes ({cb.source})",
+            )
+
+
+def _blocks_within_limit(
+    at: str, reservations: Sequence[Reservation], cb: CapacityBlocks
+) -> Iterator[Finding]:
+    """Each Capacity Block behind a pool holds at most the per-block instance count."""
+    for i, r in enumerate(reservations):
+        if r.nodes > cb.max_instances_per_block:
+            yield (
+                f"{at}.purchase.reservations[{i}].nodes",
+                f"{r.nodes} exceeds the {cb.max_instances_per_block} instances of one Capacity "
+                f"Block: split it across several blocks ({cb.source})",
             )
 
 

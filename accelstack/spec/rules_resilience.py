@@ -128,6 +128,8 @@ def _spare_nodes(ctx: Context) -> Iterator[Finding]:
                     f"is only read with {' or '.join(reserved)}",
                 )
             continue
+        if pool.purchase.reservations:
+            continue  # several reservations: each holds what it lists (pool-reservations)
         size = held if held is not None else pool.nodes
         if held is not None and held < pool.nodes:
             yield (

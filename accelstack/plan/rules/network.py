@@ -5,6 +5,7 @@ every zone in use has its own NAT gateway."""
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +86,7 @@ SUBNET = "aws:ec2/subnet:Subnet"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"
+ADDON = "aws:eks/addon:Addon"
 
 
 def _nat_routes(plan: Plan) -> dict[str, str]:
@@ -139,51 +141,107 @@ def _nat_per_zone(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
         )
 
 
-def _node_ips(plan: Plan, stack: Stack, pool: Any) -> int:
-    """Addresses one node of `pool` takes, from its launch template's interfaces."""
+def _cni_env(plan: Plan) -> dict[str, str]:
+    """The vpc-cni add-on's `env` configuration values in the plan ({}: its defaults)."""
+    for addon in plan.of_type(ADDON):
+        if addon.inputs.get("addonName") == "vpc-cni" and addon.inputs.get("configurationValues"):
+            return dict(json.loads(str(addon.inputs["configurationValues"])).get("env", {}))
+    return {}
+
+
+def _node_ips(plan: Plan, stack: Stack, inst: Any, lt_name: str | None) -> int:
+    """Addresses one node takes: the VPC CNI's (warm ENIs, or MINIMUM_IP_TARGET +
+    WARM_IP_TARGET past the node's own address when the add-on sets them) plus its launch
+    template's 'efa' interfaces on cards 1..N-1."""
     kubernetes = bool(plan.of_type(NODE_GROUP))
-    enis = 1 + (stack.catalog.defaults.vpc_cni_warm_enis if kubernetes else 0)
-    per_eni = pool.instance.ipv4_per_interface if kubernetes else 1
-    lts = [
-        r
-        for r in plan.of_type(LAUNCH_TEMPLATE)
-        if r.name == naming.launch_template(stack.name, pool.name)
-    ]
+    env = _cni_env(plan)
+    if not kubernetes:
+        base = 1
+    elif "MINIMUM_IP_TARGET" in env:
+        base = 1 + int(env["MINIMUM_IP_TARGET"]) + int(env.get("WARM_IP_TARGET", 0))
+    else:
+        base = (1 + stack.catalog.defaults.vpc_cni_warm_enis) * inst.ipv4_per_interface
+    lts = [r for r in plan.of_type(LAUNCH_TEMPLATE) if r.name == lt_name]
     nics = (lts[0].inputs.get("networkInterfaces") or []) if lts else []
     extra = sum(
         1 for n in nics if n.get("networkCardIndex", 0) > 0 and n.get("interfaceType") == "efa"
     )
-    return enis * per_eni + extra
+    return base + extra
+
+
+def _group_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, int]]]:
+    """subnet id -> (node group, addresses) of every node group in the plan; a group over
+    several subnets (the system nodes) counts its share, rounded up, in each."""
+    insts: dict[str, tuple[Any, str | None]] = {
+        naming.system_node_group(stack.name): (
+            stack.catalog.instances[stack.system_instance_type],
+            None,
+        )
+    }
+    for p in stack.pools:
+        for part in p.node_groups:
+            insts[naming.pool_node_group(stack.name, p.name, part.role)] = (
+                p.instance,
+                naming.launch_template(stack.name, p.name, part.launch_template),
+            )
+    out: dict[str, list[tuple[str, int]]] = {}
+    if not plan.of_type(NODE_GROUP):
+        return _standalone_demands(plan, stack)
+    for ng in plan.of_type(NODE_GROUP):
+        inst, lt = insts.get(ng.name, (None, None))
+        subnets = [str(s) for s in ng.inputs.get("subnetIds") or []]
+        if inst is None or not subnets:
+            continue
+        nodes = int((ng.inputs.get("scalingConfig") or {}).get("maxSize", 0))
+        share = -(-nodes // len(subnets)) * _node_ips(plan, stack, inst, lt)
+        for sid in subnets:
+            out.setdefault(sid, []).append((ng.name, share))
+    return out
+
+
+def _standalone_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, int]]]:
+    """Standalone instances: each pool's nodes in its zone's private subnet."""
+    from accelstack.plan.lookups import planned_ec2_id
+
+    out: dict[str, list[tuple[str, int]]] = {}
+    for subnet in plan.of_type(SUBNET):
+        if (subnet.inputs.get("tags") or {}).get(PRIVATE_SUBNET_TAG) != "1":
+            continue
+        zone = subnet.inputs.get("availabilityZoneId")
+        out[planned_ec2_id(SUBNET, subnet.name)] = [
+            (
+                p.name,
+                p.nodes
+                * _node_ips(plan, stack, p.instance, naming.launch_template(stack.name, p.name)),
+            )
+            for p in stack.pools
+            if p.zone_id == zone
+        ]
+    return out
 
 
 @deploy_rule(
     "subnet-ip-budget",
     "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html",
-    "each private subnet holds the addresses of its zone's nodes (VPC CNI warm ENI, EFA "
-    "interfaces with ENA, 5 reserved)",
+    "each subnet of a created VPC holds the addresses of the node groups in it (VPC CNI warm "
+    "ENI or WARM_IP_TARGET/MINIMUM_IP_TARGET, EFA interfaces with ENA, 5 reserved)",
 )
 def _ip_budget(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    from accelstack.plan.lookups import planned_ec2_id
+
     reserved = stack.catalog.defaults.subnet_reserved_ips
-    private = [
-        s
-        for s in plan.of_type(SUBNET)
-        if (s.inputs.get("tags") or {}).get(PRIVATE_SUBNET_TAG) == "1"
-        and isinstance(s.inputs.get("cidrBlock"), str)
-    ]
-    system = 0  # EKS system nodes spread over the private subnets: each its share, rounded up
-    if plan.of_type(NODE_GROUP) and private:
-        inst = stack.catalog.instances[stack.system_instance_type]
-        per = (1 + stack.catalog.defaults.vpc_cni_warm_enis) * inst.ipv4_per_interface
-        system = -(-stack.system_nodes // len(private)) * per
-    for subnet in private:
-        cidr = str(subnet.inputs.get("cidrBlock"))
-        zone = subnet.inputs.get("availabilityZoneId")
-        pools = [p for p in stack.pools if p.zone_id == zone]
-        need = system + sum(p.running_nodes * _node_ips(plan, stack, p) for p in pools)
+    demands = _group_demands(plan, stack)
+    for subnet in plan.of_type(SUBNET):
+        cidr = subnet.inputs.get("cidrBlock")
+        groups = demands.get(planned_ec2_id(SUBNET, subnet.name), [])
+        if not isinstance(cidr, str) or not groups:
+            continue
+        need = sum(n for _, n in groups)
         usable = ipaddress.IPv4Network(cidr).num_addresses - reserved
         if need > usable:
             yield (
                 rid(subnet),
-                f"{cidr} offers {usable} addresses; pools {', '.join(p.name for p in pools)} "
-                f"and system nodes need {need}: use a larger VPC CIDR, fewer nodes or 'efa-only' interfaces",
+                f"{cidr} offers {usable} addresses; node groups "
+                f"{', '.join(g for g, _ in groups)} need {need}: use fewer nodes or "
+                "'efa-only' interfaces",
             )

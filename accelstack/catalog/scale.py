@@ -1,0 +1,144 @@
+"""Scale facts (scale.yaml): service limits with their quota codes, the address-space steps for
+large pools, UltraServer units. Pure data and small helpers; sources are in the YAML."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from accelstack import naming
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Limit(_Frozen):
+    """One documented limit: its default value, the Service Quotas code when it has one."""
+
+    value: int = Field(ge=1)
+    service: str
+    quota_code: str | None
+    adjustable: bool
+    what: str
+    source: str
+
+    def named(self) -> str:
+        """'nodes per EKS managed node group (450, quota L-BD136A63)'."""
+        code = f", quota {self.quota_code}" if self.quota_code else ""
+        return f"{self.what} ({self.value}{code})"
+
+
+class Limits(_Frozen):
+    nodes_per_node_group: Limit
+    node_groups_per_cluster: Limit
+    clusters_per_region: Limit
+    vpcs_per_region: Limit
+    ipv4_cidr_blocks_per_vpc: Limit
+    placement_groups_per_region: Limit
+    fleet_target_capacity: Limit
+
+    def by_quota_code(self) -> dict[str, tuple[str, Limit]]:
+        """quota code -> (field name, limit), for the limits Service Quotas knows."""
+        return {
+            lim.quota_code: (name, lim)
+            for name, lim in self
+            if isinstance(lim, Limit) and lim.quota_code
+        }
+
+
+class CompactCni(_Frozen):
+    warm_ip_target: int = Field(ge=0)
+    minimum_ip_target: int = Field(ge=0)
+    pods_per_node_estimate: int = Field(ge=1)
+    source: str
+
+    @property
+    def addresses_per_node(self) -> int:
+        """Secondary addresses one node holds: MINIMUM_IP_TARGET, plus WARM_IP_TARGET as
+        headroom for the pods beyond it."""
+        return self.minimum_ip_target + self.warm_ip_target
+
+    def env(self) -> dict[str, str]:
+        """The vpc-cni add-on `env` configuration values."""
+        return {
+            "WARM_IP_TARGET": str(self.warm_ip_target),
+            "MINIMUM_IP_TARGET": str(self.minimum_ip_target),
+        }
+
+
+class AddressSpace(_Frozen):
+    compact_cni: CompactCni
+    secondary_cidr: str
+    secondary_cidr_source: str
+
+
+class UltraServerPlacement(_Frozen):
+    """What places jobs on whole UltraServers on EKS: a chart of the catalog, from a version,
+    on a Kubernetes version at least `min_kubernetes`."""
+
+    chart: str
+    chart_version: str
+    min_kubernetes: str
+
+
+class UltraServer(_Frozen):
+    instances: int = Field(ge=2)
+    status: Literal["available", "preview"]
+    source: str
+    placement: UltraServerPlacement
+
+    def whole(self, nodes: int) -> bool:
+        return nodes % self.instances == 0
+
+    def units(self, nodes: int) -> int:
+        return math.ceil(nodes / self.instances)
+
+
+class TopologyLabels(_Frozen):
+    labels: tuple[str, ...]
+    source: str
+
+
+class ScaleFacts(_Frozen):
+    limits: Limits
+    topology_labels: TopologyLabels
+    address_space: AddressSpace
+    ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
+    ultraservers_preview: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def max_pool_nodes(self) -> int:
+        """The most nodes one pool can have in one cluster at the default quotas: every node
+        group but the system one, each full."""
+        lim = self.limits
+        return (lim.node_groups_per_cluster.value - 1) * lim.nodes_per_node_group.value
+
+
+def split_nodes(nodes: int, per_group: int) -> tuple[int, ...]:
+    """A pool's nodes over managed node groups of at most `per_group`: full groups first, the
+    rest in the last. Growing a pool only fills the last group and adds groups after it, so the
+    earlier groups (and their names) stay."""
+    if nodes <= 0:
+        return ()
+    full, rest = divmod(nodes, per_group)
+    return (per_group,) * full + ((rest,) if rest else ())
+
+
+class NodeGroupPart(_Frozen):
+    """One managed node group of a pool: its resource role (`ng`, `ng-2`, ...: the first keeps
+    the name a one-group pool always had), its node count and which subnet of its zone it
+    takes addresses from ('primary' or 'secondary', see ipbudget.plan_addresses)."""
+
+    role: str
+    nodes: int = Field(ge=1)
+    subnet: Literal["primary", "secondary"] = "primary"
+    reservation_id: str | None = None  # the reservation or Capacity Block it launches into
+    launch_template: str = "lt"  # role of the pool's launch template it uses (one per reservation)
+
+
+def group_role(index: int) -> str:
+    """A node group's role (accelstack/naming.py `node_group_role`)."""
+    return naming.node_group_role(index)
