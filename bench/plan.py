@@ -8,6 +8,7 @@ Prints the median (and min/max) wall time of `run_plan` over N runs, in one proc
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 import time
@@ -20,27 +21,23 @@ sys.path.insert(0, str(ROOT))
 from accelstack.components.program import build  # noqa: E402
 from accelstack.plan import run_plan  # noqa: E402
 from accelstack.resolve import Stack, resolve  # noqa: E402
-from accelstack.spec import load_spec, parse_spec  # noqa: E402
+from accelstack.spec import load_spec, parse_spec, read_yaml  # noqa: E402
 
 
 def synthetic_spec(pools: int = 16) -> dict[str, Any]:
-    """`pools` pools alternating trn2.48xlarge and p5.48xlarge in us-east-2."""
+    """`pools` pools alternating trn2.48xlarge and p5.48xlarge in us-east-2, on the mixed
+    preset's cluster, workload and budget (so it passes the same validation a preset does)."""
     types = ["trn2.48xlarge", "p5.48xlarge"]
-    return {
-        "name": "bench-many-pools",
-        "region": "us-east-2",
-        "pools": [
-            {"name": f"pool{i:02d}", "instance_type": types[i % 2], "nodes": 1 + i % 3}
-            for i in range(pools)
-        ],
-        "workload": {
-            "pool": "pool00",
-            "model": {"params_billion": 8},
-            "tokens_billion": 1,
-            "entrypoint": "train.py",
-        },
-        "storage": {"fsx_lustre_gib": 2400},
-    }
+    data: dict[str, Any] = copy.deepcopy(read_yaml(ROOT / "stacks" / "mixed-trn2-p5.yaml"))
+    data["name"] = "bench-many-pools"
+    data["pools"] = [
+        {"name": f"pool{i:02d}", "instance_type": types[i % 2], "nodes": 1 + i % 3}
+        for i in range(pools)
+    ]
+    data["workload"]["pool"] = "pool00"
+    data["storage"] = {"fsx_lustre_gib": 2400}
+    data["budget"] = {"unlimited": True, "reason": "benchmark of the offline plan"}
+    return data
 
 
 def largest_preset() -> Path:
