@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,10 @@ os.environ.pop("ACCELSTACK_CATALOG_DIR", None)
 # Facts that change with time (EKS support windows) are judged on a pinned date, so golden
 # files do not drift; tests that need another date set ACCELSTACK_TODAY themselves.
 os.environ["ACCELSTACK_TODAY"] = "2026-11-22"
+# A rendered Neuron node script keeps its graph cache under the preset's /fsx path unless told
+# otherwise: every script the suite runs writes it into a temporary directory, never onto the
+# machine's /fsx (tests that check the cache path set their own).
+os.environ["ACCELSTACK_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelstack-neff-cache-")
 
 
 @pytest.fixture(scope="session")
