@@ -75,7 +75,7 @@ bench: $(RUNTIME_STAMP)
 
 schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
-	$(PY) -m accelstack.spec.docs
+	$(PY) -m accelstack.docs
 
 golden: $(STAMP)
 	ACCELSTACK_UPDATE_GOLDEN=1 $(PY) -m pytest -q -k golden

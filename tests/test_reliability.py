@@ -18,12 +18,12 @@ from accelstack.errors import SpecError, one_line, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
 from accelstack.render import launch_script_name, render
 from accelstack.resolve import resolve
-from accelstack.spec import load_spec, parse_spec
-from accelstack.spec.rules import (
+from accelstack.resolve.rules import (
     DOCUMENT_FIXED_BYTES,
     DOCUMENT_JSON_GROWTH,
     quoted_workload_bytes,
 )
+from accelstack.spec import load_spec, parse_spec
 from accelstack.spec.yamlsafe import MAX_DEPTH, MAX_DOCUMENT_BYTES
 
 from .conftest import STACKS

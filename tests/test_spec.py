@@ -32,12 +32,18 @@ BASE: dict[str, Any] = {
 }
 
 
+def validated(data: dict[str, Any], file: str = "stacks/demo.yaml") -> Any:
+    """What `accelstack validate` accepts: the spec rules, then the rules on the resolved
+    stack (`resolve`)."""
+    return resolve(parse_spec(data, file))
+
+
 def problems(mutate: Any = None, file: str = "stacks/demo.yaml") -> list[str]:
     data = copy.deepcopy(BASE)
     if mutate:
         mutate(data)
     with pytest.raises(SpecError) as info:
-        parse_spec(data, file)
+        validated(data, file)
     return [str(p) for p in info.value.problems]
 
 
@@ -60,7 +66,7 @@ def test_eks_needs_an_admin_and_a_reachable_endpoint():
 def problems_none(mutate: Any) -> bool:
     data = copy.deepcopy(BASE)
     mutate(data)
-    parse_spec(data, "stacks/demo.yaml")
+    validated(data)
     return True
 
 

@@ -124,9 +124,14 @@ def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
-    """One spec's result: ok with its pools and warnings, or its error lines and exit code."""
+    """One spec's result: ok with its pools and warnings, or its error lines and exit code.
+    Valid means what every other command needs: the spec loads (shape, spec rules) and
+    resolves (the rules on the resolved stack: names, addresses, tags, memory fit, sizes)."""
+    from accelstack.resolve import resolve
+
     try:
         spec = load_spec(path, catalog)
+        resolve(spec, catalog)
     except Exception as exc:  # one broken spec must not hide the verdict on the rest
         failure = as_failure(exc, f"validate {path}")
         lines = str(failure).splitlines() or [type(failure).__name__]
@@ -157,7 +162,8 @@ def validate(
     specs: Annotated[list[Path], typer.Argument(help="spec files (stacks/NAME.yaml)")],
     fmt: FormatOpt = "text",
 ) -> None:
-    """Validate spec files: shape, catalog facts and cross-field rules.
+    """Validate spec files: shape, catalog facts, cross-field rules and the rules on the
+    resolved stack.
 
     Examples:
 

@@ -28,7 +28,13 @@ from accelstack.catalog.ipbudget import (
     system_demand,
 )
 from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
-from accelstack.catalog.sizing import fsx_tier_for, fsx_write_seconds, training_state_bytes
+from accelstack.catalog.sizing import (
+    MemoryFit,
+    fsx_tier_for,
+    fsx_write_seconds,
+    memory_fit,
+    training_state_bytes,
+)
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE
@@ -191,6 +197,16 @@ class Stack:
     @property
     def region(self) -> str:
         return self.spec.region
+
+    @property
+    def workload_memory_fit(self) -> MemoryFit | None:
+        """How the workload's training state fits the workload pool's type (None: the
+        precision has no bytes-per-parameter figure, which validation refuses)."""
+        wl = self.spec.workload
+        if wl.precision not in self.catalog.defaults.training_bytes_per_param:
+            return None
+        pool = self.workload_pool
+        return memory_fit(self.catalog, pool.instance_type, wl.model.params_billion, wl.precision)
 
     @property
     def workload_pool(self) -> ResolvedPool:
@@ -488,9 +504,19 @@ def check_region(spec: Spec, configured: str | None, source: str = "aws:region")
         )
 
 
-def resolve(spec: Spec, catalog: Catalog | None = None, *, name: str | None = None) -> Stack:
-    """Fill defaults from the catalog. The spec must have passed `check_rules`. `name`: the
-    resource-name prefix when the deployment differs from the spec (`deployment_name`)."""
+def resolve_unchecked(
+    spec: Spec, catalog: Catalog | None = None, *, name: str | None = None
+) -> Stack:
+    """Fill defaults from the catalog, WITHOUT the rules on the resolved stack: use
+    `accelstack.resolve.resolve`, which runs them. The spec must have passed `check_rules`.
+    `name`: the resource-name prefix when the deployment differs from the spec
+    (`deployment_name`).
+
+    Unchecked on purpose in two places only: the tests of the later safety nets (the deploy
+    rules of accelstack/plan/rules, e.g. the name and tag checks) need a stack the stack rules
+    would refuse, to show the deploy rules catch it too; and `render.trial.trial_stack`
+    derives a short trial run from a stack that passed them (a trial on fewer nodes than the
+    memory fit asks is the point of a trial)."""
     cat = catalog or load_catalog()
     d = cat.defaults
     pools = [_resolve_pool(spec, p, cat) for p in spec.pools]

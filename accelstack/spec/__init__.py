@@ -1,7 +1,8 @@
 """The spec stage: one YAML file per stack (`stacks/NAME.yaml`), validated in two passes:
 shape (`models`), then cross-field rules against the catalog (`rules`); `loader` reads files
-and turns every failure into one-line problems; `docs` renders docs/spec.md; `retarget`
-rewrites a spec for another instance type (`accelstack new`)."""
+and turns every failure into one-line problems; `retarget` rewrites a spec for another
+instance type (`accelstack new`). The rules that need derived values run on the resolved
+stack (accelstack/resolve/rules.py); accelstack/docs.py renders docs/spec.md from both."""
 
 from accelstack.spec import (
     rules_resilience,  # noqa: F401  (registers its rules into RULES)

@@ -17,7 +17,6 @@ from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
-from accelstack.spec import existing_network as _existing_network  # noqa: F401  (its rule)
 from accelstack.spec import secrets as _secrets  # noqa: F401  (registers its rule)
 from accelstack.spec.models import Spec
 from accelstack.spec.rules import check_rules
@@ -226,7 +225,7 @@ def parse_spec(data: dict[str, Any], file: str, catalog: Catalog | None = None) 
     problems = check_rules(spec, catalog or load_catalog(), file)
     if problems:
         raise SpecError(problems)
-    return spec
+    return spec.read_from(file)
 
 
 def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:

@@ -7,7 +7,15 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
 from accelstack.catalog import PurchaseOption
 from accelstack.errors import shown, text_problem
@@ -551,6 +559,9 @@ class Spec(Strict):
         max_length=64,
         description="measured MFU per instance type and model (written by accelstack calibrate)",
     )
+    #: The file the spec was read from (set by `parse_spec`/`load_spec`, kept by model_copy):
+    #: problems found after loading (the rules on the resolved stack) name it. Not a field.
+    _file: str | None = PrivateAttr(None)
 
     @field_validator("tags")
     @classmethod
@@ -567,6 +578,26 @@ class Spec(Strict):
                         "(letters, digits, spaces and + - = . _ : / @)"
                     )
         return v
+
+    def __eq__(self, other: object) -> bool:
+        """Specs are equal when their fields are; where one was read from is not part of it."""
+        if not isinstance(other, Spec):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = Strict.__hash__
+
+    @property
+    def file(self) -> str:
+        """The spec file problems name: the one it was read from, else `<name>.yaml` (a spec
+        built in code)."""
+        return self._file or f"{self.name}.yaml"
+
+    def read_from(self, file: str) -> Spec:
+        """Record the file this spec was read from (problems found later name it); returns
+        the spec itself."""
+        self._file = file
+        return self
 
     def pool(self, name: str) -> Pool:
         for p in self.pools:

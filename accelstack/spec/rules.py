@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import shlex
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,20 +20,12 @@ from accelstack.catalog import (
     Framework,
     InstanceType,
     image_sdk,
-    limits,
     sdk_version,
 )
 from accelstack.catalog.blocks import CapacityBlocks
-from accelstack.catalog.sizing import memory_fit
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
-from accelstack.naming import (
-    IDENTITY_TAG_KEYS,
-    IDENTITY_TAG_PREFIXES,
-    NODEGROUP_PATTERNS,
-    ROLE_PATTERNS,
-    cache_bucket,
-)
+from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
 from accelstack.spec.models import (
     FSX_MOUNT_PATH,
     OPEN_CIDRS,
@@ -46,7 +37,6 @@ from accelstack.spec.models import (
     Reservation,
     Spec,
     Standalone,
-    Workload,
 )
 
 Finding = tuple[str, str]  # (YAML path, message)
@@ -631,25 +621,6 @@ def _workload_precision(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("workload-memory-fit", "the workload pool's memory holds the model's training state")
-def _workload_fit(ctx: Context) -> Iterator[Finding]:
-    f, wl = _workload_facts(ctx), ctx.spec.workload
-    if f is None or wl.precision not in f.family.peak_tflops:
-        return
-    pool = f.pool
-    fit = memory_fit(ctx.catalog, pool.instance_type, wl.model.params_billion, wl.precision)
-    if not fit.fits(pool.nodes):
-        yield (
-            f"{f.at}.nodes",
-            f"{pool.nodes} x {pool.instance_type} cannot hold "
-            f"the workload: {wl.model.params_billion:g}B parameters need "
-            f"{fit.required_gib:,.0f} GiB of training state at {fit.bytes_per_param:g} "
-            f"bytes/parameter, {pool.nodes} node(s) give "
-            f"{pool.nodes * fit.usable_gib_per_node:,.0f} GiB usable; use at least "
-            f"{fit.min_nodes} nodes",
-        )
-
-
 @rule("calibration-types", "every calibration entry names a known accelerated instance type")
 def _calibration_types(ctx: Context) -> Iterator[Finding]:
     cat = ctx.catalog
@@ -696,72 +667,6 @@ def _workload_env(ctx: Context) -> Iterator[Finding]:
             )
 
 
-def _utf8(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-def workload_text_bytes(wl: Workload) -> int:
-    """Bytes of user text the launch script carries: entrypoint, args, env names and values."""
-    return (
-        _utf8(wl.entrypoint)
-        + sum(_utf8(a) for a in wl.args)
-        + sum(_utf8(k) + _utf8(v) for k, v in wl.env.items())
-    )
-
-
-def quoted_workload_bytes(wl: Workload) -> int:
-    """The same text as the node script writes it (shell-quoted, one line each)."""
-    return (
-        _utf8(f"entrypoint={shlex.quote(wl.entrypoint)}\n")
-        + sum(_utf8(f"  {shlex.quote(a)}\n") for a in wl.args)
-        + sum(_utf8(f"export {k}={shlex.quote(v)}\n") for k, v in wl.env.items())
-    )
-
-
-#: The launch ConfigMap holds the node script once, written as a YAML string: quoting for the
-#: shell and then for YAML can grow user text up to 7 times ("'" -> '"'"' -> '\"'\"'),
-#: so user text is bounded at 1/16 of the ConfigMap limit (under half of it after growth).
-CONFIGMAP_SHARE = 16
-
-
-@rule("workload-size", "entrypoint, args and env fit far below the 1 MiB ConfigMap limit")
-def _workload_size(ctx: Context) -> Iterator[Finding]:
-    limit = ctx.catalog.defaults.configmap_limit_bytes // CONFIGMAP_SHARE
-    size = workload_text_bytes(ctx.spec.workload)
-    if size > limit:
-        yield (
-            "workload",
-            f"entrypoint, args and env add up to {size:,} bytes; at most {limit:,} are allowed "
-            "(the launch ConfigMap is limited to 1 MiB): pass a config file instead",
-        )
-
-
-#: Bytes of a standalone pool's SSM launch document besides workload.entrypoint/args/env: the
-#: install script (env file, run wrapper, node script's fixed text, FSx mount) as JSON, for the
-#: longest stack, pool and compile-cache names the spec allows, plus a margin.
-#: tests/test_reliability.py renders that worst case and checks it.
-DOCUMENT_FIXED_BYTES = 20 * 1024  # measured worst case 16.3 KiB with the fabric self-check
-#: JSON (ensure_ascii) grows the shell-quoted user text at most 3 times: '"' and '\\' double,
-#: non-ASCII characters become \uXXXX (6 bytes for 2-3 UTF-8 bytes, 12 for 4).
-DOCUMENT_JSON_GROWTH = 3
-
-
-@rule("standalone-document-size", "orchestration ec2: the launch document stays under SSM's limit")
-def _standalone_document_size(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration != "ec2":
-        return
-    limit = ctx.catalog.defaults.ssm_document_limit_bytes
-    room = (limit - DOCUMENT_FIXED_BYTES) // DOCUMENT_JSON_GROWTH
-    size = quoted_workload_bytes(ctx.spec.workload)
-    if size > room:
-        yield (
-            "workload",
-            f"entrypoint, args and env take {size:,} bytes shell-quoted; standalone nodes get "
-            f"the launch script through an SSM document ({limit:,} bytes), which leaves "
-            f"{room:,} for them once JSON-escaped: pass a config file instead",
-        )
-
-
 @rule("model-shape", "model layers and hidden_size go together")
 def _model_shape(ctx: Context) -> Iterator[Finding]:
     m = ctx.spec.workload.model
@@ -788,148 +693,9 @@ def _tags_identity(ctx: Context) -> Iterator[Finding]:
 
 
 # ---------------------------------------------------------------------------------------
-# Names, tags, the subnet IP budget, FSx paths
+# FSx paths (the rules on names, tags and the subnet IP budget run on the resolved stack:
+# accelstack/resolve/rules.py)
 # ---------------------------------------------------------------------------------------
-
-#: The most tags any one resource adds on top of the stack's identity tags (naming.py): Name,
-#: kubernetes.io/cluster/<name>, kubernetes.io/role/..., the pool tag; the tag-count deploy
-#: rule checks the real merge.
-RESOURCE_TAG_KEYS = 4
-
-
-def _generated(ctx: Context) -> Iterator[tuple[str, str, str, int, str]]:
-    """(YAML path, kind, generated name with its autoname suffix, limit, limit source)."""
-    spec = ctx.spec
-    role_max, _ = limits.iam_role_name()
-    suffix = "-" + "x" * (limits.AUTONAME_SUFFIX - 1)
-    cache = any(
-        ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools
-    )
-    kinds = (
-        ("IAM role", ROLE_PATTERNS, role_max, "botocore iam roleNameType"),
-        ("EKS node group", NODEGROUP_PATTERNS, limits.NODEGROUP_NAME_MAX, "EKS API"),
-    )
-    for kind, patterns, limit, source in kinds:
-        for pattern, orchestration, needs_cache in patterns:
-            if orchestration != spec.orchestration or (needs_cache and not cache):
-                continue
-            for i, pool in enumerate(spec.pools if "{pool}" in pattern else spec.pools[:1]):
-                path = f"pools[{i}].name" if "{pool}" in pattern else "name"
-                name = pattern.format(stack=spec.name, pool=pool.name) + suffix
-                yield (path, kind, name, limit, source)
-
-
-@rule("generated-names", "names generated from the stack and pool names fit AWS limits")
-def _generated_names(ctx: Context) -> Iterator[Finding]:
-    seen: set[str] = set()
-    for path, kind, name, limit, source in _generated(ctx):
-        if len(name) > limit and path not in seen:
-            seen.add(path)
-            yield (
-                path,
-                f"the {kind} name '{name}' (with Pulumi's autoname suffix) would be "
-                f"{len(name)} characters; AWS allows {limit} ({source}): shorten "
-                f"{'the stack name' if path == 'name' else 'the pool name'} by "
-                f"{len(name) - limit}",
-            )
-
-
-@rule("bucket-names", "bucket names have no S3-reserved prefix or suffix")
-def _bucket_names(ctx: Context) -> Iterator[Finding]:
-    cc = ctx.spec.compile_cache
-    if cc is not None and cc.bucket:
-        problem = limits.bucket_name_problem(cc.bucket)
-        if problem:
-            yield ("compile_cache.bucket", f"'{cc.bucket}' {problem} (S3 bucket naming rules)")
-    elif any(ctx.catalog.device_kinds[f.family.device_kind].compile_cache for f in ctx.known_pools):
-        generated = cache_bucket(ctx.spec.name, "123456789012")  # the longest account id
-        problem = limits.bucket_name_problem(generated)
-        if problem:
-            yield (
-                "name",
-                f"the compile-cache bucket '{generated}' {problem} (S3 bucket naming rules)",
-            )
-
-
-@rule("tag-count", "spec tags plus the stack's own fit the 50-tags-per-resource limit")
-def _tag_count(ctx: Context) -> Iterator[Finding]:
-    keys = set(ctx.spec.tags) | set(IDENTITY_TAG_KEYS)
-    limit = limits.max_tags()
-    if len(keys) + RESOURCE_TAG_KEYS > limit:
-        allowed_n = limit - RESOURCE_TAG_KEYS - len(set(IDENTITY_TAG_KEYS) - set(ctx.spec.tags))
-        yield (
-            "tags",
-            f"{len(ctx.spec.tags)} tags; with the stack's own a resource would carry "
-            f"{len(keys) + RESOURCE_TAG_KEYS}, AWS allows {limit} (botocore iam tagListType, "
-            f"eks TagMap): keep at most {allowed_n}",
-        )
-
-
-def _pool_zone(ctx: Context, f: PoolFacts) -> str:
-    """The zone id the pool's subnet will be in (Catalog.pool_zone, as resolve places it)."""
-    if not ctx.region_ok:
-        return "?"
-    wanted = f.pool.availability_zone or ctx.spec.availability_zone
-    return ctx.catalog.pool_zone(ctx.spec.region, f.pool.instance_type, wanted) or "?"
-
-
-def _zone_demand(ctx: Context) -> dict[str, list[tuple[str, int]]]:
-    """Per zone of a created VPC: (who, addresses its nodes take). EKS system nodes spread
-    over the zones (at least two): each zone counts its share, rounded up."""
-    from accelstack.catalog.ipbudget import node_ips
-
-    cat, d = ctx.catalog, ctx.catalog.defaults
-    kubernetes = ctx.spec.orchestration == "eks"
-    out: dict[str, list[tuple[str, int]]] = {}
-    for f in ctx.known_pools:
-        efa = f.inst.efa_interfaces if f.pool.efa is not False else 0
-        style = f.pool.efa_interface_style or d.efa_interface_style
-        per = node_ips(cat, f.inst, efa, style, kubernetes)
-        running = f.pool.nodes + f.pool.spare_nodes  # spare nodes take addresses too
-        out.setdefault(_pool_zone(ctx, f), []).append((f.at, per * running))
-    system = cat.instances.get(
-        ctx.spec.cluster.system_nodes.instance_type or d.system_instance_type
-    )
-    if kubernetes and system is not None and out:
-        count = ctx.spec.cluster.system_nodes.nodes or d.system_nodes
-        share = -(-count // max(len(out), 2))
-        for demand in out.values():
-            demand.append(("system nodes", share * node_ips(cat, system, 0, "efa-only", True)))
-    return out
-
-
-@rule(
-    "subnet-ip-budget",
-    "each zone's private subnet holds its standalone pools' node addresses (EKS: pool-addresses)",
-)
-def _subnet_ip_budget(ctx: Context) -> Iterator[Finding]:
-    from accelstack.catalog.ipbudget import private_subnet_cidr, usable_ips
-
-    if ctx.spec.network.mode != "create" or ctx.spec.orchestration == "eks":
-        return
-    vpc = ctx.spec.network.vpc_cidr or ctx.catalog.defaults.vpc_cidr
-    try:
-        subnet = private_subnet_cidr(vpc)
-    except ValueError:
-        return  # vpc-cidr reports it
-    usable = usable_ips(ctx.catalog, subnet)
-    larger = "a larger vpc_cidr (up to /16), " if int(vpc.split("/")[1]) > 16 else ""
-    style = ctx.catalog.defaults.efa_interface_style
-    with_ena = {f.at for f in ctx.known_pools if (f.pool.efa_interface_style or style) == "efa"}
-    for demand in _zone_demand(ctx).values():
-        need = sum(n for _, n in demand)
-        if need > usable:
-            parts = ", ".join(f"{at}: {n}" for at, n in demand)
-            efa_only = (
-                ", efa_interface_style 'efa-only'" if with_ena & {at for at, _ in demand} else ""
-            )
-            yield (
-                demand[0][0] + ".nodes",
-                f"the pools in this zone need {need} private addresses ({parts}; 'efa' "
-                f"interfaces included) but network.vpc_cidr {vpc} gives each zone a "
-                f"/{subnet.split('/')[1]} private subnet with {usable}: use {larger}fewer "
-                f"nodes{efa_only} or pools in other zones",
-            )
 
 
 @rule("workload-fsx-path", "an entrypoint under /fsx needs storage.fsx_lustre_gib")

@@ -1,5 +1,6 @@
-"""Rules for large pools: node groups per cluster, addresses of a created VPC under EKS, EC2
-Fleet capacity (standalone), whole UltraServers. Each limit is a catalog fact (scale.yaml) and
+"""Rules for large pools: node groups per cluster, EC2 Fleet capacity (standalone), whole
+UltraServers (the addresses of a created VPC are checked on the resolved stack's address plan:
+`pool-addresses` in accelstack/resolve/rules.py). Each limit is a catalog fact (scale.yaml) and
 each message names it, its source and a fix that works. Registered after the rules of
 `accelstack.spec.rules` (the package imports this module)."""
 
@@ -8,17 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from accelstack.catalog.ipbudget import (
-    GroupDemand,
-    plan_addresses,
-    pool_group_demands,
-    private_subnet_cidr,
-    system_demand,
-    usable_ips,
-)
-from accelstack.catalog.scale import Limit, split_nodes
+from accelstack.catalog.scale import Limit
 from accelstack.errors import shown
-from accelstack.spec.rules import Context, Finding, PoolFacts, _pool_zone, rule
+from accelstack.spec.rules import Context, Finding, PoolFacts, rule
 
 
 def first_url(text: str) -> str:
@@ -31,23 +24,10 @@ def _source(limit: Limit) -> str:
     return first_url(limit.source)
 
 
-def _groups(ctx: Context, f: PoolFacts) -> tuple[int, ...]:
-    """The pool's node-group sizes as resolve splits them: each reservation's nodes, else the
-    running nodes (nodes + spare_nodes), in groups of at most the per-group limit."""
-    per = ctx.catalog.scale.limits.nodes_per_node_group.value
-    runs = [r.nodes for r in f.pool.purchase.reservations] or [f.pool.nodes + f.pool.spare_nodes]
-    return tuple(n for run in runs for n in split_nodes(run, per))
-
-
 def _group_count(ctx: Context) -> list[tuple[PoolFacts, int]]:
     """Each pool's node-group count (by division: a huge count is never materialised)."""
     per = ctx.catalog.scale.limits.nodes_per_node_group.value
     return [(f, -(-(f.pool.nodes + f.pool.spare_nodes) // per)) for f in ctx.known_pools]
-
-
-def _over_group_limit(ctx: Context) -> bool:
-    total = sum(n for _, n in _group_count(ctx)) + 1
-    return total > ctx.catalog.scale.limits.node_groups_per_cluster.value
 
 
 @rule(
@@ -117,73 +97,6 @@ def _ultraserver(ctx: Context) -> Iterator[Finding]:
             f"{f.pool.nodes} {f.pool.instance_type} nodes is not a whole number of UltraServers "
             f"({us.instances} instances each, sharing NeuronLink; {first_url(us.source)}): "
             f"use {options}",
-        )
-
-
-def _demands(ctx: Context) -> tuple[list[GroupDemand], list[str]]:
-    """Each pool's node groups with their addresses per node, and the zones in network order
-    (the pools' zones, sorted, topped up to two as the created VPC does)."""
-    cat, d = ctx.catalog, ctx.catalog.defaults
-    groups: list[GroupDemand] = []
-    for f in ctx.known_pools:
-        efa = f.inst.efa_interfaces if f.pool.efa is not False else 0
-        style = f.pool.efa_interface_style or d.efa_interface_style
-        groups += pool_group_demands(
-            cat, f.at, f.pool.name, _pool_zone(ctx, f), f.inst, _groups(ctx, f), efa, style
-        )
-    zones = sorted({g.zone for g in groups})
-    region = cat.regions.get(ctx.spec.region)
-    for zid in sorted(region.zones.values()) if region else ():
-        if len(zones) >= 2:
-            break
-        if zid not in zones:
-            zones.append(zid)
-    return groups, zones
-
-
-@rule(
-    "pool-addresses",
-    "a created VPC (EKS) holds every node group's addresses: default VPC CNI settings, else "
-    "WARM_IP_TARGET/MINIMUM_IP_TARGET, else a secondary CIDR",
-)
-def _pool_addresses(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration != "eks" or ctx.spec.network.mode != "create":
-        return
-    if _over_group_limit(ctx):
-        return  # pool-node-groups reports it
-    cat = ctx.catalog
-    vpc = ctx.spec.network.vpc_cidr or cat.defaults.vpc_cidr
-    try:
-        private_subnet_cidr(vpc)
-    except ValueError:
-        return  # vpc-cidr reports it
-    groups, zones = _demands(ctx)
-    if not groups:
-        return
-    sys_nodes = ctx.spec.cluster.system_nodes
-    system = system_demand(
-        cat,
-        cat.instances.get(sys_nodes.instance_type or cat.defaults.system_instance_type),
-        sys_nodes.nodes or cat.defaults.system_nodes,
-        zones,
-    )
-    plan = plan_addresses(cat, ctx.spec.region, vpc, zones, groups, system)
-    space = cat.scale.address_space
-    for at, what in dict(plan.problems).items():
-        g = next(g for g in groups if g.at == at)
-        zone_cidr = plan.secondary_subnets.get(g.zone, "")
-        size = usable_ips(cat, zone_cidr) if zone_cidr else 0
-        efa = (
-            "efa_interface_style 'efa-only', "
-            if g.per_node_compact > 1 + (space.compact_cni.addresses_per_node)
-            else ""
-        )
-        yield (
-            f"{at}.nodes",
-            f"the node groups of this pool do not fit zone {g.zone}: {what} beyond the private "
-            f"subnet of network.vpc_cidr {shown(vpc)} and the zone's secondary CIDR block "
-            f"{zone_cidr} ({size} addresses; {first_url(space.secondary_cidr_source)}): use "
-            f"{efa}fewer nodes, or split the pool into pools in other zones",
         )
 
 
