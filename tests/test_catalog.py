@@ -203,7 +203,7 @@ def test_duplicate_price_row_rejected(tmp_path: Path):
 
 def test_pool_zone_is_the_one_placement_rule(catalog: Catalog) -> None:
     """The zone asked for (name or id), else the first zone offering the type, else None;
-    resolve and the IP-budget rule both place pools with it."""
+    resolve places every pool with it, once (the stack rules read ResolvedPool.zone_id)."""
     region = "us-east-2"
     offered = catalog.zones_offering(region, "trn2.48xlarge")
     name, zid = next((n, z) for n, z in catalog.region(region).zones.items() if z in offered)

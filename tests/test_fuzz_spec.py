@@ -1,6 +1,7 @@
-"""The validation invariant, as a property: for any spec text, validation either refuses it with
-one clean line per problem naming the file, or accepts it, and then resolve, price, compare and
-render all succeed (a smaller sample also runs the plan) and no output carries NaN/Infinity.
+"""The validation invariant, as a property: for any spec text, validation (load, then resolve
+with its stack rules) either refuses it with one clean line per problem naming the file, or
+accepts it, and then price, compare and render all succeed (a smaller sample also runs the
+plan) and no output carries NaN/Infinity.
 
 Specs are every preset, mutated: keys dropped and added, wrong types, extreme numbers, unicode
 and control characters, CIDR/ARN/env/tag/image variants, and text-level damage (duplicate keys,
@@ -241,9 +242,11 @@ def _no_non_finite(doc: str) -> None:
 
 
 def _validate(text: str) -> Any:
+    """What `accelstack validate` does: load (shape, spec rules), then resolve (the rules on
+    the resolved stack). Returns the resolved stack, or None when refused."""
     path = _file_for(text)
     try:
-        spec = load_spec(path, CATALOG)
+        stack = resolve(load_spec(path, CATALOG), CATALOG)
     except SpecError as exc:
         event("refused")
         assert exc.problems
@@ -253,12 +256,11 @@ def _validate(text: str) -> Any:
             assert not UNSAFE.search(line), repr(line)
         return None
     event("accepted")
-    return spec
+    return stack
 
 
-def _downstream(spec: Any) -> Any:
-    """Everything validation promises: resolve, price, compare, render."""
-    stack = resolve(spec, CATALOG)
+def _downstream(stack: Any) -> Any:
+    """Everything validation promises: price, compare, render."""
     verdict = check_budget(stack)
     _no_non_finite(verdict_json(verdict))
     report = render_report(verdict)
@@ -276,18 +278,18 @@ def _downstream(spec: Any) -> Any:
 @settings(PROFILE)
 @given(spec_texts())
 def test_refused_cleanly_or_priced_compared_and_rendered(text: str) -> None:
-    spec = _validate(text)
-    if spec is not None:
-        _downstream(spec)
+    stack = _validate(text)
+    if stack is not None:
+        _downstream(stack)
 
 
 @settings(PROFILE, max_examples=PLANNED)
 @given(mutated())
 def test_accepted_specs_also_plan(data: dict[str, Any]) -> None:
-    spec = _validate(_dump(data))
-    if spec is None:
+    stack = _validate(_dump(data))
+    if stack is None:
         return
-    stack = _downstream(spec)
+    _downstream(stack)
     try:
         plan = run_plan(stack, build, guard=False)
     except AccelstackError as exc:  # a PlanError here is an accepted-then-failing spec

@@ -52,7 +52,7 @@ def refused(mutate: Any, base: dict[str, Any] = BASE) -> list[str]:
     data = copy.deepcopy(base)
     mutate(data)
     with pytest.raises(SpecError) as info:
-        parse_spec(data, FILE)
+        resolve(parse_spec(data, FILE))  # the spec rules, then the rules on the resolved stack
     lines = [str(p) for p in info.value.problems]
     for line in lines:
         assert line.startswith(FILE + ": ") and "\n" not in line and "\x1b" not in line

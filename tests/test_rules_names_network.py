@@ -16,7 +16,7 @@ from accelstack.catalog.ipbudget import AddressPlan
 from accelstack.components.standalone import StandaloneCluster
 from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import RULES, Violation, evaluate
-from accelstack.resolve import Stack, resolve
+from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import load_spec, parse_spec, read_yaml
 
 from .conftest import STACKS
@@ -29,6 +29,11 @@ LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
 def preset(name: str) -> Stack:
     return resolve(load_spec(STACKS / f"{name}.yaml"))
+
+
+def validated(data: dict[str, Any], file: str) -> Stack:
+    """What `accelstack validate` accepts: the spec rules, then the stack rules (resolve)."""
+    return resolve(parse_spec(data, file))
 
 
 def variant(name: str, edit: Any) -> Stack:
@@ -150,9 +155,9 @@ from accelstack.spec.models import Spec  # noqa: E402
 
 
 def unvalidated(data: dict[str, Any]) -> Stack:
-    """A stack built from the spec's shape only (cross-field rules off), to show what the
-    deploy rules catch when validation is bypassed."""
-    return resolve(Spec.model_validate(data))
+    """A stack built from the spec's shape only (spec rules and stack rules off), to show
+    what the deploy rules catch when validation is bypassed."""
+    return resolve_unchecked(Spec.model_validate(data))
 
 
 def renamed(base: str, stack_name: str, pool_name: str | None = None) -> dict[str, Any]:
@@ -172,12 +177,12 @@ def test_limits_come_from_botocore_models() -> None:
 def test_a_40_character_eks_stack_name_is_refused_a_39_accepted() -> None:
     """`<stack>-system-node-role` + 8: 39 characters make 64, 40 make 65."""
     ok, long = "p" * 37 + "-x", "p" * 38 + "-x"
-    parse_spec(renamed("llama3-70b-p5", ok, "h"), f"{ok}.yaml")
+    validated(renamed("llama3-70b-p5", ok, "h"), f"{ok}.yaml")
     with pytest.raises(
         SpecError,
         match=r"system-node-role-x{7}' .* would be 65 characters; AWS allows 64 \(botocore iam roleNameType\): shorten the stack name by 1",
     ):
-        parse_spec(renamed("llama3-70b-p5", long, "h"), f"{long}.yaml")
+        validated(renamed("llama3-70b-p5", long, "h"), f"{long}.yaml")
 
 
 def test_training_role_name_fits_every_stack_name_the_system_role_allows() -> None:
@@ -192,7 +197,7 @@ def test_training_role_name_fits_every_stack_name_the_system_role_allows() -> No
     assert not fired(plan, stack, "iam-role-name")
     long = "a" * 38 + "-x"  # 40 characters
     with pytest.raises(SpecError, match=r"name: the IAM role name '.*-system-node-role-x{7}'"):
-        parse_spec(renamed("trn1-finetune", long), f"{long}.yaml")
+        validated(renamed("trn1-finetune", long), f"{long}.yaml")
 
 
 def test_pool_role_and_node_group_names_both_edges() -> None:
@@ -205,7 +210,7 @@ def test_pool_role_and_node_group_names_both_edges() -> None:
     plan = plan_stack(ok, guard=False)
     assert not fired(plan, ok, "iam-role-name") and not fired(plan, ok, "eks-nodegroup-name")
     with pytest.raises(SpecError, match=r"pools\[0\]\.name: the IAM role name .* would be 65"):
-        parse_spec(renamed("llama3-70b-p5", stack_name, "h" * 7), f"{stack_name}.yaml")
+        validated(renamed("llama3-70b-p5", stack_name, "h" * 7), f"{stack_name}.yaml")
     edge = unvalidated(renamed("llama3-70b-p5", stack_name, "h" * 12))
     assert not fired(plan_stack(edge, guard=False), edge, "eks-nodegroup-name")
     bad = unvalidated(renamed("llama3-70b-p5", stack_name, "h" * 13))
@@ -220,7 +225,7 @@ def test_pool_role_and_node_group_names_both_edges() -> None:
 def test_reserved_bucket_prefixes_are_refused(prefix: str) -> None:
     name = (prefix + "cache").rstrip("-")
     with pytest.raises(SpecError, match="reserved prefix"):
-        parse_spec(renamed("trn1-finetune", name), f"{name}.yaml")
+        validated(renamed("trn1-finetune", name), f"{name}.yaml")
     bad = unvalidated(renamed("trn1-finetune", name))
     ckpt, cache = fired(plan_stack(bad, guard=False), bad, "s3-bucket-name")
     assert_one_line(ckpt, f"aws:s3/bucket:Bucket '{name}-checkpoints-bucket'", "bucketnamingrules")
