@@ -243,9 +243,10 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 #: The IAM role and EKS node group names the components derive from the stack and pool names,
 #: and when each exists: (pattern, orchestration, only with a compile cache). Each is
-#: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names spec
-#: rule checks them before a plan; the iam-role-name / eks-nodegroup-name deploy rules check
-#: the names the program really generates.
+#: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names stack
+#: rule (accelstack/resolve/rules.py) checks them for the deployment's prefix before a plan;
+#: the iam-role-name / eks-nodegroup-name deploy rules check the names the program really
+#: generates.
 ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-{pool}-node-role", "eks", False),
     ("{stack}-system-node-role", "eks", False),

@@ -1,7 +1,9 @@
 """Resolve a validated spec against the catalog: every default filled, every fact attached.
 
 This is the single place where spec meets catalog. Plan, components, templates and the cost
-guard read `Stack` and never look up instance facts or defaults themselves.
+guard read `Stack` and never look up instance facts or defaults themselves. The rules that
+need these derived facts run on the built stack (`rules.py`); `accelstack.resolve.resolve`
+builds and checks.
 """
 
 from __future__ import annotations
