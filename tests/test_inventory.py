@@ -3,14 +3,14 @@ prices without a plan, so `plan`/`check` and the deploy-time guard agree by cons
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 
 from accelstack import inventory
 from accelstack.catalog import load_catalog
-from accelstack.cost.pricing import StackCost, price_plan, price_stack
+from accelstack.cost.pricing import Resource, StackCost, price_plan, price_stack
 from accelstack.inventory import (
     T_FLEET,
     T_LAUNCH_TEMPLATE,
@@ -150,3 +150,49 @@ def test_an_existing_network_declares_no_nat_gateway() -> None:
     )
     existing = replace(stack, spec=stack.spec.model_copy(update={"network": net}))
     assert inventory.nat_gateways(existing) == () and inventory.s3_endpoint(existing) is None
+
+
+@dataclass
+class _PreviewResource:
+    """What the policy pack sees of a preview's resource (pulumi_policy.PolicyResource)."""
+
+    resource_type: str
+    props: dict[str, Any]
+    name: str
+    parent: Any = None
+    dependencies: list[Any] = field(default_factory=list)
+    property_dependencies: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def test_a_pool_behind_two_reservations_prices_from_its_plan_and_its_preview() -> None:
+    """Two launch templates under one pool component, node groups pointing at ids nobody knows
+    before `pulumi up`: each node group's own launch template is found through its property
+    dependency, so the plan, the preview (policy pack) and the guard give the same figure.
+    The plan's pricing refused this stack before ("its launch template is not in the plan")."""
+    from policies.budget_policies import dependency_names
+    from tests.test_scale import blocks, stack_of
+
+    stack = stack_of(blocks(("cr-0a1b2c3d4e5f67890", 16), ("cr-0b1b2c3d4e5f67890", 8)))
+    plan = plan_stack(stack, guard=False)
+    assert len(plan.of_type(T_LAUNCH_TEMPLATE)) == 3  # the system's and the pool's two
+    from_plan = price_plan(stack, plan.resources)
+    assert _lines(from_plan) == _lines(price_stack(stack))
+    by_name = {r.name: r for r in plan.resources}
+    preview = [
+        Resource(
+            r.type,
+            r.name,
+            r.inputs,
+            r.parent,
+            dependency_names(
+                _PreviewResource(
+                    r.type,
+                    dict(r.inputs),
+                    r.name,
+                    property_dependencies={"launchTemplate": [by_name[d] for d in r.depends_on]},
+                )
+            ),
+        )
+        for r in plan.resources
+    ]
+    assert _lines(price_plan(stack, preview)) == _lines(from_plan)

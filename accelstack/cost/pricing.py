@@ -60,6 +60,9 @@ class Resource:
     name: str
     inputs: Mapping[str, Any]
     parent: str | None = None
+    #: logical names of the resources it depends on (a plan's, a preview's property
+    #: dependencies): how a node group's launch template is found when its id is not known
+    depends_on: tuple[str, ...] = ()
 
 
 class UnpricedResource(MissingPrice):
@@ -444,6 +447,11 @@ def _launch_template_for(res: ResourceLike, ctx: PricingContext) -> ResourceLike
             for lt in lts:
                 if val in (lt.name, lt.inputs.get("name")) or (key == "id" and lt.name in val):
                     return lt
+    if ref is not None:
+        deps = set(getattr(res, "depends_on", ()) or ())
+        linked = [lt for lt in lts if lt.name in deps]  # the property dependency on its id
+        if len(linked) == 1:
+            return linked[0]
     if ref is not None and res.parent is not None:
         siblings = [lt for lt in lts if lt.parent == res.parent]
         if len(siblings) == 1:
