@@ -140,6 +140,16 @@ def compile_cache(stack: str) -> str:
     return f"{stack}-compile-cache"
 
 
+def standalone_cache(stack: str) -> str:
+    """The prefix of a standalone stack's compile-cache bucket and its hardening resources."""
+    return f"{stack}-cache"
+
+
+def bucket_resource(owner: str) -> str:
+    """The logical name of the bucket a component (or a standalone cluster's prefix) creates."""
+    return f"{owner}-bucket"
+
+
 def cache_bucket(stack: str, account_id: str) -> str:
     """The compile-cache bucket accelstack creates: deterministic and globally unique per
     account; at most 40 + 5 + 12 = 57 characters."""
@@ -153,7 +163,7 @@ def checkpoints(stack: str) -> str:
 
 def checkpoint_bucket_resource(stack: str) -> str:
     """The checkpoint bucket's logical name (the cost guard prices it from the training state)."""
-    return f"{checkpoints(stack)}-bucket"
+    return bucket_resource(checkpoints(stack))
 
 
 def checkpoint_bucket(stack: str, account_id: str) -> str:

@@ -19,6 +19,7 @@ from accelstack.components.common import (
     short_hash,
     stable_tags,
 )
+from accelstack.inventory import ControlPlane, control_plane
 from accelstack.resolve import Stack
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
@@ -79,7 +80,9 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
 class ClusterArgs:
     cluster_name: str
     region: str
-    kubernetes_version: str
+    #: The control plane and its secrets key as the inventory declares them (names, the
+    #: Kubernetes version the cost guard prices standard or extended support by)
+    declared: ControlPlane
     subnet_ids: list[pulumi.Input[str]]
     endpoint_public_access: bool = True
     public_access_cidrs: tuple[str, ...] = ()
@@ -110,7 +113,7 @@ class ClusterArgs:
             account_id=account_id,
             cluster_name=stack.name,
             region=stack.region,
-            kubernetes_version=stack.kubernetes_version,
+            declared=control_plane(stack),
             subnet_ids=subnet_ids,
             endpoint_public_access=c.endpoint_public_access,
             public_access_cidrs=c.public_access_cidrs,
@@ -195,13 +198,15 @@ def _cluster_role(
 
 def _secrets_key(name: str, args: ClusterArgs, parent: pulumi.Resource) -> aws.kms.Key:
     """The protected, rotated KMS key that encrypts Kubernetes secrets."""
+    declared = args.declared.secrets_key
     return aws.kms.Key(
-        f"{name}-secrets-key",
+        declared.name,
         description=f"EKS secrets encryption for {args.cluster_name}",
         enable_key_rotation=True,
         deletion_window_in_days=30,
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent, protect=True),
+        **declared.args,
     )
 
 
@@ -214,10 +219,10 @@ def _eks_cluster(
     parent: pulumi.Resource,
 ) -> aws.eks.Cluster:
     """The EKS control plane: API auth mode, all logs, secrets encryption, endpoint access."""
+    declared = args.declared.cluster
     return aws.eks.Cluster(
-        f"{name}-eks",
+        declared.name,
         name=args.cluster_name,
-        version=args.kubernetes_version,
         role_arn=role.arn,
         vpc_config={
             "subnet_ids": args.subnet_ids,
@@ -241,6 +246,7 @@ def _eks_cluster(
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=attachments),
+        **declared.args,
     )
 
 

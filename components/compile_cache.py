@@ -162,7 +162,7 @@ def secure_bucket(
     stateful = pulumi.ResourceOptions(parent=parent, protect=True, retain_on_delete=True)
     child = pulumi.ResourceOptions(parent=parent)
     bucket = aws.s3.Bucket(
-        f"{prefix}-bucket",
+        naming.bucket_resource(prefix),  # as the inventory names it (the cost guard prices it)
         bucket=pulumi.Output.from_input(account_id).apply(lambda acct: name_of(stack_name, acct)),
         force_destroy=False,
         tags=tags,

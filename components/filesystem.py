@@ -11,6 +11,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from accelstack.components.common import stable_tags
+from accelstack.inventory import Billable, file_system
 from accelstack.resolve import Stack
 
 #: Lustre ports (AWS FSx for Lustre file-system access control).
@@ -19,13 +20,17 @@ LUSTRE_PORTS = ((988, 988), (1018, 1023))
 
 @dataclass(frozen=True)
 class FileSystemArgs:
-    storage_gib: int
-    throughput_per_tib: int
-    deployment_type: str
+    #: The file system as the inventory declares it: name, size, deployment type and
+    #: throughput tier (what the cost guard prices)
+    declared: Billable
     subnet_id: pulumi.Input[str]
     vpc_id: pulumi.Input[str]
     client_security_group_ids: list[pulumi.Input[str]]
     tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def storage_gib(self) -> int:
+        return int(self.declared.args["storage_capacity"])
 
     @classmethod
     def from_stack(
@@ -35,14 +40,11 @@ class FileSystemArgs:
         vpc_id: pulumi.Input[str],
         client_security_group_ids: list[pulumi.Input[str]],
     ) -> FileSystemArgs | None:
-        st = stack.spec.storage
-        if not st.fsx_lustre_gib:
+        declared = file_system(stack)
+        if declared is None:
             return None
-        d = stack.catalog.defaults
         return cls(
-            storage_gib=st.fsx_lustre_gib,
-            throughput_per_tib=stack.fsx_throughput_per_tib,
-            deployment_type=d.fsx_deployment_type,
+            declared=declared,
             subnet_id=subnet_id,
             vpc_id=vpc_id,
             client_security_group_ids=client_security_group_ids,
@@ -105,10 +107,7 @@ class FileSystem(pulumi.ComponentResource):
         )
         rules = _lustre_rules(name, sg, args.client_security_group_ids, child)
         fs = aws.fsx.LustreFileSystem(
-            f"{name}-lustre",
-            storage_capacity=args.storage_gib,
-            deployment_type=args.deployment_type,
-            per_unit_storage_throughput=args.throughput_per_tib,
+            args.declared.name,
             storage_type="SSD",
             data_compression_type="LZ4",
             subnet_ids=args.subnet_id,  # one subnet (pulumi-aws 7 takes a string)
@@ -116,6 +115,7 @@ class FileSystem(pulumi.ComponentResource):
             file_system_type_version="2.15",
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=rules),
+            **args.declared.args,
         )
         self.file_system_id = fs.id
         self.security_group_id = sg.id  # clients add their egress to it (standalone nodes)

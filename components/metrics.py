@@ -14,12 +14,15 @@ import pulumi_aws as aws
 from accelstack import naming
 from accelstack.catalog import MetricsAddon
 from accelstack.components.common import managed_policy_output, pod_identity_trust_output
+from accelstack.inventory import Billable, metrics_addon
 from accelstack.resolve import Stack
 
 
 @dataclass(frozen=True)
 class MetricsArgs:
     addon: MetricsAddon
+    #: The add-on as the inventory declares it (name; billed per node by the cost guard)
+    declared: Billable
     cluster_name: pulumi.Input[str]
     cluster_arn: pulumi.Input[str]
     account_id: pulumi.Input[str]
@@ -37,11 +40,12 @@ class MetricsArgs:
         partition: pulumi.Input[str],
         depends_on: list[pulumi.Resource],
     ) -> MetricsArgs | None:
-        addon = stack.catalog.metrics_addon
-        if not stack.metrics or addon is None:
+        addon, declared = stack.catalog.metrics_addon, metrics_addon(stack)
+        if addon is None or declared is None:
             return None
         return cls(
             addon=addon,
+            declared=declared,
             cluster_name=cluster_name,
             cluster_arn=cluster_arn,
             account_id=account_id,
@@ -73,9 +77,8 @@ class Metrics(pulumi.ComponentResource):
             opts=child,
         )
         self.addon = aws.eks.Addon(
-            f"{name}-addon",
+            args.declared.name,
             cluster_name=args.cluster_name,
-            addon_name=a.addon_name,
             pod_identity_associations=[
                 {"role_arn": role.arn, "service_account": a.service_account}
             ],
@@ -83,5 +86,6 @@ class Metrics(pulumi.ComponentResource):
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[attachment, *args.depends_on]),
+            **args.declared.args,
         )
         self.register_outputs({"addon": a.addon_name})

@@ -12,6 +12,7 @@ import pulumi_aws as aws
 
 from accelstack import naming
 from accelstack.components.common import stable_tags
+from accelstack.inventory import Billable, NatGateway, nat_gateways, network_zones, s3_endpoint
 from accelstack.resolve import Stack
 
 
@@ -32,7 +33,6 @@ class NetworkArgs:
     cluster_name: str
     zone_ids: tuple[str, ...]
     vpc_cidr: str
-    single_nat_gateway: bool = False
     region: str = ""
     existing_vpc_id: str | None = None
     existing_private_subnet_ids: tuple[str, ...] = ()
@@ -40,22 +40,29 @@ class NetworkArgs:
     tags: dict[str, str] = field(default_factory=dict)
     #: zone id -> the zone's secondary CIDR block and node subnet (large pools), if any
     secondary_subnets: dict[str, str] = field(default_factory=dict)
+    #: The NAT gateways and the S3 endpoint of a created network (inventory: names, zones and
+    #: priced inputs, what the cost guard prices)
+    nat_gateways: tuple[NatGateway, ...] = ()
+    s3_endpoint: Billable | None = None
 
     @classmethod
     def from_stack(cls, stack: Stack) -> NetworkArgs:
+        """The stack's network: EKS spans at least two zones; a standalone stack only its pools'
+        zones (inventory.network_zones)."""
         net = stack.spec.network
         existing = net.mode == "existing"
         return cls(
             cluster_name=stack.name,
-            zone_ids=stack.network_zone_ids,
+            zone_ids=network_zones(stack),
             vpc_cidr=stack.vpc_cidr,
-            single_nat_gateway=net.single_nat_gateway,
             region=stack.region,
             existing_vpc_id=net.vpc_id if existing else None,
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),
             tags=stable_tags(stack.tags),
             secondary_subnets=dict(stack.address_plan.secondary_subnets),
+            nat_gateways=nat_gateways(stack),
+            s3_endpoint=s3_endpoint(stack),
         )
 
 
@@ -133,9 +140,9 @@ class Network(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         igw, public_rt = _public_routing(name, args, vpc, child)
         public, private = _zone_subnets(name, args, vpc, public_rt, child)
-        nats = _nat_gateways(name, args, public, igw, self)
+        nats = _nat_gateways(args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
-        _s3_gateway_endpoint(name, args, vpc, tables, child)
+        _s3_gateway_endpoint(args, vpc, tables, child)
         self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
         self.public_subnet_ids = [s.id for s in public.values()]
@@ -214,37 +221,30 @@ def _zone_subnets(
     return public, private
 
 
-def _nat_zones(args: NetworkArgs) -> tuple[str, ...]:
-    return args.zone_ids[:1] if args.single_nat_gateway else args.zone_ids
-
-
 def _nat_gateways(
-    name: str,
     args: NetworkArgs,
     public: dict[str, aws.ec2.Subnet],
     igw: aws.ec2.InternetGateway,
     parent: pulumi.Resource,
 ) -> dict[str, aws.ec2.NatGateway]:
-    """A NAT gateway (and its Elastic IP) in every zone, so no zone's traffic crosses to
-    another zone's NAT (inter-AZ data charges); the first zone's only with single_nat_gateway.
+    """The NAT gateways the inventory declares (one per zone, so no zone's traffic crosses to
+    another zone's NAT and its inter-AZ data charges; the first zone's only with
+    single_nat_gateway), each with its Elastic IP, in the zone's public subnet.
     AWS now also offers regional NAT gateways (one gateway across zones,
     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AvailabilityZoneAddress.html);
     accelstack keeps zonal ones, which pulumi-aws 7 and the cost guard model."""
     child = pulumi.ResourceOptions(parent=parent)
     nats: dict[str, aws.ec2.NatGateway] = {}
-    for zone in _nat_zones(args):
-        eip = aws.ec2.Eip(
-            f"{name}-nat-{zone}-eip",
-            domain="vpc",
-            tags={**args.tags, "Name": f"{name}-nat-{zone}"},
-            opts=child,
-        )
-        nats[zone] = aws.ec2.NatGateway(
-            f"{name}-nat-{zone}",
+    for nat in args.nat_gateways:
+        tag = {**args.tags, "Name": nat.gateway.name}
+        eip = aws.ec2.Eip(nat.eip.name, tags=tag, opts=child, **nat.eip.args)
+        nats[nat.zone] = aws.ec2.NatGateway(
+            nat.gateway.name,
             allocation_id=eip.id,
-            subnet_id=public[zone].id,
-            tags={**args.tags, "Name": f"{name}-nat-{zone}"},
+            subnet_id=public[nat.zone].id,
+            tags=tag,
             opts=pulumi.ResourceOptions(parent=parent, depends_on=[igw]),
+            **nat.gateway.args,
         )
     return nats
 
@@ -259,7 +259,7 @@ def _private_routing(
 ) -> list[aws.ec2.RouteTable]:
     """Per zone: a private route table whose default route goes to the zone's NAT gateway
     (or the first zone's with single_nat_gateway), associated with the zone's private subnet."""
-    first_nat = nats[_nat_zones(args)[0]]
+    first_nat = nats[args.nat_gateways[0].zone]
     tables: list[aws.ec2.RouteTable] = []
     for zone in args.zone_ids:
         nat = nats.get(zone, first_nat)
@@ -287,23 +287,25 @@ def _private_routing(
 
 
 def _s3_gateway_endpoint(
-    name: str,
     args: NetworkArgs,
     vpc: aws.ec2.Vpc,
     tables: list[aws.ec2.RouteTable],
     child: pulumi.ResourceOptions,
-) -> aws.ec2.VpcEndpoint:
-    """An S3 gateway endpoint on every private route table: compile-cache and checkpoint
-    traffic to S3 in the region skips the NAT gateway (and its per-GB charge); gateway
-    endpoints carry no charge (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html)."""
+) -> aws.ec2.VpcEndpoint | None:
+    """The S3 gateway endpoint the inventory declares, on every private route table:
+    compile-cache and checkpoint traffic to S3 in the region skips the NAT gateway (and its
+    per-GB charge); gateway endpoints carry no charge
+    (https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html)."""
+    declared = args.s3_endpoint
+    if declared is None:
+        return None
     return aws.ec2.VpcEndpoint(
-        f"{name}-s3",
+        declared.name,
         vpc_id=vpc.id,
-        service_name=f"com.amazonaws.{args.region}.s3",
-        vpc_endpoint_type="Gateway",
         route_table_ids=[t.id for t in tables],
-        tags={**args.tags, "Name": f"{name}-s3"},
+        tags={**args.tags, "Name": declared.name},
         opts=child,
+        **declared.args,
     )
 
 

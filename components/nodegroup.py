@@ -25,7 +25,8 @@ from accelstack.components.common import (
     short_hash,
     stable_tags,
 )
-from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
+from accelstack.inventory import Billable, NodeGroups, node_labels, pool_node_groups
+from accelstack.inventory import system_node_group as system_billables
 from accelstack.render.pods import node_hugepages_2mi
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -77,25 +78,6 @@ def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
     ]
 
 
-def node_labels(pool: ResolvedPool, plugin_labels: dict[str, str] | None = None) -> dict[str, str]:
-    """Pool, device-kind and EFA labels, plus what the device-plugin chart's default affinity
-    requires (`charts.<name>.node_labels` in the catalog, e.g. nvidia.com/gpu.present)."""
-    labels = {POOL_LABEL: pool.name, pool.device.node_label.key: pool.device.node_label.value}
-    if pool.efa:
-        labels[EFA_LABEL] = "true"
-    labels.update(plugin_labels or {})
-    return labels
-
-
-def allocation_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
-    """`NEURON_ALLOCATION_LABEL` for a pool of the UltraServer pools' device kind (Neuron):
-    'dra' on UltraServer members, 'device-plugin' on the others; {} in stacks without
-    UltraServer pools (their node groups do not change)."""
-    if not any(u.device.name == pool.device.name for u in stack.ultraserver_pools):
-        return {}
-    return {NEURON_ALLOCATION_LABEL: "dra" if pool.ultraserver else "device-plugin"}
-
-
 def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     """The labels a node registers with (nodeadm user data): the pool's own (pool, device
     kind, EFA), which the job's and the device plugins' node selectors need from the start and
@@ -105,19 +87,6 @@ def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     asynchronously, EKS launch-templates guide), so a label edit never creates a
     launch-template version and never rolls a node."""
     return node_labels(pool)
-
-
-def scaling_config(pool: ResolvedPool, nodes: int | None = None) -> Any:
-    """Desired and max = the job's nodes plus spares (`nodes`: one node group's share of
-    them, resolve's `node_groups`); min 0 on a capacity block or reservation (EKS scales a
-    Capacity Block group to 0 before the block ends, and the upgrade path scales it to 0
-    first: capacity-blocks-mng.adoc), else the running count."""
-    running = pool.running_nodes if nodes is None else nodes
-    return {
-        "desired_size": running,
-        "min_size": 0 if pool.reserved_capacity else running,
-        "max_size": running,
-    }
 
 
 def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None) -> Any:
@@ -151,12 +120,6 @@ def node_taints(pool: ResolvedPool) -> list[Any]:
     return [{"key": t.key, "value": t.value, "effect": TAINT_EFFECTS[t.effect]}]
 
 
-def capacity_type(pool: ResolvedPool) -> str:
-    """The node group's capacity type (catalog purchase_options: savings plans and on-demand
-    reservations launch ON_DEMAND)."""
-    return pool.purchase.capacity_type
-
-
 def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) -> Any:
     """The launch template's reservation target: `reservation_id` (one of the pool's
     reservations, per node group) or the pool's first."""
@@ -169,29 +132,6 @@ def capacity_reservation(pool: ResolvedPool, reservation_id: str | None = None) 
 def market_options(pool: ResolvedPool) -> Any:
     market = pool.purchase.launch_market
     return {"market_type": market} if market else None
-
-
-def instance_type_placement(pool: ResolvedPool) -> tuple[str | None, list[str] | None]:
-    """(launch template instance type, node group instance types): a Capacity Block node group
-    takes its type from the launch template and none on the node group (EKS "Capacity Blocks
-    for ML" with managed node groups); every other pool sets it on the node group."""
-    if pool.purchase.launch_market is not None:
-        return pool.instance_type, None
-    return None, [pool.instance_type]
-
-
-def root_volume(size_gib: int) -> list[Any]:
-    return [
-        {
-            "device_name": "/dev/xvda",
-            "ebs": {
-                "volume_size": size_gib,
-                "volume_type": "gp3",
-                "encrypted": "true",
-                "delete_on_termination": "true",
-            },
-        }
-    ]
 
 
 def nodeadm_user_data(
@@ -354,9 +294,10 @@ class AcceleratorNodeGroupArgs:
     kubernetes_version: str
     cluster: ClusterRef
     subnet_id: pulumi.Input[str]
+    #: The pool's launch templates and node groups: names and priced inputs (inventory)
+    groups: NodeGroups
     tags: dict[str, str] = field(default_factory=dict)  # stable tags for resource inputs
     instance_tags: dict[str, str] = field(default_factory=dict)  # all tags, for instances
-    plugin_labels: dict[str, str] = field(default_factory=dict)  # the device plugin's affinity
     hugepages_2mi: int = 0  # 2 MiB huge pages the node allocates for EFA (launch.yaml pods)
     #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
     secondary_subnet_id: pulumi.Input[str] | None = None
@@ -379,12 +320,9 @@ class AcceleratorNodeGroupArgs:
             cluster=cluster,
             subnet_id=subnet_id,
             secondary_subnet_id=secondary_subnet_id,
+            groups=pool_node_groups(stack, pool),
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
-            plugin_labels={
-                **stack.catalog.chart_node_labels(pool.device.name),
-                **allocation_labels(stack, pool),
-            },
             hugepages_2mi=node_hugepages_2mi(stack, pool),
             update=res.node_group_update,
             node_repair=res.node_repair.enabled,
@@ -410,15 +348,17 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         if efa_sg is not None:
             security_groups.append(efa_sg.id)
             self.security_group_id = efa_sg.id
-        lts: dict[str, aws.ec2.LaunchTemplate] = {}
-        for part in args.pool.node_groups:  # one launch template per reservation behind the pool
-            if part.launch_template not in lts:
-                lts[part.launch_template] = _pool_launch_template(
-                    self, name, args, ami, security_groups, part
-                )
+        parts = args.pool.node_groups
+        reservation = {p.launch_template: p.reservation_id for p in reversed(parts)}
+        lts = {  # one launch template per reservation behind the pool
+            role: _pool_launch_template(
+                self, name, args, ami, security_groups, lt, reservation[role]
+            )
+            for role, lt in args.groups.launch_templates.items()
+        }
         self.node_groups = [
-            _pool_node_group(self, name, args, role.arn, attachments, lts[p.launch_template], p)
-            for p in args.pool.node_groups
+            _pool_node_group(self, args, role.arn, attachments, lts[p.launch_template], p, ng)
+            for p, ng in zip(parts, args.groups.node_groups, strict=True)
         ]
         for i, group in enumerate(self.node_groups):  # the first keeps its tags' names
             owner = name if i == 0 else f"{name}-{args.pool.node_groups[i].role}"
@@ -463,10 +403,12 @@ def _pool_launch_template(
     args: AcceleratorNodeGroupArgs,
     ami: pulumi.Input[str],
     security_groups: list[pulumi.Input[str]],
-    part: NodeGroupPart,
+    declared: Billable,
+    reservation_id: str | None,
 ) -> aws.ec2.LaunchTemplate:
-    """The pool's launch template (`part.launch_template`: one per reservation behind the
-    pool): EKS AMI, nodeadm user data, EFA interfaces, the part's reservation."""
+    """One of the pool's launch templates (one per reservation behind the pool): its name and
+    priced inputs (root volume, a Capacity Block's instance type) as the inventory declares
+    them, plus the EKS AMI, nodeadm user data, EFA interfaces and the reservation."""
     pool, c = args.pool, args.cluster
     placement = _placement(parent, name, pool, args.tags)
     labels, taints = registration_labels(pool), node_taints(pool)
@@ -479,18 +421,16 @@ def _pool_launch_template(
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
     ]
     return aws.ec2.LaunchTemplate(
-        f"{name}-{part.launch_template}",
+        declared.name,
         description=f"accelstack pool {pool.name}",
         image_id=ami,
-        instance_type=instance_type_placement(pool)[0],
         user_data=user_data,
         update_default_version=True,
         metadata_options=EKS_NODE_IMDS,
-        block_device_mappings=root_volume(pool.root_volume_gib),
         network_interfaces=interfaces or None,
         vpc_security_group_ids=None if interfaces else security_groups,
         placement=placement,
-        capacity_reservation_specification=capacity_reservation(pool, part.reservation_id),
+        capacity_reservation_specification=capacity_reservation(pool, reservation_id),
         instance_market_options=market_options(pool),
         # stable tags only: a tag_specifications edit creates a version, which rolls every
         # node (terraform-provider-aws ec2_launch_template.go; EKS launch-templates guide);
@@ -498,21 +438,23 @@ def _pool_launch_template(
         tag_specifications=_tag_specs(args.tags, f"{name}"),
         tags=args.tags,
         opts=pulumi.ResourceOptions(parent=parent),
+        **declared.args,
     )
 
 
 def _pool_node_group(
     parent: pulumi.Resource,
-    name: str,
     args: AcceleratorNodeGroupArgs,
     role_arn: pulumi.Input[str],
     attachments: list[pulumi.Resource],
     lt: aws.ec2.LaunchTemplate,
     part: NodeGroupPart,
+    declared: Billable,
 ) -> aws.eks.NodeGroup:
-    """One managed node group of the pool (`part`, from resolve): its share of the running
-    nodes, from the pool's launch template, in the subnet the address plan gives it; auto
-    repair, update batches and timeouts sized to it (resilience.yaml)."""
+    """One managed node group of the pool (`part`, from resolve): name, instance types,
+    capacity type, size and labels as the inventory declares them (`declared`: what the cost
+    guard prices), from the pool's launch template, in the subnet the address plan gives it;
+    auto repair, update batches and timeouts sized to it (resilience.yaml)."""
     pool, c = args.pool, args.cluster
     subnet = args.subnet_id if part.subnet == "primary" else args.secondary_subnet_id
     if subnet is None:
@@ -521,17 +463,13 @@ def _pool_node_group(
     repair: Any = {"enabled": True} if args.node_repair else None
     upd: Any = update_config(pool, facts, part.nodes) if facts else {"max_unavailable": 1}
     return aws.eks.NodeGroup(
-        f"{name}-{part.role}",
+        declared.name,
         cluster_name=c.name,
         node_role_arn=role_arn,
         subnet_ids=[subnet],
-        instance_types=instance_type_placement(pool)[1],
-        capacity_type=capacity_type(pool),
-        scaling_config=scaling_config(pool, part.nodes),
         update_config=upd,
         node_repair_config=repair,
         launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-        labels=node_labels(pool, args.plugin_labels),
         taints=node_taints(pool) or None,
         tags=args.tags,
         opts=pulumi.ResourceOptions(
@@ -540,6 +478,7 @@ def _pool_node_group(
             ignore_changes=NODE_GROUP_IGNORE,
             custom_timeouts=node_group_timeouts(pool, facts, part.nodes) if facts else None,
         ),
+        **declared.args,
     )
 
 
@@ -574,12 +513,10 @@ def propagated_tags(
 
 @dataclass(frozen=True)
 class SystemNodeGroupArgs:
-    instance_type: str
-    nodes: int
-    root_volume_gib: int
     cluster: ClusterRef
     subnet_ids: list[pulumi.Input[str]]
-    label: dict[str, str]
+    #: The launch template and node group: names and priced inputs (inventory)
+    groups: NodeGroups
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
@@ -588,14 +525,10 @@ class SystemNodeGroupArgs:
     def from_stack(
         cls, stack: Stack, cluster: ClusterRef, subnet_ids: list[pulumi.Input[str]]
     ) -> SystemNodeGroupArgs:
-        kind = stack.catalog.device_kind_of(stack.system_instance_type)
         return cls(
-            instance_type=stack.system_instance_type,
-            nodes=stack.system_nodes,
-            root_volume_gib=stack.system_root_volume_gib,
             cluster=cluster,
             subnet_ids=subnet_ids,
-            label={kind.node_label.key: kind.node_label.value},
+            groups=system_billables(stack),
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
             addon_versions=stack.addon_versions,
@@ -612,38 +545,33 @@ class SystemNodeGroup(pulumi.ComponentResource):
         super().__init__("accelstack:nodegroup:SystemNodeGroup", name, None, opts)
         c = args.cluster
         role, attachments = _node_role(self, name, c.partition, args.tags)
+        (declared_lt,) = args.groups.launch_templates.values()
+        (declared_ng,) = args.groups.node_groups
         lt = aws.ec2.LaunchTemplate(
-            f"{name}-lt",
+            declared_lt.name,
             description="accelstack system nodes",
             update_default_version=True,
             metadata_options=EKS_NODE_IMDS,
-            block_device_mappings=root_volume(args.root_volume_gib),
             tag_specifications=_tag_specs(args.tags, name),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
+            **declared_lt.args,
         )
         ng = aws.eks.NodeGroup(
-            f"{name}-ng",
+            declared_ng.name,
             cluster_name=c.name,
             node_role_arn=role.arn,
             subnet_ids=args.subnet_ids,
             ami_type="AL2023_x86_64_STANDARD",
-            instance_types=[args.instance_type],
-            capacity_type="ON_DEMAND",
-            scaling_config={
-                "desired_size": args.nodes,
-                "min_size": args.nodes,
-                "max_size": args.nodes,
-            },
             update_config={"max_unavailable": 1},
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
-            labels=args.label,
             tags=args.tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[*attachments, *c.depends_on],
                 ignore_changes=NODE_GROUP_IGNORE,
             ),
+            **declared_ng.args,
         )
         propagated_tags(self, name, ng, args.instance_tags)
         aws.eks.Addon(

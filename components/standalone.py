@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -61,6 +61,7 @@ from accelstack.components.nodegroup import (
     efa_network_interfaces,
 )
 from accelstack.components.provider import aws_context
+from accelstack.inventory import Billable, fleet_pool
 from accelstack.naming import POOL_LABEL, STACK_TAG
 from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
@@ -90,38 +91,6 @@ EGRESS_PORTS = (443, 80)
 # ---------------------------------------------------------------------------------------
 
 
-def standalone_network_args(stack: Stack) -> NetworkArgs:
-    """The EKS network, cut to the pools' zones: one private subnet per pool zone (EFA
-    traffic does not cross zones; there is no control plane that needs a second zone)."""
-    return replace(NetworkArgs.from_stack(stack), zone_ids=stack.zone_ids)
-
-
-def fleet_capacity(pool: ResolvedPool) -> dict[str, Any]:
-    """The fleet's capacity: all `pool.nodes` in one request, all or nothing, one zone, one
-    type, in the pool's market (spot and capacity blocks through the fleet, not the LT)."""
-    market = pool.purchase.fleet_market  # catalog purchase_options (botocore ec2 enum)
-    all_or_nothing: dict[str, Any] = {
-        "single_instance_type": True,
-        "single_availability_zone": True,
-        "min_target_capacity": pool.nodes,
-    }
-    out: dict[str, Any] = {
-        "target_capacity_specification": {
-            "default_target_capacity_type": market,
-            "total_target_capacity": pool.nodes,
-        },
-    }
-    if market == "spot":
-        out["spot_options"] = all_or_nothing
-    else:
-        if pool.purchase.reservation_first:
-            all_or_nothing["capacity_reservation_options"] = {
-                "usage_strategy": "use-capacity-reservations-first"
-            }
-        out["on_demand_options"] = all_or_nothing
-    return out
-
-
 def network_interfaces(
     pool: ResolvedPool, subnet_id: pulumi.Input[str], security_groups: list[pulumi.Input[str]]
 ) -> list[dict[str, Any]]:
@@ -129,22 +98,6 @@ def network_interfaces(
     return [
         {**nic, "subnet_id": subnet_id, "security_groups": security_groups}
         for nic in efa_network_interfaces(pool)
-    ]
-
-
-def root_block_device(pool: ResolvedPool) -> list[dict[str, Any]]:
-    """The root volume in the launch template, on the device the pool's DLAMI boots from
-    (catalog: device_kinds.*.standalone_root_device)."""
-    return [
-        {
-            "device_name": pool.device.standalone_root_device,
-            "ebs": {
-                "volume_size": pool.root_volume_gib,
-                "volume_type": "gp3",
-                "encrypted": "true",
-                "delete_on_termination": "true",
-            },
-        }
     ]
 
 
@@ -463,7 +416,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         if stack.compile_cache_bucket:
             return pulumi.Output.from_input(stack.compile_cache_bucket)
         return secure_bucket(
-            f"{name}-cache",
+            naming.standalone_cache(name),
             self,
             stack_name=stack.name,
             account_id=args.account_id,
@@ -520,7 +473,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         )
         if fs_args is None:
             return None
-        return FileSystem(f"{name}-fsx", fs_args, opts=self._child())
+        return FileSystem(naming.fsx(name), fs_args, opts=self._child())
 
     def _fsx_egress(self, name: str) -> list[aws.vpc.SecurityGroupEgressRule]:
         """The nodes reach FSx for Lustre: egress TCP 988 and 1018-1023 to the file system's
@@ -552,11 +505,14 @@ class StandaloneCluster(pulumi.ComponentResource):
         prefix = naming.pool_prefix(name, pool.name)
         subnet = args.subnet_ids[pool.zone_id]
         nics = network_interfaces(pool, subnet, [self.security_group_id])
-        lt = self._launch_template(prefix, args.stack, pool, profile, key_name, nics)
+        declared = fleet_pool(args.stack, pool)
+        lt = self._launch_template(
+            prefix, args.stack, pool, (profile, key_name, nics), declared.launch_template
+        )
         # the document first: instances that register before the association exists still
         # get it (State Manager applies an association to every matching managed node)
         self._delivery(prefix, args.stack, pool)
-        fleet = self._fleet(prefix, args.stack, pool, lt, subnet if not nics else None)
+        fleet = self._fleet(args.stack, declared.fleet, lt, subnet if not nics else None)
         self.instance_ids[pool.name] = fleet.fleet_instance_sets.apply(
             lambda sets: [i for s in sets or [] for i in (s.instance_ids or [])]
         )
@@ -577,27 +533,25 @@ class StandaloneCluster(pulumi.ComponentResource):
         prefix: str,
         stack: Stack,
         pool: ResolvedPool,
-        profile: aws.iam.InstanceProfile,
-        key_name: str | None,
-        nics: list[dict[str, Any]],
+        access: tuple[aws.iam.InstanceProfile, str | None, list[dict[str, Any]]],
+        declared: Billable,
     ) -> aws.ec2.LaunchTemplate:
-        """The pool's launch template: pinned DLAMI, EFA interfaces, IMDSv2, root volume,
-        capacity reservation, placement, instance tags. No user data (see `_delivery`)."""
+        """The pool's launch template: its name, instance type and root volume as the inventory
+        declares them (what the cost guard prices), plus the pinned DLAMI, EFA interfaces,
+        IMDSv2, capacity reservation, placement and instance tags. No user data (`_delivery`)."""
+        profile, key_name, nics = access
         tags = stable_tags(stack.tags)
         itags = instance_tags(stack, pool)
         # the SDK's overloads take TypedDicts; the arguments are built as plain dicts
         args: dict[str, Any] = dict(
-            name=f"{prefix}-lt",
             description=f"accelstack standalone pool {pool.name} ({pool.instance_type})",
             image_id=image_id(self, pool),
-            instance_type=pool.instance_type,
             key_name=key_name,
             iam_instance_profile={"arn": profile.arn},
             update_default_version=True,
             metadata_options=IMDS,
             network_interfaces=nics or None,
             vpc_security_group_ids=None if nics else [self.security_group_id],
-            block_device_mappings=root_block_device(pool),
             placement=self._placement(prefix, pool, tags),
             capacity_reservation_specification=capacity_reservation(pool),
             tag_specifications=[
@@ -605,41 +559,43 @@ class StandaloneCluster(pulumi.ComponentResource):
                 {"resource_type": "volume", "tags": itags},
             ],
             tags=tags,
+            **declared.args,
         )
         lt: aws.ec2.LaunchTemplate = aws.ec2.LaunchTemplate(
-            f"{prefix}-lt", opts=self._child(), **args
+            declared.name, opts=self._child(), **args
         )
         return lt
 
     def _fleet(
         self,
-        prefix: str,
         stack: Stack,
-        pool: ResolvedPool,
+        declared: Billable,
         lt: aws.ec2.LaunchTemplate,
         subnet: pulumi.Input[str] | None,
     ) -> aws.ec2.Fleet:
         """All of the pool's instances in one EC2 Fleet request (type instant): EC2 launches
-        `pool.nodes` instances or none. The subnet comes from the EFA interfaces when the LT
-        has them (an override may not name it then)."""
-        override: dict[str, Any] = {"instance_type": pool.instance_type}
-        if subnet is not None:
-            override["subnet_id"] = subnet
-        config: Any = {
+        `pool.nodes` instances or none, in the pool's market (`declared`: the inventory's
+        capacity, instance type and pool tag, what the cost guard prices). The subnet comes
+        from the EFA interfaces when the LT has them (an override may not name it then)."""
+        priced = dict(declared.args)
+        (config,) = priced.pop("launch_template_configs")
+        tags = {**stable_tags(stack.tags), **priced.pop("tags")}
+        extra = {} if subnet is None else {"subnet_id": subnet}
+        launch: Any = {
             "launch_template_specification": {
                 "launch_template_name": lt.name,
                 "version": lt.latest_version.apply(str),
             },
-            "overrides": [override],
+            "overrides": [{**o, **extra} for o in config["overrides"]],
         }
         return aws.ec2.Fleet(
-            f"{prefix}-fleet",
+            declared.name,
             type="instant",
-            launch_template_configs=[config],
+            launch_template_configs=[launch],
             terminate_instances=True,
-            **fleet_capacity(pool),
-            tags={**stable_tags(stack.tags), POOL_LABEL: pool.name},
+            tags=tags,
             opts=self._child(depends_on=list(self._fsx_rules)),
+            **priced,
         )
 
     def _delivery(self, prefix: str, stack: Stack, pool: ResolvedPool) -> None:
@@ -704,7 +660,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
 
     name = stack.name
     top, partition, account_id = aws_context(stack)
-    network = Network(naming.network(name), standalone_network_args(stack), opts=top)
+    network = Network(naming.network(name), NetworkArgs.from_stack(stack), opts=top)
     cluster = StandaloneCluster(
         name,  # children are `<stack>-<pool>-lt`, `<stack>-<pool>-<rank>`: as the EKS pools
         StandaloneClusterArgs.from_stack(stack, network, account_id, partition),

@@ -21,14 +21,13 @@ from accelstack.components.device_plugins import plugin_releases
 from accelstack.components.network import subnet_cidrs
 from accelstack.components.nodegroup import (
     capacity_reservation,
-    capacity_type,
     efa_network_interfaces,
     lnc_setup,
     market_options,
-    node_labels,
     node_taints,
     nodeadm_user_data,
 )
+from accelstack.inventory import node_labels, pool_node_groups
 from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack, resolve
 from accelstack.spec import parse_spec
@@ -140,16 +139,25 @@ def test_labels_and_taints_come_from_the_device_kind(catalog: Catalog) -> None:
     assert node_taints(p5) == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
 
 
+def capacity_type(stack: Stack) -> str:
+    """The capacity type of the stack's first pool's node group, as the inventory declares it
+    (what the component passes and the cost guard prices)."""
+    (group,) = pool_node_groups(stack, stack.pools[0]).node_groups
+    return str(group.args["capacity_type"])
+
+
 def test_capacity_block_purchase_wiring(catalog: Catalog) -> None:
-    pool = pool_for(catalog, "p5e.48xlarge", option="capacity-block")
-    assert capacity_type(pool) == "CAPACITY_BLOCK"
+    stack = stack_for(catalog, "p5e.48xlarge", option="capacity-block")
+    pool = stack.pools[0]
+    assert capacity_type(stack) == "CAPACITY_BLOCK"
     assert market_options(pool) == {"market_type": "capacity-block"}
     assert capacity_reservation(pool) == {
         "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}
     }
     assert not pool.placement_group
-    od = pool_for(catalog, "p5.48xlarge")
-    assert capacity_type(od) == "ON_DEMAND" and market_options(od) is None
+    od_stack = stack_for(catalog, "p5.48xlarge")
+    od = od_stack.pools[0]
+    assert capacity_type(od_stack) == "ON_DEMAND" and market_options(od) is None
     assert capacity_reservation(od) is None and od.placement_group
 
 

@@ -14,7 +14,6 @@ from accelstack.cost.pricing import (
     RULES,
     Resource,
     UnpricedResource,
-    billable_resources,
     covered,
     free_reason,
     option_quotes,
@@ -23,6 +22,7 @@ from accelstack.cost.pricing import (
     price_stack,
 )
 from accelstack.errors import MissingPrice
+from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
@@ -276,7 +276,7 @@ def test_every_preset_prices_from_the_spec(preset: Any) -> None:
     stack = resolve(load_spec(preset))
     cost = price_stack(stack)
     assert cost.hourly_usd > 0
-    types = {r.type for r in billable_resources(stack)}
+    types = {r.type for r in billables(stack)}
     assert "aws:ec2/natGateway:NatGateway" in types
     if stack.spec.orchestration == "eks":
         assert {"aws:eks/cluster:Cluster", "aws:eks/nodeGroup:NodeGroup"} <= types

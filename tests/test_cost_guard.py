@@ -16,8 +16,8 @@ import yaml
 from accelstack.cli import main
 from accelstack.cost.ceiling import load_ceiling
 from accelstack.cost.guard import check_budget, enforce, render_report, report_for_plan
-from accelstack.cost.pricing import billable_resources
 from accelstack.errors import SpecError, VerdictError
+from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
@@ -166,7 +166,7 @@ def test_presets_are_within_their_budgets(preset: Path) -> None:
 
 def test_enforce_prices_the_plan_when_given() -> None:
     stack = resolve(load_spec(STACKS / "trn1-multinode.yaml"))
-    resources = billable_resources(stack)
+    resources = billables(stack)
     enforce(stack, resources)
     doubled = [*resources, *[r for r in resources if r.type.endswith("NodeGroup")]]
     # the same node groups twice cost more than $100/h
@@ -176,7 +176,7 @@ def test_enforce_prices_the_plan_when_given() -> None:
 
 def test_report_for_plan_ends_with_the_verdict() -> None:
     stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
-    text = report_for_plan(stack, SimpleNamespace(resources=billable_resources(stack)))
+    text = report_for_plan(stack, SimpleNamespace(resources=billables(stack)))
     assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
     # 1.1B lies below the trn1 records' sizes (8-70.6B): extrapolated, never "fitted"
     assert "MFU basis: extrapolated (extrapolated beyond the records' sizes (8.03-70.6B)" in text

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from accelstack.catalog import load_catalog
-from accelstack.cost.pricing import billable_resources, price_resources, price_stack
+from accelstack.cost.pricing import price_resources, price_stack
+from accelstack.inventory import billables
 from accelstack.plan.rules import security
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
@@ -62,7 +63,7 @@ def preset_resources(name: str) -> tuple[list[FakeResource], float]:
     stack = resolve(load_spec(STACKS / f"{name}.yaml"))
     res = [
         FakeResource(r.type, dict(r.inputs), r.name, FakeParent(r.parent) if r.parent else None)
-        for r in billable_resources(stack)
+        for r in billables(stack)
     ]
     return res, price_stack(stack).hourly_usd
 
@@ -96,7 +97,7 @@ def test_budget_over_hourly_and_run_is_reported() -> None:
     # config-only limits price without the spec: the checkpoint bucket at the catalog's
     # usage assumption instead of the training state
     stack = resolve(load_spec(STACKS / "llama3-70b-trn2.yaml"))
-    hourly = price_resources(billable_resources(stack), load_catalog(), "us-east-2").hourly_usd
+    hourly = price_resources(billables(stack), load_catalog(), "us-east-2").hourly_usd
     assert len(msgs) == 2
     assert msgs[0].startswith(f"hourly ${hourly:,.2f} exceeds max_hourly_usd $500.00")
     assert msgs[1].startswith("training run $") and "max_run_usd $100,000.00" in msgs[1]

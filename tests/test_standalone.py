@@ -20,7 +20,6 @@ from accelstack.components.standalone import (
     ENV_FILE,
     RUN_COMMAND,
     _heredoc,
-    fleet_capacity,
     install_script,
     node_env,
     run_command,
@@ -29,6 +28,7 @@ from accelstack.components.standalone import (
     ssm_document,
 )
 from accelstack.cost.pricing import price_plan, price_stack
+from accelstack.inventory import fleet_capacity
 from accelstack.plan import ACCOUNT_ID, Plan, PlannedResource, fake_ami
 from accelstack.render import render_node_script
 from accelstack.resolve import Stack, resolve

@@ -9,9 +9,10 @@ naming the type and region (`UnpricedResource`), never $0. A missing catalog pri
 Two entry points share the rules:
 
 * `price_plan(stack, resources)` prices the resources of a real plan (plan engine, policy pack);
-* `price_stack(stack)` prices from the spec alone: it builds the billable resources the plan
-  will declare (`billable_resources`) and runs the same rules. The in-program guard uses it
-  (no plan exists yet there); tests check both agree for every preset.
+* `price_stack(stack)` prices without a plan: the same rules run on `accelstack.inventory`'s
+  billable resources, the records the components create their resources from (names, counts,
+  priced inputs). The in-program guard uses it (no plan exists yet there); the two agree by
+  construction, and tests/test_inventory.py holds every preset's plan to the records.
 
 Pure: no pulumi, no boto3, no network.
 """
@@ -23,17 +24,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from accelstack import naming
 from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
+from accelstack.inventory import ON_DEMAND, billables
 from accelstack.naming import POOL_LABEL
 from accelstack.resolve import Stack
 
 #: EKS managed node groups without a launch template get a 20 GiB root volume.
 EKS_DEFAULT_DISK_GIB = 20
-#: The option of what the spec does not choose (the system nodes; instances without a pool).
-ON_DEMAND = "on-demand"
 NAT_ASSUMPTION = "hourly charge only; data processed ($0.045/GB) is usage and not included"
 
 
@@ -61,6 +60,9 @@ class Resource:
     name: str
     inputs: Mapping[str, Any]
     parent: str | None = None
+    #: logical names of the resources it depends on (a plan's, a preview's property
+    #: dependencies): how a node group's launch template is found when its id is not known
+    depends_on: tuple[str, ...] = ()
 
 
 class UnpricedResource(MissingPrice):
@@ -445,6 +447,11 @@ def _launch_template_for(res: ResourceLike, ctx: PricingContext) -> ResourceLike
             for lt in lts:
                 if val in (lt.name, lt.inputs.get("name")) or (key == "id" and lt.name in val):
                     return lt
+    if ref is not None:
+        deps = set(getattr(res, "depends_on", ()) or ())
+        linked = [lt for lt in lts if lt.name in deps]  # the property dependency on its id
+        if len(linked) == 1:
+            return linked[0]
     if ref is not None and res.parent is not None:
         siblings = [lt for lt in lts if lt.parent == res.parent]
         if len(siblings) == 1:
@@ -913,198 +920,7 @@ def checkpoint_bucket_gib(stack: Stack) -> dict[str, float]:
     return {stack.checkpoint_bucket_resource: plan.stored_gib}
 
 
-#: (component, pool name or None for the system group, instance type, nodes, capacity type,
-#: root volume GiB) for one EKS managed node group.
-_NodeGroupSpec = tuple[str, str | None, str, int, str, int]
-
-
-def _node_group_specs(stack: Stack) -> list[_NodeGroupSpec]:
-    """The system node group first, then one per pool."""
-    name = stack.name
-    groups: list[_NodeGroupSpec] = [
-        (
-            naming.system_nodes(name),
-            None,
-            stack.system_instance_type,
-            stack.system_nodes,
-            stack.catalog.purchase(ON_DEMAND).capacity_type,
-            stack.system_root_volume_gib,
-        )
-    ]
-    groups += [
-        (
-            naming.pool_prefix(name, p.name),
-            p.name,
-            p.instance_type,
-            p.running_nodes,  # spare nodes run and bill like the job's
-            p.purchase.capacity_type,
-            p.root_volume_gib,
-        )
-        for p in stack.pools
-    ]
-    return groups
-
-
-def _node_group_resources(group: _NodeGroupSpec) -> list[Resource]:
-    """The launch template and the managed node group of one group."""
-    comp, pool, itype, nodes, cap, gib = group
-    launch_template = Resource(
-        "aws:ec2/launchTemplate:LaunchTemplate",
-        f"{comp}-lt",
-        {
-            "blockDeviceMappings": [
-                {
-                    "deviceName": "/dev/xvda",
-                    "ebs": {"volumeSize": gib, "volumeType": "gp3"},
-                }
-            ],
-        },
-        comp,
-    )
-    node_group = Resource(
-        "aws:eks/nodeGroup:NodeGroup",
-        f"{comp}-ng",
-        {
-            "instanceTypes": [itype],
-            "scalingConfig": {"desiredSize": nodes},
-            "capacityType": cap,
-            "labels": {POOL_LABEL: pool} if pool else {},
-            "launchTemplate": {"id": f"lt-{comp}"},
-        },
-        comp,
-    )
-    return [launch_template, node_group]
-
-
-def _eks_resources(stack: Stack) -> list[Resource]:
-    """Cluster, secrets key, then a launch template + node group per group."""
-    name = stack.name
-    out = [
-        Resource(
-            "aws:eks/cluster:Cluster",
-            f"{name}-eks",
-            {"version": stack.kubernetes_version},
-            f"{name}-cluster",
-        ),
-        Resource("aws:kms/key:Key", f"{name}-secrets-key", {}, f"{name}-cluster"),
-    ]
-    for group in _node_group_specs(stack):
-        out.extend(_node_group_resources(group))
-    return out
-
-
-def _instance_resources(stack: Stack) -> list[Resource]:
-    """Per pool (non-EKS orchestration): a launch template with the root volume and one EC2
-    Fleet request for all of its nodes."""
-    out: list[Resource] = []
-    for p in stack.pools:
-        lt = naming.launch_template(stack.name, p.name)
-        market = p.purchase.fleet_market
-        out.append(
-            Resource(
-                "aws:ec2/launchTemplate:LaunchTemplate",
-                lt,
-                {
-                    "name": lt,
-                    "blockDeviceMappings": [
-                        {"ebs": {"volumeSize": p.root_volume_gib, "volumeType": "gp3"}}
-                    ],
-                },
-            )
-        )
-        out.append(
-            Resource(
-                "aws:ec2/fleet:Fleet",
-                naming.fleet(stack.name, p.name),
-                {
-                    "launchTemplateConfigs": [
-                        {
-                            "launchTemplateSpecification": {"launchTemplateName": lt},
-                            "overrides": [{"instanceType": p.instance_type}],
-                        }
-                    ],
-                    "targetCapacitySpecification": {
-                        "defaultTargetCapacityType": market,
-                        "totalTargetCapacity": p.nodes,
-                    },
-                    "tags": {POOL_LABEL: p.name},
-                },
-            )
-        )
-    return out
-
-
-def _nat_resources(stack: Stack) -> list[Resource]:
-    """An EIP + NAT gateway per NAT when the stack creates its network."""
-    network = stack.spec.network
-    if network.mode != "create":
-        return []
-    # standalone networks span only the pools' zones; EKS ones at least two (control plane)
-    zones = stack.zone_ids if stack.spec.orchestration == "ec2" else stack.network_zone_ids
-    nats = 1 if network.single_nat_gateway else len(zones)
-    out: list[Resource] = []
-    for i in range(nats):
-        nat = naming.nat_gateway(stack.name, i)
-        out.append(Resource("aws:ec2/eip:Eip", f"{nat}-eip", {"domain": "vpc"}))
-        out.append(Resource("aws:ec2/natGateway:NatGateway", nat, {}))
-    return out
-
-
-def _fsx_resources(stack: Stack) -> list[Resource]:
-    """The FSx for Lustre file system, when the spec asks for one."""
-    storage = stack.spec.storage
-    if not storage.fsx_lustre_gib:
-        return []
-    defaults = stack.catalog.defaults
-    return [
-        Resource(
-            "aws:fsx/lustreFileSystem:LustreFileSystem",
-            naming.fsx(stack.name),
-            {
-                "storageCapacity": storage.fsx_lustre_gib,
-                "deploymentType": defaults.fsx_deployment_type,
-                "perUnitStorageThroughput": stack.fsx_throughput_per_tib,
-            },
-        )
-    ]
-
-
-def _checkpoint_resources(stack: Stack) -> list[Resource]:
-    """The checkpoint bucket, when the stack creates one (EKS, no checkpoint.bucket)."""
-    if stack.checkpoint is None or stack.checkpoint.bucket is not None:
-        return []
-    return [Resource("aws:s3/bucket:Bucket", stack.checkpoint_bucket_resource, {})]
-
-
-def _compile_cache_resources(stack: Stack) -> list[Resource]:
-    """The compile-cache bucket, when the cache is on and no bucket was given."""
-    if stack.compile_cache_enabled and stack.compile_cache_bucket is None:
-        return [Resource("aws:s3/bucket:Bucket", naming.compile_cache(stack.name), {})]
-    return []
-
-
-def _metrics_resources(stack: Stack) -> list[Resource]:
-    """The metrics add-on, when the stack turns it on."""
-    addon = stack.catalog.metrics_addon
-    if not stack.metrics or addon is None:
-        return []
-    name = naming.metrics(stack.name)
-    return [Resource("aws:eks/addon:Addon", f"{name}-addon", {"addonName": addon.addon_name}, name)]
-
-
-def billable_resources(stack: Stack) -> list[Resource]:
-    """The billable resources the plan declares for `stack`, from the spec alone."""
-    compute = _eks_resources if stack.spec.orchestration == "eks" else _instance_resources
-    return [
-        *compute(stack),
-        *_nat_resources(stack),
-        *_fsx_resources(stack),
-        *_compile_cache_resources(stack),
-        *_metrics_resources(stack),
-        *_checkpoint_resources(stack),
-    ]
-
-
 def price_stack(stack: Stack) -> StackCost:
-    """Price `stack` from its spec alone (no plan, no pulumi)."""
-    return price_plan(stack, billable_resources(stack))
+    """Price `stack` without a plan (the deploy-time guard): the billable resources the
+    components declare (`accelstack.inventory`), through the rules that price a plan."""
+    return price_plan(stack, billables(stack))
