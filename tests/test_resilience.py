@@ -287,7 +287,7 @@ def test_a_slower_target_picks_a_cheaper_tier() -> None:
 
 def refused(data: dict[str, Any]) -> str:
     with pytest.raises(SpecError) as err:
-        parse_spec(data, f"{data['name']}.yaml")
+        resolve(parse_spec(data, f"{data['name']}.yaml"))  # spec rules, then stack rules
     text = str(err.value)
     assert "Traceback" not in text
     return text
@@ -448,7 +448,7 @@ def test_spare_nodes_count_in_the_subnet_address_budget() -> None:
     def fits(nodes: int, spare: int) -> bool:
         data["pools"][0].update(nodes=nodes, spare_nodes=spare)
         try:
-            parse_spec(copy.deepcopy(data), "llama3-70b-p5.yaml")
+            resolve(parse_spec(copy.deepcopy(data), "llama3-70b-p5.yaml"))  # + stack rules
         except SpecError as exc:
             assert "subnet" in str(exc), str(exc)
             return False

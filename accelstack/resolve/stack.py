@@ -514,9 +514,10 @@ def resolve_unchecked(
     `name`: the resource-name prefix when the deployment differs from the spec
     (`deployment_name`).
 
-    Unchecked on purpose in two places only: the tests of the later safety nets (the deploy
-    rules of accelstack/plan/rules, e.g. the name and tag checks) need a stack the stack rules
-    would refuse, to show the deploy rules catch it too; and `render.trial.trial_stack`
+    Unchecked on purpose in two places only: tests of the later safety nets (the deploy rules
+    of accelstack/plan/rules, e.g. the name and tag checks, and render's bounds on generated
+    names) need a stack the stack rules would refuse, to show those catch it too or hold
+    beyond it; and `render.trial.trial_stack`
     derives a short trial run from a stack that passed them (a trial on fewer nodes than the
     memory fit asks is the point of a trial)."""
     cat = catalog or load_catalog()
