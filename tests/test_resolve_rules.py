@@ -338,3 +338,14 @@ def test_every_command_that_resolves_reports_a_derived_rule_as_one_line(
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{f}: pools[0].nodes: 1 x trn1.2xlarge cannot hold the workload" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_new_refuses_a_name_the_stack_rules_refuse_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "p" * 38 + "-x"  # 40: `<stack>-system-node-role` + 8 would be 65
+    code = main(["new", name, "--from", "llama3-70b-p5", "--dir", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.count("\n") == 1
+    assert f"-> {name}: name: the IAM role name '{name}-system-node-role-xxxxxxx'" in err
+    assert list(tmp_path.iterdir()) == []
