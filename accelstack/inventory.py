@@ -350,8 +350,8 @@ def nat_gateways(stack: Stack) -> tuple[NatGateway, ...]:
     return tuple(
         NatGateway(
             zone,
-            Billable(T_EIP, f"{comp}-nat-{zone}-eip", comp, {"domain": "vpc"}),
-            Billable(T_NAT, f"{comp}-nat-{zone}", comp),
+            Billable(T_EIP, f"{naming.nat_gateway(comp, zone)}-eip", comp, {"domain": "vpc"}),
+            Billable(T_NAT, naming.nat_gateway(comp, zone), comp),
         )
         for zone in (zones[:1] if net.single_nat_gateway else zones)
     )

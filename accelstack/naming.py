@@ -196,9 +196,10 @@ def fsx_claim_component(stack: str) -> str:
     return f"{fsx(stack)}-claim"
 
 
-def nat_gateway(stack: str, index: int) -> str:
-    """The index-th NAT gateway (its Elastic IP is `<name>-eip`)."""
-    return f"{stack}-nat-{index}"
+def nat_gateway(network_component: str, zone_id: str) -> str:
+    """A zone's NAT gateway, a child of the network component (its Elastic IP is
+    `<name>-eip`): named by zone, so adding a zone changes no other zone's gateway."""
+    return f"{network_component}-nat-{zone_id}"
 
 
 def device_plugins(stack: str) -> str:

@@ -622,8 +622,8 @@ class StandaloneCluster(pulumi.ComponentResource):
             name=doc.name,
             document_version=doc.latest_version,
             targets=[
-                {"key": f"tag:{STACK_TAG}", "values": [stack.name]},
-                {"key": f"tag:{POOL_LABEL}", "values": [pool.name]},
+                {"key": naming.tag_filter(STACK_TAG), "values": [stack.name]},
+                {"key": naming.tag_filter(POOL_LABEL), "values": [pool.name]},
             ],
             max_concurrency="100%",
             max_errors="0",
