@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
-from accelstack import naming
+from accelstack import naming, rulebook
 from accelstack.catalog import limits
 from accelstack.catalog.ipbudget import (
     node_ips,
@@ -33,34 +32,19 @@ from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
 from accelstack.spec.models import Workload
 from accelstack.spec.scale_rules import first_url
 
-Finding = tuple[str, str]  # (YAML path, message)
+Finding = rulebook.Finding  # (YAML path, message)
 Check = Callable[[Stack], Iterator[Finding]]
+StackRule = rulebook.Rule
 
-
-@dataclass(frozen=True)
-class StackRule:
-    name: str
-    summary: str  # what the rule refuses, as its message says it
-    check: Check
-
-
-STACK_RULES: list[StackRule] = []
-
-
-def stack_rule(name: str, summary: str) -> Callable[[Check], Check]:
-    """Register a rule on the resolved stack; registration order is report order."""
-
-    def register(fn: Check) -> Check:
-        STACK_RULES.append(StackRule(name, summary, fn))
-        return fn
-
-    return register
+#: The rules on the resolved stack, in report order (docs/spec.md lists them)
+STACK_RULES: list[rulebook.Rule[Stack]] = []
+stack_rule = rulebook.registrar(STACK_RULES)
 
 
 def check_stack(stack: Stack) -> list[Problem]:
     """Every finding of every stack rule, as problems naming the spec's file."""
     file = stack.spec.file
-    return [Problem(file, path, msg) for r in STACK_RULES for path, msg in r.check(stack)]
+    return [Problem(file, path, msg) for path, msg in rulebook.findings(STACK_RULES, stack)]
 
 
 def _indexed(stack: Stack) -> Iterator[tuple[str, ResolvedPool]]:

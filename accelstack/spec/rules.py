@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from accelstack import rulebook
 from accelstack.catalog import (
     Catalog,
     DeviceKind,
@@ -39,7 +40,7 @@ from accelstack.spec.models import (
     Standalone,
 )
 
-Finding = tuple[str, str]  # (YAML path, message)
+Finding = rulebook.Finding  # (YAML path, message)
 
 
 @dataclass(frozen=True)
@@ -84,31 +85,17 @@ class Context:
 
 
 Check = Callable[[Context], Iterator[Finding]]
+Rule = rulebook.Rule
 
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    summary: str  # what the rule refuses, as its message says it
-    check: Check
-
-
-RULES: list[Rule] = []
-
-
-def rule(name: str, summary: str) -> Callable[[Check], Check]:
-    """Register a rule; registration order is report order."""
-
-    def register(fn: Check) -> Check:
-        RULES.append(Rule(name, summary, fn))
-        return fn
-
-    return register
+#: The spec rules, in report order (docs/spec.md lists them)
+RULES: list[rulebook.Rule[Context]] = []
+rule = rulebook.registrar(RULES)
 
 
 def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
-    ctx = Context(spec, catalog)
-    return [Problem(file, path, msg) for r in RULES for path, msg in r.check(ctx)]
+    return [
+        Problem(file, path, msg) for path, msg in rulebook.findings(RULES, Context(spec, catalog))
+    ]
 
 
 # ---------------------------------------------------------------------------------------
