@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from accelstack import naming
+from accelstack import naming, tokens
 from accelstack.catalog.scale import NodeGroupPart
 from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
@@ -30,18 +30,6 @@ EKS_ROOT_DEVICE = "/dev/xvda"
 #: Inputs whose values are maps of user keys (labels, tags): Pulumi passes their keys as they
 #: are, so `camel` leaves them alone.
 MAP_INPUTS = frozenset({"labels", "tags"})
-
-T_CLUSTER = "aws:eks/cluster:Cluster"
-T_KEY = "aws:kms/key:Key"
-T_LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-T_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-T_FLEET = "aws:ec2/fleet:Fleet"
-T_EIP = "aws:ec2/eip:Eip"
-T_NAT = "aws:ec2/natGateway:NatGateway"
-T_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-T_FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-T_BUCKET = "aws:s3/bucket:Bucket"
-T_ADDON = "aws:eks/addon:Addon"
 
 
 def _camel_key(key: str) -> str:
@@ -78,9 +66,9 @@ class Billable:
         """`args` as a plan records them, plus the launch-template link the pricer follows."""
         out: dict[str, Any] = camel(self.args)
         lt = self.launch_template
-        if lt is not None and self.type == T_NODE_GROUP:
+        if lt is not None and self.type == tokens.NODE_GROUP:
             out["launchTemplate"] = {"name": lt}
-        elif lt is not None and self.type == T_FLEET:
+        elif lt is not None and self.type == tokens.FLEET:
             config = dict(out["launchTemplateConfigs"][0])
             config["launchTemplateSpecification"] = {"launchTemplateName": lt}
             out["launchTemplateConfigs"] = [config]
@@ -170,7 +158,7 @@ def _launch_template(name: str, parent: str, instance_type: str | None, gib: int
     args: dict[str, Any] = {"block_device_mappings": root_volume(gib)}
     if instance_type is not None:
         args["instance_type"] = instance_type
-    return Billable(T_LAUNCH_TEMPLATE, name, parent, args)
+    return Billable(tokens.LAUNCH_TEMPLATE, name, parent, args)
 
 
 def _node_group(
@@ -188,7 +176,7 @@ def _node_group(
         "scaling_config": scaling,
         "labels": labels,
     }
-    return Billable(T_NODE_GROUP, name, parent, args, launch_template=lt)
+    return Billable(tokens.NODE_GROUP, name, parent, args, launch_template=lt)
 
 
 def pool_node_groups(stack: Stack, pool: ResolvedPool) -> NodeGroups:
@@ -290,7 +278,7 @@ def fleet_pool(stack: Stack, pool: ResolvedPool) -> FleetPool:
     device_kinds.*.standalone_root_device) and one EC2 Fleet for all of the pool's nodes."""
     name = naming.launch_template(stack.name, pool.name)
     lt = Billable(
-        T_LAUNCH_TEMPLATE,
+        tokens.LAUNCH_TEMPLATE,
         name,
         stack.name,
         {
@@ -302,7 +290,7 @@ def fleet_pool(stack: Stack, pool: ResolvedPool) -> FleetPool:
         },
     )
     fleet = Billable(
-        T_FLEET,
+        tokens.FLEET,
         naming.fleet(stack.name, pool.name),
         stack.name,
         {
@@ -350,8 +338,8 @@ def nat_gateways(stack: Stack) -> tuple[NatGateway, ...]:
     return tuple(
         NatGateway(
             zone,
-            Billable(T_EIP, f"{naming.nat_gateway(comp, zone)}-eip", comp, {"domain": "vpc"}),
-            Billable(T_NAT, naming.nat_gateway(comp, zone), comp),
+            Billable(tokens.EIP, f"{naming.nat_gateway(comp, zone)}-eip", comp, {"domain": "vpc"}),
+            Billable(tokens.NAT_GATEWAY, naming.nat_gateway(comp, zone), comp),
         )
         for zone in (zones[:1] if net.single_nat_gateway else zones)
     )
@@ -363,7 +351,7 @@ def s3_endpoint(stack: Stack) -> Billable | None:
         return None
     comp = naming.network(stack.name)
     args = {"service_name": f"com.amazonaws.{stack.region}.s3", "vpc_endpoint_type": "Gateway"}
-    return Billable(T_ENDPOINT, f"{comp}-s3", comp, args)
+    return Billable(tokens.VPC_ENDPOINT, f"{comp}-s3", comp, args)
 
 
 @dataclass(frozen=True)
@@ -380,8 +368,8 @@ def control_plane(stack: Stack) -> ControlPlane:
     and the KMS key that encrypts its secrets."""
     comp = naming.cluster(stack.name)
     return ControlPlane(
-        Billable(T_CLUSTER, f"{comp}-eks", comp, {"version": stack.kubernetes_version}),
-        Billable(T_KEY, f"{comp}-secrets-key", comp),
+        Billable(tokens.CLUSTER, f"{comp}-eks", comp, {"version": stack.kubernetes_version}),
+        Billable(tokens.KMS_KEY, f"{comp}-secrets-key", comp),
     )
 
 
@@ -396,7 +384,7 @@ def file_system(stack: Stack) -> Billable | None:
         "deployment_type": stack.catalog.defaults.fsx_deployment_type,
         "per_unit_storage_throughput": stack.fsx_throughput_per_tib,
     }
-    return Billable(T_FSX, f"{comp}-lustre", comp, args)
+    return Billable(tokens.LUSTRE, f"{comp}-lustre", comp, args)
 
 
 def compile_cache_bucket(stack: Stack) -> Billable | None:
@@ -406,7 +394,7 @@ def compile_cache_bucket(stack: Stack) -> Billable | None:
         return None
     eks = stack.spec.orchestration == "eks"
     owner = naming.compile_cache(stack.name) if eks else naming.standalone_cache(stack.name)
-    return Billable(T_BUCKET, naming.bucket_resource(owner), owner if eks else stack.name)
+    return Billable(tokens.BUCKET, naming.bucket_resource(owner), owner if eks else stack.name)
 
 
 def checkpoint_bucket(stack: Stack) -> Billable | None:
@@ -414,7 +402,7 @@ def checkpoint_bucket(stack: Stack) -> Billable | None:
     if stack.checkpoint is None or stack.checkpoint.bucket is not None:
         return None
     owner = naming.checkpoints(stack.name)
-    return Billable(T_BUCKET, naming.bucket_resource(owner), owner)
+    return Billable(tokens.BUCKET, naming.bucket_resource(owner), owner)
 
 
 def metrics_addon(stack: Stack) -> Billable | None:
@@ -423,7 +411,7 @@ def metrics_addon(stack: Stack) -> Billable | None:
     if not stack.metrics or addon is None:
         return None
     comp = naming.metrics(stack.name)
-    return Billable(T_ADDON, f"{comp}-addon", comp, {"addon_name": addon.addon_name})
+    return Billable(tokens.ADDON, f"{comp}-addon", comp, {"addon_name": addon.addon_name})
 
 
 def _optional(*items: Billable | None) -> list[Billable]:

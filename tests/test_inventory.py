@@ -12,9 +12,6 @@ from accelstack import inventory
 from accelstack.catalog import load_catalog
 from accelstack.cost.pricing import Resource, StackCost, price_plan, price_stack
 from accelstack.inventory import (
-    T_FLEET,
-    T_LAUNCH_TEMPLATE,
-    T_NODE_GROUP,
     billables,
     camel,
     pool_node_groups,
@@ -22,6 +19,9 @@ from accelstack.inventory import (
 from accelstack.naming import POOL_LABEL
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
+from accelstack.tokens import FLEET as T_FLEET
+from accelstack.tokens import LAUNCH_TEMPLATE as T_LAUNCH_TEMPLATE
+from accelstack.tokens import NODE_GROUP as T_NODE_GROUP
 from tests.conftest import STACKS, planned_preset, preset_ids
 from tests.helpers_plan import plan_stack
 

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from accelstack import tokens
 from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
@@ -150,7 +151,7 @@ FREE: dict[str, str] = {
 }
 #: Types with a rule that prices some of their resources and leaves the others free (listed
 #: in FREE too): the metrics add-on bills per node, the other EKS add-ons run on priced nodes.
-PARTLY_FREE: tuple[str, ...] = ("aws:eks/addon:Addon",)
+PARTLY_FREE: tuple[str, ...] = (tokens.ADDON,)
 #: Prefixes of types that are never billed: component resources, providers, the stack.
 FREE_PREFIXES: dict[str, str] = {
     "accelstack:": "component resource (a grouping; its children are priced)",
@@ -438,7 +439,7 @@ def _volumes(
 
 def _launch_template_for(res: ResourceLike, ctx: PricingContext) -> ResourceLike | None:
     ref = res.inputs.get("launchTemplate")
-    lts = [r for r in ctx.resources if r.type == "aws:ec2/launchTemplate:LaunchTemplate"]
+    lts = [r for r in ctx.resources if r.type == tokens.LAUNCH_TEMPLATE]
     if isinstance(ref, Mapping):
         for key in ("name", "id"):
             val = ref.get(key)
@@ -590,8 +591,7 @@ def price_fleet(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     lts = [
         r
         for r in ctx.resources
-        if r.type == "aws:ec2/launchTemplate:LaunchTemplate"
-        and ref in (r.name, r.inputs.get("name"))
+        if r.type == tokens.LAUNCH_TEMPLATE and ref in (r.name, r.inputs.get("name"))
     ]
     if not lts:
         raise MissingPrice(
@@ -789,7 +789,7 @@ def price_eks_addon(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     nodes = sum(
         _num(_get(r.inputs, "scalingConfig", "desiredSize"), "scalingConfig.desiredSize", r)
         for r in ctx.resources
-        if r.type == "aws:eks/nodeGroup:NodeGroup"
+        if r.type == tokens.NODE_GROUP
     )
     return [
         _hourly_item(
@@ -806,19 +806,19 @@ def price_eks_addon(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
 
 
 RULES: dict[str, Rule] = {
-    "aws:eks/addon:Addon": price_eks_addon,
-    "aws:eks/nodeGroup:NodeGroup": price_node_group,
-    "aws:ec2/instance:Instance": price_instance,
-    "aws:ec2/fleet:Fleet": price_fleet,
-    "aws:eks/cluster:Cluster": price_eks_cluster,
-    "aws:ec2/natGateway:NatGateway": price_nat,
-    "aws:ec2/eip:Eip": price_eip,
-    "aws:ec2/vpcEndpoint:VpcEndpoint": price_vpc_endpoint,
-    "aws:fsx/lustreFileSystem:LustreFileSystem": price_fsx,
-    "aws:s3/bucket:Bucket": price_bucket,
-    "aws:s3/bucketV2:BucketV2": price_bucket,
-    "aws:kms/key:Key": price_kms_key,
-    "aws:ebs/volume:Volume": price_ebs_volume,
+    tokens.ADDON: price_eks_addon,
+    tokens.NODE_GROUP: price_node_group,
+    tokens.INSTANCE: price_instance,
+    tokens.FLEET: price_fleet,
+    tokens.CLUSTER: price_eks_cluster,
+    tokens.NAT_GATEWAY: price_nat,
+    tokens.EIP: price_eip,
+    tokens.VPC_ENDPOINT: price_vpc_endpoint,
+    tokens.LUSTRE: price_fsx,
+    tokens.BUCKET: price_bucket,
+    tokens.BUCKET_V2: price_bucket,
+    tokens.KMS_KEY: price_kms_key,
+    tokens.EBS_VOLUME: price_ebs_volume,
 }
 
 

@@ -6,12 +6,6 @@ from typing import Any
 
 from accelstack.plan.document import PlannedResource
 
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-INSTANCE = "aws:ec2/instance:Instance"
-FLEET = "aws:ec2/fleet:Fleet"
-SUBNET = "aws:ec2/subnet:Subnet"
-SSM_PARAMETER_LOOKUP = "aws:ssm/getParameter:getParameter"
-
 
 def rid(r: PlannedResource) -> str:
     """How a violation names a resource: `type 'name'`."""

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import ACCESS_POLICY_ASSOCIATION as ASSOCIATION
+from accelstack.tokens import CLUSTER
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-CLUSTER = "aws:eks/cluster:Cluster"
 OPEN = {"0.0.0.0/0", "::/0"}
 
 
@@ -51,9 +52,6 @@ def _endpoint(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 "endpointPrivateAccess is off: nodes reach the API through the NAT and the "
                 "public CIDR list must include its addresses; keep the private endpoint on",
             )
-
-
-ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 
 
 def upstream(plan: Plan, name: str) -> set[str]:

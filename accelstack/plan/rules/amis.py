@@ -12,15 +12,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules._res import (
-    FLEET,
-    INSTANCE,
-    LAUNCH_TEMPLATE,
-    SSM_PARAMETER_LOOKUP,
-    get_in,
-    rid,
-)
+from accelstack.plan.rules._res import get_in, rid
 from accelstack.plan.rules.registry import deploy_rule
+from accelstack.tokens import ADDON, CLUSTER, FLEET, INSTANCE, LAUNCH_TEMPLATE, SSM_PARAMETER_LOOKUP
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -64,10 +58,6 @@ def _ami_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"imageId {image} is not one of the AMIs pinned in {stack.amis_source} "
                 f"({', '.join(sorted(pinned))})",
             )
-
-
-CLUSTER = "aws:eks/cluster:Cluster"
-ADDON = "aws:eks/addon:Addon"
 
 
 @deploy_rule(

@@ -8,17 +8,15 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
+from accelstack.plan.rules.nodegroups import launch_template_of
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import ADDON, CLUSTER, NODE_GROUP, ROLE
+from accelstack.tokens import POD_IDENTITY_ASSOCIATION as ASSOCIATION
+from accelstack.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-ROLE = "aws:iam/role:Role"
-ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-ADDON = "aws:eks/addon:Addon"
-ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
-CLUSTER = "aws:eks/cluster:Cluster"
 POD_IDENTITY = "pods.eks.amazonaws.com"
 CNI_POLICY = "AmazonEKS_CNI_Policy"
 

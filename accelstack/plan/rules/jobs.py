@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan
-from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
-from accelstack.plan.rules.plugins import RELEASE
+from accelstack.plan.rules.nodegroups import launch_template_of
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import HELM_RELEASE as RELEASE
+from accelstack.tokens import NODE_GROUP
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

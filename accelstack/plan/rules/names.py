@@ -20,13 +20,11 @@ from accelstack.catalog.limits import (
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules._res import rid
 from accelstack.plan.rules.registry import deploy_rule
+from accelstack.tokens import BUCKET, NODE_GROUP, ROLE
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-ROLE = "aws:iam/role:Role"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-BUCKET = "aws:s3/bucket:Bucket"
 PROVIDER = "pulumi:providers:aws"
 
 

@@ -13,13 +13,15 @@ from accelstack import naming
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import rid
 from accelstack.plan.rules.registry import deploy_rule
+from accelstack.tokens import ADDON, LAUNCH_TEMPLATE, NODE_GROUP, ROUTE, SUBNET, VPC
+from accelstack.tokens import EGRESS_RULE as EGRESS
+from accelstack.tokens import INGRESS_RULE as INGRESS
+from accelstack.tokens import LUSTRE as FSX
+from accelstack.tokens import VPC_ENDPOINT as ENDPOINT
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
-INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 #: TCP ports an FSx for Lustre client talks to the file system on.
 LUSTRE_PORTS = ((988, 988), (1018, 1023))
 FSX_SOURCE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html"
@@ -79,14 +81,7 @@ def _fsx_egress(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
             )
 
 
-VPC = "aws:ec2/vpc:Vpc"
-ROUTE = "aws:ec2/route:Route"
-ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-SUBNET = "aws:ec2/subnet:Subnet"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 PRIVATE_SUBNET_TAG = "kubernetes.io/role/internal-elb"
-ADDON = "aws:eks/addon:Addon"
 
 
 def _nat_routes(plan: Plan) -> dict[str, str]:

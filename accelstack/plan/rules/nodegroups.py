@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 DESIRED_SIZE = "scalingConfig.desiredSize"
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import HELM_RELEASE as RELEASE
+from accelstack.tokens import NODE_GROUP
 
 if TYPE_CHECKING:
     from accelstack.catalog import HelmChart
     from accelstack.resolve import Stack
 
-RELEASE = "kubernetes:helm.sh/v3:Release"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 CHARTS_DOC = "accelstack/catalog/instances.yaml charts (sources per chart)"
 
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules.nodegroups import NODE_GROUP, launch_template_of
+from accelstack.plan.rules.nodegroups import launch_template_of
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import NODE_GROUP
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack

@@ -13,18 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import BUCKET_PUBLIC_ACCESS_BLOCK as PAB
+from accelstack.tokens import INGRESS_RULE, INSTANCE, LAUNCH_TEMPLATE, SECURITY_GROUP
+from accelstack.tokens import LEGACY_SECURITY_GROUP_RULE as LEGACY_RULE
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
 OPEN = frozenset({"0.0.0.0/0", "::/0"})
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-LEGACY_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-INSTANCE = "aws:ec2/instance:Instance"
 BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 PAB_FIELDS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 

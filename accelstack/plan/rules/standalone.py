@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.naming import POOL_TAG, STACK_TAG
 from accelstack.plan.document import Plan
-from accelstack.plan.rules._res import FLEET, INSTANCE, LAUNCH_TEMPLATE, get_in, rid
+from accelstack.plan.rules._res import get_in, rid
 from accelstack.plan.rules.registry import deploy_rule
+from accelstack.tokens import FLEET, INSTANCE, LAUNCH_TEMPLATE
+from accelstack.tokens import SSM_ASSOCIATION as ASSOCIATION
+from accelstack.tokens import SSM_DOCUMENT as DOCUMENT
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -25,8 +28,6 @@ ONE_REQUEST_SOURCE = (
     "#placement-groups-cluster"
 )
 SSM_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html"
-DOCUMENT = "aws:ssm/document:Document"
-ASSOCIATION = "aws:ssm/association:Association"
 
 
 def _fleets(plan: Plan) -> dict[str, Any]:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import LUSTRE
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
-LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 RULE_TYPES = (
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
