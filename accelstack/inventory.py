@@ -25,7 +25,8 @@ from accelstack.resolve import ResolvedPool, Stack
 
 #: The purchase option of what the spec does not choose (the system nodes).
 ON_DEMAND = "on-demand"
-#: The root device of the EKS AMIs (AL2023 and Bottlerocket accelerated variants).
+#: The root device of the EKS-optimized AL2023 AMIs the node groups boot: Amazon Linux boots
+#: from /dev/xvda (https://docs.aws.amazon.com/ebs/latest/userguide/device_naming.html).
 EKS_ROOT_DEVICE = "/dev/xvda"
 #: Inputs whose values are maps of user keys (labels, tags): Pulumi passes their keys as they
 #: are, so `camel` leaves them alone.

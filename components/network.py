@@ -33,7 +33,6 @@ class NetworkArgs:
     cluster_name: str
     zone_ids: tuple[str, ...]
     vpc_cidr: str
-    region: str = ""
     existing_vpc_id: str | None = None
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
@@ -55,7 +54,6 @@ class NetworkArgs:
             cluster_name=stack.name,
             zone_ids=network_zones(stack),
             vpc_cidr=stack.vpc_cidr,
-            region=stack.region,
             existing_vpc_id=net.vpc_id if existing else None,
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
             existing_public_subnet_ids=net.public_subnet_ids if existing else (),

@@ -1,7 +1,9 @@
 """AcceleratorNodeGroup (one per pool) and SystemNodeGroup (CPU nodes for cluster add-ons).
 
-Every fact comes from `ResolvedPool`: EFA interface count and style, placement group, root
-volume, zone, device kind (AMI variant, taint, label). Nothing here tests an instance-type
+The names and priced inputs of the launch templates and node groups (instance types, capacity
+type, size, labels, root volume) are the inventory's records (`accelstack.inventory`, what the
+cost guard prices); every other fact comes from `ResolvedPool`: EFA interface count and style,
+placement group, zone, device kind (AMI variant, taint). Nothing here tests an instance-type
 string.
 """
 
@@ -349,6 +351,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
             security_groups.append(efa_sg.id)
             self.security_group_id = efa_sg.id
         parts = args.pool.node_groups
+        # each launch template targets the reservation of the first node group launching from it
         reservation = {p.launch_template: p.reservation_id for p in reversed(parts)}
         lts = {  # one launch template per reservation behind the pool
             role: _pool_launch_template(
