@@ -153,3 +153,18 @@ def test_init_next_steps_pin_amis_and_the_project_runs_the_policy_pack(
     from accelstack.policypack.budget_policies import POLICIES  # the module the pack imports
 
     assert {p.name for p in POLICIES} >= {"accelstack-budget", "accelstack-deploy-rules"}
+
+
+def test_init_refuses_a_stack_name_the_stack_rules_refuse_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 40-character stack name is a valid name, but the system node role it generates
+    (`<name>-system-node-role` + Pulumi's suffix, 65 characters) would pass IAM's 64: refused
+    in one line naming the retarget, before any file is written."""
+    name = "p" * 38 + "-x"
+    project = tmp_path / "proj"
+    code, out = init(capsys, str(project), "--from", "llama3-70b-p5", "--stack", name)
+    assert code == 2
+    (line,) = out.strip().splitlines()
+    assert f"-> {name}: name: cannot retarget: the IAM role name '{name}-" in line
+    assert not project.exists() or not any(project.iterdir())

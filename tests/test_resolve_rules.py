@@ -349,3 +349,24 @@ def test_new_refuses_a_name_the_stack_rules_refuse_before_writing(
     assert code == 2 and err.count("\n") == 1
     assert f"-> {name}: name: the IAM role name '{name}-system-node-role-xxxxxxx'" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_judges_the_names_of_every_stack_that_deploys_the_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate` passes the spec under its own name, and refuses it where the project's
+    Pulumi.staging01.yaml deploys it under a prefix whose role name would not fit (as `check`
+    and `pulumi up` would)."""
+    name = "a" * 30
+    (tmp_path / "Pulumi.yaml").write_text("name: p\nruntime: python\n")
+    (tmp_path / "stacks").mkdir()
+    f = spec_file(tmp_path / "stacks", "llama3-70b-p5", NO_EDIT, name)
+    assert main(["validate", str(f)]) == 0
+    capsys.readouterr()
+    (tmp_path / "Pulumi.staging01.yaml").write_text(
+        f"config:\n  accelstack:spec: stacks/{name}.yaml\n"
+    )
+    assert main(["validate", str(f)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {f}: name: the IAM role name '{name}-staging01-")
+    assert f"shorten the resource-name prefix '{name}-staging01'" in line

@@ -317,3 +317,21 @@ def test_calibration_with_an_unknown_type_is_refused(tmp_path: Path, capsys) -> 
     err = capsys.readouterr().err
     assert "calibration[0].instance_type: 'p5.48xlarg' is not a known accelerated" in err
     assert "did you mean 'p5.48xlarge'" in err.lower()
+
+
+def test_calibrate_refuses_a_spec_the_stack_rules_refuse_and_writes_nothing(
+    tmp_path: Path, capsys
+) -> None:
+    """46 user tags pass the spec rules but not the tag count on the resolved stack: the spec is
+    reported in one line before the records are read, and stays as it was."""
+    spec_path = _spec_file(tmp_path)
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps(_fake_record(sdk=_image(spec_path))) + "\n")
+    data = yaml.safe_load(spec_path.read_text())
+    data["tags"] = {f"team-{i}": "x" for i in range(46)}
+    spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    before = spec_path.read_text()
+    assert main(["calibrate", str(records), "--spec", str(spec_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {spec_path}: tags: 46 tags;")
+    assert spec_path.read_text() == before

@@ -111,6 +111,7 @@ def init(
     from accelstack.cli.spec_cmds import (
         _check_name,
         _preset_path,
+        resolved_target,
         schema_text,
         spec_file_text,
         stack_config_text,
@@ -125,7 +126,9 @@ def init(
     name = stack or load_spec(src).name  # the preset itself must be valid
     _check_name(name)
     data, stash = load_roundtrip(src), read_stash(src)
-    result = retarget(data, load_catalog(), name=name, source=str(src), stash=stash)
+    catalog = load_catalog()
+    result = retarget(data, catalog, name=name, source=str(src), stash=stash)
+    resolved_target(result, catalog)  # the rules on the resolved stack, before anything is written
     files = project_files(project_name(directory), name, src.stem, result.spec.region, __version__)
     files[f"stacks/{name}.yaml"] = spec_file_text(src, result, command="init")
     files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region)

@@ -20,6 +20,7 @@ from accelstack.spec import NAME_RE, json_schema, load_spec
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
+    from accelstack.resolve import Stack
     from accelstack.spec.models import Spec
     from accelstack.spec.retarget import Retargeted
 
@@ -123,15 +124,31 @@ def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
     ]
 
 
+def _deployment_names(path: Path, spec: Spec) -> list[str]:
+    """The resource-name prefixes of the project's other Pulumi stacks that deploy this spec
+    file (their `accelstack:spec` names it): the names they generate must fit AWS too."""
+    from accelstack.cli.stackrefs import refs_of_file
+    from accelstack.resolve import deployment_name
+
+    return [
+        deployment_name(spec.name, r.stack)
+        for r in refs_of_file(path, None)
+        if r.stack != spec.name
+    ]
+
+
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's result: ok with its pools and warnings, or its error lines and exit code.
     Valid means what every other command needs: the spec loads (shape, spec rules) and
-    resolves (the rules on the resolved stack: names, addresses, tags, memory fit, sizes)."""
+    resolves (the rules on the resolved stack: names, addresses, tags, memory fit, sizes),
+    under its own name and under each project stack that deploys it by another name."""
     from accelstack.resolve import resolve
 
     try:
         spec = load_spec(path, catalog)
         resolve(spec, catalog)
+        for name in _deployment_names(path, spec):
+            resolve(spec, catalog, name=name)
     except Exception as exc:  # one broken spec must not hide the verdict on the rest
         failure = as_failure(exc, f"validate {path}")
         lines = str(failure).splitlines() or [type(failure).__name__]
@@ -341,12 +358,37 @@ _DirOpt = Annotated[Path, typer.Option("--dir", help="project directory")]
 _ForceOpt = Annotated[bool, typer.Option(help="overwrite existing files")]
 
 
-def _verdict_lines(result: Retargeted, catalog: Catalog) -> list[str]:
+def resolved_target(result: Retargeted, catalog: Catalog, nodes_flag: bool = False) -> Stack:
+    """The retargeted spec resolved, so the rules on the resolved stack (names, buckets, tags,
+    addresses, memory fit) judge it before anything is written. Every problem says the
+    retarget caused it; with `nodes_flag` (`new`), a workload pool too small for the model
+    also names the --nodes that fits (the stack's own memory fit, as the rule reads it)."""
+    from accelstack.resolve import resolve, resolve_unchecked
+
+    try:
+        return resolve(result.spec, catalog)
+    except SpecError as exc:
+        fit = resolve_unchecked(result.spec, catalog).workload_memory_fit
+        spec = result.spec
+        nodes_at = f"pools[{spec.pools.index(spec.workload_pool)}].nodes"
+        hint = ""
+        if nodes_flag and fit is not None and not fit.fits(spec.workload_pool.nodes):
+            hint = f" (accelstack new: use --nodes {fit.min_nodes} or more)"
+        raise SpecError(
+            [
+                Problem(
+                    p.file, p.path, f"cannot retarget: {p.message}{hint * (p.path == nodes_at)}"
+                )
+                for p in exc.problems
+            ]
+        ) from None
+
+
+def _verdict_lines(stack: Stack) -> list[str]:
     """The new stack's price and budget verdict (priced from the spec, as `price` does)."""
     from accelstack.cost.guard import check_budget
-    from accelstack.resolve import resolve
 
-    v = check_budget(resolve(result.spec, catalog))
+    v = check_budget(stack)
     mark = " (prices include estimates)" if v.cost.estimate else ""
     lines = [
         f"price: ${v.cost.hourly_usd:,.2f}/h, ${v.cost.monthly_usd:,.0f}/month, training run "
@@ -423,7 +465,7 @@ def new(
     )
     if picked:
         result.notes.insert(0, picked)
-    verdict = _verdict_lines(result, catalog)  # priced before anything is written
+    verdict = _verdict_lines(resolved_target(result, catalog, nodes_flag=True))  # before writing
     _write_stack(directory, name, src, result, force=force)
     for line in verdict:
         typer.echo(line)

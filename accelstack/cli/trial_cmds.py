@@ -64,15 +64,14 @@ def calibrate(
     """Measured MFU per instance type and model from trial records, stored in SPEC."""
     from accelstack.catalog import load_catalog
     from accelstack.cost.calibrate import calibrate_spec, measure
+    from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
-    parsed = load_spec(spec, catalog)  # a bad spec is reported before the records are read
-    pools = {
-        p.name: catalog.families[catalog.instance(p.instance_type).family].device_kind
-        for p in parsed.pools
-        if p.instance_type in catalog.instances
-    }
+    # a bad spec (spec rules, then the rules on the resolved stack) is reported before the
+    # records are read
+    stack = resolve(load_spec(spec, catalog), catalog)
+    pools = {p.name: p.device.name for p in stack.pools}
     measured = measure(catalog, records, pools)
     if not dry_run:
         calibrate_spec(spec, measured, catalog)

@@ -33,6 +33,7 @@ from accelstack.catalog import Catalog
 from accelstack.cost.estimate import training_flops
 from accelstack.errors import Problem, SpecError
 from accelstack.files import write_text_atomic
+from accelstack.resolve import resolve
 from accelstack.spec import Measured, load_spec, parse_spec
 
 REQUIRED = (
@@ -195,6 +196,7 @@ def calibrate_spec(spec_path: Path, measured: Sequence[Measured], catalog: Catal
     block += yaml.safe_dump(rows, sort_keys=False, default_flow_style=False, width=1000)
     body = _BLOCK.sub("", text).rstrip("\n") + "\n"
     new_text = body + block
-    parse_spec(yaml.safe_load(new_text), str(spec_path), catalog)  # refuse before writing
+    # refuse before writing: the spec rules, then the rules on the resolved stack
+    resolve(parse_spec(yaml.safe_load(new_text), str(spec_path), catalog), catalog)
     write_text_atomic(spec_path, new_text)
     return new_text

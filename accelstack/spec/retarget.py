@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelstack.catalog import Catalog, Framework
-from accelstack.catalog.sizing import memory_fit
 from accelstack.errors import Problem, SpecError, did_you_mean
 from accelstack.spec.loader import parse_spec
 from accelstack.spec.models import Spec
@@ -309,28 +308,6 @@ def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) ->
         ) from None
 
 
-def _check_memory_fit(spec: Spec, catalog: Catalog, source: str) -> None:
-    """Refuse a workload pool too small to hold the model's training state."""
-    wl_pool = spec.workload_pool
-    fit = memory_fit(
-        catalog, wl_pool.instance_type, spec.workload.model.params_billion, spec.workload.precision
-    )
-    if fit.fits(wl_pool.nodes):
-        return
-    raise SpecError(
-        [
-            Problem(
-                source,
-                f"pools.{wl_pool.name}.nodes",
-                f"cannot hold the workload: {spec.workload.model.params_billion:g}B parameters need "
-                f"{fit.required_gib:,.0f} GiB of training state, {wl_pool.nodes} x "
-                f"{wl_pool.instance_type} give {wl_pool.nodes * fit.usable_gib_per_node:,.0f} GiB "
-                f"usable; use --nodes {fit.min_nodes} or more",
-            )
-        ]
-    )
-
-
 def retarget(
     data: dict[str, Any],
     catalog: Catalog,
@@ -363,5 +340,4 @@ def retarget(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
     spec = _validated(out, catalog, source, name)
-    _check_memory_fit(spec, catalog, source)
     return Retargeted(out, spec, notes, carried)
