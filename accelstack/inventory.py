@@ -189,24 +189,31 @@ def pool_node_groups(stack: Stack, pool: ResolvedPool) -> NodeGroups:
     for part in pool.node_groups:
         if part.launch_template not in lts:
             lts[part.launch_template] = _launch_template(
-                f"{comp}-{part.launch_template}", comp, lt_type, pool.root_volume_gib
+                naming.launch_template(stack.name, pool.name, part.launch_template),
+                comp,
+                lt_type,
+                pool.root_volume_gib,
             )
     labels = node_labels(pool, plugin_labels(stack, pool))
-    groups = tuple(_pool_part(comp, pool, part, ng_types, labels) for part in pool.node_groups)
+    groups = tuple(
+        _pool_part(stack, pool, part, lts[part.launch_template].name, ng_types, labels)
+        for part in pool.node_groups
+    )
     return NodeGroups(lts, groups)
 
 
 def _pool_part(
-    comp: str,
+    stack: Stack,
     pool: ResolvedPool,
     part: NodeGroupPart,
+    lt: str,
     types: list[str] | None,
     labels: dict[str, str],
 ) -> Billable:
     return _node_group(
-        f"{comp}-{part.role}",
-        comp,
-        f"{comp}-{part.launch_template}",
+        naming.pool_node_group(stack.name, pool.name, part.role),
+        naming.pool_prefix(stack.name, pool.name),
+        lt,
         types,
         pool.purchase.capacity_type,
         scaling_config(pool, part.nodes),
@@ -219,9 +226,11 @@ def system_node_group(stack: Stack) -> NodeGroups:
     comp = naming.system_nodes(stack.name)
     kind = stack.catalog.device_kind_of(stack.system_instance_type)
     n = stack.system_nodes
-    lt = _launch_template(f"{comp}-lt", comp, None, stack.system_root_volume_gib)
+    lt = _launch_template(
+        naming.system_launch_template(stack.name), comp, None, stack.system_root_volume_gib
+    )
     ng = _node_group(
-        f"{comp}-ng",
+        naming.system_node_group(stack.name),
         comp,
         lt.name,
         [stack.system_instance_type],
@@ -309,12 +318,6 @@ def fleet_pool(stack: Stack, pool: ResolvedPool) -> FleetPool:
 # ---------------------------------------------------------------------------------------
 
 
-def network_zones(stack: Stack) -> tuple[str, ...]:
-    """The zones the created network spans: a standalone stack's pools' zones only (EFA traffic
-    does not cross zones, no control plane needs a second); an EKS stack's at least two."""
-    return stack.zone_ids if stack.spec.orchestration == "ec2" else stack.network_zone_ids
-
-
 @dataclass(frozen=True)
 class NatGateway:
     """A zone's NAT gateway and its Elastic IP."""
@@ -334,7 +337,7 @@ def nat_gateways(stack: Stack) -> tuple[NatGateway, ...]:
     net = stack.spec.network
     if net.mode != "create":
         return ()
-    zones = network_zones(stack)
+    zones = stack.network_zone_ids
     comp = naming.network(stack.name)
     return tuple(
         NatGateway(

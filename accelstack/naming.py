@@ -120,6 +120,11 @@ def system_node_group(stack: str) -> str:
     return f"{system_nodes(stack)}-ng"
 
 
+def system_launch_template(stack: str) -> str:
+    """The EKS system node group's launch template: `<stack>-system-lt`."""
+    return f"{system_nodes(stack)}-lt"
+
+
 def secondary_block(network_name: str, zone: str) -> str:
     """A zone's secondary VPC CIDR block association (large pools)."""
     return f"{network_name}-secondary-{zone}"
@@ -252,12 +257,12 @@ def trial_job_short(stack: str, index: int) -> str:
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
-#: The IAM role and EKS node group names the components derive from the stack and pool names,
-#: and when each exists: (pattern, orchestration, only with a compile cache). Each is
-#: autonamed by Pulumi (the suffix counts against the AWS limit). The generated-names stack
-#: rule (accelstack/resolve/rules.py) checks them for the deployment's prefix before a plan;
-#: the iam-role-name / eks-nodegroup-name deploy rules check the names the program really
-#: generates.
+#: The IAM role names the components derive from the stack and pool names, and when each
+#: exists: (pattern, orchestration, only with a compile cache). Each is autonamed by Pulumi
+#: (the suffix counts against the AWS limit). The generated-names stack rule
+#: (accelstack/resolve/rules.py) checks them, and the node groups (`pool_node_group`,
+#: `system_node_group`), for the deployment's prefix before a plan; the iam-role-name /
+#: eks-nodegroup-name deploy rules check the names the program really generates.
 ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-{pool}-node-role", "eks", False),
     ("{stack}-system-node-role", "eks", False),
@@ -265,8 +270,4 @@ ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-training-role", "eks", False),
     ("{stack}-metrics-role", "eks", False),
     ("{stack}-node-role", "ec2", False),
-)
-NODEGROUP_PATTERNS: tuple[tuple[str, str, bool], ...] = (
-    ("{stack}-{pool}-ng", "eks", False),
-    ("{stack}-system-ng", "eks", False),
 )

@@ -14,6 +14,7 @@ import pulumi_aws as aws
 
 from accelstack.components.common import (
     assume_role_policy,
+    check_children,
     managed_policy_output,
     pod_identity_trust_output,
     short_hash,
@@ -141,6 +142,7 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:cluster:Cluster", name, None, opts)
+        check_children(name, *args.declared)
         child = pulumi.ResourceOptions(parent=self)
         role, attachments = _cluster_role(name, args, child)
         key = _secrets_key(name, args, self)

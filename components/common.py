@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Stateful resources carry only the stack's identity tags (naming.stable_tags) so that changing
 # `spec.tags` never touches their inputs (user tags reach AWS through the provider's
 # default_tags instead, see components/provider.py).
 from accelstack.naming import stable_tags as stable_tags
+
+if TYPE_CHECKING:
+    from accelstack.inventory import Billable
+
+
+def check_children(component: str, *declared: Billable | None) -> None:
+    """The records the inventory declares for a component are its children, named
+    `<component>-<role>`: the component and the cost guard then name one resource, and a
+    program that gives the component another name fails here, before anything is created."""
+    for b in declared:
+        if b is not None and not b.name.startswith(f"{component}-"):
+            raise ValueError(f"{b.type} '{b.name}' is not a child of component '{component}'")
 
 
 def short_hash(text: str, n: int = 8) -> str:

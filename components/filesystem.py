@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from accelstack.components.common import stable_tags
+from accelstack.components.common import check_children, stable_tags
 from accelstack.inventory import Billable, file_system
 from accelstack.resolve import Stack
 
@@ -97,6 +97,7 @@ class FileSystem(pulumi.ComponentResource):
         self, name: str, args: FileSystemArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:filesystem:FileSystem", name, None, opts)
+        check_children(name, args.declared)
         child = pulumi.ResourceOptions(parent=self)
         sg = aws.ec2.SecurityGroup(
             f"{name}-sg",

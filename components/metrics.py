@@ -13,7 +13,11 @@ import pulumi_aws as aws
 
 from accelstack import naming
 from accelstack.catalog import MetricsAddon
-from accelstack.components.common import managed_policy_output, pod_identity_trust_output
+from accelstack.components.common import (
+    check_children,
+    managed_policy_output,
+    pod_identity_trust_output,
+)
 from accelstack.inventory import Billable, metrics_addon
 from accelstack.resolve import Stack
 
@@ -60,6 +64,7 @@ class Metrics(pulumi.ComponentResource):
         self, name: str, args: MetricsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:metrics:Metrics", name, None, opts)
+        check_children(name, args.declared)
         child = pulumi.ResourceOptions(parent=self)
         a = args.addon
         role = aws.iam.Role(

@@ -11,8 +11,8 @@ import pulumi
 import pulumi_aws as aws
 
 from accelstack import naming
-from accelstack.components.common import stable_tags
-from accelstack.inventory import Billable, NatGateway, nat_gateways, network_zones, s3_endpoint
+from accelstack.components.common import check_children, stable_tags
+from accelstack.inventory import Billable, NatGateway, nat_gateways, s3_endpoint
 from accelstack.resolve import Stack
 
 
@@ -47,12 +47,12 @@ class NetworkArgs:
     @classmethod
     def from_stack(cls, stack: Stack) -> NetworkArgs:
         """The stack's network: EKS spans at least two zones; a standalone stack only its pools'
-        zones (inventory.network_zones)."""
+        zones (`Stack.network_zone_ids`)."""
         net = stack.spec.network
         existing = net.mode == "existing"
         return cls(
             cluster_name=stack.name,
-            zone_ids=network_zones(stack),
+            zone_ids=stack.network_zone_ids,
             vpc_cidr=stack.vpc_cidr,
             existing_vpc_id=net.vpc_id if existing else None,
             existing_private_subnet_ids=net.private_subnet_ids if existing else (),
@@ -126,6 +126,11 @@ class Network(pulumi.ComponentResource):
         ]
 
     def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
+        if not args.nat_gateways:
+            raise ValueError(
+                f"{name}: a created network needs the NAT gateways the inventory declares"
+            )
+        check_children(name, args.s3_endpoint, *(b for nat in args.nat_gateways for b in nat))
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=args.vpc_cidr,

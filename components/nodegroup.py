@@ -23,6 +23,7 @@ from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
+    check_children,
     managed_policy_output,
     short_hash,
     stable_tags,
@@ -342,6 +343,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         self, name: str, args: AcceleratorNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
+        check_children(name, *args.groups)
         role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
         ami = image_id(self, args.pool)  # the AMI pinned in the stack config
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
@@ -546,6 +548,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
         self, name: str, args: SystemNodeGroupArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("accelstack:nodegroup:SystemNodeGroup", name, None, opts)
+        check_children(name, *args.groups)
         c = args.cluster
         role, attachments = _node_role(self, name, c.partition, args.tags)
         (declared_lt,) = args.groups.launch_templates.values()

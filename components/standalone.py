@@ -43,6 +43,7 @@ from accelstack import naming
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
+    check_children,
     managed_policy_output,
     policy_json,
     stable_tags,
@@ -506,6 +507,7 @@ class StandaloneCluster(pulumi.ComponentResource):
         subnet = args.subnet_ids[pool.zone_id]
         nics = network_interfaces(pool, subnet, [self.security_group_id])
         declared = fleet_pool(args.stack, pool)
+        check_children(name, *declared)
         lt = self._launch_template(
             prefix, args.stack, pool, (profile, key_name, nics), declared.launch_template
         )

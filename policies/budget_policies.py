@@ -82,15 +82,6 @@ def _parent_name(r: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def dependency_names(r: Any) -> tuple[str, ...]:
-    """The names of what the resource depends on, property dependencies included (a node
-    group's launch template, whose id a preview does not know yet)."""
-    deps = list(getattr(r, "dependencies", None) or [])
-    for group in (getattr(r, "property_dependencies", None) or {}).values():
-        deps.extend(group or [])
-    return tuple(sorted({n for d in deps if isinstance(n := getattr(d, "name", None), str)}))
-
-
 def validate_spec_budget(
     cfg: Mapping[str, Any], resources: list[Resource], report_violation: ReportViolation
 ) -> None:
@@ -116,7 +107,7 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
     cfg: Mapping[str, Any] = args.get_config() or {}
     region = str(cfg.get("region") or "")
     resources = [
-        Resource(r.resource_type, r.name, dict(r.props or {}), _parent_name(r), dependency_names(r))
+        Resource(r.resource_type, r.name, dict(r.props or {}), _parent_name(r), depends_on(r))
         for r in args.resources
     ]
     if not any(cfg.get(k) is not None for k in HAND_KEPT):
@@ -224,7 +215,7 @@ s3_buckets_blocked = StackValidationPolicy(
     validate=validate_buckets_have_blocks,
 )
 
-from .deploy_rules import deploy_rules  # noqa: E402  (one implementation: plan.rules)
+from .deploy_rules import depends_on, deploy_rules  # noqa: E402  (one implementation: plan.rules)
 
 POLICIES = [
     budget,

@@ -27,7 +27,8 @@ SCHEMA = PolicyConfigSchema(
 )
 
 
-def _depends_on(r: Any) -> tuple[str, ...]:
+def depends_on(r: Any) -> tuple[str, ...]:
+    """The names of what a preview's resource depends on, property dependencies included."""
     names = {d.name for d in getattr(r, "dependencies", None) or []}
     for deps in (getattr(r, "property_dependencies", None) or {}).values():
         names.update(d.name for d in deps)
@@ -63,7 +64,7 @@ def plan_of(resources: list[Any], stack_name: str, region: str) -> Plan:
                 r.name,
                 getattr(parent, "name", None),
                 normalise(dict(r.props or {})),
-                _depends_on(r),
+                depends_on(r),
             )
         )
         if opts := _options(r):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from accelstack import inventory
+from accelstack import inventory, naming
 from accelstack.catalog import load_catalog
 from accelstack.cost.pricing import Resource, StackCost, price_plan, price_stack
 from accelstack.inventory import (
@@ -22,6 +22,7 @@ from accelstack.spec import load_spec, parse_spec
 from accelstack.tokens import FLEET as T_FLEET
 from accelstack.tokens import LAUNCH_TEMPLATE as T_LAUNCH_TEMPLATE
 from accelstack.tokens import NODE_GROUP as T_NODE_GROUP
+from policies.deploy_rules import depends_on
 from tests.conftest import STACKS, planned_preset, preset_ids
 from tests.helpers_plan import plan_stack
 
@@ -57,6 +58,9 @@ def test_every_billable_is_planned_with_its_priced_inputs(stem: str) -> None:
         res = planned.get((b.type, b.name))
         assert res is not None, f"{b.type} {b.name} is not in the plan of {stem}"
         assert _matches(camel(b.args), dict(res.inputs)) == [], (b.name, res.inputs)
+        assert res.parent == b.parent, (b.name, res.parent)
+        if b.launch_template is not None:  # the launch template the guard prices its volumes by
+            assert b.launch_template in res.depends_on, (b.name, res.depends_on)
 
 
 @pytest.mark.parametrize("stem", PRESETS)
@@ -169,7 +173,6 @@ def test_a_pool_behind_two_reservations_prices_from_its_plan_and_its_preview() -
     before `pulumi up`: each node group's own launch template is found through its property
     dependency, so the plan, the preview (policy pack) and the guard give the same figure.
     The plan's pricing refused this stack before ("its launch template is not in the plan")."""
-    from policies.budget_policies import dependency_names
     from tests.test_scale import blocks, stack_of
 
     stack = stack_of(blocks(("cr-0a1b2c3d4e5f67890", 16), ("cr-0b1b2c3d4e5f67890", 8)))
@@ -177,22 +180,42 @@ def test_a_pool_behind_two_reservations_prices_from_its_plan_and_its_preview() -
     assert len(plan.of_type(T_LAUNCH_TEMPLATE)) == 3  # the system's and the pool's two
     from_plan = price_plan(stack, plan.resources)
     assert _lines(from_plan) == _lines(price_stack(stack))
-    by_name = {r.name: r for r in plan.resources}
-    preview = [
-        Resource(
-            r.type,
-            r.name,
-            r.inputs,
-            r.parent,
-            dependency_names(
-                _PreviewResource(
-                    r.type,
-                    dict(r.inputs),
-                    r.name,
-                    property_dependencies={"launchTemplate": [by_name[d] for d in r.depends_on]},
-                )
-            ),
-        )
-        for r in plan.resources
-    ]
+    preview = [_as_previewed(r, {p.name: p for p in plan.resources}) for r in plan.resources]
+    assert all(
+        r.inputs["launchTemplate"]["id"] == UNKNOWN for r in preview if r.type == T_NODE_GROUP
+    )
     assert _lines(price_plan(stack, preview)) == _lines(from_plan)
+
+
+#: What a preview shows for an output not known before `pulumi up` (Pulumi's unknown value)
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def _as_previewed(r: Any, by_name: dict[str, Any]) -> Resource:
+    """A planned resource as the policy pack reads it from a preview: a node group's launch
+    template id unknown, its launch template a property dependency, the rest plain ones."""
+    inputs = dict(r.inputs)
+    deps = [by_name[d] for d in r.depends_on]
+    lts = [d for d in deps if d.type == T_LAUNCH_TEMPLATE]
+    if "launchTemplate" in inputs:
+        inputs["launchTemplate"] = {"id": UNKNOWN, "version": UNKNOWN}
+    seen = _PreviewResource(
+        r.type,
+        inputs,
+        r.name,
+        dependencies=[d for d in deps if d not in lts],
+        property_dependencies={"launchTemplate": lts} if lts else {},
+    )
+    return Resource(r.type, r.name, inputs, r.parent, depends_on(seen))
+
+
+def test_a_component_refuses_declared_children_of_another_name() -> None:
+    """The components name the inventory's records as their own children: a program that
+    gives a component a name its records do not carry fails before creating anything."""
+    from accelstack.components.common import check_children
+
+    stack = resolve(load_spec(STACKS / "trn1-multinode.yaml"))
+    plane = inventory.control_plane(stack)
+    check_children(naming.cluster(stack.name), *plane)
+    with pytest.raises(ValueError, match=r"'trn1-multinode-cluster-eks' is not a child of"):
+        check_children(f"{stack.name}-control", *plane)

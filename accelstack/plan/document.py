@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from accelstack import tokens
 from accelstack.errors import EXIT_BAD_INPUT, AccelstackError, VerdictError
 
 SECRET_MARK = "[secret]"
@@ -184,7 +185,7 @@ def _short(value: Any, limit: int = 90) -> str:
 def _summary(r: PlannedResource) -> str:
     keys = KEY_INPUTS.get(r.type, ())
     parts = [f"{k}={_short(r.inputs[k])}" for k in keys if r.inputs.get(k) is not None]
-    if r.type == "aws:ec2/launchTemplate:LaunchTemplate":
+    if r.type == tokens.LAUNCH_TEMPLATE:
         nics = r.inputs.get("networkInterfaces") or []
         if nics:
             parts.append(f"efaInterfaces={len(nics)}")

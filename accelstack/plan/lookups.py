@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from accelstack import tokens
 from accelstack.plan.document import _short, normalise
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class Answers:
 
     def _calls(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
         return {
-            "aws:ssm/getParameter:getParameter": self._ssm,
+            tokens.SSM_PARAMETER_LOOKUP: self._ssm,
             "aws:index/getCallerIdentity:getCallerIdentity": lambda a: {
                 "accountId": ACCOUNT_ID,
                 "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/accelstack-plan",

@@ -302,8 +302,12 @@ class Stack:
 
     @property
     def network_zone_ids(self) -> tuple[str, ...]:
-        """Zones a created VPC spans: every pool's zone, topped up with the region's other zones
-        (sorted by zone id) until the control plane has MIN_CLUSTER_ZONES."""
+        """Zones the stack's network spans: a standalone (ec2) stack's pools' zones only (EFA
+        traffic does not cross zones, no control plane needs a second); an EKS stack's pool
+        zones topped up with the region's other zones (sorted by zone id) until the control
+        plane has MIN_CLUSTER_ZONES."""
+        if self.spec.orchestration == "ec2":
+            return self.zone_ids
         zones = list(self.zone_ids)
         for zid in sorted(self.catalog.region(self.region).zones.values()):
             if len(zones) >= MIN_CLUSTER_ZONES:
@@ -514,12 +518,13 @@ def resolve_unchecked(
     `name`: the resource-name prefix when the deployment differs from the spec
     (`deployment_name`).
 
-    Unchecked on purpose in two places only: tests of the later safety nets (the deploy rules
-    of accelstack/plan/rules, e.g. the name and tag checks, and render's bounds on generated
-    names) need a stack the stack rules would refuse, to show those catch it too or hold
-    beyond it; and `render.trial.trial_stack`
-    derives a short trial run from a stack that passed them (a trial on fewer nodes than the
-    memory fit asks is the point of a trial)."""
+    Unchecked on purpose, for two kinds of caller: `render.trial.trial_stack`, which derives
+    a short trial run from a stack that passed the rules (a trial on fewer nodes than the
+    memory fit asks is the point of a trial), and `cli.spec_cmds.resolved_target`, which
+    reads the memory fit of a retarget the rules refused to name `new`'s --nodes; and tests
+    of the later safety nets (the deploy rules of accelstack/plan/rules, e.g. the name and
+    tag checks, and render's bounds on generated names), which need a stack the stack rules
+    would refuse to show those catch it too or hold beyond it."""
     cat = catalog or load_catalog()
     d = cat.defaults
     pools = [_resolve_pool(spec, p, cat) for p in spec.pools]

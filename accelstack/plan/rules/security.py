@@ -13,15 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import (
+    BUCKET,
+    BUCKET_V2,
+    INGRESS_RULE,
+    INSTANCE,
+    LAUNCH_TEMPLATE,
+    SECURITY_GROUP,
+)
 from accelstack.tokens import BUCKET_PUBLIC_ACCESS_BLOCK as PAB
-from accelstack.tokens import INGRESS_RULE, INSTANCE, LAUNCH_TEMPLATE, SECURITY_GROUP
 from accelstack.tokens import LEGACY_SECURITY_GROUP_RULE as LEGACY_RULE
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
 OPEN = frozenset({"0.0.0.0/0", "::/0"})
-BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_TYPES = (BUCKET, BUCKET_V2)
 PAB_FIELDS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from accelstack import tokens
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.registry import deploy_rule, ref
 from accelstack.tokens import LUSTRE
@@ -13,9 +14,9 @@ if TYPE_CHECKING:
     from accelstack.resolve import Stack
 
 RULE_TYPES = (
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule",
-    "aws:ec2/securityGroupRule:SecurityGroupRule",
+    tokens.INGRESS_RULE,
+    tokens.EGRESS_RULE,
+    tokens.LEGACY_SECURITY_GROUP_RULE,
 )
 
 
