@@ -347,7 +347,10 @@ def test_new_refuses_a_name_the_stack_rules_refuse_before_writing(
     code = main(["new", name, "--from", "llama3-70b-p5", "--dir", str(tmp_path)])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1
-    assert f"-> {name}: name: the IAM role name '{name}-system-node-role-xxxxxxx'" in err
+    assert (
+        f"-> {name}: name: cannot retarget: the IAM role name '{name}-system-node-role-xxxxxxx'"
+        in err
+    )
     assert list(tmp_path.iterdir()) == []
 
 
