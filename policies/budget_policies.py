@@ -29,7 +29,7 @@ capacity at a discount); without it ON_DEMAND node groups are priced on demand.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -40,7 +40,7 @@ from pulumi_policy import (
 )
 
 from accelstack.catalog import PURCHASE_OPTIONS, load_catalog
-from accelstack.cost.pricing import Resource, price_resources
+from accelstack.cost.pricing import ResourceLike, price_resources
 from accelstack.errors import AccelstackError
 from accelstack.plan.rules import security
 
@@ -74,16 +74,8 @@ BUDGET_SCHEMA = PolicyConfigSchema(
 HAND_KEPT = ("region", "max_hourly_usd", "max_monthly_usd", "max_run_usd", "run_hours")
 
 
-def _parent_name(r: Any) -> str | None:
-    parent = getattr(r, "parent", None)
-    if parent is None:
-        return None
-    name = getattr(parent, "name", None)
-    return name if isinstance(name, str) else None
-
-
 def validate_spec_budget(
-    cfg: Mapping[str, Any], resources: list[Resource], report_violation: ReportViolation
+    cfg: Mapping[str, Any], resources: Sequence[ResourceLike], report_violation: ReportViolation
 ) -> None:
     """The spec's budget over the preview's resources: the same verdict as `accelstack plan`."""
     from accelstack.cost.guard import check_budget
@@ -106,10 +98,7 @@ def validate_budget(args: Any, report_violation: ReportViolation) -> None:
     """Stack policy: price the preview's resources and check the spec's (or configured) limits."""
     cfg: Mapping[str, Any] = args.get_config() or {}
     region = str(cfg.get("region") or "")
-    resources = [
-        Resource(r.resource_type, r.name, dict(r.props or {}), _parent_name(r), depends_on(r))
-        for r in args.resources
-    ]
+    resources = [planned(r) for r in args.resources]
     if not any(cfg.get(k) is not None for k in HAND_KEPT):
         validate_spec_budget(cfg, resources, report_violation)
         return
@@ -215,7 +204,7 @@ s3_buckets_blocked = StackValidationPolicy(
     validate=validate_buckets_have_blocks,
 )
 
-from .deploy_rules import depends_on, deploy_rules  # noqa: E402  (one implementation: plan.rules)
+from .deploy_rules import deploy_rules, planned  # noqa: E402  (one implementation: plan.rules)
 
 POLICIES = [
     budget,

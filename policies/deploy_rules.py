@@ -49,28 +49,32 @@ def _options(r: Any) -> dict[str, Any]:
     return out
 
 
+def planned(r: Any) -> PlannedResource:
+    """A pulumi_policy resource as the plan document records it: the same camelCase provider
+    inputs, its parent and dependencies by logical name (what the deploy rules and the price
+    rules read)."""
+    parent = getattr(r, "parent", None)
+    return PlannedResource(
+        r.resource_type,
+        r.name,
+        getattr(parent, "name", None),
+        normalise(dict(r.props or {})),
+        depends_on(r),
+    )
+
+
 def plan_of(resources: list[Any], stack_name: str, region: str) -> Plan:
-    """pulumi_policy resources as the plan document the rules read (inputs are the same
-    camelCase provider inputs; parents and dependencies by logical name)."""
-    planned: list[PlannedResource] = []
+    """pulumi_policy resources as the plan document the rules read."""
+    rows: list[PlannedResource] = []
     options: dict[tuple[str, str], dict[str, Any]] = {}
     for r in resources:
         if r.resource_type.startswith("pulumi:"):
             continue
-        parent = getattr(r, "parent", None)
-        planned.append(
-            PlannedResource(
-                r.resource_type,
-                r.name,
-                getattr(parent, "name", None),
-                normalise(dict(r.props or {})),
-                depends_on(r),
-            )
-        )
+        rows.append(planned(r))
         if opts := _options(r):
             options[(r.resource_type, r.name)] = opts
-    planned.sort(key=lambda p: (p.type, p.name))
-    return Plan(stack=stack_name, region=region, resources=planned, options=options)
+    rows.sort(key=lambda p: (p.type, p.name))
+    return Plan(stack=stack_name, region=region, resources=rows, options=options)
 
 
 def validate_deploy_rules(args: Any, report_violation: ReportViolation) -> None:
