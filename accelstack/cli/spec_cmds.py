@@ -361,27 +361,25 @@ _ForceOpt = Annotated[bool, typer.Option(help="overwrite existing files")]
 def resolved_target(result: Retargeted, catalog: Catalog, nodes_flag: bool = False) -> Stack:
     """The retargeted spec resolved, so the rules on the resolved stack (names, buckets, tags,
     addresses, memory fit) judge it before anything is written. Every problem says the
-    retarget caused it; with `nodes_flag` (`new`), a workload pool too small for the model
-    also names the --nodes that fits (the stack's own memory fit, as the rule reads it)."""
-    from accelstack.resolve import resolve, resolve_unchecked
+    retarget caused it; with `nodes_flag` (`new`), the workload pool's nodes problem also
+    names the --nodes that fits (the stack's own memory fit, which the rule reads)."""
+    from accelstack.resolve import check_stack, resolve_unchecked
 
-    try:
-        return resolve(result.spec, catalog)
-    except SpecError as exc:
-        fit = resolve_unchecked(result.spec, catalog).workload_memory_fit
-        spec = result.spec
-        nodes_at = f"pools[{spec.pools.index(spec.workload_pool)}].nodes"
-        hint = ""
-        if nodes_flag and fit is not None and not fit.fits(spec.workload_pool.nodes):
-            hint = f" (accelstack new: use --nodes {fit.min_nodes} or more)"
-        raise SpecError(
-            [
-                Problem(
-                    p.file, p.path, f"cannot retarget: {p.message}{hint * (p.path == nodes_at)}"
-                )
-                for p in exc.problems
-            ]
-        ) from None
+    stack = resolve_unchecked(result.spec, catalog)  # then the rules, as `resolve` runs them
+    problems = check_stack(stack)
+    if not problems:
+        return stack
+    pool, fit = stack.workload_pool, stack.workload_memory_fit
+    nodes_at = f"pools[{stack.pools.index(pool)}].nodes"
+    hint = ""
+    if nodes_flag and fit is not None and not fit.fits(pool.nodes):
+        hint = f" (accelstack new: use --nodes {fit.min_nodes} or more)"
+
+    def retargeted(p: Problem) -> Problem:
+        extra = hint if p.path == nodes_at else ""
+        return Problem(p.file, p.path, f"cannot retarget: {p.message}{extra}")
+
+    raise SpecError([retargeted(p) for p in problems])
 
 
 def _verdict_lines(stack: Stack) -> list[str]:

@@ -520,8 +520,9 @@ def resolve_unchecked(
 
     Unchecked on purpose, for two kinds of caller: `render.trial.trial_stack`, which derives
     a short trial run from a stack that passed the rules (a trial on fewer nodes than the
-    memory fit asks is the point of a trial), and `cli.spec_cmds.resolved_target`, which
-    reads the memory fit of a retarget the rules refused to name `new`'s --nodes; and tests
+    memory fit asks is the point of a trial), and `cli.spec_cmds.resolved_target`, which runs
+    the rules itself (`check_stack`) and reads the refused stack's memory fit to name `new`'s
+    --nodes; and tests
     of the later safety nets (the deploy rules of accelstack/plan/rules, e.g. the name and
     tag checks, and render's bounds on generated names), which need a stack the stack rules
     would refuse to show those catch it too or hold beyond it."""
