@@ -14,8 +14,8 @@ offered or not priced in the region is "not available: <reason>", never $0. The 
 the fastest ranked (type, option) within budget and deadline are marked with their
 assumptions (MFU source, price sources, sizing) and whether the pick rests on an estimate.
 
-The workload pool is swapped in the resolved stack (`retarget_stack`) and priced with the same
-rules as `accelstack price`, so the other pools, the control plane, NAT and storage count too.
+Each candidate is the spec with its workload pool retargeted (`retarget_stack`: the spec edit
+`new` makes, then `resolve`), priced with the same rules as `accelstack price`, so the other pools, the control plane, NAT and storage count too.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
-from accelstack.resolve import Stack, resolve, with_node_groups
+from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import Spec
+from accelstack.spec.retarget import retarget_spec
 
 _ROWS = PURCHASE_TABLE.purchase_options
 #: Options `--options` accepts (catalog purchase_options `comparable`; "reservation" is billed
@@ -162,32 +163,15 @@ class Comparison:
 
 
 def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) -> Stack:
-    """`stack` with its workload pool moved to `nodes` x `instance_type` under `option`."""
-    cat = stack.catalog
-    inst = cat.instance(instance_type)
-    fam = cat.families[inst.family]
-    dev = cat.device_kinds[fam.device_kind]
-    old = stack.workload_pool
-    spec_pool = old.spec
-    new = dataclasses.replace(
-        old,
-        instance=inst,
-        family=fam,
-        device=dev,
-        nodes=nodes,
-        purchase_option=option,
-        purchase=cat.purchase(option),
-        reservation_id=old.reservation_id if cat.purchase(option).needs_reservation else None,
-        reservations=old.reservations if cat.purchase(option).needs_reservation else (),
-        root_volume_gib=spec_pool.root_volume_gib or fam.default_root_volume_gib,
-        compile_cache=dev.compile_cache and spec_pool.compile_cache is not False,
-        efa=inst.efa_supported if spec_pool.efa is None else (spec_pool.efa and inst.efa_supported),
+    """`stack` with its workload pool moved to `nodes` x `instance_type` under `option`: the
+    spec edit `new` makes (`retarget_spec`), resolved like any spec, so every fact of the
+    candidate (EFA interfaces, processes per node, logical cores, AMI, framework, node groups,
+    addresses) is the one `resolve` gives the type. Unchecked: a candidate is priced, not
+    deployed (sizing and availability are judged here)."""
+    spec = retarget_spec(
+        stack.spec, stack.catalog, instance_type=instance_type, nodes=nodes, option=option
     )
-    pools = tuple(new if p.name == old.name else p for p in stack.pools)
-    moved = dataclasses.replace(
-        stack, pools=pools, compile_cache_enabled=any(p.compile_cache for p in pools)
-    )
-    return with_node_groups(moved)  # node groups and addresses follow the new size
+    return resolve_unchecked(spec, stack.catalog, name=stack.name)
 
 
 def _availability(stack: Stack, instance_type: str) -> str | None:

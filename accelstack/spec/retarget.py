@@ -341,3 +341,34 @@ def retarget(
         )
     spec = _validated(out, catalog, source, name)
     return Retargeted(out, spec, notes, carried)
+
+
+def _buy_under(pool: dict[str, Any], catalog: Catalog, option: str) -> None:
+    """Set the pool's purchase option; its reservations stay only under an option that needs
+    one (a candidate on a Capacity Block not bought yet has none)."""
+    purchase = pool.setdefault("purchase", {})
+    purchase["option"] = option
+    if not catalog.purchase(option).needs_reservation:
+        for key in ("reservation_id", "reservations", "instances"):
+            purchase.pop(key, None)
+
+
+def retarget_spec(
+    spec: Spec, catalog: Catalog, *, instance_type: str, nodes: int, option: str
+) -> Spec:
+    """`spec` with its workload pool moved to `nodes` x `instance_type` bought under `option`:
+    the edit `retarget` makes for `new` (framework, image, logical cores, EFA and the
+    Neuron-only keys follow the type; a pool named after the silicon is renamed), for the
+    candidates `compare` resolves and prices.
+
+    A candidate is a what-if to price, not a file to write: it is checked for shape, not by
+    the spec rules (a Capacity Block not bought yet has no reservation id), and what `new`
+    refuses changes no price and is left as the edit leaves it (a custom image built for the
+    old framework is kept; EFA asked of a type without it is turned off)."""
+    out = spec.model_dump(mode="json", exclude_unset=True)
+    pool = _workload_pool(out)
+    if instance_type != str(pool.get("instance_type")):
+        _retype(out, pool, catalog, instance_type, None, [], [], {})
+    pool["nodes"] = nodes
+    _buy_under(pool, catalog, option)
+    return Spec.model_validate(out).read_from(spec.file)
