@@ -48,7 +48,7 @@ def _show_changes(
     latest = resolve_parameters(SSM_FACTORY(stack.region, profile, endpoint_url), names)
     changes = plan_changes(stack, pins, latest if all_parameters else {**pins, **latest})
     for change in changes:
-        typer.echo(change.line(stack.spec.orchestration))
+        typer.echo(change.line(stack.orchestration))
     return path, pins, latest, changes
 
 

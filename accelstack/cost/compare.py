@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
+from accelstack.catalog.sizing import MemoryFit
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
@@ -174,6 +175,16 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
     return resolve_unchecked(spec, stack.catalog, name=stack.name)
 
 
+def _memory_fit(stack: Stack, instance_type: str) -> MemoryFit:
+    """The workload's memory fit on `instance_type`, as `resolve` gives it to the candidate
+    (it does not depend on the node count or the option)."""
+    candidate = retarget_stack(stack, instance_type, stack.workload_pool.nodes, "on-demand")
+    fit = candidate.workload_memory_fit
+    if fit is None:  # the spec rules refuse a precision without a bytes-per-parameter figure
+        raise CatalogError(f"no bytes-per-parameter figure for {stack.workload.precision}")
+    return fit
+
+
 def _availability(stack: Stack, instance_type: str) -> str | None:
     cat = stack.catalog
     if instance_type not in cat.instances or not cat.instances[instance_type].accelerated:
@@ -181,15 +192,15 @@ def _availability(stack: Stack, instance_type: str) -> str | None:
     offered = cat.zones_offering(stack.region, instance_type)
     if not offered:
         return f"not offered in {stack.region} per the catalog"
-    zone = stack.spec.workload_pool.availability_zone or stack.spec.availability_zone
+    zone = stack.workload_zone
     zid = cat.zone_id(stack.region, zone) if zone else None
     if zid and zid not in offered:
         return f"not offered in the spec's zone {zone} ({zid}); zones that do: {', '.join(offered)}"
-    if cat.instances[instance_type].preview and not stack.spec.preview:
+    if cat.instances[instance_type].preview and not stack.preview:
         return "preview type; the spec does not set preview: true"
     fam = cat.family_of(instance_type)
-    if stack.spec.workload.precision not in fam.peak_tflops:
-        return f"no {stack.spec.workload.precision} peak figure for {fam.accelerator}"
+    if stack.workload.precision not in fam.peak_tflops:
+        return f"no {stack.workload.precision} peak figure for {fam.accelerator}"
     if not any(cat.has_rate(stack.region, instance_type, o) for o in COMPARE_OPTIONS):
         return f"no price for {instance_type} in {stack.region} in the catalog"
     return None
@@ -311,11 +322,8 @@ def evaluate(
     reason = _availability(stack, instance_type)
     if reason is not None:
         return Candidate(instance_type, f"not available: {reason}")
-    from accelstack.catalog.sizing import memory_fit
-
     sizing = sizing or sizing_for(stack, None, None)
-    wl = stack.spec.workload
-    fit = memory_fit(stack.catalog, instance_type, wl.model.params_billion, wl.precision)
+    fit = _memory_fit(stack, instance_type)
     nodes, note = _size(stack, instance_type, fit.min_nodes, sizing)
     if nodes == 0:
         return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
@@ -498,7 +506,7 @@ def compare(
     opts = check_options(options)
     sizing = sizing_for(stack, chips, deadline_hours)
     cands = tuple(evaluate(stack, t, opts, sizing) for t in types)
-    spot = stack.catalog.defaults.spot_interruption.source
+    spot = stack.defaults.spot_interruption.source
     cheapest, within = pick(cands, deadline_hours, sizing, spot)
     return Comparison(
         stack.name,

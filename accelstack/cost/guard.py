@@ -133,7 +133,7 @@ def spot_factor(stack: Stack) -> float:
     pool = stack.workload_pool
     if pool.purchase_option != "spot":
         return 1.0
-    d = stack.catalog.defaults
+    d = stack.defaults
     return d.spot_interruption.overhead_factor(pool.nodes, d.hours_per_month)
 
 
@@ -180,13 +180,13 @@ def check_budget(
         cost.hourly_usd,
         cost.pool_hourly_usd(pool),
         est.tokens,
-        cost.estimate or (factor > 1.0 and stack.catalog.defaults.spot_interruption.estimate),
+        cost.estimate or (factor > 1.0 and stack.defaults.spot_interruption.estimate),
         billed,
         (lo * factor, hi * factor),
         None if billed is None else (billed_hours(stack, lo) or lo, billed_hours(stack, hi) or hi),
         data.usd,
     )
-    b = stack.spec.budget
+    b = stack.budget
     checks: tuple[LimitCheck, ...] = (
         LimitCheck("budget.max_hourly_usd", "hourly", b.max_hourly_usd, cost.hourly_usd),
         LimitCheck("budget.max_monthly_usd", "monthly", b.max_monthly_usd, cost.monthly_usd),

@@ -43,7 +43,7 @@ def run_data(stack: Stack, cost: StackCost) -> RunData:
 
 def inter_az_note(stack: Stack) -> str:
     """Inter-AZ transfer: zero when the workload pool sits in one zone, else not estimated."""
-    zone = stack.spec.workload_pool.availability_zone or stack.spec.availability_zone
+    zone = stack.workload_zone
     if zone:
         return (
             f"inter-AZ data: none estimated (the workload pool, its EFA fabric and its "

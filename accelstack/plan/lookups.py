@@ -137,7 +137,7 @@ class Answers:
             raise self.refuse(
                 f"no EKS-optimized AMI for Kubernetes {version} (SSM parameter '{name}'); "
                 f"known versions: {', '.join(sorted(catalog.defaults.eks_versions))}",
-                input_caused=version == self.stack.spec.cluster.kubernetes_version,
+                input_caused=version == self.stack.cluster.kubernetes_version,
             )
         ami = fake_ami(name)
         return {
@@ -153,7 +153,7 @@ class Answers:
 
     def _subnet(self, args: dict[str, Any]) -> dict[str, Any]:
         sid = str(args.get("id"))
-        net = self.stack.spec.network
+        net = self.stack.network
         zone_ids = list(
             dict.fromkeys(
                 [p.zone_id for p in self.stack.pools] + sorted(_zones(self.stack).values())

@@ -199,7 +199,7 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
             vcpus,
             f"pool {pool.name}: {pool.running_nodes} x {pool.instance_type} ({vcpus} vCPUs)",
         )
-    if stack.spec.orchestration == "eks":
+    if stack.orchestration == "eks":
         sys_inst = cat.instance(stack.system_instance_type)
         kind = cat.device_kinds[cat.families[sys_inst.family].device_kind]
         vcpus = stack.system_nodes * sys_inst.vcpus
@@ -224,7 +224,7 @@ def quota_increase_command(region: str, quota_code: str, desired: int) -> str:
 
 
 def _pool_field(stack: Stack, pool: ResolvedPool, field: str) -> str:
-    index = [p.name for p in stack.spec.pools].index(pool.name)
+    index = [p.name for p in stack.pools].index(pool.name)  # resolved in the spec's order
     return f"pools[{index}].{field}"
 
 
@@ -449,8 +449,8 @@ def check_subnets(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     nodes take at the VPC CNI defaults (a created VPC is sized by validation instead)."""
     from accelstack.preflight.scale_checks import zone_address_needs
 
-    net = stack.spec.network
-    if net.mode != "existing" or stack.spec.orchestration != "eks":
+    net = stack.network
+    if net.mode != "existing" or stack.orchestration != "eks":
         return []
     try:
         free = _subnet_free(clients, net.private_subnet_ids)
@@ -510,7 +510,7 @@ def check_amis(stack: Stack, clients: AwsClients) -> list[CheckResult]:
                 )
             )
             continue
-        if stack.spec.orchestration == "eks":
+        if stack.orchestration == "eks":
             fix = (
                 f"use a cluster.kubernetes_version whose AL2023 AMI exists in {stack.region} "
                 "(list them: aws ssm get-parameters-by-path --path /aws/service/eks/optimized-ami/ "
@@ -907,7 +907,7 @@ _KUBERNETES_FIELD = "cluster.kubernetes_version"
 
 
 def check_kubernetes(stack: Stack, clients: AwsClients) -> list[CheckResult]:
-    if stack.spec.orchestration != "eks":
+    if stack.orchestration != "eks":
         return []
     try:
         versions = _eks_versions(clients)
@@ -922,7 +922,7 @@ def _kubernetes_from_catalog(stack: Stack, exc: Exception) -> CheckResult:
     """EKS could not be asked: the catalog's supported list decides (WARN at best)."""
     version = stack.kubernetes_version
     subject = f"kubernetes {version}"
-    known = stack.catalog.defaults.supported_kubernetes_versions
+    known = stack.defaults.supported_kubernetes_versions
     reason = _error_text(exc)
     if version in known:
         return CheckResult(
@@ -1049,7 +1049,7 @@ def summarize(results: Iterable[CheckResult]) -> dict[str, int]:
 
 
 def format_text(stack: Stack, results: list[CheckResult]) -> str:
-    lines = [f"preflight {stack.name} ({stack.region}, orchestration {stack.spec.orchestration})"]
+    lines = [f"preflight {stack.name} ({stack.region}, orchestration {stack.orchestration})"]
     width = max((len(r.check) for r in results), default=0)
     for r in results:
         lines.append(f"{r.status}  {r.check:<{width}}  {r.subject}: {r.message}")
@@ -1066,7 +1066,7 @@ def format_json(stack: Stack, results: list[CheckResult]) -> str:
     doc = {
         "stack": stack.name,
         "region": stack.region,
-        "orchestration": stack.spec.orchestration,
+        "orchestration": stack.orchestration,
         "ok": not any(r.status == FAIL for r in results),
         "summary": summarize(results),
         "checks": [r.to_dict() for r in results],

@@ -35,7 +35,7 @@ class LimitNeed:
 def limit_needs(stack: Stack) -> list[LimitNeed]:
     """The EKS node-group quotas (largest group, groups in the cluster), one more cluster and
     (created) VPC in the Region and, with a secondary CIDR, the IPv4 CIDR blocks per VPC."""
-    if stack.spec.orchestration != "eks":
+    if stack.orchestration != "eks":
         return []
     lim = stack.catalog.scale.limits
     parts = [(p.name, g) for p in stack.pools for g in p.node_groups]
@@ -59,7 +59,7 @@ def limit_needs(stack: Stack) -> list[LimitNeed]:
     out.append(
         LimitNeed("clusters_per_region", lim.clusters_per_region, 1, "this cluster", "clusters")
     )
-    if stack.spec.network.mode == "create":
+    if stack.network.mode == "create":
         out.append(LimitNeed("vpcs_per_region", lim.vpcs_per_region, 1, "this VPC", "vpcs"))
     blocks = stack.address_plan.secondary_subnets
     if blocks:

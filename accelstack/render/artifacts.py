@@ -222,8 +222,8 @@ def _framework(pool: ResolvedPool) -> Framework:
 def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
     """What differs per training path: framework row, caches, pre-compile, fabric counts."""
     fw = _framework(pool)
-    wl = stack.spec.workload
-    fsx = bool(stack.spec.storage.fsx_lustre_gib)
+    wl = stack.workload
+    fsx = bool(stack.fsx_lustre_gib)
     return {
         "framework": fw,
         "precompile_steps": (wl.precompile_steps or 0) if fw.precompile else 0,
@@ -234,7 +234,7 @@ def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
         ),
         "state_dir": f"{FSX_MOUNT_PATH}/.accelstack/{pool.name}" if fsx else LOCAL_STATE_DIR,
         "local_state_dir": LOCAL_STATE_DIR,
-        "host_run": stack.spec.orchestration == "ec2",
+        "host_run": stack.orchestration == "ec2",
         "fabric_efa": pool.efa_interfaces,
         "fabric_accelerators": pool.accelerators_per_node,
     }
@@ -252,10 +252,7 @@ def _context(
         raise RenderError(f"orchestrator '{orchestrator}' is not one of {', '.join(ORCHESTRATORS)}")
     if procs_per_node_override is not None and procs_per_node_override < 1:
         raise RenderError("procs_per_node_override must be at least 1")
-    wl = stack.spec.workload
-    inst = pool.instance
-    # NeuronCores the runtime sees at this logical-core setting, shared out one-per-process
-    neuron_cores = stack.catalog.neuron_cores(inst.name, pool.logical_cores)
+    wl = stack.workload
     procs = procs_per_node_override or pool.procs_per_node
     return {
         "stack": stack,
@@ -265,17 +262,17 @@ def _context(
         "orchestrator": orchestrator,
         "procs_per_node": procs,
         "procs_overridden": procs_per_node_override is not None,
-        "cores_per_process": max(1, neuron_cores // pool.procs_per_node),
+        "cores_per_process": pool.cores_per_process,
         "lnc_configurable": pool.family.default_logical_cores > 1 or pool.logical_cores > 1,
         "cache_url": cache_url(stack, pool, bucket),
         "cache_url_var": CACHE_URL_VAR,
         "cache_prefix": stack.compile_cache_prefix_for(pool.name),
         **_path_context(stack, pool),
         "script_name": launch_script_name(pool),
-        "namespace": stack.catalog.defaults.training_namespace,
+        "namespace": stack.training_namespace,
         "service_account": training_service_account(stack),
         "job_name": job_name(stack),
-        "fsx_claim": fsx_claim_name(stack) if stack.spec.storage.fsx_lustre_gib else None,
+        "fsx_claim": fsx_claim_name(stack) if stack.fsx_lustre_gib else None,
         "fsx_mount": FSX_MOUNT_PATH,
         "script_dir": SCRIPT_MOUNT_DIR,
         "efa_resource": "vpc.amazonaws.com/efa",
@@ -403,7 +400,7 @@ def render_fabric_test(stack: Stack) -> str | None:
         script_name="fabric-test.sh",
         th=th,
         tool=tool,
-        facts=stack.catalog.launch.fabric_test,
+        facts=stack.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
@@ -489,7 +486,7 @@ def _standalone_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> 
             executable=True,
         )
     ]
-    if stack.spec.standalone.install_slurm:
+    if stack.standalone.install_slurm:
         out.append(
             Artifact(
                 "train.sbatch",
@@ -514,10 +511,10 @@ def _index_artifact(
             artifacts=artifacts,
             cache_url=cache_url(stack, p, bucket),
             cache_url_var=CACHE_URL_VAR,
-            namespace=stack.catalog.defaults.training_namespace,
+            namespace=stack.training_namespace,
             service_account=training_service_account(stack),
             warnings=render_warnings(stack),
-            runbook=stack_runbook_context(stack) if stack.spec.orchestration == "eks" else None,
+            runbook=stack_runbook_context(stack) if stack.orchestration == "eks" else None,
         )
     )
     return Artifact("README.md", "this index", index)
@@ -537,7 +534,7 @@ def render_warnings(stack: Stack) -> list[str]:
 def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
     """Every launch artifact for the stack's workload pool, with an index (README.md)."""
     p = stack.workload_pool
-    if stack.spec.orchestration == "eks":
+    if stack.orchestration == "eks":
         out = _eks_artifacts(stack, p, bucket)
     else:
         out = _standalone_artifacts(stack, p, bucket)

@@ -36,14 +36,14 @@ def expected_busbw_gbs(node_gbs: float, nodes: int, ranks_per_node: int) -> floa
 
 
 def fabric_tool(stack: Stack, pool: ResolvedPool) -> FabricTool | None:
-    facts = stack.catalog.launch.fabric_test
+    facts = stack.launch.fabric_test
     return facts.tools.get(pool.device.name) if facts else None
 
 
 def fabric_threshold(stack: Stack, pool: ResolvedPool) -> FabricThreshold | None:
     """The pool's threshold, or None where the test does not apply (one node, no EFA, no tool
     for the device kind)."""
-    facts = stack.catalog.launch.fabric_test
+    facts = stack.launch.fabric_test
     if facts is None or pool.nodes < 2 or not pool.efa or fabric_tool(stack, pool) is None:
         return None
     node_gbs = pool.instance.efa_gbps / 8

@@ -57,7 +57,7 @@ def kube_reserved_millicores(vcpus: int, tiers: tuple[tuple[int, float], ...]) -
 
 def pod_resources(stack: Stack, pool: ResolvedPool) -> PodResources:
     """Requests that fit the node's allocatable CPU and memory with the DaemonSets beside it."""
-    f = stack.catalog.launch.pods
+    f = stack.launch.pods
     inst = pool.instance
     cpu = inst.vcpus * 1000 - kube_reserved_millicores(inst.vcpus, f.kube_reserved_cpu_tiers)
     cpu -= f.daemonset_reserve_millicores
@@ -86,14 +86,14 @@ def node_hugepages_2mi(stack: Stack, pool: ResolvedPool) -> int:
     node allocation, which covers what the training pod requests."""
     if not pool.efa:
         return 0
-    return stack.catalog.launch.pods.efa_node_hugepages_mib // 2
+    return stack.launch.pods.efa_node_hugepages_mib // 2
 
 
 def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
     """What the compiled graphs depend on, hashed: the pre-compile marker carries it, so a
     changed model, argument, image, precision, batch or process layout compiles again while a
     restart of the same job does not (the node count is added at run time)."""
-    wl = stack.spec.workload
+    wl = stack.workload
     facts = {
         "entrypoint": wl.entrypoint,
         "args": list(wl.args),
@@ -116,19 +116,19 @@ def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
 def backoff_limit(stack: Stack, pool: ResolvedPool) -> int:
     """PyTorchJob runPolicy.backoffLimit: the operator sums container restarts over every pod,
     and one node fault can restart all of them, so the budget scales with the node count."""
-    return pool.nodes * stack.catalog.launch.fault_tolerance.job_restarts
+    return pool.nodes * stack.launch.fault_tolerance.job_restarts
 
 
 def torchrun_max_restarts(stack: Stack) -> int:
     """Worker-group restarts each torchrun agent performs in place (PET_MAX_RESTARTS)."""
-    return stack.catalog.launch.fault_tolerance.torchrun_max_restarts
+    return stack.launch.fault_tolerance.torchrun_max_restarts
 
 
 def python_env(stack: Stack, pool: ResolvedPool, path: str | None = None) -> PythonEnv:
     """The DLAMI Python environment for the pool: the one named `path` for its device kind
     (default: the pool's training path, e.g. `xla` on a trn2 pool that runs the legacy path),
     else its family's default (the catalog guarantees exactly one)."""
-    envs = stack.catalog.launch.dlami_python_envs
+    envs = stack.launch.dlami_python_envs
     if path is None and pool.framework is not None:
         named = [
             e for e in envs if e.device_kind == pool.device.name and e.path == pool.framework.name

@@ -19,7 +19,7 @@ def protected_resources(stack: Stack) -> str:
     out = ["the secrets KMS key"]
     if stack.compile_cache_enabled:
         out.append("the compile-cache bucket")
-    if stack.spec.storage.fsx_lustre_gib:
+    if stack.fsx_lustre_gib:
         out.append("FSx for Lustre")
     return ", ".join(out)
 
@@ -57,7 +57,7 @@ def stack_runbook_context(stack: Stack) -> dict[str, object]:
     return runbook_context(
         name=stack.name,
         region=stack.region,
-        namespace=stack.catalog.defaults.training_namespace,
+        namespace=stack.training_namespace,
         spec=f"stacks/{stack.spec.name}.yaml",
         kind=stack.job_kind,
         nodes=stack.workload_pool.nodes,

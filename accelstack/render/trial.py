@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelstack import naming
-from accelstack.catalog.sizing import memory_fit
 from accelstack.render.artifacts import (
     FSX_MOUNT_PATH,
     SCRIPT_MOUNT_DIR,
@@ -43,7 +42,7 @@ def trial_pools(stack: Stack) -> list[str]:
 
 def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, str]:
     """The variables the wrapper and the entrypoint read (accelstack/trial/runner.py)."""
-    wl = stack.spec.workload
+    wl = stack.workload
     p = next(x for x in stack.pools if x.name == pool)
     # the image identity `price` compares against (cost.estimate.current_sdk)
     framework = p.framework.name if p.framework else None
@@ -99,7 +98,7 @@ def trial_stack(
 def eks_records_path(stack: Stack, records: str) -> str:
     """Where trial pods append records: FSx when the stack has it (they outlive the pods),
     else the pod's /tmp (the log carries every record too)."""
-    if stack.spec.storage.fsx_lustre_gib:
+    if stack.fsx_lustre_gib:
         return f"{FSX_MOUNT_PATH}/accelstack-trial/{stack.name}/{records}"
     return f"/tmp/{records}"
 
@@ -134,12 +133,12 @@ def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
 
 def trial_warnings(stack: Stack) -> list[str]:
     """A one-node trial of a model whose training state needs more nodes measures less."""
-    wl = stack.spec.workload
+    wl = stack.workload
     out = []
     for name in trial_pools(stack):
         p = next(x for x in stack.pools if x.name == name)
-        fit = memory_fit(stack.catalog, p.instance_type, wl.model.params_billion, wl.precision)
-        if fit.min_nodes > 1:
+        fit = p.memory_fit
+        if fit is not None and fit.min_nodes > 1:
             out.append(
                 f"pool {name}: {wl.model.params_billion:g}B needs {fit.min_nodes} nodes of "
                 f"{p.instance_type} for its training state; one node holds it only with a "
@@ -157,7 +156,7 @@ def render_trial(
 ) -> list[Artifact]:
     """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper, a README."""
     arts = []
-    eks = stack.spec.orchestration == "eks"
+    eks = stack.orchestration == "eks"
     for pool in trial_pools(stack):
         n = trial_nodes(stack, pool, nodes)
         t = trial_stack(stack, pool, steps, records, n)
@@ -198,9 +197,9 @@ device kind than its pool (a CPU run) or with an implausible MFU. Then, on your 
 
 
 def _eks_readme(stack: Stack, records: str, nodes: int) -> str:
-    if stack.spec.orchestration != "eks":
+    if stack.orchestration != "eks":
         return ""
-    ns = stack.catalog.defaults.training_namespace
+    ns = stack.training_namespace
     first = trial_pools(stack)[0]
     job = trial_job_name(stack, first, trial_nodes(stack, first, nodes))
     pattern = naming.trial_job(stack.name, "POOL")

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field, replace
 from accelstack import naming
 from accelstack.catalog import (
     Catalog,
+    Defaults,
     DeviceKind,
     Family,
     Framework,
     HelmChart,
     InstanceType,
+    LaunchFacts,
     PurchaseOptionFacts,
     load_catalog,
 )
@@ -39,7 +41,7 @@ from accelstack.catalog.sizing import (
 )
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec import Pool, Spec
-from accelstack.spec.models import NAME_RE
+from accelstack.spec.models import NAME_RE, Budget, Cluster, Network, Standalone, Workload
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
 MIN_CLUSTER_ZONES = 2
@@ -62,7 +64,8 @@ class ResolvedPool:
     root_volume_gib: int
     zone_id: str  # the zone the pool's subnet is in
     logical_cores: int
-    procs_per_node: int  # torchrun --nproc_per_node: NeuronCores at the LNC setting, or GPUs
+    neuron_cores: int  # cores the runtime sees: NeuronCores at the LNC setting, or GPUs
+    procs_per_node: int  # torchrun --nproc_per_node: one process per core
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
     #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
@@ -82,6 +85,15 @@ class ResolvedPool:
     #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
     ultraserver: UltraServer | None = None
     spare_nodes: int = 0  # running nodes beyond `nodes` (a restart needs no new capacity)
+    #: How the workload's training state fits this pool's type (None: the precision has no
+    #: bytes-per-parameter figure, which validation refuses)
+    memory_fit: MemoryFit | None = None
+
+    @property
+    def cores_per_process(self) -> int:
+        """Cores each torchrun process holds (NEURON_RT_NUM_CORES): the pool's cores shared
+        out over its processes."""
+        return max(1, self.neuron_cores // self.procs_per_node)
 
     @property
     def node_lnc_setting(self) -> str | None:
@@ -200,15 +212,74 @@ class Stack:
     def region(self) -> str:
         return self.spec.region
 
+    # ---- what consumers read of the spec and the catalog, so none reaches into either ---
+    @property
+    def orchestration(self) -> str:
+        """`eks` (EKS node groups) or `ec2` (standalone instances)."""
+        return self.spec.orchestration
+
+    @property
+    def workload(self) -> Workload:
+        """The training job (model, tokens, precision, entrypoint, image as written)."""
+        return self.spec.workload
+
+    @property
+    def cluster(self) -> Cluster:
+        """The spec's EKS settings as written (the resolved ones: `kubernetes_version`,
+        `system_*`)."""
+        return self.spec.cluster
+
+    @property
+    def network(self) -> Network:
+        """The spec's network section as written (the resolved CIDR: `vpc_cidr`)."""
+        return self.spec.network
+
+    @property
+    def standalone(self) -> Standalone:
+        """The spec's standalone (orchestration ec2) settings."""
+        return self.spec.standalone
+
+    @property
+    def budget(self) -> Budget:
+        """The spec's cost limits and MFU."""
+        return self.spec.budget
+
+    @property
+    def workload_zone(self) -> str | None:
+        """The zone the spec names for the workload pool (its own, else the stack's), as
+        written (a name or an id); None: the catalog's first zone offering the type."""
+        return self.spec.workload_pool.availability_zone or self.spec.availability_zone
+
+    @property
+    def preview(self) -> bool:
+        """The spec allows preview instance types."""
+        return self.spec.preview
+
+    @property
+    def fsx_lustre_gib(self) -> int | None:
+        """The FSx for Lustre file system's size, when the stack has one."""
+        return self.spec.storage.fsx_lustre_gib
+
+    @property
+    def defaults(self) -> Defaults:
+        """The catalog's defaults the stack was resolved with (instances.yaml `defaults`)."""
+        return self.catalog.defaults
+
+    @property
+    def launch(self) -> LaunchFacts:
+        """The catalog's launch facts the rendered artifacts use (launch.yaml)."""
+        return self.catalog.launch
+
+    @property
+    def training_namespace(self) -> str:
+        """The namespace the training pods run in."""
+        return self.catalog.defaults.training_namespace
+
     @property
     def workload_memory_fit(self) -> MemoryFit | None:
         """How the workload's training state fits the workload pool's type (None: the
         precision has no bytes-per-parameter figure, which validation refuses)."""
-        wl = self.spec.workload
-        if wl.precision not in self.catalog.defaults.training_bytes_per_param:
-            return None
-        pool = self.workload_pool
-        return memory_fit(self.catalog, pool.instance_type, wl.model.params_billion, wl.precision)
+        return self.workload_pool.memory_fit
 
     @property
     def workload_pool(self) -> ResolvedPool:
@@ -345,6 +416,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
     lnc = p.logical_cores or fam.default_logical_cores
     own = spec.workload.framework if p.name == spec.workload_pool.name else None
     fw_name = own or cat.default_framework(fam) or ""
+    cores = cat.neuron_cores(p.instance_type, lnc)
     return ResolvedPool(
         name=p.name,
         spec=p,
@@ -363,13 +435,24 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         root_volume_gib=p.root_volume_gib or fam.default_root_volume_gib,
         zone_id=_zone_for(spec, p, cat),
         logical_cores=lnc,
-        procs_per_node=cat.neuron_cores(p.instance_type, lnc),
+        neuron_cores=cores,
+        procs_per_node=cores,
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,
+        memory_fit=_memory_fit(spec, p, cat),
     )
+
+
+def _memory_fit(spec: Spec, p: Pool, cat: Catalog) -> MemoryFit | None:
+    """The workload's training state on the pool's type (None: no bytes-per-parameter figure
+    for the precision)."""
+    wl = spec.workload
+    if wl.precision not in cat.defaults.training_bytes_per_param:
+        return None
+    return memory_fit(cat, p.instance_type, wl.model.params_billion, wl.precision)
 
 
 def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:

@@ -69,7 +69,7 @@ def _ami_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 def _upgrade_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     for r in plan.of_type(CLUSTER):
         got = get_in(r.inputs, "upgradePolicy", "supportType")
-        want = stack.spec.cluster.support_type
+        want = stack.cluster.support_type
         if got != want:
             yield (
                 rid(r),

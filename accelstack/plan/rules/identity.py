@@ -126,7 +126,7 @@ def _trust_conditions(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     "the API default is true",
 )
 def _creator_admin(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    wanted = stack.spec.cluster.creator_admin
+    wanted = stack.cluster.creator_admin
     for c in plan.of_type(CLUSTER):
         got = (c.inputs.get("accessConfig") or {}).get("bootstrapClusterCreatorAdminPermissions")
         if got is not wanted:

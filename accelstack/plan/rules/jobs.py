@@ -35,7 +35,7 @@ def _user_data(text: object) -> str:
     "request (the kubelet reports only pre-allocated huge pages)",
 )
 def _hugepages(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    want_mib = stack.catalog.launch.pods.efa_hugepages_2mi_mib
+    want_mib = stack.launch.pods.efa_hugepages_2mi_mib
     efa = {p.name for p in stack.pools if p.efa}
     for ng in plan.of_type(NODE_GROUP):
         if (ng.inputs.get("labels") or {}).get(POOL_LABEL) not in efa:
@@ -58,7 +58,7 @@ def _hugepages(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 )
 def _controller(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     chart = stack.job_controller_chart
-    if stack.spec.orchestration != "eks" or chart is None:
+    if stack.orchestration != "eks" or chart is None:
         return
     if chart.kind == "kustomize":
         found = [

@@ -123,7 +123,7 @@ def _s3_endpoint(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     "unless network.single_nat_gateway asks for one",
 )
 def _nat_per_zone(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    if stack.spec.network.single_nat_gateway or not plan.of_type(VPC):
+    if stack.network.single_nat_gateway or not plan.of_type(VPC):
         return
     routes = _nat_routes(plan)
     shared = len(routes) - len(set(routes.values()))
@@ -155,7 +155,7 @@ def _node_ips(plan: Plan, stack: Stack, inst: Any, lt_name: str | None) -> int:
     elif "MINIMUM_IP_TARGET" in env:
         base = 1 + int(env["MINIMUM_IP_TARGET"]) + int(env.get("WARM_IP_TARGET", 0))
     else:
-        base = (1 + stack.catalog.defaults.vpc_cni_warm_enis) * inst.ipv4_per_interface
+        base = (1 + stack.defaults.vpc_cni_warm_enis) * inst.ipv4_per_interface
     lts = [r for r in plan.of_type(LAUNCH_TEMPLATE) if r.name == lt_name]
     nics = (lts[0].inputs.get("networkInterfaces") or []) if lts else []
     extra = sum(
@@ -224,7 +224,7 @@ def _standalone_demands(plan: Plan, stack: Stack) -> dict[str, list[tuple[str, i
 def _ip_budget(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     from accelstack.plan.lookups import planned_ec2_id
 
-    reserved = stack.catalog.defaults.subnet_reserved_ips
+    reserved = stack.defaults.subnet_reserved_ips
     demands = _group_demands(plan, stack)
     for subnet in plan.of_type(SUBNET):
         cidr = subnet.inputs.get("cidrBlock")

@@ -55,7 +55,7 @@ def _fleet_problem(fleet: Any, nodes: int) -> str | None:
     "instant), not one instance resource per node",
 )
 def _one_request(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    if stack.spec.orchestration != "ec2":
+    if stack.orchestration != "ec2":
         return
     for inst in plan.of_type(INSTANCE):
         yield (
@@ -87,7 +87,7 @@ def _association_targets(assoc: Any) -> dict[str, list[str]]:
     "targeting the stack and pool tags, never through user data",
 )
 def _delivery(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    if stack.spec.orchestration != "ec2":
+    if stack.orchestration != "ec2":
         return
     for r in plan.of_type(LAUNCH_TEMPLATE) + plan.of_type(INSTANCE):
         if r.inputs.get("userData"):
