@@ -7,23 +7,32 @@ nothing else knows a number about an instance type.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from accelstack.catalog.blocks import CapacityBlocks, parse_capacity_blocks
-from accelstack.catalog.overlay import check_dir, merge, overlay_dir
+from accelstack.catalog.blocks import CapacityBlocks
+from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
-from accelstack.catalog.purchase import load_table, parse_table
-from accelstack.catalog.records import LeftOut, TrainingRecord, parse_left_out, parse_records
+from accelstack.catalog.purchase import load_table
+from accelstack.catalog.records import LeftOut, TrainingRecord
 from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
-from accelstack.catalog.throughput import MfuCurve, Throughput, parse_throughput
+from accelstack.catalog.sections import (
+    BY_FILE,
+    SECTIONS,
+    Section,
+    overlay_hint,
+    section_of_field,
+    service_row,
+)
+from accelstack.catalog.throughput import MfuCurve, Throughput
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -527,8 +536,13 @@ class Catalog(_Frozen):
                 o for (r, t, o) in self._rate_index if r == region and t == instance_type
             )
             have = f"; priced options there: {', '.join(known)}" if known else ""
+            row = (
+                f"{{region: {region}, type: {instance_type}, option: {billed_as}, usd: ..., "
+                "as_of: YYYY-MM, source: ...}"
+            )
             raise MissingPrice(
-                f"no {billed_as} price for {instance_type} in {region} in the catalog{have}"
+                f"no {billed_as} price for {instance_type} in {region} in the catalog{have}; "
+                + overlay_hint("prices.yaml", "instances", row)
             )
         return rate
 
@@ -554,31 +568,10 @@ class Catalog(_Frozen):
         for rate in self.service_rates:
             if rate.item == item and rate.region in (region, "*"):
                 return rate
-        raise MissingPrice(f"no price for '{item}' in {region} in the catalog")
-
-
-#: The catalog file each top-level field of `Catalog` comes from (for one-line errors).
-_FIELD_FILES = {
-    "device_kinds": "instances.yaml",
-    "quotas": "instances.yaml",
-    "families": "instances.yaml",
-    "instances": "instances.yaml",
-    "defaults": "instances.yaml",
-    "regions": "offerings.yaml",
-    "offerings_source": "offerings.yaml",
-    "records": "records.yaml",
-    "left_out": "records.yaml",
-    "throughput": "throughput.yaml",
-    "capacity_blocks": "capacity_blocks.yaml",
-    "launch": "launch.yaml",
-    "scale": "scale.yaml",
-    "resilience": "resilience.yaml",
-    "instance_rates": "prices.yaml",
-    "service_rates": "prices.yaml",
-    "hours_per_month": "prices.yaml",
-    "purchase_options": PURCHASE_FILE,
-    "purchase_sources": PURCHASE_FILE,
-}
+        raise MissingPrice(
+            f"no price for '{item}' in {region} in the catalog; "
+            + overlay_hint("prices.yaml", "services", service_row(region, item))
+        )
 
 
 def _where(name: str, base: Path, overlay: Path | None) -> Path:
@@ -588,11 +581,15 @@ def _where(name: str, base: Path, overlay: Path | None) -> Path:
     return base / name
 
 
-def _read(name: str, base: Path, overlay: Path | None = None) -> dict[str, object]:
-    """A catalog file, with the overlay's file of that name merged on top (overlay.py)."""
-    data = _read_path(base / name)
-    if overlay is not None and (overlay / name).exists():
-        data = merge(data, _read_path(overlay / name))
+def _read(section: Section, base: Path, overlay: Path | None = None) -> dict[str, object]:
+    """A catalog file, with the overlay's file of that name merged on top (overlay.py), the
+    section's lists of rows merged row by row."""
+    path = base / section.file
+    if not path.exists() and base != CATALOG_DIR:  # a partial catalog directory (tests)
+        path = CATALOG_DIR / section.file
+    data = _read_path(path)
+    if overlay is not None and (overlay / section.file).exists():
+        data = merge(data, _read_path(overlay / section.file), section.rows)
     return data
 
 
@@ -613,79 +610,53 @@ def _read_path(path: Path) -> dict[str, object]:
     return data
 
 
-def _named(items: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
-    return {k: {**v, "name": k} for k, v in items.items()}
+def _fields(
+    base: Path, overlay: Path | None = None
+) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
+    """The catalog's fields from its files (every section of `SECTIONS`, in order), and each
+    file's merged mapping; a missing or misshapen section names its file and YAML path."""
+    fields: dict[str, object] = {}
+    files: dict[str, dict[str, object]] = {}
+    for section in SECTIONS:
+        data = files[section.file] = _read(section, base, overlay)
+        where = _where(section.file, base, overlay)
+        try:
+            fields.update(section.build(data, where, fields))
+        except KeyError as exc:
+            raise CatalogError(f"{where}: no section {exc} (is the file truncated?)") from None
+        except ValidationError as exc:
+            raise CatalogError(f"{where}: {_problem(exc, section, where, data, False)}") from None
+        except (TypeError, AttributeError, ValueError):
+            raise CatalogError(
+                f"{where}: a section has the wrong shape (is the file truncated?)"
+            ) from None
+    return fields, files
 
 
-def _regions(offer: dict[str, object], extra: dict[str, object]) -> dict[str, dict[str, object]]:
-    regions: dict[str, dict[str, object]] = {}
-    for region, body in dict(offer["regions"]).items():  # type: ignore[call-overload]
-        regions[region] = {"zones": dict(body["zones"]), "types": dict(body["types"])}
-    for region, body in dict(extra.get("regions", {})).items():  # type: ignore[call-overload]
-        reg = regions.setdefault(region, {"zones": {}, "types": {}})
-        reg["zones"] = {**reg["zones"], **body.get("zones", {})}  # type: ignore[dict-item]
-        reg["types"] = {**reg["types"], **body.get("types", {})}  # type: ignore[dict-item]
-        reg["estimated_types"] = tuple(body.get("types", {}))
-    return regions
+def _problem(
+    exc: ValidationError, section: Section, where: Path, merged: dict[str, object], field: bool
+) -> str:
+    """`path: message (N problems in all)` of a validation error's first problem, the path in
+    YAML terms: a `Catalog` field (`field`) as the file's key, a row of a merged list at its
+    index in the overlay's own file when it came from there."""
+    err = exc.errors()[0]
+    loc: list[int | str] = list(err["loc"])
+    if field and loc:
+        key = section.fields.get(str(loc[0]), "")
+        loc = [key, *loc[1:]] if key else loc[1:]
+    if len(loc) > 1 and str(loc[0]) in section.rows and where.parent != CATALOG_DIR:
+        own = _overlay_index(merged, where, str(loc[0]), section.rows[str(loc[0])], loc[1])
+        loc[1] = own if own is not None else loc[1]
+    path = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in loc).lstrip(".")
+    return f"{path + ': ' if path else ''}{err['msg']} ({exc.error_count()} problems in all)"
 
 
-def _fields(base: Path, overlay: Path | None = None) -> dict[str, object]:
-    """The catalog's fields from its files; a missing or misshapen section names its file."""
-    inst = _read("instances.yaml", base, overlay)
-    offer = _read("offerings.yaml", base, overlay)
-    extra = _read("offerings_extra.yaml", base, overlay)
-    prices = _read("prices.yaml", base, overlay)
-    launch = _read("launch.yaml", base, overlay)
-    name = "offerings.yaml"
-    try:
-        regions = _regions(offer, extra)
-        name = "instances.yaml"
-        fields: dict[str, object] = {
-            "device_kinds": _named(inst["device_kinds"]),  # type: ignore[arg-type]
-            "frameworks": _named(inst["frameworks"]),  # type: ignore[arg-type]
-            "retired_frameworks": inst.get("retired_frameworks", {}),
-            "quotas": inst["quotas"],
-            "families": _named(inst["families"]),  # type: ignore[arg-type]
-            "instances": _named(inst["instances"]),  # type: ignore[arg-type]
-            "defaults": inst["defaults"],
-            "charts": _named(inst["charts"]),  # type: ignore[arg-type]
-            "metrics_addon": inst.get("metrics_addon"),
-            "regions": regions,
-            "offerings_source": offer["source"],
-        }
-        fields["launch"] = launch
-        name = PURCHASE_FILE
-        table = parse_table(
-            _read(name, base, overlay), _where(name, base, overlay), PURCHASE_OPTIONS
-        )
-        fields["purchase_options"] = table.purchase_options
-        fields["purchase_sources"] = table.sources
-        name = "scale.yaml"
-        fields["scale"] = _read(name, base if (base / name).exists() else CATALOG_DIR, overlay)
-        name = "resilience.yaml"
-        fields["resilience"] = _read(name, base, overlay)
-        name = "records.yaml"
-        records = _read(name, base, overlay)
-        fields["records"] = parse_records(records, _where(name, base, overlay))
-        fields["left_out"] = parse_left_out(records, _where(name, base, overlay))
-        name = "throughput.yaml"
-        fields["throughput"] = parse_throughput(
-            _read(name, base, overlay), _where(name, base, overlay)
-        )
-        name = "capacity_blocks.yaml"
-        fields["capacity_blocks"] = parse_capacity_blocks(
-            _read(name, base, overlay), _where(name, base, overlay)
-        )
-        name = "prices.yaml"
-        for key in ("instances", "services", "hours_per_month"):
-            fields[{"instances": "instance_rates", "services": "service_rates"}.get(key, key)] = (
-                prices[key]
-            )
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        what = f"no section {exc}" if isinstance(exc, KeyError) else "a section has the wrong shape"
-        where = _where(name, base, overlay)
-        raise CatalogError(f"{where}: {what} (is the file truncated?)") from None
-    return fields
+def catalog_file(name: str, overlay: Path | None = None) -> dict[str, Any]:
+    """One bundled catalog file merged with the overlay's (default: the one in effect), for
+    the modules that read a file themselves (`Section.reader`); checked when the catalog
+    loads (`load_catalog`)."""
+    section = BY_FILE[name]
+    return _read(section, CATALOG_DIR, overlay if overlay is not None else overlay_dir())
 
 
 def load_catalog(base: Path | None = None, overlay: Path | None = None) -> Catalog:
@@ -701,32 +672,48 @@ def load_catalog(base: Path | None = None, overlay: Path | None = None) -> Catal
 
 @lru_cache(maxsize=4)
 def _load(base: Path, overlay: Path | None = None) -> Catalog:
-    fields = _fields(base, overlay)
+    fields, files = _fields(base, overlay)
     try:
         catalog = Catalog.model_validate(fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(x) for x in err["loc"]]
-        file = _where(_FIELD_FILES.get(loc[0] if loc else "", "instances.yaml"), base, overlay)
-        raise CatalogError(
-            f"{file}: {'.'.join(loc)}: {err['msg']} ({exc.error_count()} problems in all)"
-        ) from None
-    try:
-        _check_integrity(catalog)
-    except CatalogError as exc:
-        prefix = str(exc).split(":", 1)[0]
-        files = {
-            "prices": "prices.yaml",
-            "throughput": "throughput.yaml",
-            "records": "records.yaml",
-        }
-        name = files.get(prefix, "instances.yaml")
-        raise CatalogError(f"{_where(name, base, overlay)}: {exc}") from None
-    try:
-        _check_launch(catalog)
-    except CatalogError as exc:
-        raise CatalogError(f"{_where('launch.yaml', base, overlay)}: {exc}") from None
+        raise _validation_error(exc, files, base, overlay) from None
+    for check, prefixes in _CHECKS:
+        try:
+            check(catalog)
+        except CatalogError as exc:
+            name = prefixes.get(re.split(r"[.:\s\[]", str(exc), maxsplit=1)[0], "instances.yaml")
+            raise CatalogError(f"{_where(name, base, overlay)}: {exc}") from None
     return catalog
+
+
+def _validation_error(
+    exc: ValidationError,
+    files: dict[str, dict[str, object]],
+    base: Path,
+    overlay: Path | None,
+) -> CatalogError:
+    """One line: the file the bad value came from (the overlay's when it has that file) and
+    its YAML path there."""
+    loc = exc.errors()[0]["loc"]
+    section = (section_of_field(str(loc[0])) if loc else None) or SECTIONS[0]
+    where = _where(section.file, base, overlay)
+    return CatalogError(f"{where}: {_problem(exc, section, where, files[section.file], True)}")
+
+
+def _overlay_index(
+    merged: dict[str, object], where: Path, key: str, ident: tuple[str, ...], index: object
+) -> int | None:
+    """The index, in the overlay's own list, of the merged row at `index` (None: the row is
+    the bundled file's)."""
+    rows = merged.get(key)
+    if not isinstance(rows, list) or not isinstance(index, int) or index >= len(rows):
+        return None
+    own = _read_path(where).get(key)
+    wanted = identity(rows[index], ident)
+    for i, row in enumerate(own if isinstance(own, list) else []):
+        if identity(row, ident) == wanted:
+            return i
+    return None
 
 
 def _check_curves(c: Catalog) -> None:
@@ -852,3 +839,14 @@ def _check_frameworks(c: Catalog) -> None:
             raise CatalogError(
                 f"families.{fname}.default_framework: '{default}' is not allowed there"
             )
+
+
+#: The integrity checks run on a loaded catalog, each with the file its errors name (by the
+#: message's first word; instances.yaml otherwise).
+_CHECKS: tuple[tuple[Callable[[Catalog], None], dict[str, str]], ...] = (
+    (
+        _check_integrity,
+        {"prices": "prices.yaml", "throughput": "throughput.yaml", "records": "records.yaml"},
+    ),
+    (_check_launch, {"launch": "launch.yaml"}),
+)

@@ -1,10 +1,12 @@
 """The user's catalog overlay: a directory of catalog files (`--catalog DIR` or
 `ACCELSTACK_CATALOG_DIR`) read on top of the bundled catalog, then validated as one catalog.
 
-A file of the overlay has the bundled file's shape and holds only what differs:
+Any bundled catalog file may be overlaid (the table of files: sections.py). A file of the
+overlay has the bundled file's shape and holds only what differs:
 - mappings merge key by key, recursively (a new instance row, one changed default);
-- lists of rows (prices, records) merge by identity (`id`, or region/type/option/item):
-  an overlay row replaces the bundled row with the same identity, a new one is appended;
+- the lists of rows a section declares (`Section.rows`: prices, records, curves) merge by
+  the row's identity: an overlay row replaces the bundled row with the same identity, a new
+  one is appended;
 - anything else (a scalar, a list of zones) in the overlay replaces the bundled value.
 Errors name the overlay's file when it provides that file. `accelstack prices refresh` writes
 its prices here, never into the installed package."""
@@ -12,24 +14,15 @@ its prices here, never into the installed package."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from accelstack.catalog.sections import FILES as FILES
 from accelstack.errors import CatalogError
 
 ENV = "ACCELSTACK_CATALOG_DIR"
-#: The files a catalog directory may hold (the bundled catalog's own).
-FILES = (
-    "instances.yaml",
-    "offerings.yaml",
-    "offerings_extra.yaml",
-    "prices.yaml",
-    "records.yaml",
-    "launch.yaml",
-    "purchase_options.yaml",
-    "scale.yaml",
-)
-#: The fields that identify a row of a list section.
+#: The fields that identify a row of a list when no section says (`merge` without `rows`).
 ROW_KEYS = ("id", "region", "type", "option", "item")
 
 
@@ -69,18 +62,23 @@ def check_dir(path: Path) -> Path:
     return path.resolve()
 
 
-def _identity(row: object) -> tuple[Any, ...] | None:
+def _hashable(value: Any) -> Any:
+    return tuple(_hashable(v) for v in value) if isinstance(value, list | tuple) else value
+
+
+def identity(row: object, keys: tuple[str, ...] = ROW_KEYS) -> tuple[Any, ...] | None:
+    """The values that identify a row (None: not a row, or none of them set)."""
     if not isinstance(row, dict):
         return None
-    key = tuple(row.get(k) for k in ROW_KEYS)
+    key = tuple(_hashable(row.get(k)) for k in keys)
     return key if any(v is not None for v in key) else None
 
 
-def _merge_rows(base: list[Any], top: list[Any]) -> list[Any]:
+def _merge_rows(base: list[Any], top: list[Any], keys: tuple[str, ...]) -> list[Any]:
     out = list(base)
-    where = {_identity(r): i for i, r in enumerate(out) if _identity(r) is not None}
+    where = {identity(r, keys): i for i, r in enumerate(out) if identity(r, keys) is not None}
     for row in top:
-        key = _identity(row)
+        key = identity(row, keys)
         if key is not None and key in where:
             out[where[key]] = row
         else:
@@ -88,14 +86,22 @@ def _merge_rows(base: list[Any], top: list[Any]) -> list[Any]:
     return out
 
 
-def merge(base: Any, top: Any) -> Any:
-    """`top` (the overlay's file) over `base` (the bundled one)."""
+def merge(
+    base: Any, top: Any, rows: Mapping[str, tuple[str, ...]] | None = None, at: str = ""
+) -> Any:
+    """`top` (the overlay's file) over `base` (the bundled one). `rows`: the lists merged row
+    by row (dotted YAML path -> the identity fields, a section's `rows`); without it, any list
+    whose rows all have an identity (`ROW_KEYS`) merges row by row."""
     if isinstance(base, dict) and isinstance(top, dict):
         out = dict(base)
         for k, v in top.items():
-            out[k] = merge(out[k], v) if k in out else v
+            path = f"{at}.{k}" if at else str(k)
+            out[k] = merge(out[k], v, rows, path) if k in out else v
         return out
-    rows = isinstance(base, list) and isinstance(top, list)
-    if rows and all(_identity(r) is not None for r in (*base, *top)):
-        return _merge_rows(base, top)
+    if not (isinstance(base, list) and isinstance(top, list)):
+        return top
+    if rows is not None:
+        return _merge_rows(base, top, rows[at]) if at in rows else top
+    if all(identity(r) is not None for r in (*base, *top)):
+        return _merge_rows(base, top, ROW_KEYS)
     return top

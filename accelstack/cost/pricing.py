@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from accelstack import tokens
 from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
+from accelstack.catalog.sections import overlay_hint, service_row
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
 from accelstack.inventory import ON_DEMAND, billables
@@ -287,7 +288,8 @@ def _service(ctx: PricingContext, item: str, res: ResourceLike) -> Rate:
         return ctx.catalog.service_rate(ctx.region, item)
     except MissingPrice:
         raise MissingPrice(
-            f"no price for '{item}' ({res.type} '{res.name}') in {ctx.region} in the catalog"
+            f"no price for '{item}' ({res.type} '{res.name}') in {ctx.region} in the catalog; "
+            + overlay_hint("prices.yaml", "services", service_row(ctx.region, item))
         ) from None
 
 
@@ -614,7 +616,14 @@ def price_eks_cluster(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     version = str(res.inputs.get("version") or ctx.catalog.defaults.kubernetes_version)
     window = ctx.catalog.defaults.eks_versions.get(version)
     if window is None:
-        raise MissingPrice(f"no EKS support window for Kubernetes {version} in the catalog")
+        raise MissingPrice(
+            f"no EKS support window for Kubernetes {version} in the catalog; "
+            + overlay_hint(
+                "instances.yaml",
+                "defaults.eks_versions",
+                f"'{version}': {{standard_support_end: YYYY-MM-DD, extended_support_end: YYYY-MM-DD}}",
+            )
+        )
     status = window.status(today())
     extended = status != "standard"
     when = (

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from accelstack.catalog import catalog_file
+from accelstack.catalog.overlay import overlay_dir
 from accelstack.plan.diff_inputs import changed_values, flatten
 from accelstack.plan.rolls import node_rolls
 
@@ -27,6 +29,7 @@ COMMENT_MARKER = "<!-- accelstack-diff -->"
 #: change is below every threshold): CI updates its earlier comment with it, or posts nothing.
 QUIET_MARKER = "<!-- accelstack-diff:quiet -->"
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
+_FILE = _TABLE.name  # a catalog file: the overlay may change it (catalog/sections.py)
 _COST_KEYS = ("hourly_usd", "monthly_usd", "run_usd")
 _CHANGES_SHOWN = 12  # before -> after values kept per resource (the rest: see the plan JSON)
 
@@ -37,9 +40,16 @@ class ReplaceTable:
     stateful: frozenset[str]  # resource types whose replacement or removal loses state
 
 
+def replace_table(path: Path | None = None) -> ReplaceTable:
+    """The table in `path`; default: the bundled one with the catalog overlay's on top."""
+    return _replace_table(path, None if path else overlay_dir())
+
+
 @cache
-def replace_table(path: Path = _TABLE) -> ReplaceTable:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+def _replace_table(path: Path | None, overlay: Path | None) -> ReplaceTable:
+    data = (
+        yaml.safe_load(path.read_text(encoding="utf-8")) if path else catalog_file(_FILE, overlay)
+    )
     keys = {t: tuple(row["keys"]) for t, row in data["replace_on_change"].items()}
     return ReplaceTable(keys, frozenset(data["stateful_types"]))
 

@@ -20,9 +20,12 @@ from typing import Any
 
 import yaml
 
+from accelstack.catalog import catalog_file
+from accelstack.catalog.overlay import overlay_dir
 from accelstack.plan.diff_inputs import value_change
 
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
+_FILE = _TABLE.name  # a catalog file: the overlay may change it (catalog/sections.py)
 
 
 @dataclass(frozen=True)
@@ -40,9 +43,15 @@ class RollTable:
     no_new_version: frozenset[str]
 
 
+def roll_table(path: Path | None = None) -> RollTable:
+    """The table in `path`; default: the bundled one with the catalog overlay's on top."""
+    return _roll_table(path, None if path else overlay_dir())
+
+
 @cache
-def roll_table(path: Path = _TABLE) -> RollTable:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))["node_rolls"]
+def _roll_table(path: Path | None, overlay: Path | None) -> RollTable:
+    text = path.read_text(encoding="utf-8") if path else None
+    data = (yaml.safe_load(text) if text else catalog_file(_FILE, overlay))["node_rolls"]
     sources = {
         t: NodeSource(str(r["count"]), r["instance_type"], tuple(r["keys"]), r.get("shrink"))
         for t, r in data["node_sources"].items()

@@ -17,11 +17,14 @@ from typing import Any
 
 import yaml
 
+from accelstack.catalog import catalog_file
+from accelstack.catalog.overlay import overlay_dir
 from accelstack.errors import AccelstackError, shown
 from accelstack.spec.models import Spec
 from accelstack.spec.secrets import spec_strings
 
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "placeholders.yaml"
+_FILE = _TABLE.name  # a catalog file: the overlay may change it (catalog/sections.py)
 _NET_RE = re.compile(r"^[0-9a-fA-F:.]+(/\d{1,3})?$")
 
 
@@ -31,9 +34,16 @@ class PlaceholderTable:
     accounts: tuple[str, ...]
 
 
+def placeholder_table(path: Path | None = None) -> PlaceholderTable:
+    """The table in `path`; default: the bundled one with the catalog overlay's on top."""
+    return _placeholder_table(path, None if path else overlay_dir())
+
+
 @cache
-def placeholder_table(path: Path = _TABLE) -> PlaceholderTable:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+def _placeholder_table(path: Path | None, overlay: Path | None) -> PlaceholderTable:
+    data = (
+        yaml.safe_load(path.read_text(encoding="utf-8")) if path else catalog_file(_FILE, overlay)
+    )
     nets = tuple(ipaddress.ip_network(n["cidr"]) for n in data["documentation_networks"])
     return PlaceholderTable(nets, tuple(str(a["id"]) for a in data["example_accounts"]))
 

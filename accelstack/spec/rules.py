@@ -24,6 +24,7 @@ from accelstack.catalog import (
     sdk_version,
 )
 from accelstack.catalog.blocks import CapacityBlocks
+from accelstack.catalog.sections import overlay_hint, service_row
 from accelstack.clock import today
 from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
@@ -309,8 +310,7 @@ def _pool_priced(ctx: Context) -> Iterator[Finding]:
         except CatalogError as exc:
             yield (
                 f"{f.at}.purchase.option",
-                f"{exc} (prices fail closed: add a sourced "
-                "row to accelstack/catalog/prices.yaml or pick a priced option)",
+                f"{exc} (prices fail closed; or pick a priced option)",
             )
 
 
@@ -545,7 +545,8 @@ def _fsx_priced(ctx: Context) -> Iterator[Finding]:
         yield (
             "storage.fsx_throughput_per_tib",
             f"{tput} MB/s per TiB has no price in the catalog (prices fail closed; "
-            f"priced: {', '.join(priced) or 'none'})",
+            f"priced: {', '.join(priced) or 'none'}); "
+            + overlay_hint("prices.yaml", "services", service_row("*", item)),
         )
 
 
