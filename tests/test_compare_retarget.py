@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog import load_catalog
 from accelstack.cost.compare import compare, retarget_stack
 from accelstack.resolve import Stack, ami_parameter, resolve
 from accelstack.spec import parse_spec
@@ -42,7 +42,7 @@ def test_p5_retargeted_to_trn2_has_trn2s_facts() -> None:
     assert moved.compile_cache and not p5.compile_cache
 
 
-def test_candidate_equals_the_resolved_spec_edit(catalog: Catalog) -> None:
+def test_candidate_equals_the_resolved_spec_edit() -> None:
     """The candidate is what resolving the edited spec gives: the same pool, field by field."""
     from accelstack.spec.retarget import retarget_spec
 
@@ -55,7 +55,7 @@ def test_candidate_equals_the_resolved_spec_edit(catalog: Catalog) -> None:
     assert moved.workload_pool.purchase_option == "spot"
 
 
-def test_reserved_candidate_prices_its_own_nodes(catalog: Catalog) -> None:
+def test_reserved_candidate_prices_its_own_nodes() -> None:
     """A candidate on a Capacity Block runs (and is billed for) its own node count, not the
     node count of the reservation the spec's pool holds."""
     stack = stack_of(

@@ -283,7 +283,8 @@ BY_FILE: dict[str, Section] = {s.file: s for s in SECTIONS}
 
 
 def section_of_field(name: str) -> Section | None:
-    """The section a `Catalog` field comes from (the last that fills it)."""
+    """The section a `Catalog` field comes from (the first that fills it: offerings.yaml
+    for `regions`, which offerings_extra.yaml adds to)."""
     found = [s for s in SECTIONS if name in s.fields]
     return found[0] if found else None
 
