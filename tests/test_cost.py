@@ -11,7 +11,7 @@ from accelstack.catalog import Catalog
 from accelstack.cost.pricing import (
     FREE,
     PARTLY_FREE,
-    RULES,
+    PRICERS,
     Resource,
     UnpricedResource,
     covered,
@@ -87,7 +87,7 @@ def launch_template(name: str, gib: int, parent: str | None, vtype: str | None =
 def test_rules_and_free_are_disjoint() -> None:
     # only types whose rule prices some resources and leaves the rest free (the metrics add-on
     # among the EKS add-ons) are in both
-    assert set(RULES) & set(FREE) == set(PARTLY_FREE)
+    assert set(PRICERS) & set(FREE) == set(PARTLY_FREE)
     assert covered("aws:ec2/vpc:Vpc") and covered(NG)
     assert covered("accelstack:network:Network")  # components are groupings
     assert not covered("aws:rds/instance:Instance")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from accelstack.cost.guard import report_for_plan
-from accelstack.cost.pricing import FREE, RULES, covered, price_plan, price_stack
+from accelstack.cost.pricing import FREE, PRICERS, covered, price_plan, price_stack
 from accelstack.plan import Plan
 from accelstack.resolve import Stack
 
@@ -25,9 +25,9 @@ def test_every_planned_type_has_a_rule_or_is_free(preset: Path) -> None:
     uncovered = sorted({r.type for r in plan.resources if not covered(r.type)})
     assert uncovered == [], (
         f"{preset.stem}: no price rule and not in FREE: {uncovered}; add a rule to "
-        "accelstack/cost/pricing.py RULES or list the type in FREE with the reason"
+        "accelstack/cost/pricing.py PRICERS or list the type in FREE with the reason"
     )
-    billable = {r.type for r in plan.resources if r.type in RULES}
+    billable = {r.type for r in plan.resources if r.type in PRICERS}
     assert "aws:ec2/natGateway:NatGateway" in billable
     assert billable & {"aws:eks/nodeGroup:NodeGroup", "aws:ec2/fleet:Fleet"}
 

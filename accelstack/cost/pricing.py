@@ -2,7 +2,7 @@
 
 Rules are keyed on the Pulumi type token of a resource (`aws:eks/nodeGroup:NodeGroup`, ...)
 and read the resource's inputs as Pulumi sends them (camelCase). Every type is either priced
-by a rule in `RULES` or declared free in `FREE` with the reason; anything else is an error
+by a pricer in `PRICERS` or declared free in `FREE` with the reason; anything else is an error
 naming the type and region (`UnpricedResource`), never $0. A missing catalog price raises
 `MissingPrice` the same way.
 
@@ -258,7 +258,8 @@ class PricingContext:
         return self.catalog.hours_per_month
 
 
-Rule = Callable[[ResourceLike, PricingContext], list[LineItem]]
+#: A pricer: one planned resource in, its line items out.
+Pricer = Callable[[ResourceLike, PricingContext], list[LineItem]]
 
 
 def _get(d: Any, *path: str | int) -> Any:
@@ -814,7 +815,8 @@ def price_eks_addon(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
     ]
 
 
-RULES: dict[str, Rule] = {
+#: Resource type token -> the function that prices it (not a validation rule).
+PRICERS: dict[str, Pricer] = {
     tokens.ADDON: price_eks_addon,
     tokens.NODE_GROUP: price_node_group,
     tokens.INSTANCE: price_instance,
@@ -833,7 +835,7 @@ RULES: dict[str, Rule] = {
 
 def covered(rtype: str) -> bool:
     """True when `rtype` has a rule or is free."""
-    return rtype in RULES or free_reason(rtype) is not None
+    return rtype in PRICERS or free_reason(rtype) is not None
 
 
 # ---------------------------------------------------------------------------------------
@@ -855,7 +857,7 @@ def price_resources(
     items: list[LineItem] = []
     free: Counter[str] = Counter()
     for res in resources:
-        rule = RULES.get(res.type)
+        rule = PRICERS.get(res.type)
         if rule is not None:
             priced = rule(res, ctx)
             items.extend(priced)
@@ -864,7 +866,7 @@ def price_resources(
         if free_reason(res.type) is None:
             raise UnpricedResource(
                 f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
-                "rule to accelstack/cost/pricing.py RULES or, if AWS does not bill it, to FREE"
+                "pricer to accelstack/cost/pricing.py PRICERS or, if AWS does not bill it, to FREE"
             )
         free[res.type] += 1
     return StackCost(
