@@ -122,6 +122,7 @@ def _option(cmp: Comparison, instance_type: str, o: Any) -> dict[str, Any]:
         "fastest_within_budget": _is(cmp.fastest_within_budget, instance_type, o.option),
         "wall_hours_range": _lohi(o.wall_hours_range),
         "run_usd_range": _lohi(o.run_usd_range),
+        "blocks": o.blocks,  # Capacity Blocks the row assumes (capacity_blocks: their sizes)
     }
 
 
