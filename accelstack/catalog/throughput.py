@@ -142,11 +142,25 @@ class Spreads(_Frozen):
     mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
 
 
+class Calibration(_Frozen):
+    """What `accelstack calibrate` accepts (docs/cost.md, "calibrate"): enough timed steps, an
+    MFU no better than the family's best public record by more than two releases of one
+    benchmark differ (plus the measurement spread), and records of one key that agree."""
+
+    min_steps: int = Field(ge=1)  # timed steps per record
+    min_steps_source: str = Field(min_length=1)
+    # pairs of public records of one benchmark (same model, stack, scale) at two software
+    # releases: the largest relative gap between them is the tolerance
+    release_pairs: tuple[tuple[str, str], ...] = Field(min_length=1)
+    release_pairs_source: str = Field(min_length=1)
+
+
 class Throughput(_Frozen):
     curves: tuple[MfuCurve, ...]
     scaling: Scaling
     goodput: Goodput
     spreads: Spreads
+    calibration: Calibration
 
     def curve_for(self, family: str, precision: str) -> MfuCurve | None:
         return next(

@@ -391,8 +391,10 @@ def _measured_pick(
     at = m.nodes or nodes
     eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
     mfu = m.mfu * eff / eff_at
-    rel = spreads.measured
+    rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top
     source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s)"
+    if m.mfu_spread:
+        source += f" ({m.records} records, spread +-{m.mfu_spread:.0%})"
     if m.nodes is None:
         source += " (node count not recorded: taken as the spec's)"
     elif at != nodes:

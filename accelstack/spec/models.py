@@ -519,6 +519,12 @@ class Measured(Strict):
     compile_s: float | None = Field(
         None, ge=0, description="first-step time (graph compile and warm-up), seconds"
     )
+    mfu_spread: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="records' spread: (max - min) / (2 x mean) of their MFUs; widens the range",
+    )
 
 
 class Spec(Strict):
