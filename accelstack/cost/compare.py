@@ -89,6 +89,7 @@ class OptionRun:
     instance_rate_usd: float = 0.0  # the workload pool's rate per instance-hour
     other_hourly_usd: float = 0.0  # the rest of the stack per hour
     capacity_blocks: tuple[int, ...] = ()  # Capacity Block: the blocks the pool needs
+    instance_rate_range: tuple[float, float] = (0.0, 0.0)  # an estimate's span, else (r, r)
 
     @property
     def blocks(self) -> int:
@@ -390,6 +391,7 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
         instance_rate_usd=rate.usd,
         other_hourly_usd=v.cost.hourly_usd - v.run.pool_hourly_usd,
         capacity_blocks=v.blocks,
+        instance_rate_range=(rate.usd * v.run.price_factors[0], rate.usd * v.run.price_factors[1]),
     )
 
 
@@ -525,6 +527,7 @@ def side(c: Candidate, o: OptionRun) -> Side:
         c.compute_hours,
         c.goodput,
         c.one_time_hours,
+        o.instance_rate_range,
     )
 
 

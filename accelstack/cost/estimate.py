@@ -489,11 +489,14 @@ class RunCost:
     wall_hours_range: Range | None = None
     billed_pool_hours_range: Range | None = None
     extra_usd: float = 0.0  # one-off lines (data transfer) of the run
+    # the workload pool's instance rate: low/high factors when it is an estimate
+    # (price_ranges.yaml), (1, 1) for an observed rate
+    price_factors: Range = (1.0, 1.0)
 
-    def _run(self, wall: float, billed: float | None) -> float:
+    def _run(self, wall: float, billed: float | None, price: float = 1.0) -> float:
         pool_hours = wall if billed is None else billed
         other = self.stack_hourly_usd - self.pool_hourly_usd
-        return other * wall + self.pool_hourly_usd * pool_hours + self.extra_usd
+        return other * wall + self.pool_hourly_usd * price * pool_hours + self.extra_usd
 
     @property
     def run_usd(self) -> float:
@@ -501,9 +504,11 @@ class RunCost:
 
     @property
     def run_usd_range(self) -> Range:
+        """Fastest run at the lowest plausible price to the slowest at the highest."""
         lo_w, hi_w = self.wall_hours_range or (self.wall_hours, self.wall_hours)
         lo_b, hi_b = self.billed_pool_hours_range or (None, None)
-        return (self._run(lo_w, lo_b), self._run(hi_w, hi_b))
+        lo_p, hi_p = self.price_factors
+        return (self._run(lo_w, lo_b, lo_p), self._run(hi_w, hi_b, hi_p))
 
     @property
     def pool_run_usd(self) -> float:
