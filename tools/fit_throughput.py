@@ -15,7 +15,7 @@ import re
 import sys
 
 from accelstack.catalog import CATALOG_DIR, _load, load_catalog
-from accelstack.cost.mfu import fit_family_curve, fit_other_loss, fit_scaling
+from accelstack.cost.mfu import fit_family_curve, fit_other_loss, fit_scaling, fit_sequence
 
 PATH = CATALOG_DIR / "throughput.yaml"
 
@@ -56,6 +56,9 @@ def main(argv: list[str]) -> int:
     loss, exponent = fit_scaling(load_catalog(PATH.parent))
     text, _ = _sub(text, "loss_per_node_doubling", f"{loss:.4f}")
     text, _ = _sub(text, "batch_exponent", f"{exponent:.4f}")
+    seq, seq_lo, seq_hi = fit_sequence(load_catalog(PATH.parent))
+    text, _ = _sub(text, "sequence_exponent", f"{seq:.4f}")
+    text, _ = _sub(text, "sequence_exponent_range", f"[{seq_lo:.4f}, {seq_hi:.4f}]")
     if write:
         PATH.write_text(text, encoding="utf-8")
         _load.cache_clear()

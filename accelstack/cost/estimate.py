@@ -307,13 +307,30 @@ def estimate_training(
 # ---------------------------------------------------------------------------------------
 
 
-def scaling(catalog: Catalog, nodes: int, per_chip: float | None) -> tuple[float, Range]:
-    """Scaling efficiency against one node with a full per-chip batch, and its range."""
+def sequence_per_rank(workload: Workload) -> tuple[float | None, float | None]:
+    """(tokens of a sequence per rank, the same without the context-parallel credit): with
+    `context_parallel` each rank holds sequence_length / cp; unmeasured beyond one public
+    record, so the range's low end takes no credit for it."""
+    seq = workload.sequence_length
+    if not seq:
+        return None, None
+    cp = workload.context_parallel or 1
+    return seq / cp, float(seq)
+
+
+def scaling(
+    catalog: Catalog, nodes: int, per_chip: float | None, workload: Workload | None = None
+) -> tuple[float, Range]:
+    """Scaling efficiency against one node with a full per-chip batch and a sequence of at
+    most the reference length per rank, and its range (node coefficient +-spread, the
+    sequence exponent's fitted range, context parallelism credited at the high end only)."""
     sc = catalog.throughput.scaling
     loss = sc.loss_per_node_doubling
-    eff = sc.efficiency(nodes, per_chip)
-    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread))
-    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread))
+    seq, seq_no_cp = sequence_per_rank(workload) if workload is not None else (None, None)
+    e_lo, e_hi = sc.sequence_exponent_range or (sc.sequence_exponent, sc.sequence_exponent)
+    eff = sc.efficiency(nodes, per_chip, sequence=seq)
+    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread), seq_no_cp, max(e_hi, e_lo))
+    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread), seq, min(e_lo, e_hi))
     return eff, (low, high)
 
 
@@ -331,7 +348,7 @@ def mfu_for(
         return MfuPick(given, given, given, "given", "spec budget.mfu (the step MFU at this scale)")
     inst = catalog.instance(instance_type)
     per_chip = tokens_per_chip(workload, nodes * inst.chips)
-    eff, eff_range = scaling(catalog, nodes, per_chip)
+    eff, eff_range = scaling(catalog, nodes, per_chip, workload)
     hit = find_measured(measured, instance_type, workload)
     if hit is not None:
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
@@ -389,7 +406,7 @@ def _measured_pick(
     spreads = catalog.throughput.spreads
     chips_per_node = catalog.instance(m.instance_type).chips
     at = m.nodes or nodes
-    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
+    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node), workload)
     mfu = m.mfu * eff / eff_at
     rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top
     source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s)"

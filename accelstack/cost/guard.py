@@ -474,7 +474,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu_warning": e.mfu_warning,
         "reference_mfu": e.pick.reference,
         "scaling_efficiency": e.scaling_efficiency,
-        "scaling_efficiency_range": lohi(e.pick.scaling_range),
+        "scaling_efficiency_range": lohi(e.pick.scaling_range),  # with the sequence term
         "goodput": e.goodput,
         "goodput_range": lohi(e.goodput_range),
         "total_flops": e.flops.total,

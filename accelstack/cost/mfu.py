@@ -78,7 +78,26 @@ def implied_mfu(catalog: Catalog, rec: TrainingRecord) -> float:
 
 
 def scale_efficiency(catalog: Catalog, rec: TrainingRecord) -> float:
-    return catalog.throughput.scaling.efficiency(record_nodes(catalog, rec), rec.tokens_per_chip)
+    return catalog.throughput.scaling.efficiency(
+        record_nodes(catalog, rec), rec.tokens_per_chip, sequence=rec.sequence_per_rank
+    )
+
+
+def fit_sequence(catalog: Catalog) -> tuple[float, float, float]:
+    """(exponent, lowest, highest) of the long-sequence term from the record pairs
+    throughput.yaml names (one stack, one model, one node, full per-chip batch, two sequence
+    lengths): each pair's exponent = -ln(MFU_b / MFU_a) / ln(term_a / term_b)."""
+    by_id = {r.id: r for r in catalog.records}
+    sc = catalog.throughput.scaling
+    exps = []
+    for a, b in sc.sequence_pairs:
+        ra, rb = by_id[a], by_id[b]
+        sa, sb = (max(r.sequence_per_rank or 0, sc.reference_sequence) for r in (ra, rb))
+        ratio = implied_mfu(catalog, rb) / implied_mfu(catalog, ra)
+        exps.append(-math.log(ratio) / math.log(sb / sa))
+    if not exps:
+        return 0.0, 0.0, 0.0
+    return sum(exps) / len(exps), min(exps), max(exps)
 
 
 def reference_mfu(catalog: Catalog, rec: TrainingRecord) -> float:
@@ -168,6 +187,7 @@ def record_workload(rec: TrainingRecord) -> Workload:
             "sequence_length": rec.sequence_length,
             "precision": rec.precision,
             "global_batch_size": gbs,
+            "context_parallel": rec.context_parallel if rec.context_parallel > 1 else None,
             "entrypoint": f"record:{rec.id}",
         }
     )

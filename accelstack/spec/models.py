@@ -434,6 +434,13 @@ class Workload(Strict):
         "bf16", description="training precision; selects the peak FLOPS figure"
     )
     global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
+    context_parallel: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="context parallelism degree: each rank holds sequence_length / this of a "
+        "sequence (the estimate's sequence term; unset: 1)",
+    )
     entrypoint: Text = Field(min_length=1, max_length=1024, description="script torchrun runs")
     args: tuple[Text, ...] = Field(
         (), max_length=4096, description="arguments, passed verbatim (one line each)"
