@@ -181,6 +181,7 @@ class Throughput(_Frozen):
     goodput: Goodput
     spreads: Spreads
     calibration: Calibration
+    training_stacks: dict[str, str] = Field(default_factory=dict)  # name -> what it is
 
     def curve_for(self, family: str, precision: str) -> MfuCurve | None:
         return next(

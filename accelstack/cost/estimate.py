@@ -85,6 +85,7 @@ class MfuPick:
     scaling_range: Range = (1.0, 1.0)
     reference: float | None = None  # steady state at one node and a full per-chip batch
     warning: str | None = None
+    stack: str | None = None  # the stack whose curve offset was used (None: the centre)
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ def estimate_training(
             f"(have: {', '.join(fam.peak_tflops)})"
         )
     chips = nodes * inst.chips
+    stack = stack if stack is not None else workload.stack
     pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
     m = workload.model
     flops = training_flops(
@@ -354,8 +356,17 @@ def mfu_for(
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
     curve = catalog.mfu_curve(inst.family, workload.precision)
     ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
+    used = stack if stack in curve.stacks else None
     return MfuPick(
-        ref * eff, lo * eff_range[0], hi * eff_range[1], basis, source, eff, eff_range, ref
+        ref * eff,
+        lo * eff_range[0],
+        hi * eff_range[1],
+        basis,
+        source,
+        eff,
+        eff_range,
+        ref,
+        stack=used,
     )
 
 
@@ -365,8 +376,12 @@ def curve_point(
     """(reference MFU, low, high, basis, source) of a curve at the workload's model size."""
     p = workload.model.params_billion
     spreads = catalog.throughput.spreads
+    named = stack
+    unmeasured = stack is not None and stack not in curve.stacks
+    if unmeasured:  # no record of that stack on this curve: the centre with the spread
+        stack = None
     ref = curve.reference(p, stack)
-    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks.get(stack, 0.0)]
+    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks[stack]]
     base = curve.reference(p)
     lo_c = base + min(offsets) * curve.factor
     hi_c = base + max(offsets) * curve.factor
@@ -377,6 +392,10 @@ def curve_point(
     sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
     n = len(curve.records)
     stacks = ", ".join(sorted(curve.stacks)) or "one stack"
+    if stack is not None:
+        stacks = f"stack {stack}, offset {curve.stacks[stack]:+.3f} of {stacks}"
+    elif unmeasured:
+        stacks = f"{stacks}; {named} has no record here: the centre, the stacks' spread"
     if curve.from_curve is not None:
         src = curve.from_curve
         detail = f"x {curve.factor:g}, " if curve.factor != 1 else ""

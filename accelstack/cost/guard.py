@@ -473,6 +473,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu_source": e.mfu_source,
         "mfu_warning": e.mfu_warning,
         "reference_mfu": e.pick.reference,
+        "stack": e.pick.stack,  # the training stack whose curve offset was used (null: centre)
         "scaling_efficiency": e.scaling_efficiency,
         "scaling_efficiency_range": lohi(e.pick.scaling_range),  # with the sequence term
         "goodput": e.goodput,

@@ -434,6 +434,12 @@ class Workload(Strict):
         "bf16", description="training precision; selects the peak FLOPS figure"
     )
     global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
+    stack: Text | None = Field(
+        None,
+        description="training stack (throughput.yaml training_stacks: torchtitan, nemo, "
+        "llm-foundry, nxd, torchneuron, ...): selects the MFU curve's stack offset; unset: the "
+        "centre with the stacks' spread",
+    )
     context_parallel: int | None = Field(
         None,
         ge=1,
