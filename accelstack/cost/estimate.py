@@ -126,6 +126,8 @@ class TrainingEstimate:
     min_nodes: int  # memory fit
     mfu_from_spec: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    params_billion: float = 0.0  # all parameters (the memory fit's and checkpoints' size)
+    active_params_billion: float | None = None  # a mixture of experts: per token (FLOPs)
 
     # ---- the step MFU ---------------------------------------------------------------
     @property
@@ -283,8 +285,12 @@ def estimate_training(
     stack = stack if stack is not None else workload.stack
     pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
     m = workload.model
-    flops = training_flops(
-        m.params_billion, workload.tokens_billion, m.layers, m.hidden_size, workload.sequence_length
+    flops = training_flops(  # a mixture of experts: the active parameters per token
+        m.compute_params_billion,
+        workload.tokens_billion,
+        m.layers,
+        m.hidden_size,
+        workload.sequence_length,
     )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured)
     fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
@@ -301,6 +307,8 @@ def estimate_training(
         min_nodes=fit.min_nodes,
         mfu_from_spec=mfu is not None,
         warnings=(warning,) if warning else (),
+        params_billion=m.params_billion,
+        active_params_billion=m.active_params_billion,
     )
 
 
@@ -357,6 +365,13 @@ def mfu_for(
     curve = catalog.mfu_curve(inst.family, workload.precision)
     ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
     used = stack if stack in curve.stacks else None
+    moe = workload.model.active_params_billion
+    if moe is not None:
+        source += (
+            f"; mixture of experts: the curve at its {moe:g}B active of "
+            f"{workload.model.params_billion:g}B (no MoE record: the experts' all-to-all is "
+            "not modelled)"
+        )
     return MfuPick(
         ref * eff,
         lo * eff_range[0],
@@ -374,7 +389,7 @@ def curve_point(
     catalog: Catalog, curve: MfuCurve, workload: Workload, stack: str | None = None
 ) -> tuple[float, float, float, MfuBasis, str]:
     """(reference MFU, low, high, basis, source) of a curve at the workload's model size."""
-    p = workload.model.params_billion
+    p = workload.model.compute_params_billion  # a mixture of experts: its active size
     spreads = catalog.throughput.spreads
     named = stack
     unmeasured = stack is not None and stack not in curve.stacks

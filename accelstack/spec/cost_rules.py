@@ -24,3 +24,18 @@ def _training_stack(ctx: Context) -> Iterator[Finding]:
         f"{shown(stack)} is not a known training stack{did_you_mean(stack, known)} "
         f"(known: {allowed(known)})",
     )
+
+
+@rule(
+    "moe-active-params",
+    "a mixture of experts activates no more parameters per token than it has",
+)
+def _active_params(ctx: Context) -> Iterator[Finding]:
+    m = ctx.spec.workload.model
+    if m.active_params_billion is None or m.active_params_billion <= m.params_billion:
+        return
+    yield (
+        "workload.model.active_params_billion",
+        f"{m.active_params_billion:g} is more than params_billion {m.params_billion:g}: the "
+        "active parameters per token are part of all of them (set params_billion to the total)",
+    )

@@ -415,8 +415,22 @@ class Checkpoint(Strict):
 class Model(Strict):
     """The model being trained (sizes drive the estimate and the memory fit)."""
 
+    @property
+    def compute_params_billion(self) -> float:
+        """Parameters a token passes through: the active ones of a mixture of experts."""
+        return self.active_params_billion or self.params_billion
+
     name: Text | None = Field(None, max_length=64, description="label for reports")
-    params_billion: float = Field(gt=0, le=10_000, description="parameters, in billions")
+    params_billion: float = Field(
+        gt=0, le=10_000, description="parameters, in billions (a mixture of experts: all of them)"
+    )
+    active_params_billion: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        description="mixture of experts: parameters active per token, in billions (FLOPs and "
+        "the MFU curve's size); params_billion (all experts) stays the memory fit's size",
+    )
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
     hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
 
