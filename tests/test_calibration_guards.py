@@ -100,7 +100,7 @@ def test_the_mfu_band_is_the_familys_from_the_records(cat: Catalog, tmp_path) ->
     # an unmeasured family gets its source curve's band, widened by the curve's extra spread
     _, hi2, why2 = mfu_band(cat, "trn2.48xlarge", "bf16")
     assert hi2 > mfu_band(cat, "trn1.32xlarge", "bf16")[1]
-    assert "extrapolated from" in why2
+    assert "trainium bf16 (its source curve)" in why2
 
 
 def test_the_release_tolerance_comes_from_public_record_pairs(cat: Catalog) -> None:

@@ -56,6 +56,9 @@ class MfuCurve(_Frozen):
     params_range: tuple[float, float] | None = None
     stacks: dict[str, float] = Field(default_factory=dict)
     residual: float = Field(0.0, ge=0, lt=1)  # largest relative residual of the fit
+    # (lowest, highest) published / predicted of the held-out records of this family and
+    # precision (records.yaml held_out: true): the range is never narrower than that scatter
+    held_out_scatter: tuple[float, float] | None = None
     records: tuple[str, ...] = ()
     from_curve: CurveSource | None = None
     factor: float = Field(1.0, gt=0)

@@ -177,7 +177,8 @@ def release_tolerance(catalog: Catalog) -> tuple[float, str]:
 
 def mfu_band(catalog: Catalog, instance_type: str, precision: str) -> tuple[float, float, str]:
     """(low, high, why): a plausible steady-state MFU on this family at this precision. Low:
-    spreads.mfu_band's floor. High: the best public record of the family's curve (an
+    spreads.mfu_band's floor. High: the best public record of the family's curve or held out
+    of it (an
     extrapolated curve: its source curve's, without the conservative factor: a measurement may
     show the speed-up the estimate does not credit) x (1 + the release tolerance + the measured
     spread + the curve's extra_spread), never above spreads.mfu_band's ceiling."""
@@ -188,12 +189,14 @@ def mfu_band(catalog: Catalog, instance_type: str, precision: str) -> tuple[floa
     except CatalogError:
         return lo, hi, "no curve for the family: the catalog's general band"
     by_id = {r.id: r for r in catalog.records}
-    best = max(implied_mfu(catalog, by_id[i]) for i in curve.records)
+    src = curve.from_curve
+    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
+    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
+    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
     tol, _ = release_tolerance(catalog)
     margin = tol + catalog.throughput.spreads.measured + curve.extra_spread
     top = min(hi, best * (1 + margin))
-    src = curve.from_curve
-    whose = f"{src.family} {src.precision}, extrapolated from" if src else f"{family} {precision}"
+    whose = f"{src.family} {src.precision} (its source curve)" if src else f"{family} {precision}"
     extra = ", the extrapolated curve's spread" if curve.extra_spread else ""
     why = (
         f"{family} {precision}: the best public record of {whose} {best:.3f} (records.yaml) "

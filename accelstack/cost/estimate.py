@@ -403,6 +403,11 @@ def curve_point(
     outside = curve.decades_outside(p)
     rel = max(curve.residual, spreads.minimum) + curve.extra_spread
     rel = min(0.9, rel + spreads.per_decade_outside * outside)
+    # never narrower than the scatter of the records held out of the fit
+    s_lo, s_hi = curve.held_out_scatter or (1.0, 1.0)
+    extra = curve.extra_spread + spreads.per_decade_outside * outside  # beyond the records
+    f_lo = max(0.05, min(1 - rel, s_lo * (1 - extra)))
+    f_hi = max(1 + rel, s_hi * (1 + extra))
     lo_s, hi_s = curve.params_range or (p, p)
     sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
     n = len(curve.records)
@@ -419,13 +424,13 @@ def curve_point(
             f"extrapolated from {src.family} {src.precision} ({detail}{n} records, {sizes}; "
             f"{stacks}{beyond}): {curve.reason}"
         )
-        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
     fitted = f"{curve.family} {workload.precision} curve, {n} steady-state records ({stacks})"
     if outside > 0:
         source = f"extrapolated beyond the records' sizes ({sizes}) to {p:g}B: {fitted}"
-        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
     source = f"{fitted} at {p:g}B (sizes {sizes})"
-    return ref, lo_c * (1 - rel), hi_c * (1 + rel), "fitted", source
+    return ref, lo_c * f_lo, hi_c * f_hi, "fitted", source
 
 
 def _measured_pick(

@@ -235,3 +235,18 @@ def fit_other_loss(catalog: Catalog, records: Sequence[TrainingRecord]) -> float
     grid = [i / 1000 for i in range(0, 501)]
     best = min(grid, key=err)
     return best if records else g.other_loss_fraction
+
+
+def held_out_scatter(catalog: Catalog, curve: MfuCurve) -> tuple[float, float] | None:
+    """(lowest, highest) published / predicted over the held-out steady-state records of the
+    curve's family and precisions (predicted with the record's stack where the curve has it,
+    else at the centre); None when the curve has none."""
+    ratios = [
+        rec.reported.value / reproduce(catalog, rec)
+        for rec in catalog.records
+        if rec.held_out
+        and rec.kind == "steady_state"
+        and rec.family == curve.family
+        and rec.precision in curve.precisions
+    ]
+    return (min(ratios), max(ratios)) if ratios else None
