@@ -1,4 +1,4 @@
-"""Mixture-of-experts models (issue 29 item 6): FLOPs and the MFU curve's size from the active
+"""Mixture-of-experts models: FLOPs and the MFU curve's size from the active
 parameters, the memory fit (all experts, sharded across every chip: expert parallelism plus
 ZeRO) from the total; DeepSeek-V3's published 2.788M H800 GPU-hours as the documented check
 (arXiv 2412.19437: 671B total, 37B active, 14.8T tokens, 2,048 H800 GPUs, FP8)."""
@@ -101,3 +101,18 @@ def test_compare_and_json_use_both_sizes() -> None:
     doc = json.loads(verdict_json(check_budget(stack)))
     assert doc["training"]["params_billion"] == 671
     assert doc["training"]["active_params_billion"] == 37
+
+
+def test_active_parameters_do_not_recompile_neuron_graphs() -> None:
+    """The pre-compile marker hashes what the graphs depend on; the active parameters only
+    change the FLOPs accounting."""
+    from accelstack.render.pods import precompile_key
+
+    d = yaml.safe_load((STACKS / "trn1-standalone.yaml").read_text())
+    plain = resolve(parse_spec(d, "t"))
+    d["workload"]["model"]["active_params_billion"] = 1.0
+    moe = resolve(parse_spec(d, "t"))
+    assert precompile_key(plain, plain.workload_pool) == precompile_key(moe, moe.workload_pool)
+    d["workload"]["model"]["params_billion"] = 9.0
+    other = resolve(parse_spec(d, "t"))
+    assert precompile_key(other, other.workload_pool) != precompile_key(plain, plain.workload_pool)
