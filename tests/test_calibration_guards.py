@@ -1,4 +1,4 @@
-"""Calibration you cannot game (issue 29 item 5): a record's model must fit its node count, it
+"""Calibration you cannot game: a record's model must fit its node count, it
 must time enough steps, its MFU must be plausible for its family (from the public records),
 and records of one key that disagree beyond a sourced tolerance are refused; those that agree
 are kept with their spread, which widens the range `price` prints."""

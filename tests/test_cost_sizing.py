@@ -1,4 +1,4 @@
-"""Deadline and chip-budget sizing that can be bought and fed (issue 29 item 4).
+"""Deadline and chip-budget sizing that can be bought and fed.
 
 Capacity Block limits (capacity_blocks.yaml, EC2 User Guide "Capacity Blocks for ML",
 capacity-blocks-purchase: up to 64 instances per block, 256 across blocks per account), the

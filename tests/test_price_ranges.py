@@ -1,4 +1,4 @@
-"""Ranges that hold the price evidence (issue 29 item 2): every estimated instance rate has a
+"""Ranges that hold the price evidence: every estimated instance rate has a
 sourced low/high (price_ranges.yaml), carried into `run_usd_range`, the break-even line and
 "too close to call"; an observed rate has none."""
 

@@ -1,6 +1,6 @@
-"""Sequence length in the steady-state model (issue 29 item 1) and the held-out records (item
-7): a term fitted to llm-foundry's 8K -> 65K pairs, context parallelism as a spec setting,
-and records the fit never sees, predicted and reported."""
+"""Sequence length in the steady-state model and the held-out records: a term fitted to
+llm-foundry's 8K -> 65K pairs, context parallelism as a spec setting, and records the fit
+never sees, predicted, reported and held inside the printed ranges."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The training stack as a spec setting (issue 29 item 3): workload.stack selects the MFU
+"""The training stack as a spec setting: workload.stack selects the MFU
 curve's stack offset; unset means the centre with the stacks' spread; a stack without records
 on the curve keeps the centre and says so; an unknown stack is refused in one line."""
 
