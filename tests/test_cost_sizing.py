@@ -152,3 +152,13 @@ def test_json_candidates_carry_refusals_and_warnings(deadline: float) -> None:
     (cand,) = doc["candidates"]
     assert cand["refused"] and cand["refused"][0].startswith("capacity-block:")
     assert any("tensor parallelism 8" in w for w in cand["warnings"])
+
+
+def test_markdown_rows_carry_blocks_refusals_and_warnings() -> None:
+    from accelstack.cost.formats import comparison_markdown
+
+    md = comparison_markdown(compare(_stack("llama3-405b-p5"), ["p5.48xlarge"], chips=8 * 100))
+    assert "3 Capacity Block(s) (64, 32, 4)" in md
+    md24 = comparison_markdown(compare(_stack("llama3-70b-p5"), ["p5.48xlarge"], deadline_hours=24))
+    assert "capacity-block: 462 instances exceed the 256" in md24
+    assert "warning: a global batch of 512 sequences" in md24
