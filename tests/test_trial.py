@@ -250,7 +250,7 @@ def test_calibrate_bad_records_exit_2_and_write_nothing(tmp_path: Path, capsys) 
         bad.write_text(json.dumps(_fake_record(tokens_per_s=tokens)) + "\n")
         assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
         err = capsys.readouterr().err
-        assert "is outside the plausible 0.05-0.75 for a training step" in err
+        assert "is outside the plausible 0.05-0.542 for a training step (h100 bf16: " in err
         assert len(err.strip().splitlines()) == 1
     assert spec_path.read_text() == before
 

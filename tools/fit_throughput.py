@@ -15,7 +15,13 @@ import re
 import sys
 
 from accelstack.catalog import CATALOG_DIR, _load, load_catalog
-from accelstack.cost.mfu import fit_family_curve, fit_other_loss, fit_scaling
+from accelstack.cost.mfu import (
+    fit_family_curve,
+    fit_other_loss,
+    fit_scaling,
+    fit_sequence,
+    held_out_scatter,
+)
 
 PATH = CATALOG_DIR / "throughput.yaml"
 
@@ -50,12 +56,32 @@ def _curves(text: str) -> str:
     return text
 
 
+def _scatter(text: str) -> str:
+    """Each fitted curve's held-out scatter, on the curves just written."""
+    cat = load_catalog(PATH.parent)
+    at = 0
+    for curve in cat.throughput.curves:
+        at = text.index(
+            f"- family: {curve.family}\n    precisions: [{', '.join(curve.precisions)}]", at
+        )
+        if curve.basis != "fitted":
+            at += 1
+            continue
+        sc = held_out_scatter(cat, curve)
+        value = "null" if sc is None else f"[{sc[0]:.4f}, {sc[1]:.4f}]"
+        text, at = _sub(text, "held_out_scatter", value, at)
+    return text
+
+
 def main(argv: list[str]) -> int:
     write = "--write" in argv
     text = PATH.read_text(encoding="utf-8")
     loss, exponent = fit_scaling(load_catalog(PATH.parent))
     text, _ = _sub(text, "loss_per_node_doubling", f"{loss:.4f}")
     text, _ = _sub(text, "batch_exponent", f"{exponent:.4f}")
+    seq, seq_lo, seq_hi = fit_sequence(load_catalog(PATH.parent))
+    text, _ = _sub(text, "sequence_exponent", f"{seq:.4f}")
+    text, _ = _sub(text, "sequence_exponent_range", f"[{seq_lo:.4f}, {seq_hi:.4f}]")
     if write:
         PATH.write_text(text, encoding="utf-8")
         _load.cache_clear()
@@ -68,6 +94,9 @@ def main(argv: list[str]) -> int:
         ]
         other = fit_other_loss(cat, whole)
         text, _ = _sub(text, "other_loss_fraction", f"{other:.3f}")
+        PATH.write_text(text, encoding="utf-8")
+        _load.cache_clear()
+        text = _scatter(text)
         PATH.write_text(text, encoding="utf-8")
     print(text)
     return 0

@@ -484,6 +484,7 @@ class Catalog(_Frozen):
                 "params_range": base.params_range,
                 "stacks": base.stacks,
                 "residual": base.residual,
+                "held_out_scatter": base.held_out_scatter,
                 "records": base.records,
             }
         )

@@ -41,6 +41,10 @@ class TrainingRecord(_Frozen):
     layers: int | None = Field(default=None, ge=1)
     hidden_size: int | None = Field(default=None, ge=1)
     sequence_length: int | None = Field(default=None, ge=1)
+    #: context parallelism: each rank holds sequence_length / context_parallel tokens
+    context_parallel: int = Field(default=1, ge=1)
+    #: the fit never sees it (in no curve, pair or goodput list); predicted by the held-out test
+    held_out: bool = False
     tokens_billion: float = Field(gt=0)
     chips: int = Field(ge=1)
     #: tokens per optimizer step, whole job (the per-chip batch the scaling model reads)
@@ -51,6 +55,11 @@ class TrainingRecord(_Frozen):
     source: str = Field(min_length=1)
     date: str = Field(min_length=4)
     note: str | None = None
+
+    @property
+    def sequence_per_rank(self) -> float | None:
+        """Tokens of one sequence each context-parallel rank holds."""
+        return self.sequence_length / self.context_parallel if self.sequence_length else None
 
     @property
     def tokens_per_chip(self) -> float | None:

@@ -56,6 +56,9 @@ class MfuCurve(_Frozen):
     params_range: tuple[float, float] | None = None
     stacks: dict[str, float] = Field(default_factory=dict)
     residual: float = Field(0.0, ge=0, lt=1)  # largest relative residual of the fit
+    # (lowest, highest) published / predicted of the held-out records of this family and
+    # precision (records.yaml held_out: true): the range is never narrower than that scatter
+    held_out_scatter: tuple[float, float] | None = None
     records: tuple[str, ...] = ()
     from_curve: CurveSource | None = None
     factor: float = Field(1.0, gt=0)
@@ -97,9 +100,29 @@ class Scaling(_Frozen):
     batch_pairs: tuple[tuple[str, str], ...] = ()  # record pairs the batch term is fitted to
     spread: float = Field(ge=0, lt=1)  # relative uncertainty of the node term's coefficient
     source: str = Field(min_length=1)
+    # sequence term: min(1, reference_sequence / tokens of a sequence per rank) **
+    # sequence_exponent (fitted to `sequence_pairs`; the pairs' lowest and highest exponents
+    # are the range)
+    reference_sequence: int = Field(8192, ge=1)
+    sequence_exponent: float = Field(0.0, ge=0, lt=2)
+    sequence_exponent_range: tuple[float, float] = (0.0, 0.0)
+    sequence_pairs: tuple[tuple[str, str], ...] = ()
+    sequence_source: str = ""
+
+    def sequence_factor(self, sequence: float | None, exponent: float | None = None) -> float:
+        """The long-sequence term: 1 at or below reference_sequence tokens per rank."""
+        if not sequence or sequence <= self.reference_sequence:
+            return 1.0
+        power = self.sequence_exponent if exponent is None else exponent
+        return float((self.reference_sequence / sequence) ** power)
 
     def efficiency(
-        self, nodes: int, tokens_per_chip: float | None, loss: float | None = None
+        self,
+        nodes: int,
+        tokens_per_chip: float | None,
+        loss: float | None = None,
+        sequence: float | None = None,
+        exponent: float | None = None,
     ) -> float:
         per_doubling = self.loss_per_node_doubling if loss is None else loss
         node = 1.0 - per_doubling * math.log2(max(1, nodes))
@@ -108,7 +131,7 @@ class Scaling(_Frozen):
             batch = (
                 min(1.0, tokens_per_chip / self.full_batch_tokens_per_chip) ** self.batch_exponent
             )
-        return max(self.floor, node * batch)
+        return max(self.floor, node * batch * self.sequence_factor(sequence, exponent))
 
 
 class Goodput(_Frozen):
@@ -142,11 +165,26 @@ class Spreads(_Frozen):
     mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
 
 
+class Calibration(_Frozen):
+    """What `accelstack calibrate` accepts (docs/cost.md, "calibrate"): enough timed steps, an
+    MFU no better than the family's best public record by more than two releases of one
+    benchmark differ (plus the measurement spread), and records of one key that agree."""
+
+    min_steps: int = Field(ge=1)  # timed steps per record
+    min_steps_source: str = Field(min_length=1)
+    # pairs of public records of one benchmark (same model, stack, scale) at two software
+    # releases: the largest relative gap between them is the tolerance
+    release_pairs: tuple[tuple[str, str], ...] = Field(min_length=1)
+    release_pairs_source: str = Field(min_length=1)
+
+
 class Throughput(_Frozen):
     curves: tuple[MfuCurve, ...]
     scaling: Scaling
     goodput: Goodput
     spreads: Spreads
+    calibration: Calibration
+    training_stacks: dict[str, str] = Field(default_factory=dict)  # name -> what it is
 
     def curve_for(self, family: str, precision: str) -> MfuCurve | None:
         return next(

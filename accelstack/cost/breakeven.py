@@ -13,7 +13,9 @@ rate is
     rate* = (runner-up run $ - rest of the stack $/h x wall hours) / (nodes x billed pool hours).
 
 A pick whose run-cost range overlaps the runner-up's is too close to call: the estimate cannot
-tell them apart, a trial on both can.
+tell them apart, a trial on both can. The run-cost ranges carry the MFU and goodput ranges and,
+for an estimated rate, its price span (price_ranges.yaml); the line prints that span beside
+the price now.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Side:
     compute_hours: float
     goodput: float
     one_time_hours: float
+    instance_rate_range: tuple[float, float] | None = None  # an estimated rate's span
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,14 @@ class BreakEven:
     too_close: bool
     runner_up_within_budget: bool = True
     pick_run_usd: float = 0.0
+    price_range: tuple[float, float] | None = None  # the pick's estimated rate: low, high
+
+    def _price_now(self) -> str:
+        now = f"now ${self.price_now:,.2f}"
+        lo, hi = self.price_range or (self.price_now, self.price_now)
+        if hi - lo > 1e-9:
+            now += f", an estimate: ${lo:,.2f}-${hi:,.2f}"
+        return now
 
     def line(self) -> str:
         if self.runner_up_run_usd < self.pick_run_usd:
@@ -62,7 +73,7 @@ class BreakEven:
                 f"against ${self.pick_run_usd:,.0f}) but is over budget; {self.pick} would match "
                 f"it at MFU >= {self.mfu_at_least or float('inf'):.2f} (now {self.mfu_now:.2f}) "
                 f"or a price <= ${self.price_at_most:,.2f}/h per instance "
-                f"(now ${self.price_now:,.2f})"
+                f"({self._price_now()})"
             )
         mfu = (
             f"its MFU >= {self.mfu_at_least:.2f} (now {self.mfu_now:.2f})"
@@ -71,7 +82,7 @@ class BreakEven:
         )
         return (
             f"break-even: {self.pick} stays cheapest while {mfu} and its price <= "
-            f"${self.price_at_most:,.2f}/h per instance (now ${self.price_now:,.2f}); "
+            f"${self.price_at_most:,.2f}/h per instance ({self._price_now()}); "
             f"runner-up {self.runner_up} at ${self.runner_up_run_usd:,.0f}"
             + ("" if self.runner_up_within_budget else " (over budget)")
         )
@@ -100,4 +111,5 @@ def break_even(pick: Side, runner: Side, runner_within_budget: bool = True) -> B
         too_close=overlaps(pick.run_usd_range, runner.run_usd_range),
         runner_up_within_budget=runner_within_budget,
         pick_run_usd=pick.run_usd,
+        price_range=pick.instance_rate_range,
     )

@@ -30,8 +30,10 @@ from typing import Any
 import yaml
 
 from accelstack.catalog import Catalog
+from accelstack.catalog.sizing import memory_fit
 from accelstack.cost.estimate import training_flops
-from accelstack.errors import Problem, SpecError
+from accelstack.cost.mfu import implied_mfu
+from accelstack.errors import CatalogError, Problem, SpecError
 from accelstack.files import write_text_atomic
 from accelstack.resolve import resolve
 from accelstack.spec import Measured, load_spec, parse_spec
@@ -118,16 +120,89 @@ def check_record(
             f"ran on device kind {rec['device_kind']!r}, but {itype} (pool {pool or '?'}) is "
             f"{want}: a record from another device kind cannot calibrate this pool",
         )
+    _check_steps(catalog, rec, where)
+    _check_memory_fit(catalog, rec, where)
     mfu = record_mfu(catalog, rec)
-    lo, hi = catalog.throughput.spreads.mfu_band
+    lo, hi, why = mfu_band(catalog, itype, str(rec.get("precision") or "bf16"))
     if not lo <= mfu <= hi:
         raise _bad(
             path,
             f"line {n}",
             f"MFU {mfu:.3g} ({float(rec['tokens_per_s']):,.1f} tokens/s on {rec['nodes']} x "
-            f"{itype}, {float(rec['params_billion']):g}B) is outside the plausible {lo:g}-{hi:g} "
-            "for a training step (a CPU run, a proxy model recorded with the full size?)",
+            f"{itype}, {float(rec['params_billion']):g}B) is outside the plausible {lo:.3g}-"
+            f"{hi:.3g} for a training step ({why}; a CPU run, a proxy model recorded with the "
+            "full size, a wrong node count?)",
         )
+
+
+def _check_steps(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int]) -> None:
+    need = catalog.throughput.calibration.min_steps
+    if int(rec["steps"]) < need:
+        raise _bad(
+            where[0],
+            f"line {where[1]}",
+            f"{int(rec['steps'])} timed steps; calibrate needs at least {need} "
+            f"(throughput.yaml calibration.min_steps): run `accelstack trial --steps "
+            f"{need + 1}` or more",
+        )
+
+
+def _check_memory_fit(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int]) -> None:
+    """A record's model must fit the nodes it ran on (accelstack.catalog.sizing.memory_fit)."""
+    itype, nodes = str(rec["instance_type"]), int(rec["nodes"])
+    params, precision = float(rec["params_billion"]), str(rec.get("precision") or "bf16")
+    fit = memory_fit(catalog, itype, params, precision)
+    if fit.fits(nodes):
+        return
+    raise _bad(
+        where[0],
+        f"line {where[1]}",
+        f"a {params:g}B model at {precision} needs at least {fit.min_nodes} x {itype} for its "
+        f"training state ({fit.required_gib:,.0f} GiB; {fit.usable_gib_per_node:,.0f} usable "
+        f"per node), but the record ran on {nodes}: it cannot have trained that model "
+        "(a smaller proxy recorded with the full size?)",
+    )
+
+
+def release_tolerance(catalog: Catalog) -> tuple[float, str]:
+    """The largest relative gap, (max - min) / mean of their MFUs, between two public records
+    of one benchmark at two software releases (throughput.yaml calibration.release_pairs)."""
+    by_id = {r.id: r for r in catalog.records}
+    gaps = []
+    for a, b in catalog.throughput.calibration.release_pairs:
+        ma, mb = implied_mfu(catalog, by_id[a]), implied_mfu(catalog, by_id[b])
+        gaps.append((abs(ma - mb) / ((ma + mb) / 2), f"{a} vs {b}"))
+    return max(gaps)
+
+
+def mfu_band(catalog: Catalog, instance_type: str, precision: str) -> tuple[float, float, str]:
+    """(low, high, why): a plausible steady-state MFU on this family at this precision. Low:
+    spreads.mfu_band's floor. High: the best public record of the family's curve or held out
+    of it (an
+    extrapolated curve: its source curve's, without the conservative factor: a measurement may
+    show the speed-up the estimate does not credit) x (1 + the release tolerance + the measured
+    spread + the curve's extra_spread), never above spreads.mfu_band's ceiling."""
+    lo, hi = catalog.throughput.spreads.mfu_band
+    family = catalog.instance(instance_type).family
+    try:
+        curve = catalog.mfu_curve(family, precision)
+    except CatalogError:
+        return lo, hi, "no curve for the family: the catalog's general band"
+    by_id = {r.id: r for r in catalog.records}
+    src = curve.from_curve
+    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
+    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
+    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
+    tol, _ = release_tolerance(catalog)
+    margin = tol + catalog.throughput.spreads.measured + curve.extra_spread
+    top = min(hi, best * (1 + margin))
+    whose = f"{src.family} {src.precision} (its source curve)" if src else f"{family} {precision}"
+    extra = ", the extrapolated curve's spread" if curve.extra_spread else ""
+    why = (
+        f"{family} {precision}: the best public record of {whose} {best:.3f} (records.yaml) "
+        f"+ {margin:.0%} (release tolerance, measured spread{extra})"
+    )
+    return lo, top, why
 
 
 def _model_label(rec: dict[str, Any]) -> str:
@@ -142,11 +217,14 @@ def _one(
     itype, params, precision = key
     newest_file, newest = max(recs, key=lambda fr: str(fr[1]["date"]))
     compile_s = [float(r["compile_s"]) for _, r in recs if r.get("compile_s") is not None]
+    mfus = [record_mfu(catalog, r) for _, r in recs]
+    mean = statistics.fmean(mfus)
+    spread = (max(mfus) - min(mfus)) / (2 * mean)
     return Measured(
         instance_type=itype,
         params_billion=params,
         precision=precision,
-        mfu=statistics.fmean(record_mfu(catalog, r) for _, r in recs),
+        mfu=mean,
         tokens_per_second=statistics.fmean(float(r["tokens_per_s"]) for _, r in recs),
         file=newest_file.name,
         date=str(newest["date"])[:10],
@@ -159,6 +237,30 @@ def _one(
         device_kind=str(newest["device_kind"]),
         model=_model_label(newest),
         compile_s=statistics.fmean(compile_s) if compile_s else None,
+        mfu_spread=round(spread, 4) if spread > 0 else None,
+    )
+
+
+def check_agreement(catalog: Catalog, recs: Sequence[tuple[Path, int, dict[str, Any]]]) -> None:
+    """Records of one (instance type, model size, precision) must agree: MFUs further apart
+    than two public releases of one benchmark ((max - min) / mean beyond the release
+    tolerance) are not one measurement and are refused, naming both records."""
+    if len(recs) < 2:
+        return
+    scored = [(record_mfu(catalog, r), path, n) for path, n, r in recs]
+    lo, hi = min(scored, key=lambda x: x[0]), max(scored, key=lambda x: x[0])
+    gap = (hi[0] - lo[0]) / statistics.fmean(m for m, _, _ in scored)
+    tol, pair = release_tolerance(catalog)
+    if gap <= tol:
+        return
+    raise _bad(
+        lo[1],
+        f"line {lo[2]}",
+        f"MFU {lo[0]:.3g} and {hi[1].name} line {hi[2]}'s {hi[0]:.3g} differ by {gap:.0%} for "
+        f"the same instance type, model and precision, beyond the {tol:.0%} two public "
+        f"releases of one benchmark differ by ({pair}, throughput.yaml "
+        "calibration.release_pairs): they are not one measurement; re-run the trial or "
+        "calibrate them separately",
     )
 
 
@@ -166,14 +268,19 @@ def measure(
     catalog: Catalog, files: Sequence[Path], pools: dict[str, str] | None = None
 ) -> list[Measured]:
     """One Measured per (instance type, model size, precision) over every record; each
-    record checked first (`check_record`)."""
-    groups: dict[tuple[str, float, str], list[tuple[Path, dict[str, Any]]]] = {}
+    record checked first (`check_record`), then each group's agreement (`check_agreement`);
+    the mean is kept with its spread (`mfu_spread`)."""
+    groups: dict[tuple[str, float, str], list[tuple[Path, int, dict[str, Any]]]] = {}
     for f in files:
         for n, rec in read_records(f):
             check_record(catalog, rec, (f, n), pools or {})
             key = (str(rec["instance_type"]), float(rec["params_billion"]), rec.get("precision"))
-            groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, rec))
-    return [_one(catalog, recs, key) for key, recs in sorted(groups.items())]
+            groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, n, rec))
+    for recs in groups.values():
+        check_agreement(catalog, recs)
+    return [
+        _one(catalog, [(f, r) for f, _, r in recs], key) for key, recs in sorted(groups.items())
+    ]
 
 
 _BLOCK = re.compile(r"^calibration:.*\n(?:(?:[ \t#-].*|)\n)*", re.MULTILINE)

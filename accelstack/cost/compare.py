@@ -21,6 +21,7 @@ Each candidate is the spec with its workload pool retargeted (`retarget_stack`: 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,6 +90,13 @@ class OptionRun:
     billed_pool_hours: float | None = None  # Capacity Block: the whole window
     instance_rate_usd: float = 0.0  # the workload pool's rate per instance-hour
     other_hourly_usd: float = 0.0  # the rest of the stack per hour
+    capacity_blocks: tuple[int, ...] = ()  # Capacity Block: the blocks the pool needs
+    instance_rate_range: tuple[float, float] = (0.0, 0.0)  # an estimate's span, else (r, r)
+
+    @property
+    def blocks(self) -> int:
+        """How many Capacity Blocks the row assumes (0 for other options)."""
+        return len(self.capacity_blocks)
 
     @property
     def fits_budget(self) -> bool:
@@ -120,6 +128,8 @@ class Candidate:
     compute_hours: float = 0.0  # steady steps only
     goodput: float = 1.0
     one_time_hours: float = 0.0
+    refused: tuple[str, ...] = ()  # "option: why" for options this size cannot buy
+    warnings: tuple[str, ...] = ()  # the batch layout, nodes that no longer pay
 
     @property
     def available(self) -> bool:
@@ -242,6 +252,9 @@ def _wall(stack: Stack, instance_type: str, nodes: int) -> float:
 #: Deadline sizing adds nodes while the extra nodes deliver at least this share of their
 #: ideal speed-up (a step from n to m nodes: (hours_n / hours_m - 1) / (m / n - 1)).
 MIN_MARGINAL_EFFICIENCY = 0.5
+#: A deadline sizing whose node-hours exceed the memory-fit minimum's by more than this share
+#: carries a warning: the deadline, not the work, is what the extra nodes buy.
+MAX_EXTRA_NODE_HOURS = 0.25
 
 
 def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float:
@@ -249,13 +262,44 @@ def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float
     return (hours_n / hours_m - 1.0) / (m / n - 1.0) if m > n else 0.0
 
 
+def data_parallel_cap(global_batch: int | None, min_nodes: int) -> int | None:
+    """The most nodes the global batch can feed: one sequence per data-parallel rank, a rank
+    spanning at most one node (tensor parallelism within the node, where the records' layouts
+    keep it); more nodes need pipeline parallelism across nodes, which neither the MFU curves
+    nor the scaling model price. Never below the memory fit; None without a global batch."""
+    if not global_batch:
+        return None
+    return max(min_nodes, global_batch)
+
+
+def model_parallel_layout(chips: int, global_batch: int | None, chips_per_node: int) -> str | None:
+    """The tensor/pipeline parallelism each data-parallel rank needs when the global batch
+    gives fewer than one sequence per chip (None when it gives at least one)."""
+    if not global_batch or global_batch >= chips:
+        return None
+    span = 2 ** math.ceil(math.log2(chips / global_batch))  # parallel degrees: powers of two
+    tp = min(span, chips_per_node)
+    pp = math.ceil(span / chips_per_node)
+    layout = f"tensor parallelism {tp}" + (f" x pipeline parallelism {pp}" if pp > 1 else "")
+    return (
+        f"a global batch of {global_batch:,} sequences on {chips:,} chips is "
+        f"{global_batch / chips:.2f} sequence per chip: each data-parallel rank must span "
+        f"{span} chips ({layout}) or workload.global_batch_size rise to >= {chips:,}"
+    )
+
+
 def _deadline_nodes(
     stack: Stack, instance_type: str, min_nodes: int, deadline: float
 ) -> tuple[int, str]:
     """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
     nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
-    with node count), and the candidate is unavailable when that is still too slow."""
-    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
+    with node count) and where the global batch no longer gives every chip a sequence; the
+    candidate is unavailable when that is still too slow."""
+    pool_max = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
+    per_node = stack.catalog.instance(instance_type).chips
+    gbs = stack.spec.workload.global_batch_size
+    cap = data_parallel_cap(gbs, min_nodes)
+    max_nodes = pool_max if cap is None else min(pool_max, cap)
     prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
     while best_h > deadline + 1e-9 and best_n < max_nodes:
         n = min(max_nodes, best_n + max(1, best_n // 8))  # about 12% more nodes a step
@@ -267,6 +311,16 @@ def _deadline_nodes(
                 f"goodput fall with node count)"
             )
         prev_n, best_n, best_h = best_n, n, hours
+    if best_h > deadline + 1e-9 and max_nodes < pool_max:
+        assert gbs is not None
+        beyond = model_parallel_layout((max_nodes + 1) * per_node, gbs, per_node)
+        return 0, (
+            f"cannot finish in {deadline:g} h within the global batch: {best_h:,.1f} h on "
+            f"{max_nodes} node(s), the most that workload.global_batch_size {gbs:,} can feed "
+            f"(one sequence per data-parallel rank, a rank at most one node); more nodes: "
+            f"{beyond}, and pipeline parallelism across nodes is not priced. Raise "
+            "workload.global_batch_size or relax the deadline"
+        )
     if best_h > deadline + 1e-9:
         return 0, (
             f"needs more than {max_nodes} nodes to finish in {deadline:g} h "
@@ -282,6 +336,28 @@ def _deadline_nodes(
         f"{_wall(stack, instance_type, best_n):,.1f} h on {best_n} node(s) meets the "
         f"{deadline:g} h deadline (fewest nodes, scaling and goodput included){floor}"
     )
+
+
+def no_longer_pays(stack: Stack, instance_type: str, nodes: int, min_nodes: int) -> str | None:
+    """A warning when `nodes` spend more than MAX_EXTRA_NODE_HOURS more node-hours than the
+    memory-fit minimum for the same work (the deadline buys speed, not work)."""
+    if nodes <= min_nodes:
+        return None
+    base = min_nodes * _wall(stack, instance_type, min_nodes)
+    extra = nodes * _wall(stack, instance_type, nodes) / base - 1.0
+    if extra <= MAX_EXTRA_NODE_HOURS:
+        return None
+    return (
+        f"more nodes no longer pay: {nodes} node(s) spend {extra:+.0%} node-hours against "
+        f"{min_nodes} node(s) for the same work (scaling efficiency and goodput fall with node "
+        f"count; above {MAX_EXTRA_NODE_HOURS:.0%} this warns)"
+    )
+
+
+def capacity_block_refusal(stack: Stack, nodes: int) -> str | None:
+    """Why `nodes` instances cannot be bought as Capacity Blocks (capacity_blocks.yaml: per
+    block and per account), or None."""
+    return stack.catalog.capacity_blocks.over_limit(nodes)
 
 
 def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> OptionRun:
@@ -309,6 +385,8 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
         billed_pool_hours=v.run.billed_pool_hours,
         instance_rate_usd=rate.usd,
         other_hourly_usd=v.cost.hourly_usd - v.run.pool_hourly_usd,
+        capacity_blocks=v.blocks,
+        instance_rate_range=(rate.usd * v.run.price_factors[0], rate.usd * v.run.price_factors[1]),
     )
 
 
@@ -328,14 +406,23 @@ def evaluate(
     if nodes == 0:
         return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
     priced = [o for o in options if stack.catalog.has_rate(stack.region, instance_type, o)]
-    if not priced:
+    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
+    refused = (f"capacity-block: {cb_why}",) if cb_why else ()
+    buyable = [o for o in priced if not (cb_why and o == "capacity-block")]
+    if not buyable:
+        why = f"; {'; '.join(refused)}" if refused else ""
         return Candidate(
             instance_type,
             f"not available: no price for {instance_type} in "
-            f"{stack.region} under {', '.join(options)}",
+            f"{stack.region} under {', '.join(options)}{why}",
+            min_nodes=fit.min_nodes,
         )
-    runs = tuple(_option_run(stack, instance_type, nodes, o) for o in priced)
-    est = estimate_for(retarget_stack(stack, instance_type, nodes, priced[0]))
+    runs = tuple(_option_run(stack, instance_type, nodes, o) for o in buyable)
+    est = estimate_for(retarget_stack(stack, instance_type, nodes, buyable[0]))
+    per_node = stack.catalog.instance(instance_type).chips
+    layout = model_parallel_layout(est.chips, wl.global_batch_size, per_node)
+    pays = no_longer_pays(stack, instance_type, nodes, fit.min_nodes)
+    warnings = tuple(w for w in (layout, pays if sizing.basis == "deadline" else None) if w)
     return Candidate(
         instance_type=instance_type,
         reason=None,
@@ -355,6 +442,8 @@ def evaluate(
         compute_hours=est.compute_hours,
         goodput=est.goodput,
         one_time_hours=est.one_time_hours,
+        refused=refused,
+        warnings=warnings,
     )
 
 
@@ -430,6 +519,7 @@ def side(c: Candidate, o: OptionRun) -> Side:
         c.compute_hours,
         c.goodput,
         c.one_time_hours,
+        o.instance_rate_range,
     )
 
 
@@ -607,6 +697,9 @@ def _row_notes(cmp: Comparison, c: Candidate, o: OptionRun) -> list[str]:
         notes.append(f"spot overhead x{o.overhead_factor:.4f}")
     if o.billed_pool_hours is not None:
         notes.append(f"billed {o.billed_pool_hours / 24:g}-day window")
+    if o.capacity_blocks:
+        sizes = ", ".join(map(str, o.capacity_blocks))
+        notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
     if o.over:
         notes.append("over budget: " + "; ".join(o.over))
     return notes
@@ -646,6 +739,8 @@ def render(cmp: Comparison) -> str:
         lines += [_row(cmp, c, o) for o in c.options]
         if c.unpriced:
             lines.append(f"  {'':<15} not priced here: {', '.join(c.unpriced)}")
+        lines += [f"  {'':<15} not buyable at this size: {r}" for r in c.refused]
+        lines += [f"  {'':<15} WARNING: {w}" for w in c.warnings]
         lines.append(
             f"  {'':<15} {c.sizing_note}; memory fit: at least {c.min_nodes} node(s); "
             f"MFU {c.mfu:.2f} ({c.mfu_range[0]:.2f}-{c.mfu_range[1]:.2f}; {c.mfu_origin})"

@@ -85,6 +85,7 @@ class MfuPick:
     scaling_range: Range = (1.0, 1.0)
     reference: float | None = None  # steady state at one node and a full per-chip batch
     warning: str | None = None
+    stack: str | None = None  # the stack whose curve offset was used (None: the centre)
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,8 @@ class TrainingEstimate:
     min_nodes: int  # memory fit
     mfu_from_spec: bool = False
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    params_billion: float = 0.0  # all parameters (the memory fit's and checkpoints' size)
+    active_params_billion: float | None = None  # a mixture of experts: per token (FLOPs)
 
     # ---- the step MFU ---------------------------------------------------------------
     @property
@@ -279,10 +282,15 @@ def estimate_training(
             f"(have: {', '.join(fam.peak_tflops)})"
         )
     chips = nodes * inst.chips
+    stack = stack if stack is not None else workload.stack
     pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
     m = workload.model
-    flops = training_flops(
-        m.params_billion, workload.tokens_billion, m.layers, m.hidden_size, workload.sequence_length
+    flops = training_flops(  # a mixture of experts: the active parameters per token
+        m.compute_params_billion,
+        workload.tokens_billion,
+        m.layers,
+        m.hidden_size,
+        workload.sequence_length,
     )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured)
     fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
@@ -299,6 +307,8 @@ def estimate_training(
         min_nodes=fit.min_nodes,
         mfu_from_spec=mfu is not None,
         warnings=(warning,) if warning else (),
+        params_billion=m.params_billion,
+        active_params_billion=m.active_params_billion,
     )
 
 
@@ -307,13 +317,30 @@ def estimate_training(
 # ---------------------------------------------------------------------------------------
 
 
-def scaling(catalog: Catalog, nodes: int, per_chip: float | None) -> tuple[float, Range]:
-    """Scaling efficiency against one node with a full per-chip batch, and its range."""
+def sequence_per_rank(workload: Workload) -> tuple[float | None, float | None]:
+    """(tokens of a sequence per rank, the same without the context-parallel credit): with
+    `context_parallel` each rank holds sequence_length / cp; unmeasured beyond one public
+    record, so the range's low end takes no credit for it."""
+    seq = workload.sequence_length
+    if not seq:
+        return None, None
+    cp = workload.context_parallel or 1
+    return seq / cp, float(seq)
+
+
+def scaling(
+    catalog: Catalog, nodes: int, per_chip: float | None, workload: Workload | None = None
+) -> tuple[float, Range]:
+    """Scaling efficiency against one node with a full per-chip batch and a sequence of at
+    most the reference length per rank, and its range (node coefficient +-spread, the
+    sequence exponent's fitted range, context parallelism credited at the high end only)."""
     sc = catalog.throughput.scaling
     loss = sc.loss_per_node_doubling
-    eff = sc.efficiency(nodes, per_chip)
-    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread))
-    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread))
+    seq, seq_no_cp = sequence_per_rank(workload) if workload is not None else (None, None)
+    e_lo, e_hi = sc.sequence_exponent_range or (sc.sequence_exponent, sc.sequence_exponent)
+    eff = sc.efficiency(nodes, per_chip, sequence=seq)
+    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread), seq_no_cp, max(e_hi, e_lo))
+    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread), seq, min(e_lo, e_hi))
     return eff, (low, high)
 
 
@@ -331,14 +358,30 @@ def mfu_for(
         return MfuPick(given, given, given, "given", "spec budget.mfu (the step MFU at this scale)")
     inst = catalog.instance(instance_type)
     per_chip = tokens_per_chip(workload, nodes * inst.chips)
-    eff, eff_range = scaling(catalog, nodes, per_chip)
+    eff, eff_range = scaling(catalog, nodes, per_chip, workload)
     hit = find_measured(measured, instance_type, workload)
     if hit is not None:
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
     curve = catalog.mfu_curve(inst.family, workload.precision)
     ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
+    used = stack if stack in curve.stacks else None
+    moe = workload.model.active_params_billion
+    if moe is not None:
+        source += (
+            f"; mixture of experts: the curve at its {moe:g}B active of "
+            f"{workload.model.params_billion:g}B (no MoE record: the experts' all-to-all is "
+            "not modelled)"
+        )
     return MfuPick(
-        ref * eff, lo * eff_range[0], hi * eff_range[1], basis, source, eff, eff_range, ref
+        ref * eff,
+        lo * eff_range[0],
+        hi * eff_range[1],
+        basis,
+        source,
+        eff,
+        eff_range,
+        ref,
+        stack=used,
     )
 
 
@@ -346,20 +389,33 @@ def curve_point(
     catalog: Catalog, curve: MfuCurve, workload: Workload, stack: str | None = None
 ) -> tuple[float, float, float, MfuBasis, str]:
     """(reference MFU, low, high, basis, source) of a curve at the workload's model size."""
-    p = workload.model.params_billion
+    p = workload.model.compute_params_billion  # a mixture of experts: its active size
     spreads = catalog.throughput.spreads
+    named = stack
+    unmeasured = stack is not None and stack not in curve.stacks
+    if unmeasured:  # no record of that stack on this curve: the centre with the spread
+        stack = None
     ref = curve.reference(p, stack)
-    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks.get(stack, 0.0)]
+    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks[stack]]
     base = curve.reference(p)
     lo_c = base + min(offsets) * curve.factor
     hi_c = base + max(offsets) * curve.factor
     outside = curve.decades_outside(p)
     rel = max(curve.residual, spreads.minimum) + curve.extra_spread
     rel = min(0.9, rel + spreads.per_decade_outside * outside)
+    # never narrower than the scatter of the records held out of the fit
+    s_lo, s_hi = curve.held_out_scatter or (1.0, 1.0)
+    extra = curve.extra_spread + spreads.per_decade_outside * outside  # beyond the records
+    f_lo = max(0.05, min(1 - rel, s_lo * (1 - extra)))
+    f_hi = max(1 + rel, s_hi * (1 + extra))
     lo_s, hi_s = curve.params_range or (p, p)
     sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
     n = len(curve.records)
     stacks = ", ".join(sorted(curve.stacks)) or "one stack"
+    if stack is not None:
+        stacks = f"stack {stack}, offset {curve.stacks[stack]:+.3f} of {stacks}"
+    elif unmeasured:
+        stacks = f"{stacks}; {named} has no record here: the centre, the stacks' spread"
     if curve.from_curve is not None:
         src = curve.from_curve
         detail = f"x {curve.factor:g}, " if curve.factor != 1 else ""
@@ -368,13 +424,13 @@ def curve_point(
             f"extrapolated from {src.family} {src.precision} ({detail}{n} records, {sizes}; "
             f"{stacks}{beyond}): {curve.reason}"
         )
-        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
     fitted = f"{curve.family} {workload.precision} curve, {n} steady-state records ({stacks})"
     if outside > 0:
         source = f"extrapolated beyond the records' sizes ({sizes}) to {p:g}B: {fitted}"
-        return ref, lo_c * (1 - rel), hi_c * (1 + rel), "extrapolated", source
+        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
     source = f"{fitted} at {p:g}B (sizes {sizes})"
-    return ref, lo_c * (1 - rel), hi_c * (1 + rel), "fitted", source
+    return ref, lo_c * f_lo, hi_c * f_hi, "fitted", source
 
 
 def _measured_pick(
@@ -389,10 +445,12 @@ def _measured_pick(
     spreads = catalog.throughput.spreads
     chips_per_node = catalog.instance(m.instance_type).chips
     at = m.nodes or nodes
-    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
+    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node), workload)
     mfu = m.mfu * eff / eff_at
-    rel = spreads.measured
+    rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top
     source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s)"
+    if m.mfu_spread:
+        source += f" ({m.records} records, spread +-{m.mfu_spread:.0%})"
     if m.nodes is None:
         source += " (node count not recorded: taken as the spec's)"
     elif at != nodes:
@@ -487,11 +545,14 @@ class RunCost:
     wall_hours_range: Range | None = None
     billed_pool_hours_range: Range | None = None
     extra_usd: float = 0.0  # one-off lines (data transfer) of the run
+    # the workload pool's instance rate: low/high factors when it is an estimate
+    # (price_ranges.yaml), (1, 1) for an observed rate
+    price_factors: Range = (1.0, 1.0)
 
-    def _run(self, wall: float, billed: float | None) -> float:
+    def _run(self, wall: float, billed: float | None, price: float = 1.0) -> float:
         pool_hours = wall if billed is None else billed
         other = self.stack_hourly_usd - self.pool_hourly_usd
-        return other * wall + self.pool_hourly_usd * pool_hours + self.extra_usd
+        return other * wall + self.pool_hourly_usd * price * pool_hours + self.extra_usd
 
     @property
     def run_usd(self) -> float:
@@ -499,9 +560,11 @@ class RunCost:
 
     @property
     def run_usd_range(self) -> Range:
+        """Fastest run at the lowest plausible price to the slowest at the highest."""
         lo_w, hi_w = self.wall_hours_range or (self.wall_hours, self.wall_hours)
         lo_b, hi_b = self.billed_pool_hours_range or (None, None)
-        return (self._run(lo_w, lo_b), self._run(hi_w, hi_b))
+        lo_p, hi_p = self.price_factors
+        return (self._run(lo_w, lo_b, lo_p), self._run(hi_w, hi_b, hi_p))
 
     @property
     def pool_run_usd(self) -> float:

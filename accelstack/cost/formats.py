@@ -122,6 +122,7 @@ def _option(cmp: Comparison, instance_type: str, o: Any) -> dict[str, Any]:
         "fastest_within_budget": _is(cmp.fastest_within_budget, instance_type, o.option),
         "wall_hours_range": _lohi(o.wall_hours_range),
         "run_usd_range": _lohi(o.run_usd_range),
+        "blocks": o.blocks,  # Capacity Blocks the row assumes (capacity_blocks: their sizes)
     }
 
 
@@ -156,6 +157,9 @@ def comparison_markdown(cmp: Comparison) -> str:
             notes = _marks(cmp, c.instance_type, o.option)
             if o.commitment_usd is not None:
                 notes.append(f"commitment {_usd(o.commitment_usd, digits=0)} over {o.term_years}y")
+            if o.capacity_blocks:
+                sizes = ", ".join(map(str, o.capacity_blocks))
+                notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
             if o.over:
                 notes.append("over budget: " + "; ".join(o.over))
             lo, hi = o.run_usd_range
@@ -171,6 +175,8 @@ def comparison_markdown(cmp: Comparison) -> str:
                 f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
                 f"| {_cell(', '.join(notes))} |"
             )
+        lines += [f"| {c.instance_type} | | | | | | {_cell(r)} |" for r in c.refused]
+        lines += [f"| {c.instance_type} | | | | | | warning: {_cell(w)} |" for w in c.warnings]
     lines += ["", *comparison_chart(cmp)]
     picks = [("Cheapest", cmp.cheapest), ("Fastest (of all rows)", cmp.fastest)]
     if not _same_row(cmp.fastest, cmp.fastest_within_budget):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelstack.catalog import RATE_ALIASES
+from accelstack.catalog.price_ranges import span_for
 from accelstack.cost.ceiling import Ceiling
 from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
@@ -145,6 +146,15 @@ def billed_hours(stack: Stack, wall_hours: float) -> float | None:
     return stack.catalog.capacity_blocks.window_days(wall_hours) * 24.0
 
 
+def pool_price_factors(stack: Stack) -> tuple[float, float]:
+    """(low, high) factors of the workload pool's instance rate: its price_ranges.yaml span
+    when the rate is an estimate, (1, 1) when observed."""
+    pool = stack.workload_pool
+    rate = stack.catalog.instance_rate(stack.region, pool.instance_type, pool.purchase_option)
+    span = span_for(pool.instance_type, rate.option or pool.purchase_option, rate.estimate)
+    return (1.0, 1.0) if span is None else (span[0], span[1])
+
+
 def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[LimitCheck, ...]:
     """The organisation ceiling's limits (those it sets) as checks, labelled with its file."""
     if ceiling is None:
@@ -185,6 +195,7 @@ def check_budget(
         (lo * factor, hi * factor),
         None if billed is None else (billed_hours(stack, lo) or lo, billed_hours(stack, hi) or hi),
         data.usd,
+        pool_price_factors(stack),
     )
     b = stack.budget
     checks: tuple[LimitCheck, ...] = (
@@ -350,6 +361,12 @@ def _run_lines(v: Verdict) -> list[str]:
         f"  USD per million tokens: {_usd(r.usd_per_million_tokens, r.estimate)}  "
         f"(pool only: {_usd(r.pool_usd_per_million_tokens, pest)})",
     ]
+    if r.price_factors != (1.0, 1.0):
+        p_lo, p_hi = r.price_factors
+        out.append(
+            f"  run cost range includes the workload pool's estimated rate at x{p_lo:.2f}-"
+            f"x{p_hi:.2f} (price_ranges.yaml)"
+        )
     out += [f"  {line}" for line in v.data_lines]
     out += [f"  warning: {w}" for w in e.warnings]
     return out
@@ -447,6 +464,8 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "nodes": e.nodes,
         "chips": e.chips,
         "precision": e.precision,
+        "params_billion": e.params_billion,  # all parameters: the memory fit's size
+        "active_params_billion": e.active_params_billion,  # a mixture of experts: FLOPs' size
         "peak_tflops_per_chip": e.peak_tflops_per_chip,
         "steady_state_tokens_per_second_per_chip": e.steady_state_tokens_per_second_per_chip,
         "steady_state_tokens_per_second_per_chip_range": lohi(e.steady_state_tokens_range),
@@ -456,8 +475,9 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "mfu_source": e.mfu_source,
         "mfu_warning": e.mfu_warning,
         "reference_mfu": e.pick.reference,
+        "stack": e.pick.stack,  # the training stack whose curve offset was used (null: centre)
         "scaling_efficiency": e.scaling_efficiency,
-        "scaling_efficiency_range": lohi(e.pick.scaling_range),
+        "scaling_efficiency_range": lohi(e.pick.scaling_range),  # with the sequence term
         "goodput": e.goodput,
         "goodput_range": lohi(e.goodput_range),
         "total_flops": e.flops.total,
@@ -470,6 +490,8 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "min_nodes": e.min_nodes,
         "run_usd": r.run_usd,
         "run_usd_range": lohi(r.run_usd_range),
+        # the workload pool's instance rate as factors: its estimate's span (price_ranges.yaml)
+        "price_factor_range": lohi(r.price_factors),
         "data_transfer_usd": r.extra_usd,
         "pool_run_usd": r.pool_run_usd,
         "usd_per_million_tokens": r.usd_per_million_tokens,

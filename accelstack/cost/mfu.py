@@ -78,7 +78,26 @@ def implied_mfu(catalog: Catalog, rec: TrainingRecord) -> float:
 
 
 def scale_efficiency(catalog: Catalog, rec: TrainingRecord) -> float:
-    return catalog.throughput.scaling.efficiency(record_nodes(catalog, rec), rec.tokens_per_chip)
+    return catalog.throughput.scaling.efficiency(
+        record_nodes(catalog, rec), rec.tokens_per_chip, sequence=rec.sequence_per_rank
+    )
+
+
+def fit_sequence(catalog: Catalog) -> tuple[float, float, float]:
+    """(exponent, lowest, highest) of the long-sequence term from the record pairs
+    throughput.yaml names (one stack, one model, one node, full per-chip batch, two sequence
+    lengths): each pair's exponent = -ln(MFU_b / MFU_a) / ln(term_a / term_b)."""
+    by_id = {r.id: r for r in catalog.records}
+    sc = catalog.throughput.scaling
+    exps = []
+    for a, b in sc.sequence_pairs:
+        ra, rb = by_id[a], by_id[b]
+        sa, sb = (max(r.sequence_per_rank or 0, sc.reference_sequence) for r in (ra, rb))
+        ratio = implied_mfu(catalog, rb) / implied_mfu(catalog, ra)
+        exps.append(-math.log(ratio) / math.log(sb / sa))
+    if not exps:
+        return 0.0, 0.0, 0.0
+    return sum(exps) / len(exps), min(exps), max(exps)
 
 
 def reference_mfu(catalog: Catalog, rec: TrainingRecord) -> float:
@@ -168,6 +187,7 @@ def record_workload(rec: TrainingRecord) -> Workload:
             "sequence_length": rec.sequence_length,
             "precision": rec.precision,
             "global_batch_size": gbs,
+            "context_parallel": rec.context_parallel if rec.context_parallel > 1 else None,
             "entrypoint": f"record:{rec.id}",
         }
     )
@@ -215,3 +235,18 @@ def fit_other_loss(catalog: Catalog, records: Sequence[TrainingRecord]) -> float
     grid = [i / 1000 for i in range(0, 501)]
     best = min(grid, key=err)
     return best if records else g.other_loss_fraction
+
+
+def held_out_scatter(catalog: Catalog, curve: MfuCurve) -> tuple[float, float] | None:
+    """(lowest, highest) published / predicted over the held-out steady-state records of the
+    curve's family and precisions (predicted with the record's stack where the curve has it,
+    else at the centre); None when the curve has none."""
+    ratios = [
+        rec.reported.value / reproduce(catalog, rec)
+        for rec in catalog.records
+        if rec.held_out
+        and rec.kind == "steady_state"
+        and rec.family == curve.family
+        and rec.precision in curve.precisions
+    ]
+    return (min(ratios), max(ratios)) if ratios else None

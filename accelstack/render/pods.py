@@ -101,7 +101,8 @@ def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
         "precompile_steps": wl.precompile_steps,
         "env": dict(sorted(wl.env.items())),
         "image": stack.image,
-        "model": wl.model.model_dump(),
+        # the active parameters of a mixture of experts count FLOPs only: no graph changes
+        "model": wl.model.model_dump(exclude={"active_params_billion"}),
         "sequence_length": wl.sequence_length,
         "global_batch_size": wl.global_batch_size,
         "precision": wl.precision,

@@ -5,6 +5,7 @@ instance type (`accelstack new`). The rules that need derived values run on the 
 stack (accelstack/resolve/rules.py); accelstack/docs.py renders docs/spec.md from both."""
 
 from accelstack.spec import (
+    cost_rules,  # noqa: F401  (registers its rules into RULES)
     rules_resilience,  # noqa: F401  (registers its rules into RULES)
     scale_rules,  # noqa: F401  (registers its rules after these)
 )

@@ -415,8 +415,22 @@ class Checkpoint(Strict):
 class Model(Strict):
     """The model being trained (sizes drive the estimate and the memory fit)."""
 
+    @property
+    def compute_params_billion(self) -> float:
+        """Parameters a token passes through: the active ones of a mixture of experts."""
+        return self.active_params_billion or self.params_billion
+
     name: Text | None = Field(None, max_length=64, description="label for reports")
-    params_billion: float = Field(gt=0, le=10_000, description="parameters, in billions")
+    params_billion: float = Field(
+        gt=0, le=10_000, description="parameters, in billions (a mixture of experts: all of them)"
+    )
+    active_params_billion: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        description="mixture of experts: parameters active per token, in billions (FLOPs and "
+        "the MFU curve's size); params_billion (all experts) stays the memory fit's size",
+    )
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
     hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
 
@@ -434,6 +448,19 @@ class Workload(Strict):
         "bf16", description="training precision; selects the peak FLOPS figure"
     )
     global_batch_size: int | None = Field(None, ge=1, le=1_048_576, description="sequences")
+    stack: Text | None = Field(
+        None,
+        description="training stack (throughput.yaml training_stacks: torchtitan, nemo, "
+        "llm-foundry, nxd, torchneuron, ...): selects the MFU curve's stack offset; unset: the "
+        "centre with the stacks' spread",
+    )
+    context_parallel: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="context parallelism degree: each rank holds sequence_length / this of a "
+        "sequence (the estimate's sequence term; unset: 1)",
+    )
     entrypoint: Text = Field(min_length=1, max_length=1024, description="script torchrun runs")
     args: tuple[Text, ...] = Field(
         (), max_length=4096, description="arguments, passed verbatim (one line each)"
@@ -518,6 +545,12 @@ class Measured(Strict):
     )
     compile_s: float | None = Field(
         None, ge=0, description="first-step time (graph compile and warm-up), seconds"
+    )
+    mfu_spread: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="records' spread: (max - min) / (2 x mean) of their MFUs; widens the range",
     )
 
 

@@ -1,0 +1,41 @@
+"""Cross-field rules of the run estimate (registered into `RULES` after accelstack.spec.rules):
+the training stack a spec names must be one the catalog knows (throughput.yaml
+training_stacks), so the estimate never silently falls back to another stack's figure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from accelstack.errors import allowed, did_you_mean, shown
+from accelstack.spec.rules import Context, Finding, rule
+
+
+@rule(
+    "training-stack",
+    "workload.stack names a training stack of the catalog (throughput.yaml training_stacks)",
+)
+def _training_stack(ctx: Context) -> Iterator[Finding]:
+    stack = ctx.spec.workload.stack
+    known = ctx.catalog.throughput.training_stacks
+    if stack is None or stack in known:
+        return
+    yield (
+        "workload.stack",
+        f"{shown(stack)} is not a known training stack{did_you_mean(stack, known)} "
+        f"(known: {allowed(known)})",
+    )
+
+
+@rule(
+    "moe-active-params",
+    "a mixture of experts activates no more parameters per token than it has",
+)
+def _active_params(ctx: Context) -> Iterator[Finding]:
+    m = ctx.spec.workload.model
+    if m.active_params_billion is None or m.active_params_billion <= m.params_billion:
+        return
+    yield (
+        "workload.model.active_params_billion",
+        f"{m.active_params_billion:g} is more than params_billion {m.params_billion:g}: the "
+        "active parameters per token are part of all of them (set params_billion to the total)",
+    )

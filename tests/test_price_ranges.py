@@ -1,0 +1,108 @@
+"""Ranges that hold the price evidence: every estimated instance rate has a
+sourced low/high (price_ranges.yaml), carried into `run_usd_range`, the break-even line and
+"too close to call"; an observed rate has none."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import yaml
+
+from accelstack.catalog import load_catalog
+from accelstack.catalog.price_ranges import load_price_ranges, span_for
+from accelstack.cost.compare import compare
+from accelstack.cost.guard import check_budget, verdict_json
+from accelstack.errors import CatalogError
+from accelstack.resolve import resolve
+from accelstack.spec import parse_spec
+
+from .conftest import STACKS
+
+
+def _spec(preset: str, budget: dict[str, float] | None = None) -> dict:
+    d = yaml.safe_load((STACKS / f"{preset}.yaml").read_text())
+    if budget is not None:
+        d["budget"] = budget
+    return d
+
+
+def test_every_estimated_instance_rate_has_a_sourced_span() -> None:
+    cat = load_catalog()
+    for r in cat.instance_rates:
+        span = span_for(r.type or "", r.option or "", r.estimate)
+        if not r.estimate:
+            assert span is None
+            continue
+        assert span is not None, (r.region, r.type, r.option)
+        lo, hi, source = span
+        assert 0 < lo <= 1 <= hi and source
+    assert all(len(row.source) > 40 for row in load_price_ranges())
+
+
+def test_the_capacity_block_estimates_span_minus_13_plus_40() -> None:
+    lo, hi, src = span_for("trn2.48xlarge", "capacity-block", True) or (0, 0, "")
+    assert (lo, hi) == pytest.approx((0.87, 1.40))
+    assert "34.61" in src and "39.80" in src
+    assert span_for("p5.48xlarge", "capacity-block", True)[:2] == pytest.approx((0.87, 1.40))  # type: ignore[index]
+
+
+def test_an_estimated_rate_without_a_span_fails_closed() -> None:
+    with pytest.raises(CatalogError, match="no price range for the estimated spot rate of p5"):
+        span_for("p5.48xlarge", "spot", True)
+
+
+def test_run_usd_range_carries_the_price_span() -> None:
+    stack = resolve(parse_spec(_spec("llama3-70b-trn2"), "t"))
+    moved = dataclasses.replace(
+        stack,
+        pools=tuple(
+            dataclasses.replace(
+                p,
+                purchase_option="capacity-block",
+                purchase=stack.catalog.purchase("capacity-block"),
+            )
+            if p.name == stack.workload_pool.name
+            else p
+            for p in stack.pools
+        ),
+    )
+    v = check_budget(moved)
+    assert v.run.price_factors == pytest.approx((0.87, 1.40))
+    lo, hi = v.run.run_usd_range
+    flat = dataclasses.replace(v.run, price_factors=(1.0, 1.0))
+    f_lo, f_hi = flat.run_usd_range
+    assert lo < f_lo and hi > f_hi
+    # the pool's part moves by exactly the span at each end
+    lo_w, hi_w = v.run.wall_hours_range or (0, 0)
+    lo_b, hi_b = v.run.billed_pool_hours_range or (lo_w, hi_w)
+    pool = v.run.pool_hourly_usd
+    assert f_hi - f_lo + pool * (0.40 * hi_b + 0.13 * lo_b) == pytest.approx(hi - lo)
+    doc = json.loads(verdict_json(v))
+    assert doc["training"]["price_factor_range"] == pytest.approx({"low": 0.87, "high": 1.40})
+
+
+def test_an_observed_rate_has_no_price_span() -> None:
+    v = check_budget(resolve(parse_spec(_spec("llama3-70b-p5"), "t")))  # p5 on-demand: observed
+    assert v.run.price_factors == (1.0, 1.0)
+
+
+def test_price_span_makes_a_pick_too_close_to_call() -> None:
+    """With the MFU given (no MFU range), trn2's Capacity Block looked clearly cheaper than
+    p5's; with both rates' spans (-13%/+40%) the run-cost ranges overlap: too close to call,
+    and the break-even line prints the estimated price's span."""
+    d = _spec("llama3-70b-trn2", {"mfu": 0.35, "max_hourly_usd": 100000})
+    cmp = compare(resolve(parse_spec(d, "t")), ["trn2.48xlarge", "p5.48xlarge"])
+    p = cmp.cheapest
+    assert p is not None and (p.instance_type, p.option) == ("trn2.48xlarge", "capacity-block")
+    assert p.break_even is not None and p.break_even.too_close
+    line = p.break_even.line()
+    assert "(now $23.51, an estimate: $20.45-$32.91)" in line
+    row = next(
+        o
+        for c in cmp.candidates
+        for o in c.options
+        if c.instance_type == "trn2.48xlarge" and o.option == "capacity-block"
+    )
+    assert row.instance_rate_range == pytest.approx((23.51 * 0.87, 23.51 * 1.40))
