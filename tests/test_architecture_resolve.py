@@ -21,9 +21,13 @@ _EDIT = "builds a what-if stack as an edit of the stack's spec, resolved by reso
 _PRICES = "passes the catalog to the pricing and estimate functions, which read rates by region"
 #: module -> (most reads of `<stack>.spec` / `<stack>.catalog`, why)
 ALLOWED: dict[str, tuple[int, str]] = {
-    "accelstack/cost/compare.py": (10, f"{_EDIT} (retarget_spec); {_CANDIDATES}"),
+    "accelstack/cost/compare.py": (
+        13,
+        f"{_EDIT} (retarget_spec); {_CANDIDATES}; the Capacity Block limits and node-group "
+        "limits deadline sizing holds candidates to",
+    ),
     "accelstack/render/trial.py": (4, f"{_EDIT} (the trial stack); the trial's image"),
-    "accelstack/cost/guard.py": (4, f"{_PRICES}; Capacity Block windows"),
+    "accelstack/cost/guard.py": (5, f"{_PRICES}; Capacity Block windows and block counts"),
     "accelstack/cost/pricing.py": (2, _PRICES),
     "accelstack/cost/rundata.py": (2, _PRICES),
     "accelstack/render/artifacts.py": (4, "the templates' `spec`; the chart rows they name"),
@@ -40,6 +44,8 @@ RESOLVED_CALLS: dict[str, dict[str, str]] = {
     "memory_fit": {
         "accelstack/cost/estimate.py": "estimate_training also serves the MFU records, "
         "which have no stack",
+        "accelstack/cost/calibrate.py": "a calibration record must fit the nodes it ran on; "
+        "a record has no stack",
     },
     "neuron_cores": {},
 }

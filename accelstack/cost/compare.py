@@ -297,7 +297,7 @@ def _deadline_nodes(
     candidate is unavailable when that is still too slow."""
     pool_max = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
     per_node = stack.catalog.instance(instance_type).chips
-    gbs = stack.spec.workload.global_batch_size
+    gbs = stack.workload.global_batch_size
     cap = data_parallel_cap(gbs, min_nodes)
     max_nodes = pool_max if cap is None else min(pool_max, cap)
     prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
@@ -420,7 +420,7 @@ def evaluate(
     runs = tuple(_option_run(stack, instance_type, nodes, o) for o in buyable)
     est = estimate_for(retarget_stack(stack, instance_type, nodes, buyable[0]))
     per_node = stack.catalog.instance(instance_type).chips
-    layout = model_parallel_layout(est.chips, wl.global_batch_size, per_node)
+    layout = model_parallel_layout(est.chips, stack.workload.global_batch_size, per_node)
     pays = no_longer_pays(stack, instance_type, nodes, fit.min_nodes)
     warnings = tuple(w for w in (layout, pays if sizing.basis == "deadline" else None) if w)
     return Candidate(
