@@ -27,7 +27,10 @@ ALLOWED: dict[str, tuple[int, str]] = {
         "limits deadline sizing holds candidates to",
     ),
     "accelstack/render/trial.py": (4, f"{_EDIT} (the trial stack); the trial's image"),
-    "accelstack/cost/guard.py": (5, f"{_PRICES}; Capacity Block windows and block counts"),
+    "accelstack/cost/guard.py": (
+        6,
+        f"{_PRICES}; Capacity Block windows and block counts; estimated rates' price spans",
+    ),
     "accelstack/cost/pricing.py": (2, _PRICES),
     "accelstack/cost/rundata.py": (2, _PRICES),
     "accelstack/render/artifacts.py": (4, "the templates' `spec`; the chart rows they name"),

@@ -71,6 +71,11 @@ CHANGES: dict[str, tuple[dict[str, Any], Callable[[Catalog, Path], object], obje
         7,
     ),
     "offerings.yaml": ({"source": "overlay test"}, lambda c, d: c.offerings_source, "overlay test"),
+    "price_ranges.yaml": (
+        {"price_ranges": [{"option": "capacity-block", "low": -0.05, "high": 0.1, "source": "t"}]},
+        lambda c, d: c.price_span("trn2.48xlarge", "capacity-block", True),
+        (0.95, 1.1, "t"),
+    ),
     "offerings_extra.yaml": (
         {"regions": {"us-east-2": {"types": {"trn1.32xlarge": ["use2-az1"]}}}},
         lambda c, d: "trn1.32xlarge" in c.regions["us-east-2"].estimated_types,

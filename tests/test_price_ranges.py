@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from accelstack.catalog import load_catalog
-from accelstack.catalog.price_ranges import load_price_ranges, span_for
 from accelstack.cost.compare import compare
 from accelstack.cost.guard import check_budget, verdict_json
 from accelstack.errors import CatalogError
@@ -28,6 +27,10 @@ def _spec(preset: str, budget: dict[str, float] | None = None) -> dict:
     return d
 
 
+def span_for(instance_type: str, option: str, estimate: bool) -> tuple[float, float, str] | None:
+    return load_catalog().price_span(instance_type, option, estimate)
+
+
 def test_every_estimated_instance_rate_has_a_sourced_span() -> None:
     cat = load_catalog()
     for r in cat.instance_rates:
@@ -38,7 +41,8 @@ def test_every_estimated_instance_rate_has_a_sourced_span() -> None:
         assert span is not None, (r.region, r.type, r.option)
         lo, hi, source = span
         assert 0 < lo <= 1 <= hi and source
-    assert all(len(row.source) > 40 for row in load_price_ranges())
+    assert all(len(row.source) > 40 for row in cat.price_ranges)
+    assert cat.price_ranges
 
 
 def test_the_capacity_block_estimates_span_minus_13_plus_40() -> None:
@@ -46,6 +50,18 @@ def test_the_capacity_block_estimates_span_minus_13_plus_40() -> None:
     assert (lo, hi) == pytest.approx((0.87, 1.40))
     assert "34.61" in src and "39.80" in src
     assert span_for("p5.48xlarge", "capacity-block", True)[:2] == pytest.approx((0.87, 1.40))  # type: ignore[index]
+
+
+def test_an_overlay_row_moves_the_span(tmp_path: pytest.TempPathFactory) -> None:
+    """price_ranges.yaml is a catalog section: a user's overlay row replaces the bundled one."""
+    over = tmp_path / "overlay"  # type: ignore[operator]
+    over.mkdir()
+    row = {"option": "capacity-block", "low": -0.05, "high": 0.10, "source": "our quote, 2026-11"}
+    (over / "price_ranges.yaml").write_text(yaml.safe_dump({"price_ranges": [row]}))
+    cat = load_catalog(overlay=over)
+    assert cat.price_span("trn2.48xlarge", "capacity-block", True) == pytest.approx(
+        (0.95, 1.10, "our quote, 2026-11")
+    )
 
 
 def test_an_estimated_rate_without_a_span_fails_closed() -> None:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
+from accelstack.catalog.price_ranges import PriceRange, span_in
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.purchase import load_table
@@ -373,11 +374,19 @@ class Catalog(_Frozen):
     left_out: tuple[LeftOut, ...] = ()
     throughput: Throughput
     capacity_blocks: CapacityBlocks
+    price_ranges: tuple[PriceRange, ...] = ()  # price_ranges.yaml: estimated rates' spans
     launch: LaunchFacts
     purchase_options: dict[str, PurchaseOptionFacts]
     purchase_sources: dict[str, str]
     scale: ScaleFacts  # scale.yaml: limits, address space, UltraServers
     resilience: ResilienceFacts
+
+    def price_span(
+        self, instance_type: str, option: str, estimate: bool
+    ) -> tuple[float, float, str] | None:
+        """(low factor, high factor, source) of an estimated rate (price_ranges.yaml, the
+        overlay's rows on top); None for an observed rate; no row for an estimate fails closed."""
+        return span_in(self.price_ranges, instance_type, option, estimate)
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:

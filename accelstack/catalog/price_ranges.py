@@ -2,15 +2,15 @@
 
 A row gives factors of the rate (`low` -0.13, `high` 0.40) for an option, optionally only for
 some types; it applies only to a rate marked `estimate: true` (an observed or API-refreshed
-rate has no span). `span_for` returns (low x usd, high x usd) factors and the row's source.
+rate has no span). The catalog loads the file as one of its sections (catalog/sections.py),
+so an overlay's rows merge on top; `Catalog.price_span` returns (low, high) factors and the
+row's source.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import CatalogError
@@ -45,24 +45,18 @@ def parse_price_ranges(data: object, path: Path) -> tuple[PriceRange, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=4)
-def load_price_ranges(path: Path = PRICE_RANGES_FILE) -> tuple[PriceRange, ...]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
-    return parse_price_ranges(data, path)
-
-
-def span_for(instance_type: str, option: str, estimate: bool) -> tuple[float, float, str] | None:
+def span_in(
+    ranges: tuple[PriceRange, ...], instance_type: str, option: str, estimate: bool
+) -> tuple[float, float, str] | None:
     """(low factor, high factor, source) of an estimated rate, e.g. (0.87, 1.40, ...); None
     for an observed rate. An estimated rate no row covers is a CatalogError (fail closed)."""
     if not estimate:
         return None
-    row = next((r for r in load_price_ranges() if r.matches(instance_type, option)), None)
+    row = next((r for r in ranges if r.matches(instance_type, option)), None)
     if row is None:
         raise CatalogError(
             f"{PRICE_RANGES_FILE.name}: no price range for the estimated {option} rate of "
-            f"{instance_type}; add a row with its low, high and source"
+            f"{instance_type}; add a row with its low, high and source to your catalog overlay "
+            "(--catalog DIR or ACCELSTACK_CATALOG_DIR), price_ranges.yaml under `price_ranges:`"
         )
     return 1.0 + row.low, 1.0 + row.high, row.source

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from accelstack.catalog.blocks import parse_capacity_blocks
+from accelstack.catalog.price_ranges import parse_price_ranges
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import parse_table
 from accelstack.catalog.records import parse_left_out, parse_records
@@ -253,6 +254,13 @@ SECTIONS: tuple[Section, ...] = (
         "what each purchase option means to every layer",
         {"purchase_options": "purchase_options", "purchase_sources": "sources"},
         _purchase,
+    ),
+    Section(
+        "price_ranges.yaml",
+        "the plausible low/high of every estimated instance rate, each with its source",
+        {"price_ranges": "price_ranges"},
+        lambda data, where, fields: {"price_ranges": parse_price_ranges(dict(data), where)},
+        rows={"price_ranges": ("option", "types")},
     ),
     Section("scale.yaml", "EKS limits, address space, UltraServers", {"scale": ""}, _raw("scale")),
     Section(

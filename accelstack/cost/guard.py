@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelstack.catalog import RATE_ALIASES
-from accelstack.catalog.price_ranges import span_for
 from accelstack.cost.ceiling import Ceiling
 from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
@@ -151,7 +150,9 @@ def pool_price_factors(stack: Stack) -> tuple[float, float]:
     when the rate is an estimate, (1, 1) when observed."""
     pool = stack.workload_pool
     rate = stack.catalog.instance_rate(stack.region, pool.instance_type, pool.purchase_option)
-    span = span_for(pool.instance_type, rate.option or pool.purchase_option, rate.estimate)
+    span = stack.catalog.price_span(
+        pool.instance_type, rate.option or pool.purchase_option, rate.estimate
+    )
     return (1.0, 1.0) if span is None else (span[0], span[1])
 
 
