@@ -53,6 +53,15 @@ def planned_preset(stem: str) -> tuple[Stack, Plan]:
     return stack, plan_stack(stack)
 
 
+def require_torch() -> None:
+    """Skip the calling test module unless torch is installed. Found, not imported: the tests
+    run torch in torchrun subprocesses, and importing it at collection costs seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("run `pip install torch==2.13.0` (CPU build)", allow_module_level=True)
+
+
 def preset_ids() -> list[str]:
     return [p.stem for p in PRESETS]
 
@@ -90,18 +99,31 @@ PLAN_CALLS = (
 )
 
 
+def _function_sources(module: object) -> dict[str, str]:
+    """The source (decorators included) of each function defined at the module's top level,
+    read from its file once: `inspect.getsource` per function re-tokenizes the file for each
+    one, which made collecting the suite take seconds."""
+    import ast
+
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return {}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return {}
+    lines = text.splitlines(keepends=True)
+    sources: dict[str, str] = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            sources[node.name] = "".join(lines[start - 1 : node.end_lineno])
+    return sources
+
+
 def _planning_helpers(module: object) -> set[str]:
     """The module's functions (fixtures included) that plan, directly or through another."""
-    import inspect
-
-    sources: dict[str, str] = {}
-    for name, fn in vars(module).items():
-        fn = getattr(fn, "__wrapped__", fn)
-        if inspect.isfunction(fn) and fn.__module__ == getattr(module, "__name__", None):
-            try:
-                sources[name] = inspect.getsource(fn)
-            except (OSError, TypeError):
-                continue
+    sources = _function_sources(module)
     planning = {n for n, src in sources.items() if any(c in src for c in PLAN_CALLS)}
     grew = True
     while grew:
@@ -120,7 +142,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)
         if module is None:
             continue
-        planning = helpers.setdefault(module.__name__, _planning_helpers(module))
+        if module.__name__ not in helpers:  # once per module (not `setdefault`: eager)
+            helpers[module.__name__] = _planning_helpers(module)
+        planning = helpers[module.__name__]
         fixtures = set(getattr(item, "fixturenames", ()))
         if name in planning or fixtures & planning:
             item.add_marker(pytest.mark.plan)
