@@ -12,6 +12,8 @@ PRESET ?= stacks/llama3-70b-trn2.yaml
 # boto3/botocore and others that the test extra must not be downgraded to
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV = $(CHECKOV_VENV)/bin/checkov
+# pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
+JOBS ?= auto
 
 .PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema golden demo clean
 
@@ -43,12 +45,13 @@ demo: $(RUNTIME_STAMP)
 
 test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
-	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(JOBS)
 
-# The unit tests alone: no plan under Pulumi's mocks, no torchrun or subprocess runs (the
-# `plan` marker is set by tests/conftest.py, `slow` by the tests). Seconds, not minutes.
+# The unit tests alone: no plan under Pulumi's mocks, no test that takes seconds (the `plan`
+# marker is set by tests/conftest.py, `slow` by the tests: torchrun, subprocesses, moto
+# cross-checks, sweeps). Under a minute on two cores.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not plan and not slow"
+	$(PY) -m pytest -q -n $(JOBS) -m "not plan and not slow"
 
 # The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
 fuzz: $(STAMP)

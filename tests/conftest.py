@@ -6,7 +6,7 @@ import os
 import tempfile
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -121,30 +121,51 @@ def _function_sources(module: object) -> dict[str, str]:
     return sources
 
 
-def _planning_helpers(module: object) -> set[str]:
-    """The module's functions (fixtures included) that plan, directly or through another."""
+def _other_test_module(fn: object, module: Any) -> Any:
+    """The test module (not conftest) that defines `fn`, where that is not `module`."""
+    import sys
+
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if not callable(fn) or home is None or home is module:
+        return None
+    name = home.__name__
+    return home if name.startswith("tests.") and name != "tests.conftest" else None
+
+
+def _planning_helpers(module: Any, known: dict[str, set[str]] | None = None) -> set[str]:
+    """The module's functions (fixtures included) that plan, directly or through another: one
+    of its own, or a helper imported from another test module that plans there. `known`:
+    the answers so far, by module name."""
+    known = {} if known is None else known
+    if module.__name__ in known:
+        return known[module.__name__]
+    known[module.__name__] = set()  # an import cycle between test modules ends here
     sources = _function_sources(module)
     planning = {n for n, src in sources.items() if any(c in src for c in PLAN_CALLS)}
+    for name, fn in vars(module).items():
+        home = _other_test_module(fn, module)
+        if home is not None and getattr(fn, "__name__", None) in _planning_helpers(home, known):
+            planning.add(name)
     grew = True
     while grew:
         more = {n for n, src in sources.items() if any(f"{h}(" in src for h in planning)}
         grew = not more <= planning
         planning |= more
+    known[module.__name__] = planning
     return planning
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that plans with `plan` (`make test-fast` runs `-m "not plan and not
-    slow"`): its own code, a helper or a fixture of its module calls the plan engine."""
+    slow"`): its own code, a helper or a fixture of its module (or a helper it imports from
+    another test module) calls the plan engine."""
     helpers: dict[str, set[str]] = {}
     for item in items:
         module = getattr(item, "module", None)
         name = getattr(item, "originalname", item.name)
         if module is None:
             continue
-        if module.__name__ not in helpers:  # once per module (not `setdefault`: eager)
-            helpers[module.__name__] = _planning_helpers(module)
-        planning = helpers[module.__name__]
+        planning = _planning_helpers(module, helpers)  # once per module
         fixtures = set(getattr(item, "fixturenames", ()))
         if name in planning or fixtures & planning:
             item.add_marker(pytest.mark.plan)
