@@ -61,6 +61,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/vulture
 
 format: $(STAMP)
 	$(PY) -m ruff format $(SRC)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
@@ -72,9 +71,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
-
 
 @app.callback()
 def _root(
