@@ -15,7 +15,7 @@ CHECKOV = $(CHECKOV_VENV)/bin/checkov
 # pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
 JOBS ?= auto
 
-.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema golden demo clean
+.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema docs golden demo clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(PY) || { echo "==> creating the virtualenv $(VENV)"; python3 -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip; }
@@ -76,9 +76,15 @@ bench: $(RUNTIME_STAMP)
 	$(PY) bench/plan.py
 	$(PY) bench/pricing.py
 	$(PY) bench/scale.py
+	$(PY) bench/startup.py
 
 schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
+	$(PY) -m accelstack.docs
+
+# Every generated doc (accelstack/docs.py): docs/spec.md, the deploy-rule table of docs/plan.md,
+# the instance types of README.md and of the CLI's help (accelstack/cli/catalog_names.py)
+docs: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.docs
 
 golden: $(STAMP)

@@ -17,8 +17,8 @@ from typing import Annotated
 
 import typer
 
-from accelstack.catalog.overlay import check_dir, set_overlay
 from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report, track
+from accelstack.cli.catalog_names import ACCELERATORS
 from accelstack.errors import AccelstackError
 
 
@@ -50,8 +50,7 @@ def _version(value: bool) -> None:
 
 app = typer.Typer(
     name="accelstack",
-    help="One workload spec to a priced, budget-checked AWS training cluster "
-    "(Trainium trn1/trn2/trn3 or NVIDIA p5).",
+    help=f"One workload spec to a priced, budget-checked AWS training cluster ({ACCELERATORS}).",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
@@ -71,6 +70,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )
+
 
 @app.callback()
 def _root(
@@ -98,6 +98,8 @@ def _root(
     if debug:
         CURRENT.debug = True
     if catalog is not None:
+        from accelstack.catalog.overlay import check_dir, set_overlay
+
         set_overlay(check_dir(catalog))
 
 
@@ -151,7 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as exc:  # the one boundary
         return report(exc)
     finally:
-        set_overlay(None)  # `--catalog` holds for this command only
+        _clear_overlay()  # `--catalog` holds for this command only
+
+
+def _clear_overlay() -> None:
+    """Forget `--catalog`; a command that never read the catalog has nothing to forget (the
+    catalog is imported by the commands that use it, not for `--help`)."""
+    overlay = sys.modules.get("accelstack.catalog.overlay")
+    if overlay is not None:
+        overlay.set_overlay(None)
 
 
 if __name__ == "__main__":  # pragma: no cover
