@@ -24,6 +24,7 @@ from accelstack.catalog.records import LeftOut, TrainingRecord, parse_left_out, 
 from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
 from accelstack.catalog.throughput import MfuCurve, Throughput, parse_throughput
+from accelstack.catalog.yamlread import safe_load
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -598,7 +599,7 @@ def _read(name: str, base: Path, overlay: Path | None = None) -> dict[str, objec
 
 def _read_path(path: Path) -> dict[str, object]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
