@@ -82,3 +82,16 @@ def test_bench_startup_reports_every_target() -> None:
     assert "< 0.3 s wall" in text and "< 0.8 s wall" in text
     assert "plan / sdk floor: 1.20x wall, 1.50x cpu (target < 1.5x)" in text
     assert Path(bench.__file__).parent == ROOT / "bench"
+
+
+def test_bench_plans_the_largest_preset() -> None:
+    """bench/startup.py's plan case is the preset with the most planned resources."""
+    spec = importlib.util.spec_from_file_location("bench_startup", ROOT / "bench" / "startup.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    counts = {
+        p.stem: len(json.loads(p.read_text(encoding="utf-8"))["resources"])
+        for p in (ROOT / "tests" / "golden" / "plan").glob("*.json")
+    }
+    assert max(counts, key=lambda s: (counts[s], s)) == bench.LARGEST
