@@ -47,6 +47,7 @@ def test_help_loads_no_catalog_spec_or_aws_sdk() -> None:
     assert "pydantic" not in _modules_after(["--help"])
 
 
+@pytest.mark.slow  # parses every catalog file with the pure-Python parser too
 def test_the_catalog_parser_builds_what_pyyaml_builds() -> None:
     """libyaml's loader (when PyYAML has it) gives the same documents on every catalog file."""
     if yaml.__with_libyaml__:
@@ -56,6 +57,7 @@ def test_the_catalog_parser_builds_what_pyyaml_builds() -> None:
         assert yamlread.safe_load(text) == yaml.safe_load(text), path.name
 
 
+@pytest.mark.slow  # creates botocore sessions
 @pytest.mark.parametrize(
     ("service", "shape"), [("iam", "roleNameType"), ("iam", "tagListType"), ("eks", "TagMap")]
 )
