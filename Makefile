@@ -12,8 +12,10 @@ PRESET ?= stacks/llama3-70b-trn2.yaml
 # boto3/botocore and others that the test extra must not be downgraded to
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV = $(CHECKOV_VENV)/bin/checkov
+# pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
+JOBS ?= auto
 
-.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema golden demo clean
+.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema docs golden demo clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(PY) || { echo "==> creating the virtualenv $(VENV)"; python3 -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip; }
@@ -43,12 +45,13 @@ demo: $(RUNTIME_STAMP)
 
 test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
-	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(JOBS)
 
-# The unit tests alone: no plan under Pulumi's mocks, no torchrun or subprocess runs (the
-# `plan` marker is set by tests/conftest.py, `slow` by the tests). Seconds, not minutes.
+# The unit tests alone: no plan under Pulumi's mocks, no test that takes seconds (the `plan`
+# marker is set by tests/conftest.py, `slow` by the tests: torchrun, subprocesses, moto
+# cross-checks, sweeps). Under a minute on two cores.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not plan and not slow"
+	$(PY) -m pytest -q -n $(JOBS) -m "not plan and not slow"
 
 # The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
 fuzz: $(STAMP)
@@ -58,6 +61,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/vulture
 
 format: $(STAMP)
 	$(PY) -m ruff format $(SRC)
@@ -72,9 +76,15 @@ bench: $(RUNTIME_STAMP)
 	$(PY) bench/plan.py
 	$(PY) bench/pricing.py
 	$(PY) bench/scale.py
+	$(PY) bench/startup.py
 
 schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json
+	$(PY) -m accelstack.docs
+
+# Every generated doc (accelstack/docs.py): docs/spec.md, the deploy-rule table of docs/plan.md,
+# the instance types of README.md and of the CLI's help (accelstack/cli/catalog_names.py)
+docs: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.docs
 
 golden: $(STAMP)

@@ -1,19 +1,34 @@
-"""Render the spec reference (docs/spec.md) from the pydantic models and both rule registries
-(the spec rules, then the rules on the resolved stack), so it cannot drift. It sits above the
-resolve stage because it lists the rules of both: `python -m accelstack.docs`."""
+"""Every list the code owns, rendered into the docs so it cannot drift (`make docs`, i.e.
+`python -m accelstack.docs`; `--check` lists the stale files and exits 1):
+
+- docs/spec.md, whole: the pydantic models and both rule registries (the spec rules, then
+  the rules on the resolved stack);
+- docs/plan.md, a marked block: the deploy rules (accelstack/plan/rules/);
+- README.md, a marked block: the accelerated instance types of the bundled catalog;
+- accelstack/cli/catalog_names.py: the same types for the CLI's help, as constants, so
+  `--help` reads no catalog.
+
+It sits above the plan stage because it lists the rules of every stage."""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 import types
 import typing
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from accelstack.resolve.rules import STACK_RULES
+from accelstack.catalog import CATALOG_DIR, Catalog, load_catalog
+from accelstack.files import write_text_atomic
+from accelstack.resolve import rules as stack_rules
+from accelstack.spec import rules as spec_rules
 from accelstack.spec.models import Spec
-from accelstack.spec.rules import RULES
 
 
 def _type_name(ann: Any) -> str:
@@ -96,7 +111,7 @@ def _rules_section() -> list[str]:
         "| rule | refuses unless |",
         "|---|---|",
     ]
-    lines += [f"| `{r.name}` | {r.summary} |" for r in RULES]
+    lines += [f"| `{r.name}` | {r.summary} |" for r in spec_rules.RULES]
     lines += [
         "",
         "## Rules on the resolved stack",
@@ -112,13 +127,133 @@ def _rules_section() -> list[str]:
         "| rule | refuses unless |",
         "|---|---|",
     ]
-    lines += [f"| `{r.name}` | {r.summary} |" for r in STACK_RULES]
+    lines += [f"| `{r.name}` | {r.summary} |" for r in stack_rules.STACK_RULES]
     return [*lines, ""]
 
 
-if __name__ == "__main__":  # pragma: no cover
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
 
-    out = Path(__file__).resolve().parents[1] / "docs" / "spec.md"
-    out.write_text(spec_reference())
-    print(f"wrote {out}")
+
+def _bundled() -> Catalog:
+    """The bundled catalog: a user's overlay never reaches the generated files."""
+    return load_catalog(CATALOG_DIR, None)
+
+
+def _accelerated(catalog: Catalog) -> list[str]:
+    """The catalog's accelerated types, in its order (CPU-only rows are system nodes)."""
+    return [n for n, i in catalog.instances.items() if i.chips > 0]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _link(source: str) -> str:
+    return f"<{source}>" if source.startswith("https://") else _cell(source)
+
+
+def deploy_rules_table() -> str:
+    """The deploy rules, in the order they report (accelstack/plan/rules/)."""
+    from accelstack.plan.rules import registry  # the package registers every rule module
+
+    lines = ["| rule | document it encodes | what it checks |", "|---|---|---|"]
+    lines += [f"| `{r.name}` | {_link(r.source)} | {_cell(r.summary)} |" for r in registry.RULES]
+    return "\n".join(lines)
+
+
+def instance_types_table() -> str:
+    """The accelerated instance types of the bundled catalog (`accelstack instances` prints
+    regions and prices, overlay included)."""
+    catalog = _bundled()
+    lines = [
+        "| instance type | accelerator | chips | accelerator memory (GiB) | EFA interfaces | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in _accelerated(catalog):
+        inst = catalog.instances[name]
+        family = catalog.families[inst.family]
+        note = "preview: estimated facts and price" if inst.preview else ""
+        note = note or ("a default `compare` candidate" if inst.compare else "")
+        lines.append(
+            f"| `{name}` | {family.accelerator} | {inst.chips} | "
+            f"{inst.accelerator_memory_gib:g} | {inst.efa_interfaces} | {note} |"
+        )
+    return "\n".join(lines)
+
+
+def _accelerators_line(catalog: Catalog) -> str:
+    """'AWS Trainium (trn1, trn1n), ..., NVIDIA H200 (p5e, p5en)': each accelerator with the
+    instance families that carry it, in catalog order."""
+    by_accel: dict[str, list[str]] = {}
+    for name in _accelerated(catalog):
+        accel = catalog.families[catalog.instances[name].family].accelerator
+        prefix = name.split(".")[0]
+        if prefix not in by_accel.setdefault(accel, []):
+            by_accel[accel].append(prefix)
+    return ", ".join(f"{a} ({', '.join(p)})" for a, p in by_accel.items())
+
+
+def catalog_names_module() -> str:
+    catalog = _bundled()
+    types_ = "".join(f"    {json.dumps(n)},\n" for n in _accelerated(catalog))
+    return (
+        '"""The bundled catalog\'s accelerated instance types, for the CLI\'s help text (reading\n'
+        "the catalog at `--help` would cost its load). GENERATED by `python -m accelstack.docs`\n"
+        '(`make docs`) from accelstack/catalog/; tests fail when it is stale."""\n\n'
+        f"ACCELERATORS = {json.dumps(_accelerators_line(catalog))}\n"
+        f"ACCELERATED_TYPES: tuple[str, ...] = (\n{types_})\n"
+    )
+
+
+def _block(name: str, body: str) -> Callable[[str], str]:
+    """Replace the text between `<!-- BEGIN GENERATED name ... -->` and
+    `<!-- END GENERATED name -->` (markers kept) with `body`."""
+    pattern = re.compile(
+        rf"(<!-- BEGIN GENERATED {re.escape(name)}\b[^>]*-->\n).*?(\n<!-- END GENERATED {re.escape(name)} -->)",
+        re.S,
+    )
+
+    def update(text: str) -> str:
+        if not pattern.search(text):
+            raise ValueError(f"no '<!-- BEGIN/END GENERATED {name} -->' markers")
+        return pattern.sub(lambda m: m.group(1) + body + m.group(2), text, count=1)
+
+    return update
+
+
+def generated() -> dict[Path, Callable[[str], str]]:
+    """Each generated file: its current text in, what it must hold out."""
+    return {
+        ROOT / "docs" / "spec.md": lambda _: spec_reference(),
+        ROOT / "docs" / "plan.md": _block("deploy-rules", deploy_rules_table()),
+        ROOT / "README.md": _block("instance-types", instance_types_table()),
+        ROOT / "accelstack" / "cli" / "catalog_names.py": lambda _: catalog_names_module(),
+    }
+
+
+def stale() -> list[Path]:
+    """The generated files whose text differs from what the code generates now."""
+    out = []
+    for path, render in generated().items():
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if render(text) != text:
+            out.append(path)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] == ["--check"]:
+        paths = stale()
+        for path in paths:
+            print(f"{path.relative_to(ROOT)} is stale: run `make docs`", file=sys.stderr)
+        return 1 if paths else 0
+    for path, render in generated().items():
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        if render(text) != text:
+            write_text_atomic(path, render(text))
+            print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv))

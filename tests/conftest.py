@@ -6,7 +6,7 @@ import os
 import tempfile
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -53,6 +53,15 @@ def planned_preset(stem: str) -> tuple[Stack, Plan]:
     return stack, plan_stack(stack)
 
 
+def require_torch() -> None:
+    """Skip the calling test module unless torch is installed. Found, not imported: the tests
+    run torch in torchrun subprocesses, and importing it at collection costs seconds."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("run `pip install torch==2.13.0` (CPU build)", allow_module_level=True)
+
+
 def preset_ids() -> list[str]:
     return [p.stem for p in PRESETS]
 
@@ -90,37 +99,73 @@ PLAN_CALLS = (
 )
 
 
-def _planning_helpers(module: object) -> set[str]:
-    """The module's functions (fixtures included) that plan, directly or through another."""
-    import inspect
+def _function_sources(module: object) -> dict[str, str]:
+    """The source (decorators included) of each function defined at the module's top level,
+    read from its file once: `inspect.getsource` per function re-tokenizes the file for each
+    one, which made collecting the suite take seconds."""
+    import ast
 
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return {}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return {}
+    lines = text.splitlines(keepends=True)
     sources: dict[str, str] = {}
-    for name, fn in vars(module).items():
-        fn = getattr(fn, "__wrapped__", fn)
-        if inspect.isfunction(fn) and fn.__module__ == getattr(module, "__name__", None):
-            try:
-                sources[name] = inspect.getsource(fn)
-            except (OSError, TypeError):
-                continue
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            sources[node.name] = "".join(lines[start - 1 : node.end_lineno])
+    return sources
+
+
+def _other_test_module(fn: object, module: Any) -> Any:
+    """The test module (not conftest) that defines `fn`, where that is not `module`."""
+    import sys
+
+    home = sys.modules.get(getattr(fn, "__module__", None) or "")
+    if not callable(fn) or home is None or home is module:
+        return None
+    name = home.__name__
+    return home if name.startswith("tests.") and name != "tests.conftest" else None
+
+
+def _planning_helpers(module: Any, known: dict[str, set[str]] | None = None) -> set[str]:
+    """The module's functions (fixtures included) that plan, directly or through another: one
+    of its own, or a helper imported from another test module that plans there. `known`:
+    the answers so far, by module name."""
+    known = {} if known is None else known
+    if module.__name__ in known:
+        return known[module.__name__]
+    known[module.__name__] = set()  # an import cycle between test modules ends here
+    sources = _function_sources(module)
     planning = {n for n, src in sources.items() if any(c in src for c in PLAN_CALLS)}
+    for name, fn in vars(module).items():
+        home = _other_test_module(fn, module)
+        if home is not None and getattr(fn, "__name__", None) in _planning_helpers(home, known):
+            planning.add(name)
     grew = True
     while grew:
         more = {n for n, src in sources.items() if any(f"{h}(" in src for h in planning)}
         grew = not more <= planning
         planning |= more
+    known[module.__name__] = planning
     return planning
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that plans with `plan` (`make test-fast` runs `-m "not plan and not
-    slow"`): its own code, a helper or a fixture of its module calls the plan engine."""
+    slow"`): its own code, a helper or a fixture of its module (or a helper it imports from
+    another test module) calls the plan engine."""
     helpers: dict[str, set[str]] = {}
     for item in items:
         module = getattr(item, "module", None)
         name = getattr(item, "originalname", item.name)
         if module is None:
             continue
-        planning = helpers.setdefault(module.__name__, _planning_helpers(module))
+        planning = _planning_helpers(module, helpers)  # once per module
         fixtures = set(getattr(item, "fixturenames", ()))
         if name in planning or fixtures & planning:
             item.add_marker(pytest.mark.plan)

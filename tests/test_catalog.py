@@ -31,6 +31,7 @@ def described() -> dict[str, dict]:
     return out
 
 
+@pytest.mark.slow
 def test_moto_knows_the_core_types(described):
     assert {
         "trn1.2xlarge",
@@ -70,6 +71,7 @@ def _dit_facts(row: dict) -> dict[str, float]:
     return facts
 
 
+@pytest.mark.slow
 def test_catalog_matches_describe_instance_types(described, catalog):
     """vCPU, memory, accelerator count and memory, network cards and EFA, for every type moto
     knows. A deliberate difference must be named in the row's dit_exceptions with a reason."""
@@ -90,6 +92,7 @@ def test_catalog_matches_describe_instance_types(described, catalog):
     assert checked >= 60
 
 
+@pytest.mark.slow
 def test_dit_exceptions_are_real_differences(described, catalog):
     """An exception that no longer differs from DIT is stale and must be removed."""
     for name, inst in catalog.instances.items():
@@ -103,6 +106,7 @@ def test_dit_exceptions_are_real_differences(described, catalog):
             )
 
 
+@pytest.mark.slow
 def test_offerings_match_moto(catalog):
     """The generated offerings file equals moto's DescribeInstanceTypeOfferings answers."""
     with mock_aws():

@@ -115,6 +115,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_changed_stacks_and_names(repo: Path) -> None:
     changed = _sh(repo, "changed-stacks", "main", "pr").stdout.split()
     # deleted specs and Pulumi stack files are not stacks to check or deploy

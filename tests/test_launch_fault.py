@@ -25,10 +25,10 @@ from accelstack.render import render_manifest, render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS
+from .conftest import ROOT, STACKS, require_torch
 from .helpers_render import wait_then_end_sessions
 
-pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
+require_torch()
 
 pytestmark = pytest.mark.slow
 

@@ -23,10 +23,10 @@ from accelstack.catalog import load_catalog
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS
+from .conftest import ROOT, STACKS, require_torch
 from .helpers_render import fabric_env, wait_then_end_sessions
 
-torch = pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
+require_torch()
 
 pytestmark = pytest.mark.slow
 

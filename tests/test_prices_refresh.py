@@ -338,6 +338,7 @@ def test_refresh_text_rewrites_marks_and_adds() -> None:
     assert len(changed) == 6  # 1 refreshed, 3 marked (spot, sp1y, sp3y), 1 comment, 1 added
 
 
+@pytest.mark.slow
 def test_refresh_file_dry_run_writes_nothing_and_validates(tmp_path: Path) -> None:
     target = tmp_path / "prices.yaml"
     target.write_text((CATALOG_DIR / "prices.yaml").read_text())
@@ -360,6 +361,7 @@ def test_refresh_file_dry_run_writes_nothing_and_validates(tmp_path: Path) -> No
     assert load_catalog(base).instance_rate("us-east-1", "m6i.large", "on-demand").usd == 0.1
 
 
+@pytest.mark.slow
 def test_refresh_writes_the_overlay_and_leaves_the_package_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -721,6 +721,7 @@ def test_truncated_catalog_in_render_and_new(
     assert not (tmp_path / "o").exists() and not (tmp_path / "stacks").exists()
 
 
+@pytest.mark.slow
 def test_every_truncation_of_a_catalog_file_is_one_catalog_error(tmp_path: Path) -> None:
     from accelstack.catalog import load_catalog
     from accelstack.errors import CatalogError

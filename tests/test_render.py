@@ -114,6 +114,7 @@ def test_render_is_deterministic() -> None:
 # ---- shell scripts: shellcheck (style severity) and bash -n ----------------------------------
 
 
+@pytest.mark.slow
 def test_scripts_pass_shellcheck_and_bash_n(tmp_path: Path) -> None:
     files = []
     for i, (label, text) in enumerate(_scripts()):

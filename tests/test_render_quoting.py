@@ -68,6 +68,7 @@ entrypoints = text.filter(lambda s: bool(s) and not s.startswith("-")).map(lambd
 env_names = st.from_regex(r"\AUSER_[A-Z0-9_]{1,8}\Z")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150,
     deadline=None,

@@ -203,6 +203,7 @@ def test_an_existing_vpc_512_node_pool_is_split_and_preflight_names_the_quota() 
     assert "3 needed (h100: 2, system: 1)" in by["quota L-6D54EA21"].message
 
 
+@pytest.mark.slow
 def test_preflight_counts_an_existing_subnets_free_addresses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -26,7 +26,7 @@ from accelstack.render.artifacts import manifest_kinds
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec, parse_spec
 
-from .conftest import PRESETS, ROOT, STACKS
+from .conftest import PRESETS, ROOT, STACKS, require_torch
 from .helpers_plan import plan_stack
 from .helpers_render import fabric_env, preset_stack, wait_then_end_sessions
 
@@ -273,7 +273,7 @@ def test_standalone_refuses_job_settings(tmp_path: Path) -> None:
 # A real run of the TrainJob's node script (CPU, gloo), with the PET_* variables Trainer sets
 # ---------------------------------------------------------------------------------------
 
-torch = pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
+require_torch()
 ENTRY = ROOT / "tests" / "fixtures" / "render" / "entry.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
 NODES, NPROC = 2, 2

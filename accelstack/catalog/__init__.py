@@ -34,6 +34,7 @@ from accelstack.catalog.sections import (
     service_row,
 )
 from accelstack.catalog.throughput import MfuCurve, Throughput
+from accelstack.catalog.yamlread import safe_load
 from accelstack.errors import (
     CatalogError,
     MissingPrice,
@@ -605,7 +606,7 @@ def _read(section: Section, base: Path, overlay: Path | None = None) -> dict[str
 
 def _read_path(path: Path) -> dict[str, object]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

@@ -36,11 +36,33 @@ BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s
 
 
 @cache
-def _shape(service: str, shape: str) -> dict[str, Any]:
-    import botocore.session
+def _model(service: str) -> dict[str, Any]:
+    """botocore's model of `service` at the newest API version it ships (what a botocore
+    session loads by default), read from the package's data files directly: creating a
+    session and its loader costs several times the file itself, on every command that
+    validates a spec."""
+    import gzip
+    import importlib.util
+    import json
+    from pathlib import Path
 
-    model = botocore.session.get_session().get_service_model(service)
-    return dict(model.shape_for(shape).metadata)
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("botocore")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data" / service
+    latest = max(d for d in data.iterdir() if d.is_dir())  # API versions are ISO dates
+    plain = latest / "service-2.json"
+    if plain.exists():
+        return dict(json.loads(plain.read_text(encoding="utf-8")))
+    with gzip.open(latest / "service-2.json.gz", "rt", encoding="utf-8") as f:
+        return dict(json.load(f))
+
+
+@cache
+def _shape(service: str, shape: str) -> dict[str, Any]:
+    """A shape's constraints (min, max, pattern), as botocore's `Shape.metadata` has them."""
+    keys = ("min", "max", "pattern")
+    return {k: v for k, v in _model(service)["shapes"][shape].items() if k in keys}
 
 
 def iam_role_name() -> tuple[int, str]:

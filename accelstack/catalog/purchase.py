@@ -99,8 +99,10 @@ def parse_table(data: object, path: Path, options: tuple[str, ...]) -> PurchaseT
 def load_table(path: Path, options: tuple[str, ...]) -> PurchaseTable:
     import yaml
 
+    from accelstack.catalog.yamlread import safe_load
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise CatalogError(f"{path}: cannot read catalog file: {reason}") from None

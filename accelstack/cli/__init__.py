@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from accelstack.catalog.overlay import check_dir, set_overlay
 from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report, track
+from accelstack.cli.catalog_names import ACCELERATORS
 from accelstack.errors import AccelstackError
 
 
@@ -51,8 +50,7 @@ def _version(value: bool) -> None:
 
 app = typer.Typer(
     name="accelstack",
-    help="One workload spec to a priced, budget-checked AWS training cluster "
-    "(Trainium trn1/trn2/trn3 or NVIDIA p5).",
+    help=f"One workload spec to a priced, budget-checked AWS training cluster ({ACCELERATORS}).",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
@@ -72,8 +70,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "accelstack.cli.init_cmds",
     "accelstack.cli.trial_cmds",
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @app.callback()
@@ -102,6 +98,8 @@ def _root(
     if debug:
         CURRENT.debug = True
     if catalog is not None:
+        from accelstack.catalog.overlay import check_dir, set_overlay
+
         set_overlay(check_dir(catalog))
 
 
@@ -155,7 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     except (Exception, KeyboardInterrupt) as exc:  # the one boundary
         return report(exc)
     finally:
-        set_overlay(None)  # `--catalog` holds for this command only
+        _clear_overlay()  # `--catalog` holds for this command only
+
+
+def _clear_overlay() -> None:
+    """Forget `--catalog`; a command that never read the catalog has nothing to forget (the
+    catalog is imported by the commands that use it, not for `--help`)."""
+    overlay = sys.modules.get("accelstack.catalog.overlay")
+    if overlay is not None:
+        overlay.set_overlay(None)
 
 
 if __name__ == "__main__":  # pragma: no cover

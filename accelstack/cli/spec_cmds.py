@@ -8,15 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import yaml
 
-from accelstack.catalog import PURCHASE_TABLE, load_catalog
 from accelstack.cli.boundary import as_failure, echo_error
+from accelstack.cli.catalog_names import ACCELERATED_TYPES
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.clock import today
 from accelstack.errors import AccelstackError, Problem, SpecError
 from accelstack.files import check_target, make_dirs, write_bytes_atomic, write_text_atomic
-from accelstack.spec import NAME_RE, json_schema, load_spec
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
@@ -28,6 +26,14 @@ if TYPE_CHECKING:
 #: The presets shipped inside the package (a link to the repository's stacks/ in a checkout,
 #: package data in the wheel), so `new --from NAME` works from any directory.
 BUNDLED_PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
+def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:
+    """accelstack.spec.load_spec, imported when a command reads a spec: `--help` loads no
+    spec models and no catalog."""
+    from accelstack.spec import load_spec as load
+
+    return load(path, catalog)
 
 
 def _preset_path(preset: str, stacks_dir: Path) -> Path:
@@ -188,6 +194,8 @@ def validate(
 
       accelstack validate stacks/llama3-70b-trn2.yaml --format json
     """
+    from accelstack.catalog import load_catalog
+
     catalog = load_catalog()
     results = [_validate_one(path, catalog) for path in specs]
     if fmt == "json":
@@ -200,6 +208,8 @@ def validate(
 
 
 def schema_text() -> str:
+    from accelstack.spec import json_schema
+
     return json.dumps(json_schema(), indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -217,6 +227,8 @@ def schema(
 
 
 def _check_name(name: str) -> None:
+    from accelstack.spec import NAME_RE
+
     if not re.fullmatch(NAME_RE, name):
         raise SpecError(
             [
@@ -232,6 +244,8 @@ def _check_name(name: str) -> None:
 
 def _cheapest_options(options: str) -> tuple[str, ...]:
     """The purchase options --cheapest may pick from; reservation-bound ones are refused."""
+    from accelstack.catalog import PURCHASE_TABLE
+
     wanted = tuple(o.strip() for o in options.split(",") if o.strip())
     rows = PURCHASE_TABLE.purchase_options
     reserved = [n for n, row in rows.items() if row.needs_reservation]
@@ -283,6 +297,8 @@ def spec_file_text(src: Path, result: Retargeted, command: str = "new") -> str:
 
 def stack_config_text(name: str, region: str) -> str:
     """Pulumi.NAME.yaml: the stack's region and the spec it deploys."""
+    import yaml
+
     config = {"aws:region": region, "accelstack:spec": f"stacks/{name}.yaml"}
     return yaml.safe_dump({"config": config}, sort_keys=False)
 
@@ -328,7 +344,13 @@ _PresetOpt = Annotated[
         "--from", help="preset name (the project's stacks/, then the bundled ones) or a path"
     ),
 ]
-_InstanceTypeOpt = Annotated[str | None, typer.Option(help="retarget the workload pool")]
+_InstanceTypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="retarget the workload pool to one of "
+        f"{', '.join(ACCELERATED_TYPES)} (or an overlay's type: `accelstack instances`)"
+    ),
+]
 _NodesOpt = Annotated[int | None, typer.Option(min=1, help="node count of the workload pool")]
 _ImageOpt = Annotated[
     str | None,
@@ -437,6 +459,7 @@ def new(
 
       accelstack new my-h100-run --from llama3-70b-trn2 --instance-type p5.48xlarge
     """
+    from accelstack.catalog import load_catalog
     from accelstack.spec.retarget import retarget
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
 

@@ -1,0 +1,135 @@
+"""Start-up and plan cost of the command line, in fresh processes (what a user waits for).
+
+Usage: .venv/bin/python bench/startup.py [--runs N] [--preset STEM]
+
+Each round runs every case once, interleaved, so load from other processes falls on all of
+them alike; the figures are medians of wall time and of CPU time (user + system) over N rounds,
+after one warm-up round (bytecode compiled). Cases:
+
+- `python -c pass`: the interpreter's own start-up;
+- `accelstack --help` (target: under 0.3 s wall on the 2-core development container) and
+  `accelstack validate` of a preset (target: under 0.8 s);
+- the SDK import floor: a process that only imports the Pulumi modules the preset's plan
+  imports (pulumi, and each pulumi_aws / pulumi_kubernetes module it touched), against
+  `accelstack plan` of the largest preset (target: within 1.5x of the floor).
+
+Ratios are printed beside the times: on a loaded machine they hold better than the seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+#: The preset with the most resources (107 in tests/golden/plan; a test holds it)
+LARGEST = "mixed-trn2-p5"
+TARGETS = {"help": 0.3, "validate": 0.8}
+PLAN_RATIO_TARGET = 1.5
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as an installed package
+    return env
+
+
+def sdk_modules(preset: str) -> list[str]:
+    """The Pulumi modules a plan of `preset` imports (the SDK's lazy submodules included)."""
+    code = (
+        "import sys\n"
+        "from accelstack.cli import main\n"
+        f"main(['plan', 'stacks/{preset}.yaml', '--format', 'json'])\n"
+        "mods = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pulumi', 'pulumi_aws', 'pulumi_kubernetes'))\n"
+        "print('MODULES ' + ' '.join(mods), file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [PY, "-c", code], cwd=ROOT, env=_env(), capture_output=True, text=True, check=False
+    )
+    line = next(x for x in out.stderr.splitlines() if x.startswith("MODULES "))
+    return line.split()[1:]
+
+
+def cases(preset: str, validate: str) -> dict[str, list[str]]:
+    mods = sdk_modules(preset)
+    cli = [PY, "-m", "accelstack.cli"]
+    return {
+        "python": [PY, "-c", "pass"],
+        "help": [*cli, "--help"],
+        "validate": [*cli, "validate", f"stacks/{validate}.yaml"],
+        "sdk floor": [PY, "-c", "import " + ", ".join(mods)],
+        "plan": [*cli, "plan", f"stacks/{preset}.yaml"],
+    }
+
+
+def run_once(argv: list[str]) -> tuple[float, float]:
+    """(wall s, CPU s) of one run of `argv` in a fresh process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def measure(runs: int, preset: str, validate: str) -> dict[str, dict[str, float]]:
+    argvs = cases(preset, validate)
+    for argv in argvs.values():  # warm-up: bytecode, file cache
+        run_once(argv)
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in argvs}
+    for _ in range(runs):
+        for name, argv in argvs.items():
+            samples[name].append(run_once(argv))
+    return {
+        name: {
+            "wall_s": statistics.median(w for w, _ in s),
+            "cpu_s": statistics.median(c for _, c in s),
+        }
+        for name, s in samples.items()
+    }
+
+
+def report(figures: dict[str, dict[str, float]], runs: int) -> list[str]:
+    load = os.getloadavg()[0]
+    lines = [
+        f"{runs} interleaved rounds, {os.cpu_count()} CPUs, load average {load:.1f}",
+        f"{'case':12} {'wall s':>7} {'cpu s':>7}  target",
+    ]
+    for name, f in figures.items():
+        target = f"< {TARGETS[name]} s wall" if name in TARGETS else ""
+        lines.append(f"{name:12} {f['wall_s']:7.3f} {f['cpu_s']:7.3f}  {target}")
+    plan, floor = figures["plan"], figures["sdk floor"]
+    lines.append(
+        f"plan / sdk floor: {plan['wall_s'] / floor['wall_s']:.2f}x wall, "
+        f"{plan['cpu_s'] / floor['cpu_s']:.2f}x cpu (target < {PLAN_RATIO_TARGET}x)"
+    )
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--preset", default=LARGEST, help="the plan case (default: the largest)")
+    ap.add_argument("--validate", default="llama3-70b-trn2", help="the validate case")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    figures = measure(args.runs, args.preset, args.validate)
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print("\n".join(report(figures, args.runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
