@@ -56,9 +56,13 @@ IMDS: Any = {
 #: node"). The device plugins need no IMDS: NVIDIA and Neuron use no AWS credentials, EFA runs
 #: on the host network (docs/plan.md).
 EKS_NODE_IMDS: Any = {**IMDS, "http_put_response_hop_limit": 1}
-#: Pulumi must not fight EKS over the desired size: the Capacity Block scale-down before the
-#: reservation ends, or an autoscaler (terraform-aws-eks eks-managed-node-group ignores it too).
-NODE_GROUP_IGNORE = ["scalingConfig.desiredSize"]
+#: Nothing ignored: the spec owns every node group's size (no autoscaler runs), so a resize is
+#: one UpdateNodegroupConfig with the new min, desired and max together. Ignoring
+#: `scalingConfig.desiredSize` (as terraform-aws-eks does for autoscaled groups) would send the
+#: stored desired size with the new min and max, which EKS refuses on a fixed-size group
+#: ("Minimum capacity N can't be greater than desired size M": terraform-aws-eks issues #748,
+#: #2508, #3306) and never reaches a grown size (accelstack/plan/updates.py; docs/day2.md).
+NODE_GROUP_IGNORE: list[str] = []
 
 
 # ---------------------------------------------------------------------------------------

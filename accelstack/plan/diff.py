@@ -20,6 +20,7 @@ import yaml
 
 from accelstack.plan.diff_inputs import changed_values, flatten
 from accelstack.plan.rolls import node_rolls
+from accelstack.plan.updates import sent_inputs
 
 #: The hidden marker of the pull-request comment, so CI can find and update its own comment.
 COMMENT_MARKER = "<!-- accelstack-diff -->"
@@ -68,8 +69,12 @@ def _row(r: dict[str, Any], table: ReplaceTable, **extra: Any) -> dict[str, Any]
 
 def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> dict[str, Any]:
     """The changed input keys of one resource (with before -> after values of the changed
-    leaves) and those of them that force a replacement."""
-    a, b = old.get("inputs") or {}, new.get("inputs") or {}
+    leaves) and those of them that force a replacement. The head side is what Pulumi sends:
+    an input the program lists in `ignoreChanges` keeps its base value (plan/updates.py)."""
+    a = old.get("inputs") or {}
+    b = sent_inputs(
+        a, new.get("inputs") or {}, (new.get("options") or {}).get("ignoreChanges") or []
+    )
     keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if (old.get("options") or {}) != (new.get("options") or {}):
         keys.append("(options)")

@@ -112,8 +112,8 @@ def scale_to_zero_steps(stack: Stack, changes: list[AmiChange]) -> list[str]:
     """How to roll the pools of `changes` that run on a capacity block or reservation: the
     group has no room for surge nodes, and EKS wants a Capacity Block group at desired size 0
     while it upgrades (EKS user guide, capacity-blocks-mng), so the upgrade scales it to zero
-    and back. The node groups ignore drift of desiredSize, so `pulumi up` keeps the manual
-    size; the job restarts from its last checkpoint."""
+    and back. Pulumi sends scalingConfig only when the spec's size changes, so `pulumi up`
+    (without --refresh) keeps the manual size; the job restarts from its last checkpoint."""
     pools = sorted({p for c in changes if c.rolls for p in c.pools})
     out: list[str] = []
     for pool in (stack.pool(name) for name in pools):
