@@ -9,8 +9,6 @@ ssm:GetParameters.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from accelstack.errors import AccelstackError, VerdictError
+from accelstack.stackconfig import write_stack_config
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -70,19 +69,9 @@ def read_pins(path: Path) -> dict[str, str]:
 
 
 def write_pins(path: Path, pins: dict[str, str]) -> None:
-    """Set `config.accelstack:amis` in the stack config, keeping every other key; atomic."""
-    doc: dict[str, Any] = {}
-    if path.exists():
-        doc = yaml.safe_load(path.read_text()) or {}
-    doc.setdefault("config", {})[CONFIG_KEY] = dict(sorted(pins.items()))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            yaml.safe_dump(doc, fh, sort_keys=False, default_flow_style=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Set `config.accelstack:amis` in the stack config, keeping every other key, comment,
+    secure value and the file's mode; atomic (stackconfig.write_stack_config)."""
+    write_stack_config(path, {CONFIG_KEY: dict(sorted(pins.items()))})
 
 
 def resolve_parameters(ssm: Any, names: list[str]) -> dict[str, str]:
