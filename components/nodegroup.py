@@ -20,6 +20,7 @@ import pulumi_aws as aws
 from accelstack import naming
 from accelstack.catalog.resilience import NodeGroupUpdateFacts
 from accelstack.catalog.scale import NodeGroupPart
+from accelstack.components.addons import addon_version
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
@@ -529,6 +530,7 @@ class SystemNodeGroupArgs:
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
+    kubernetes_version: str = ""  # what coredns's version follows (components/addons.py)
 
     @classmethod
     def from_stack(
@@ -541,6 +543,7 @@ class SystemNodeGroupArgs:
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
             addon_versions=stack.addon_versions,
+            kubernetes_version=stack.kubernetes_version,
         )
 
 
@@ -588,7 +591,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             f"{name}-addon-coredns",
             cluster_name=c.name,
             addon_name="coredns",
-            addon_version=args.addon_versions.get("coredns"),
+            addon_version=addon_version("coredns", args.kubernetes_version, args.addon_versions),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
