@@ -100,7 +100,8 @@ def scaling_config(pool: ResolvedPool, nodes: int | None = None) -> dict[str, in
     """Desired and max = the job's nodes plus spares (`nodes`: one node group's share of
     them, resolve's `node_groups`); min 0 on a capacity block or reservation (EKS scales a
     Capacity Block group to 0 before the block ends, and the upgrade path scales it to 0
-    first: capacity-blocks-mng.adoc), else the running count."""
+    first: capacity-blocks-mng.adoc), else the running count. The spec owns the size (the
+    node groups ignore none of it), so every resize sends min <= desired <= max together."""
     running = pool.running_nodes if nodes is None else nodes
     return {
         "desired_size": running,

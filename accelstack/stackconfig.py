@@ -267,3 +267,47 @@ def resolve_ref(ref: StackRef, catalog: Catalog | None = None) -> Stack:
     spec = load_spec(ref.spec, catalog)
     check_region(spec, ref.config.get(REGION_KEY))
     return resolve(spec, catalog, name=deployment_name(spec.name, ref.stack))
+
+
+def stack_config_merged(path: Path, values: Mapping[str, Any]) -> str:
+    """The text of `path` (a Pulumi.<stack>.yaml) with `config.<key>` set for each of `values`
+    and nothing else touched: keys the writer does not own (`secure:` values, the
+    `encryptionsalt` of the passphrase secrets provider, other providers' settings), comments
+    and key order survive (round-trip YAML). A new file when `path` does not exist."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError
+
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096  # never re-wrap a long line
+    file = str(path)
+    try:
+        doc = y.load(path.read_text(encoding="utf-8")) if path.exists() else None
+    except (OSError, UnicodeDecodeError, YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
+    if doc is None:
+        doc = CommentedMap()
+    if not isinstance(doc, dict):
+        raise SpecError([Problem(file, "", f"must be a mapping, found {shown(doc)}")])
+    config = doc.get("config")
+    if config is None:
+        config = doc["config"] = CommentedMap()
+    if not isinstance(config, dict):
+        raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
+    for key, value in values.items():
+        config[key] = value
+    out = io.StringIO()
+    y.dump(doc, out)
+    return out.getvalue()
+
+
+def write_stack_config(path: Path, values: Mapping[str, Any]) -> None:
+    """Merge `values` into the stack config at `path` (`stack_config_merged`), written
+    atomically with the file's own mode (accelstack/files.py)."""
+    from accelstack.files import write_text_atomic
+
+    write_text_atomic(path, stack_config_merged(path, values))

@@ -38,5 +38,6 @@ ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 SSM_DOCUMENT = "aws:ssm/document:Document"
 SSM_ASSOCIATION = "aws:ssm/association:Association"
 SSM_PARAMETER_LOOKUP = "aws:ssm/getParameter:getParameter"  # an invoke, not a resource
+ADDON_VERSION_LOOKUP = "aws:eks/getAddonVersion:getAddonVersion"  # an invoke
 # Kubernetes
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"

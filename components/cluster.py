@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from accelstack.components.addons import addon_version
 from accelstack.components.common import (
     assume_role_policy,
     check_children,
@@ -264,7 +265,7 @@ def _monitoring_addon(
         f"{name}-addon-{args.monitoring_addon}",
         cluster_name=cluster.name,
         addon_name=args.monitoring_addon,
-        addon_version=args.addon_versions.get(args.monitoring_addon),
+        addon_version=addon_version(args.monitoring_addon, _k8s(args), args.addon_versions),
         resolve_conflicts_on_create="OVERWRITE",
         resolve_conflicts_on_update="OVERWRITE",
         tags=args.tags,
@@ -318,6 +319,11 @@ def _cni_role(
     return role, attachment
 
 
+def _k8s(args: ClusterArgs) -> str:
+    """The cluster's Kubernetes version (what the add-on versions follow)."""
+    return str(args.declared.cluster.args.get("version") or "")
+
+
 def _early_addons(
     name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
 ) -> list[aws.eks.Addon]:
@@ -342,7 +348,7 @@ def _early_addons(
             f"{name}-addon-{addon}",
             cluster_name=cluster.name,
             addon_name=addon,
-            addon_version=args.addon_versions.get(addon),
+            addon_version=addon_version(addon, _k8s(args), args.addon_versions),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

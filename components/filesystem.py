@@ -10,6 +10,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from accelstack.components.addons import addon_version
 from accelstack.components.common import check_children, stable_tags
 from accelstack.inventory import Billable, file_system
 from accelstack.resolve import Stack
@@ -145,6 +146,8 @@ class FsxClaimArgs:
     mount_name: pulumi.Input[str]
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
+    kubernetes_version: str = ""  # what the CSI add-on's version follows (addons.py)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
 
 
 def persistent_volume_spec(
@@ -176,6 +179,9 @@ class FsxClaim(pulumi.ComponentResource):
             f"{name}-csi",
             cluster_name=args.cluster_name,
             addon_name=FSX_CSI_ADDON,
+            addon_version=addon_version(
+                FSX_CSI_ADDON, args.kubernetes_version, args.addon_versions
+            ),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

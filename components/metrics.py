@@ -13,6 +13,7 @@ import pulumi_aws as aws
 
 from accelstack import naming
 from accelstack.catalog import MetricsAddon
+from accelstack.components.addons import addon_version
 from accelstack.components.common import (
     check_children,
     managed_policy_output,
@@ -33,6 +34,8 @@ class MetricsArgs:
     partition: pulumi.Input[str]
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
+    kubernetes_version: str = ""  # what the add-on's version follows (addons.py)
+    addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
 
     @classmethod
     def from_stack(
@@ -56,6 +59,8 @@ class MetricsArgs:
             partition=partition,
             depends_on=depends_on,
             tags=naming.stable_tags(stack.tags),
+            kubernetes_version=stack.kubernetes_version,
+            addon_versions=stack.addon_versions,
         )
 
 
@@ -87,6 +92,7 @@ class Metrics(pulumi.ComponentResource):
             pod_identity_associations=[
                 {"role_arn": role.arn, "service_account": a.service_account}
             ],
+            addon_version=addon_version(a.addon_name, args.kubernetes_version, args.addon_versions),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

@@ -20,6 +20,7 @@ import pulumi_aws as aws
 from accelstack import naming
 from accelstack.catalog.resilience import NodeGroupUpdateFacts
 from accelstack.catalog.scale import NodeGroupPart
+from accelstack.components.addons import addon_version
 from accelstack.components.amis import image_id
 from accelstack.components.common import (
     assume_role_policy,
@@ -56,9 +57,13 @@ IMDS: Any = {
 #: node"). The device plugins need no IMDS: NVIDIA and Neuron use no AWS credentials, EFA runs
 #: on the host network (docs/plan.md).
 EKS_NODE_IMDS: Any = {**IMDS, "http_put_response_hop_limit": 1}
-#: Pulumi must not fight EKS over the desired size: the Capacity Block scale-down before the
-#: reservation ends, or an autoscaler (terraform-aws-eks eks-managed-node-group ignores it too).
-NODE_GROUP_IGNORE = ["scalingConfig.desiredSize"]
+#: Nothing ignored: the spec owns every node group's size (no autoscaler runs), so a resize is
+#: one UpdateNodegroupConfig with the new min, desired and max together. Ignoring
+#: `scalingConfig.desiredSize` (as terraform-aws-eks does for autoscaled groups) would send the
+#: stored desired size with the new min and max, which EKS refuses on a fixed-size group
+#: ("Minimum capacity N can't be greater than desired size M": terraform-aws-eks issues #748,
+#: #2508, #3306) and never reaches a grown size (accelstack/plan/updates.py; docs/day2.md).
+NODE_GROUP_IGNORE: list[str] = []
 
 
 # ---------------------------------------------------------------------------------------
@@ -525,6 +530,7 @@ class SystemNodeGroupArgs:
     tags: dict[str, str] = field(default_factory=dict)
     instance_tags: dict[str, str] = field(default_factory=dict)
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
+    kubernetes_version: str = ""  # what coredns's version follows (components/addons.py)
 
     @classmethod
     def from_stack(
@@ -537,6 +543,7 @@ class SystemNodeGroupArgs:
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
             addon_versions=stack.addon_versions,
+            kubernetes_version=stack.kubernetes_version,
         )
 
 
@@ -584,7 +591,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             f"{name}-addon-coredns",
             cluster_name=c.name,
             addon_name="coredns",
-            addon_version=args.addon_versions.get("coredns"),
+            addon_version=addon_version("coredns", args.kubernetes_version, args.addon_versions),
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,

@@ -147,6 +147,8 @@ def _file_system(
             mount_name=fs.mount_name,
             depends_on=[plugins.namespace, system.node_group],
             tags=fs_args.tags,
+            kubernetes_version=stack.kubernetes_version,
+            addon_versions=stack.addon_versions,
         ),
         opts=top,
     )

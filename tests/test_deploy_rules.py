@@ -94,7 +94,7 @@ def test_plan_records_dependencies_and_options() -> None:
     doc = plan.to_dict()
     entry = next(r for r in doc["resources"] if r["name"] == ng.name and r["type"] == NG)
     assert entry["dependsOn"] == list(ng.depends_on)
-    assert entry["options"]["ignoreChanges"] == ["scalingConfig.desiredSize"]
+    assert "ignoreChanges" not in (entry.get("options") or {})  # the spec owns the size
     vpc = next(r for r in doc["resources"] if r["type"] == "aws:ec2/vpc:Vpc")
     assert "dependsOn" not in vpc
 
@@ -168,17 +168,6 @@ def test_capacity_block_instance_type_in_launch_template() -> None:
     assert_line(found[0], ng.name)
     assert_line(found[1], lt.name)
     assert "capacity-blocks-mng.html" in found[0].line()
-
-
-def test_every_node_group_ignores_desired_size() -> None:
-    plan, stack = preset("p5e-capacity-block")
-    ng = plan.of_type(NG)[0]
-    opts = dict(plan.options)
-    opts[(ng.type, ng.name)] = {}
-    bad = dataclasses.replace(plan, options=opts)
-    v = only(evaluate(bad, stack), "node-group-ignores-desired-size")
-    assert_line(v, ng.name)
-    assert "terraform-aws-eks" in v.line()
 
 
 def test_capacity_block_node_group_is_priced_from_its_launch_template() -> None:
@@ -377,9 +366,10 @@ def test_crossguard_pack_runs_the_same_rules() -> None:
     deploy_rules.validate(_StackArgs(resources, cfg), lambda m, urn=None: reports.append(m))
     assert reports == []
     ng = next(r for r in resources if r.resource_type == NG)
-    ng.opts.ignore_changes = []
+    ng.opts.ignore_changes = ["scalingConfig.desiredSize"]
     deploy_rules.validate(_StackArgs(resources, cfg), lambda m, urn=None: reports.append(m))
     assert len(reports) == 1 and ng.name in reports[0] and "terraform-aws-eks" in reports[0]
+    assert "node-group-resize-accepted" in reports[0]
     deploy_rules.validate(
         _StackArgs(resources, {"spec": "nope.yaml"}), lambda m, urn=None: reports.append(m)
     )

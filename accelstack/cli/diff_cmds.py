@@ -134,7 +134,7 @@ def diff(
         old, new, same = _plan_sides(*sides, limit)
     doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
-    failed = [r["exit_code"] for r in new.values() if r.get("errors")]
+    failed = [r["exit_code"] for r in [*new.values(), *old.values()] if r.get("errors")]
     if failed:
         raise typer.Exit(max(failed))
 

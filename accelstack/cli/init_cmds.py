@@ -131,7 +131,8 @@ def init(
     resolved_target(result, catalog)  # the rules on the resolved stack, before anything is written
     files = project_files(project_name(directory), name, src.stem, result.spec.region, __version__)
     files[f"stacks/{name}.yaml"] = spec_file_text(src, result, command="init")
-    files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region)
+    stack_file = directory / f"Pulumi.{name}.yaml"  # with --force: merged, keys kept
+    files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region, stack_file)
     files["schema/spec.schema.json"] = schema_text()
     for rel in files:
         check_target(directory / rel)  # a symlink or a directory is refused, even with --force

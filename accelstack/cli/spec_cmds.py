@@ -295,11 +295,16 @@ def spec_file_text(src: Path, result: Retargeted, command: str = "new") -> str:
     return dump_with_header(result.data, header, result.stash)
 
 
-def stack_config_text(name: str, region: str) -> str:
-    """Pulumi.NAME.yaml: the stack's region and the spec it deploys."""
+def stack_config_text(name: str, region: str, existing: Path | None = None) -> str:
+    """Pulumi.NAME.yaml: the stack's region and the spec it deploys; over an `existing` stack
+    file, merged into it (every other key, comment and secure value kept: stackconfig)."""
     import yaml
 
     config = {"aws:region": region, "accelstack:spec": f"stacks/{name}.yaml"}
+    if existing is not None and existing.exists():
+        from accelstack.stackconfig import stack_config_merged
+
+        return stack_config_merged(existing, config)
     return yaml.safe_dump({"config": config}, sort_keys=False)
 
 
@@ -318,10 +323,11 @@ def _write_stack(directory: Path, name: str, src: Path, result: Retargeted, *, f
         make_dirs(schema_file.parent)
         write_text_atomic(schema_file, schema_text())
     spec_text = spec_file_text(src, result)
+    config_text = stack_config_text(name, result.spec.region, pulumi_file)  # refused: no write
     previous = target.read_bytes() if target.exists() else None
     write_text_atomic(target, spec_text)
     try:
-        write_text_atomic(pulumi_file, stack_config_text(name, result.spec.region))
+        write_text_atomic(pulumi_file, config_text)
     except AccelstackError:  # both files or neither: put the spec file back as it was
         if previous is None:
             target.unlink(missing_ok=True)

@@ -22,6 +22,7 @@ from accelstack.catalog import catalog_file
 from accelstack.catalog.overlay import overlay_dir
 from accelstack.plan.diff_inputs import changed_values, flatten
 from accelstack.plan.rolls import node_rolls
+from accelstack.plan.updates import sent_inputs
 
 #: The hidden marker of the pull-request comment, so CI can find and update its own comment.
 COMMENT_MARKER = "<!-- accelstack-diff -->"
@@ -78,8 +79,12 @@ def _row(r: dict[str, Any], table: ReplaceTable, **extra: Any) -> dict[str, Any]
 
 def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> dict[str, Any]:
     """The changed input keys of one resource (with before -> after values of the changed
-    leaves) and those of them that force a replacement."""
-    a, b = old.get("inputs") or {}, new.get("inputs") or {}
+    leaves) and those of them that force a replacement. The head side is what Pulumi sends:
+    an input the program lists in `ignoreChanges` keeps its base value (plan/updates.py)."""
+    a = old.get("inputs") or {}
+    b = sent_inputs(
+        a, new.get("inputs") or {}, (new.get("options") or {}).get("ignoreChanges") or []
+    )
     keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if (old.get("options") or {}) != (new.get("options") or {}):
         keys.append("(options)")
@@ -119,7 +124,7 @@ def _delta(base: dict[str, Any] | None, head: dict[str, Any] | None) -> dict[str
 
 
 def _status(base: dict[str, Any] | None, head: dict[str, Any] | None, res: dict[str, Any]) -> str:
-    if head is not None and head.get("errors"):
+    if (head or {}).get("errors") or (base or {}).get("errors"):
         return "error"
     if base is None:
         return "added"
@@ -143,13 +148,21 @@ def diff_stack(
     head: dict[str, Any] | None,
     accelerated: Any = None,
 ) -> dict[str, Any]:
-    """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost."""
+    """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost. A
+    side that does not plan (its errors) compares nothing: its resources are unknown, not
+    removed. A stack gone from the head is not destroyed: its resources stay (none is listed
+    removed) and it keeps its base cost (`orphaned` in the document)."""
     old_plan, new_plan = (base or {}).get("plan"), (head or {}).get("plan")
-    res = diff_resources(old_plan, new_plan)
+    broken = bool((head or {}).get("errors") or (base or {}).get("errors"))
+    kept = head is None and base is not None
+    res = diff_resources(None, None) if broken or kept else diff_resources(old_plan, new_plan)
     cb, ch = _cost_of(base), _cost_of(head)
+    if head is None and base is not None:
+        ch = cb  # nothing destroys it: it keeps billing
     _resource_costs(res, cb, ch)
     replaced = {(r["type"], r["name"]) for r in res["replaced"]}
-    rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if old_plan and new_plan else []
+    both = old_plan and new_plan and not broken
+    rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if both else []
     inputs = changed_values((base or {}).get("inputs") or {}, (head or {}).get("inputs") or {})
     return {
         "stack": name,
@@ -167,6 +180,21 @@ def diff_stack(
 def _rolls(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     found = [{"stack": s["stack"], **r} for s in stacks for r in s.get("rolls", [])]
     return sorted(found, key=lambda r: (not r["accelerated"], r["stack"], r["name"]))
+
+
+def _orphaned(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The stacks gone from the head (their stack file or spec removed): nothing destroys them,
+    so they keep billing outside the repository until someone runs `pulumi destroy`."""
+    return [
+        {
+            "stack": s["stack"],
+            "file": s["file"],
+            "monthly_usd": float((s["cost"]["base"] or {}).get("monthly_usd", 0.0)),
+            "destroy": [f"pulumi destroy -s {s['stack']}", f"pulumi stack rm {s['stack']}"],
+        }
+        for s in stacks
+        if s["status"] == "removed"
+    ]
 
 
 def _stateful(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -210,11 +238,12 @@ def diff_sides(
         "base": labels[0],
         "head": labels[1],
         "rolls": _rolls(stacks),
+        "orphaned": _orphaned(stacks),
         "stateful": _stateful(stacks),
         "stacks": stacks,
         "unchanged": sorted(unchanged or []),
         "totals": _totals(stacks),
-        "ok": not any(s["status"] == "error" for s in stacks),
+        "ok": not any(s["status"] == "error" or s["base_errors"] for s in stacks),
     }
 
 
@@ -240,10 +269,13 @@ def below_threshold(
 ) -> bool:
     """True when the change is not worth a comment: nothing stateful replaced or removed, no
     node of an accelerated pool rolls, no stack fails, and no stack's monthly cost moves by
-    its threshold (`per_stack` overrides the USD threshold per stack name). Thresholds are
-    per stack, never netted across stacks: +$300k on one and -$300k on another posts."""
+    its threshold (`per_stack` overrides the USD threshold per stack name), and no stack file
+    is removed (the stack keeps billing). Thresholds are per stack, never netted across
+    stacks: +$300k on one and -$300k on another posts."""
     per_stack = per_stack or {}
-    if doc["stateful"] or not doc["ok"] or any(r["accelerated"] for r in doc.get("rolls", [])):
+    if doc["stateful"] or not doc["ok"] or doc.get("orphaned"):
+        return False
+    if any(r["accelerated"] for r in doc.get("rolls", [])):
         return False
     if usd is None and percent is None and not per_stack:
         return False

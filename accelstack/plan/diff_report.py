@@ -64,6 +64,16 @@ def _roll_lines(doc: dict[str, Any]) -> list[str]:
     return [f"{r['stack']}: {roll_line(r)}" for r in doc.get("rolls", [])]
 
 
+def _orphan_lines(doc: dict[str, Any]) -> list[str]:
+    """A stack gone from the head: not destroyed, still billing, and how to destroy it."""
+    return [
+        f"{o['stack']}: {o['file']} is gone, but the stack is NOT destroyed and keeps billing "
+        f"({_usd(o['monthly_usd'])}/month); to destroy it: `{o['destroy'][0]}`, then "
+        f"`{o['destroy'][1]}`"
+        for o in doc.get("orphaned", [])
+    ]
+
+
 def _stateful_line(r: dict[str, Any]) -> str:
     return f"{r['stack']}: {r['type']} {r['name']} is {r['action'].upper()}{_why(r)}"
 
@@ -86,6 +96,8 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
     lines = [f"stack {s['stack']} ({s['status']}): {_counts(s)}"]
     for line in s["errors"]:
         lines.append(f"  error: {line}")
+    for line in s.get("base_errors", []):
+        lines.append(f"  base error: {line}")
     d = s["cost"]["delta"]
     for key, label, digits in (("hourly_usd", "hourly", 2), ("monthly_usd", "monthly", 2)):
         old, new = _cost_of(s, "base", key), _cost_of(s, "head", key)
@@ -107,6 +119,9 @@ def render_text(doc: dict[str, Any]) -> str:
     if doc.get("rolls"):
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
+    if doc.get("orphaned"):
+        lines.append("STACKS REMOVED FROM THE REPOSITORY (not destroyed: they keep billing):")
+        lines += [f"  ! {line}" for line in _orphan_lines(doc)]
     if doc["stateful"]:
         lines.append("STATEFUL RESOURCES REPLACED OR REMOVED (data is lost unless moved first):")
         lines += [f"  ! {_stateful_line(r)}" for r in doc["stateful"]]
@@ -135,10 +150,11 @@ def _md_table(doc: dict[str, Any]) -> list[str]:
 
 def _md_details(s: dict[str, Any]) -> list[str]:
     rows = [(a, r) for a in _ACTIONS for r in s["resources"][a]]
-    if not rows and not s["errors"]:
+    if not rows and not s["errors"] and not s.get("base_errors"):
         return []
     lines = [f"<details><summary><code>{s['stack']}</code>: {_counts(s)}</summary>", ""]
     lines += [f"- error: {e}" for e in s["errors"]]
+    lines += [f"- base error: {e}" for e in s.get("base_errors", [])]
     for a, r in rows[:200]:
         lines.append(f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}{_res_cost(r)}")
         lines += [f"  - `{_change(c)}`" for c in r.get("changes", [])]
@@ -185,6 +201,11 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
         lines.append("> [!WARNING]")
         lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
         lines += [f"> - {line}" for line in _roll_lines(doc)]
+        lines.append("")
+    if doc.get("orphaned"):
+        lines.append("> [!CAUTION]")
+        lines.append("> **Stacks removed from the repository** (not destroyed: they keep billing):")
+        lines += [f"> - {line}" for line in _orphan_lines(doc)]
         lines.append("")
     if doc["stateful"]:
         lines.append("> [!CAUTION]")

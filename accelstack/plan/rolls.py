@@ -166,8 +166,9 @@ def node_rolls(
     replaced: set[tuple[str, str]] | None = None,
     accelerated: Any = None,
 ) -> list[dict[str, Any]]:
-    """Every node source of both plans that rolls or loses nodes: {type, name, action
-    ('rolls' | 'removes'), count, instance_type, accelerated, causes: [{key, before, after}]};
+    """Every node source of either plan that rolls or loses nodes (replaced, rolled, shrunk,
+    removed or renamed): {type, name, action ('rolls' | 'removes'), count, instance_type,
+    accelerated, causes: [{key, before, after}]};
     accelerated nodes first, then by name. `accelerated(instance_type) -> bool` says which
     types carry accelerators."""
     t = roll_table()
@@ -193,7 +194,50 @@ def node_rolls(
             rows.append(
                 {**row, "action": "removes", "causes": [value_change(src.shrink, before, after)]}
             )
+    rows += _gone(old, new, (old_lts, new_lts), t, accelerated)
     return sorted(rows, key=lambda r: (not r["accelerated"], r["name"]))
+
+
+def _gone(
+    old: dict[tuple[str, str], dict[str, Any]],
+    new: dict[tuple[str, str], dict[str, Any]],
+    lts: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]],
+    t: RollTable,
+    accelerated: Any,
+) -> list[dict[str, Any]]:
+    """The node sources of the base that the head no longer has: every node is terminated.
+    One the head adds under another name with the same instance type is a rename (a pool
+    renamed, or the stack pointed at another spec): its nodes are destroyed and new ones
+    created, never moved."""
+    added: dict[str, list[str]] = {}
+    for key in sorted(new.keys() - old.keys()):
+        src = t.sources.get(key[0])
+        if src is not None:
+            itype = _instance_type(new[key], src, _template_of(new[key], lts[1]))
+            added.setdefault(f"{key[0]}|{itype}", []).append(key[1])
+    rows = []
+    for key in sorted(old.keys() - new.keys()):
+        src = t.sources.get(key[0])
+        if src is None:
+            continue
+        itype = _instance_type(old[key], src, _template_of(old[key], lts[0]))
+        peers = added.get(f"{key[0]}|{itype}") or []
+        cause = (
+            {"key": "(renamed)", "before": key[1], "after": peers.pop(0)}
+            if peers
+            else {"key": "(removed)", "before": None, "after": None}
+        )
+        row = _row(key, _count(old[key], src), itype, accelerated)
+        rows.append({**row, "action": "removes", "causes": [cause]})
+    return rows
+
+
+def _cause(c: dict[str, Any]) -> str:
+    if c["key"] in ("(replaced)", "(removed)"):
+        return str(c["key"])
+    if c["key"] == "(renamed)":
+        return f"(renamed to {c['after']}: new nodes are created, these are terminated)"
+    return f"{c['key']}: {c['before']} -> {c['after']}"
 
 
 def roll_line(r: dict[str, Any]) -> str:
@@ -201,10 +245,7 @@ def roll_line(r: dict[str, Any]) -> str:
     what = "a running job is interrupted" if r["accelerated"] else "nodes are replaced"
     if r.get("action") == "removes":
         what = "a job running on them is interrupted" if r["accelerated"] else "nodes removed"
-    causes = "; ".join(
-        c["key"] if c["key"] == "(replaced)" else f"{c['key']}: {c['before']} -> {c['after']}"
-        for c in r["causes"][:4]
-    )
+    causes = "; ".join(_cause(c) for c in r["causes"][:4])
     more = f" (+{len(r['causes']) - 4} more)" if len(r["causes"]) > 4 else ""
     verb = r.get("action", "rolls")
     return f"{verb} {r['count']} x {r['instance_type']} ({r['name']}): {what}; {causes}{more}"

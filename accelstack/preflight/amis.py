@@ -9,8 +9,6 @@ ssm:GetParameters.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from accelstack.errors import AccelstackError, VerdictError
+from accelstack.stackconfig import write_stack_config
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -70,19 +69,9 @@ def read_pins(path: Path) -> dict[str, str]:
 
 
 def write_pins(path: Path, pins: dict[str, str]) -> None:
-    """Set `config.accelstack:amis` in the stack config, keeping every other key; atomic."""
-    doc: dict[str, Any] = {}
-    if path.exists():
-        doc = yaml.safe_load(path.read_text()) or {}
-    doc.setdefault("config", {})[CONFIG_KEY] = dict(sorted(pins.items()))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            yaml.safe_dump(doc, fh, sort_keys=False, default_flow_style=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Set `config.accelstack:amis` in the stack config, keeping every other key, comment,
+    secure value and the file's mode; atomic (stackconfig.write_stack_config)."""
+    write_stack_config(path, {CONFIG_KEY: dict(sorted(pins.items()))})
 
 
 def resolve_parameters(ssm: Any, names: list[str]) -> dict[str, str]:
@@ -112,8 +101,8 @@ def scale_to_zero_steps(stack: Stack, changes: list[AmiChange]) -> list[str]:
     """How to roll the pools of `changes` that run on a capacity block or reservation: the
     group has no room for surge nodes, and EKS wants a Capacity Block group at desired size 0
     while it upgrades (EKS user guide, capacity-blocks-mng), so the upgrade scales it to zero
-    and back. The node groups ignore drift of desiredSize, so `pulumi up` keeps the manual
-    size; the job restarts from its last checkpoint."""
+    and back. Pulumi sends scalingConfig only when the spec's size changes, so `pulumi up`
+    (without --refresh) keeps the manual size; the job restarts from its last checkpoint."""
     pools = sorted({p for c in changes if c.rolls for p in c.pools})
     out: list[str] = []
     for pool in (stack.pool(name) for name in pools):

@@ -1,10 +1,11 @@
-"""Deploy rules: managed node groups (Capacity Blocks, desired size)."""
+"""Deploy rules: managed node groups (Capacity Blocks, resizes EKS accepts)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from accelstack.plan import updates
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules.registry import deploy_rule, ref
 from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
@@ -69,17 +70,52 @@ def _capacity_block(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 
 
 @deploy_rule(
-    "node-group-ignores-desired-size",
-    "terraform-aws-modules/terraform-aws-eks@bef29c4d9523523e57fe898643fde2895106b339 "
-    "modules/eks-managed-node-group/main.tf (lifecycle ignore_changes desired_size)",
-    "every node group ignores drift of scalingConfig.desiredSize, so `pulumi up` does not undo "
-    "EKS's Capacity Block scale-down or an autoscaler",
+    "node-group-resize-accepted",
+    "https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html "
+    "(minSize <= desiredSize <= maxSize); terraform-aws-modules/terraform-aws-eks issues #748, "
+    "#2508, #3306 (ignoring desiredSize sends the stored size with the new min and max)",
+    "growing or shrinking a node group by one node, as `pulumi up` sends it (stored state, "
+    "ignoreChanges), is a request EKS accepts and reaches the new size",
 )
-def _desired_size(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+def _resize(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    per_group = stack.catalog.scale.limits.nodes_per_node_group.value
     for ng in plan.of_type(NODE_GROUP):
-        if DESIRED_SIZE not in (plan.option(ng.type, ng.name, "ignoreChanges") or []):
-            yield (
-                ref(ng),
-                f"ignoreChanges lacks {DESIRED_SIZE}: the next `pulumi up` would scale back "
-                "what EKS (Capacity Block end) or an autoscaler changed",
+        ignore = plan.option(ng.type, ng.name, "ignoreChanges") or []
+        found = resize_refusals(ng.inputs, ignore, per_group)
+        if found:
+            yield (ref(ng), "; ".join(found))
+
+
+def resized(inputs: dict[str, Any], target: int) -> dict[str, Any]:
+    """The node group's inputs with its size moved to `target` the way resolve sizes it: a
+    bound equal to the desired size follows it, a lower minimum (0) stays."""
+    s = inputs.get("scalingConfig") or {}
+    lo, want, hi = s.get("minSize", 0), s.get("desiredSize", 0), s.get("maxSize", 0)
+    scaling = {
+        "minSize": target if lo == want else min(lo, target),
+        "desiredSize": target,
+        "maxSize": target if hi == want else max(hi, target),
+    }
+    return {**inputs, "scalingConfig": scaling}
+
+
+def resize_refusals(inputs: dict[str, Any], ignore: list[str], per_group: int) -> list[str]:
+    """Why growing or shrinking the group by one node fails (empty: both work)."""
+    want = (inputs.get("scalingConfig") or {}).get("desiredSize")
+    if not isinstance(want, int):
+        return []
+    out: list[str] = []
+    for target in (want + 1, want - 1):
+        if not 1 <= target <= per_group:
+            continue
+        new = resized(inputs, target)
+        sent = updates.sent_inputs(inputs, new, ignore)
+        for req in updates.nodegroup_requests(inputs, sent):
+            for problem in updates.problems(req, per_group):
+                out.append(f"resizing {want} -> {target} nodes: EKS refuses it ({problem})")
+        if not updates.reached(sent, new):
+            out.append(
+                f"resizing {want} -> {target} nodes never happens: ignoreChanges keeps "
+                f"{DESIRED_SIZE} at {want}"
             )
+    return out

@@ -1,0 +1,234 @@
+"""What `pulumi up` sends to AWS for an edit, and whether AWS accepts it: a pure simulator.
+
+Pulumi's update of one resource (pulumi/pulumi docs, resource option `ignoreChanges`): on
+*create* every input is sent as the program gives it; on *update* each input the program lists
+in `ignoreChanges` keeps its **stored** value (the state of the last `pulumi up`), the others
+take the new value. The bridged EKS provider then sends one `UpdateNodegroupConfig` with the
+whole `scalingConfig` (min, max and desired together: terraform-provider-aws
+internal/service/eks/node_group.go, `expandNodegroupScalingConfig` on a `scaling_config`
+change) and one `UpdateNodegroupVersion` when the launch-template version or the Kubernetes
+version changes; FSx `UpdateFileSystem` changes the Lustre throughput tier in place.
+
+Each request is checked against what the API documents: the botocore service model's shapes
+(required members, minimums, enums: `botocore.validate`) plus the rules the API states in words
+(EKS `NodegroupScalingConfig`: minSize <= desiredSize <= maxSize, EKS answering "Minimum
+capacity N can't be greater than desired size M" otherwise, as terraform-aws-modules/
+terraform-aws-eks issues #748, #2508 and #3306 report; FSx `PerUnitStorageThroughput`: the
+valid values per deployment type, botocore fsx `UpdateFileSystemLustreConfiguration`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelstack import tokens
+
+#: Node-group inputs updated through UpdateNodegroupConfig, with their API member names.
+NODEGROUP_CONFIG = {
+    "scalingConfig": "scalingConfig",
+    "labels": "labels",
+    "taints": "taints",
+    "updateConfig": "updateConfig",
+    "nodeRepairConfig": "nodeRepairConfig",
+}
+#: Node-group inputs updated through UpdateNodegroupVersion (the nodes roll).
+NODEGROUP_VERSION = ("launchTemplate.version", "version", "releaseVersion")
+#: FSx for Lustre PerUnitStorageThroughput values by deployment type (botocore fsx model,
+#: UpdateFileSystemLustreConfiguration.PerUnitStorageThroughput documentation).
+LUSTRE_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+_PLACEHOLDER = "placeholder"  # the names and ids an update request carries (not simulated)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One AWS API request: service, operation and its parameters (API casing)."""
+
+    service: str
+    operation: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return f"{self.service} {self.operation} {self.params}"
+
+
+def get_path(inputs: Mapping[str, Any] | None, dotted: str) -> Any:
+    value: Any = inputs
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _set_path(inputs: dict[str, Any], dotted: str, value: Any) -> None:
+    *head, last = dotted.split(".")
+    node = inputs
+    for part in head:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = node[part] = {}
+        node = nxt
+    if value is None:
+        node.pop(last, None)
+    else:
+        node[last] = value
+
+
+def sent_inputs(
+    stored: Mapping[str, Any] | None, new: Mapping[str, Any], ignore: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The inputs Pulumi hands the provider: `new` on create (`stored` None), else `new` with
+    every `ignoreChanges` path taken from `stored`."""
+    out = copy.deepcopy(dict(new))
+    if stored is None:
+        return out
+    for path in ignore:
+        _set_path(out, path, copy.deepcopy(get_path(stored, path)))
+    return out
+
+
+def operation(
+    stored: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    ignore: Iterable[str] = (),
+    replace_keys: Iterable[str] = (),
+) -> str:
+    """'create' | 'delete' | 'replace' | 'update' | 'same' for one resource; `replace_keys` are
+    the inputs whose change the provider cannot apply in place (ForceNew)."""
+    if new is None:
+        return "delete" if stored is not None else "same"
+    if stored is None:
+        return "create"
+    sent = sent_inputs(stored, new, ignore)
+    if any(get_path(stored, k) != get_path(sent, k) for k in replace_keys):
+        return "replace"
+    return "update" if dict(stored) != sent else "same"
+
+
+def _scaling(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    s = inputs.get("scalingConfig") or {}
+    return {k: s.get(k) for k in ("minSize", "maxSize", "desiredSize")}
+
+
+def nodegroup_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> list[Request]:
+    """The EKS requests for one node group: CreateNodegroup, else UpdateNodegroupConfig (the
+    config inputs that changed; the whole scalingConfig when any of it changed) and
+    UpdateNodegroupVersion (a new launch-template or Kubernetes version)."""
+    names = {"clusterName": _PLACEHOLDER, "nodegroupName": _PLACEHOLDER}
+    if stored is None:
+        create = {"subnets": [_PLACEHOLDER], "nodeRole": _PLACEHOLDER}
+        return [
+            Request("eks", "CreateNodegroup", {**names, **create, "scalingConfig": _scaling(sent)})
+        ]
+    out: list[Request] = []
+    config = {
+        api: sent.get(key)
+        for key, api in NODEGROUP_CONFIG.items()
+        if stored.get(key) != sent.get(key)
+    }
+    if config:
+        params: dict[str, Any] = {**names}
+        if "scalingConfig" in config:
+            params["scalingConfig"] = _scaling(sent)
+        if "labels" in config:
+            params["labels"] = _labels_payload(stored.get("labels"), sent.get("labels"))
+        out.append(Request("eks", "UpdateNodegroupConfig", params))
+    if any(get_path(stored, k) != get_path(sent, k) for k in NODEGROUP_VERSION):
+        version = get_path(sent, "launchTemplate.version")
+        params = {**names}
+        if version is not None:
+            params["launchTemplate"] = {"version": str(version)}
+        out.append(Request("eks", "UpdateNodegroupVersion", params))
+    return out
+
+
+def _labels_payload(old: Any, new: Any) -> dict[str, Any]:
+    a, b = dict(old or {}), dict(new or {})
+    payload: dict[str, Any] = {}
+    add = {k: str(v) for k, v in b.items() if a.get(k) != v}
+    gone = sorted(k for k in a if k not in b)
+    if add:
+        payload["addOrUpdateLabels"] = add
+    if gone:
+        payload["removeLabels"] = gone
+    return payload
+
+
+def lustre_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> list[Request]:
+    """FSx requests for one Lustre file system: CreateFileSystem, else UpdateFileSystem for a
+    throughput tier or a larger storage capacity (both in place: FSx API UpdateFileSystem)."""
+    if stored is None:
+        return [Request("fsx", "CreateFileSystem", {})]
+    lustre: dict[str, Any] = {}
+    params: dict[str, Any] = {"FileSystemId": "fs-0123456789abcdef0"}
+    if stored.get("perUnitStorageThroughput") != sent.get("perUnitStorageThroughput"):
+        lustre["PerUnitStorageThroughput"] = sent.get("perUnitStorageThroughput")
+    if stored.get("storageCapacity") != sent.get("storageCapacity"):
+        params["StorageCapacity"] = sent.get("storageCapacity")
+    if lustre:
+        params["LustreConfiguration"] = lustre
+    return [Request("fsx", "UpdateFileSystem", params)] if len(params) > 1 else []
+
+
+def requests_for(
+    rtype: str, stored: Mapping[str, Any] | None, sent: Mapping[str, Any]
+) -> list[Request]:
+    """The modelled AWS requests of one resource's create or update (others: none modelled)."""
+    if rtype == tokens.NODE_GROUP:
+        return nodegroup_requests(stored, sent)
+    if rtype == tokens.LUSTRE:
+        return lustre_requests(stored, sent)
+    return []
+
+
+def _shape_problems(req: Request) -> list[str]:
+    """botocore's own validation of the request against the service model's input shape."""
+    import botocore.session
+    from botocore.exceptions import ParamValidationError
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model(req.service)
+    shape = model.operation_model(req.operation).input_shape
+    if shape is None:  # pragma: no cover - every modelled operation takes input
+        return []
+    try:
+        report = ParamValidator().validate(req.params, shape)
+    except ParamValidationError as e:  # pragma: no cover - validate() returns a report
+        return [str(e)]
+    return [report.generate_report()] if report.has_errors() else []
+
+
+def _scaling_problems(scaling: Mapping[str, Any], per_group: int | None) -> list[str]:
+    lo, want, hi = (scaling.get(k) for k in ("minSize", "desiredSize", "maxSize"))
+    out = []
+    if isinstance(lo, int) and isinstance(want, int) and lo > want:
+        out.append(f"Minimum capacity {lo} can't be greater than desired size {want}")
+    if isinstance(want, int) and isinstance(hi, int) and want > hi:
+        out.append(f"desiredSize {want} can't be greater than maxSize {hi}")
+    if per_group is not None and isinstance(hi, int) and hi > per_group:
+        out.append(f"maxSize {hi} is over the {per_group} nodes a managed node group allows")
+    return out
+
+
+def problems(
+    req: Request, per_group: int | None = None, stored: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Why AWS would refuse `req` (empty: accepted): the botocore shape, then the documented
+    rules. `per_group`: nodes per managed node group (catalog scale limits); `stored`: the
+    resource's stored inputs (an FSx file system's deployment type)."""
+    shape = [] if req.params == {} else _shape_problems(req)
+    if req.service == "eks" and "scalingConfig" in req.params:
+        return shape + _scaling_problems(req.params["scalingConfig"], per_group)
+    tier = get_path(req.params, "LustreConfiguration.PerUnitStorageThroughput")
+    deployment = (stored or {}).get("deploymentType")
+    allowed = LUSTRE_THROUGHPUT.get(str(deployment))
+    if tier is not None and allowed and tier not in allowed:
+        shape.append(f"PerUnitStorageThroughput {tier} is not one of {allowed} on {deployment}")
+    return shape
+
+
+def reached(sent: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """The size the program asks for is the size EKS is told to keep."""
+    want = get_path(new, "scalingConfig.desiredSize")
+    return bool(get_path(sent, "scalingConfig.desiredSize") == want)
