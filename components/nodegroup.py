@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,14 +106,20 @@ def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | 
 
 
 def node_group_timeouts(
-    pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None
+    pool: ResolvedPool,
+    facts: NodeGroupUpdateFacts,
+    nodes: int | None = None,
+    step_minutes: int = 0,
 ) -> pulumi.CustomTimeouts:
-    """Create and delete at the provider default; update long enough for every batch of the
-    node group (`nodes`, default the pool's running nodes)."""
+    """Create long enough for the group's creation step (`step_minutes`, the stack profile's:
+    launch-bucket wait plus boot and join), never below the provider default; delete at the
+    default; update long enough for every batch of the node group (`nodes`, default the pool's
+    running nodes)."""
     running = pool.running_nodes if nodes is None else nodes
     default = f"{facts.provider_default_minutes}m"
+    create = f"{max(facts.provider_default_minutes, step_minutes)}m"
     return pulumi.CustomTimeouts(
-        create=default, update=f"{facts.update_minutes(running)}m", delete=default
+        create=create, update=f"{facts.update_minutes(running)}m", delete=default
     )
 
 
@@ -306,6 +313,10 @@ class AcceleratorNodeGroupArgs:
     secondary_subnet_id: pulumi.Input[str] | None = None
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
     node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
+    #: Node groups already declared (earlier pools), by creation step: a group of step k waits
+    #: for every group of step k-1 (resolve's ClusterProfile staging)
+    earlier_steps: Mapping[int, Sequence[pulumi.Resource]] = field(default_factory=dict)
+    step_minutes: int = 0  # minutes one creation step takes (ClusterProfile)
 
     @classmethod
     def from_stack(
@@ -315,6 +326,7 @@ class AcceleratorNodeGroupArgs:
         cluster: ClusterRef,
         subnet_id: pulumi.Input[str],
         secondary_subnet_id: pulumi.Input[str] | None = None,
+        earlier_steps: Mapping[int, Sequence[pulumi.Resource]] | None = None,
     ) -> AcceleratorNodeGroupArgs:
         res = stack.catalog.resilience
         return cls(
@@ -329,6 +341,8 @@ class AcceleratorNodeGroupArgs:
             hugepages_2mi=node_hugepages_2mi(stack, pool),
             update=res.node_group_update,
             node_repair=res.node_repair.enabled,
+            earlier_steps=dict(earlier_steps or {}),
+            step_minutes=stack.profile.step_minutes,
         )
 
 
@@ -361,10 +375,17 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
             )
             for role, lt in args.groups.launch_templates.items()
         }
-        self.node_groups = [
-            _pool_node_group(self, args, role.arn, attachments, lts[p.launch_template], p, ng)
-            for p, ng in zip(parts, args.groups.node_groups, strict=True)
-        ]
+        by_step: dict[int, list[pulumi.Resource]] = {
+            k: list(v) for k, v in args.earlier_steps.items()
+        }
+        self.node_groups = []
+        for p, declared in zip(parts, args.groups.node_groups, strict=True):
+            after = by_step.get(p.step - 1, [])
+            group = _pool_node_group(
+                self, args, role.arn, [*attachments, *after], lts[p.launch_template], p, declared
+            )
+            self.node_groups.append(group)
+            by_step.setdefault(p.step, []).append(group)
         for i, group in enumerate(self.node_groups):  # the first keeps its tags' names
             owner = name if i == 0 else f"{name}-{args.pool.node_groups[i].role}"
             propagated_tags(self, owner, group, args.instance_tags)
@@ -481,7 +502,9 @@ def _pool_node_group(
             parent=parent,
             depends_on=[*attachments, *c.depends_on],
             ignore_changes=NODE_GROUP_IGNORE,
-            custom_timeouts=node_group_timeouts(pool, facts, part.nodes) if facts else None,
+            custom_timeouts=(
+                node_group_timeouts(pool, facts, part.nodes, args.step_minutes) if facts else None
+            ),
         ),
         **declared.args,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.catalog.scale import split_nodes
 from accelstack.cost.guard import check_budget
-from accelstack.errors import SpecError
+from accelstack.errors import MissingPrice, SpecError
 from accelstack.plan import Plan
 from accelstack.plan.rules import evaluate
 from accelstack.render.artifacts import render
@@ -234,7 +235,8 @@ def test_preflight_counts_an_existing_subnets_free_addresses(
         (bad,) = check_subnets(stack_with(512), clients)
     assert ok.status == "PASS" and f"{sid} (4091 free)" in ok.message
     assert bad.status == "FAIL"
-    assert "4091 free addresses, 51230 needed (pool h100: 51200, system nodes: 30)" in bad.message
+    # 512 nodes: the large-cluster profile's 3 system nodes (scale.yaml large_cluster)
+    assert "4091 free addresses, 51260 needed (pool h100: 51200, system nodes: 60)" in bad.message
     assert bad.fix is not None and "network.mode 'create'" in bad.fix
 
 
@@ -505,3 +507,63 @@ def test_spare_nodes_count_in_the_node_groups() -> None:
     data["pools"][0]["spare_nodes"] = 2
     stack = stack_of(data)
     assert [g.nodes for g in stack.pools[0].node_groups] == [450, 2]
+
+
+# ---- large-cluster profile (issue 27 item 1) -------------------------------------------
+
+
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_a_2048_node_plan_has_the_large_cluster_profile(preset: str) -> None:
+    """2,048 nodes: a provisioned control-plane tier chosen from the catalog's tier table, node
+    groups created in steps of at most the RunInstances launch bucket (each step waits for the
+    one before), more system nodes, and the tier priced on top of the cluster-hour."""
+    stack = stack_of(sized(preset, 2048))
+    facts = stack.catalog.scale.large_cluster
+    profile = stack.profile
+    assert profile.tier is not None and profile.tier.tier == "tier-2xl"
+    assert profile.tier.pod_scheduling_rate * facts.control_plane.reschedule_seconds >= (
+        profile.nodes * facts.control_plane.pods_per_node
+    )
+    assert stack.system_nodes == profile.system_nodes > 2
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["controlPlaneScalingConfig"] == {"tier": "tier-2xl"}
+    system = next(r for r in plan.of_type(NODE_GROUP) if r.name.endswith("-system-ng"))
+    assert system.inputs["scalingConfig"]["desiredSize"] == profile.system_nodes
+    mine = groups(plan, f"{preset}-{stack.pools[0].name}-")
+    steps = {p.role: p.step for p in stack.pools[0].node_groups}
+    names = {p.role: f"{preset}-{stack.pools[0].name}-{p.role}" for p in stack.pools[0].node_groups}
+    for role, step in steps.items():
+        waits = {d for d in plan.get(NODE_GROUP, names[role]).depends_on if d in set(mine)}
+        assert waits == {names[r] for r, s in steps.items() if s == step - 1}
+    per_step: dict[int, int] = {}
+    for part in stack.pools[0].node_groups:
+        per_step[part.step] = per_step.get(part.step, 0) + part.nodes
+    assert max(per_step.values()) <= facts.staging.launch_bucket and len(per_step) == 3
+    items = check_budget(stack).cost.items
+    tier = [i for i in items if i.what.endswith("tier-2xl")]
+    assert tier and tier[0].hourly_usd > 0 and tier[0].estimate
+
+
+def test_sixteen_nodes_keep_the_standard_control_plane_and_one_step() -> None:
+    stack = stack_of(sized("llama3-70b-p5", 16))
+    assert stack.profile.tier is None and stack.profile.steps == 1
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert "controlPlaneScalingConfig" not in cluster.inputs
+
+
+def test_a_tier_without_a_price_is_refused_not_free() -> None:
+    """The tier's price is a catalog row: without it the stack cannot be priced."""
+    stack = stack_of(sized("llama3-70b-trn2", 2048))
+    cat = stack.catalog
+    rates = tuple(r for r in cat.service_rates if r.item != "eks-control-plane-tier-2xl")
+    poor = replace(stack, catalog=cat.model_copy(update={"service_rates": rates}))
+    with pytest.raises(MissingPrice, match="eks-control-plane-tier-2xl"):
+        check_budget(poor)
+
+
+@pytest.mark.parametrize(("nodes", "tier"), [(400, None), (1200, "tier-xl"), (2048, "tier-2xl")])
+def test_the_tier_follows_the_node_count(nodes: int, tier: str | None) -> None:
+    got = stack_of(sized("llama3-70b-p5", nodes)).profile.tier
+    assert (got.tier if got else None) == tier

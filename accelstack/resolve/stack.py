@@ -29,7 +29,13 @@ from accelstack.catalog.ipbudget import (
     pool_group_demands,
     system_demand,
 )
-from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
+from accelstack.catalog.scale import (
+    ClusterProfile,
+    NodeGroupPart,
+    UltraServer,
+    group_role,
+    split_nodes,
+)
 from accelstack.catalog.sizing import (
     MemoryFit,
     fsx_tier_for,
@@ -161,6 +167,9 @@ class Stack:
     deployment: str = ""  # resource-name prefix when it differs from the spec's name
     #: Addresses of a created VPC: VPC CNI settings, secondary CIDR and its subnets
     address_plan: AddressPlan = field(default_factory=AddressPlan)
+    #: What the stack's size asks of the cluster: control-plane tier, creation steps of the
+    #: node groups, system nodes (catalog scale.yaml `large_cluster`; see `with_node_groups`)
+    profile: ClusterProfile = field(default_factory=ClusterProfile)
 
     @property
     def name(self) -> str:
@@ -419,6 +428,7 @@ def with_node_groups(stack: Stack) -> Stack:
     per_group = stack.catalog.scale.limits.nodes_per_node_group.value
     parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
+    stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
     pools = tuple(
         replace(
@@ -431,6 +441,7 @@ def with_node_groups(stack: Stack) -> Stack:
                     subnet=plan.subnet_of(p.name, i),
                     reservation_id=rid,
                     launch_template=lt,
+                    step=steps[p.name][i],
                 )
                 for i, (n, rid, lt) in enumerate(parts[p.name])
             ),
@@ -438,6 +449,41 @@ def with_node_groups(stack: Stack) -> Stack:
         for p in stack.pools
     )
     return replace(stack, pools=pools, address_plan=plan)
+
+
+def _with_profile(
+    stack: Stack, sizes: Mapping[str, tuple[int, ...]]
+) -> tuple[Stack, dict[str, tuple[int, ...]]]:
+    """The stack with its cluster profile (EKS only) and its system nodes from it (unless the
+    spec sets them), and each node group's creation step by pool: the control-plane tier for
+    the stack's running nodes, steps of at most the account's launch bucket in creation order
+    (pools in order, their groups in order)."""
+    facts = stack.catalog.scale.large_cluster
+    order = [n for p in stack.pools for n in sizes[p.name]]
+    flat = facts.staging.steps(tuple(order))
+    steps: dict[str, tuple[int, ...]] = {}
+    at = 0
+    for p in stack.pools:
+        steps[p.name] = flat[at : at + len(sizes[p.name])]
+        at += len(sizes[p.name])
+    if stack.spec.orchestration != "eks":
+        return stack, {p.name: (0,) * len(sizes[p.name]) for p in stack.pools}
+    pool_nodes = sum(order)
+    by_size = max(stack.system_nodes, facts.system_nodes_for(pool_nodes))
+    system = stack.spec.cluster.system_nodes.nodes or by_size
+    nodes = pool_nodes + system
+    biggest = max(
+        (sum(n for n, s in zip(order, flat, strict=True) if s == k) for k in set(flat)),
+        default=0,
+    )
+    profile = ClusterProfile(
+        nodes=nodes,
+        tier=facts.control_plane.tier_for(nodes),
+        steps=(max(flat) + 1) if flat else 1,
+        step_minutes=facts.staging.step_minutes(biggest),
+        system_nodes=system,
+    )
+    return replace(stack, profile=profile, system_nodes=system), steps
 
 
 def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
