@@ -201,6 +201,8 @@ class ScaleFacts(_Frozen):
     large_cluster: LargeClusterFacts
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)
+    #: region -> why a stack there cannot be priced from the bundled catalog
+    price_gaps: dict[str, str] = Field(default_factory=dict)
 
     @property
     def max_pool_nodes(self) -> int:

@@ -309,8 +309,8 @@ def _pool_priced(ctx: Context) -> Iterator[Finding]:
         except CatalogError as exc:
             yield (
                 f"{f.at}.purchase.option",
-                f"{exc} (prices fail closed: add a sourced "
-                "row to accelstack/catalog/prices.yaml or pick a priced option)",
+                f"{exc} (prices fail closed: add a sourced row to prices.yaml in your catalog "
+                "overlay, --catalog DIR or ACCELSTACK_CATALOG_DIR, or pick a priced option)",
             )
 
 
