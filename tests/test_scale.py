@@ -567,3 +567,55 @@ def test_a_tier_without_a_price_is_refused_not_free() -> None:
 def test_the_tier_follows_the_node_count(nodes: int, tier: str | None) -> None:
     got = stack_of(sized("llama3-70b-p5", nodes)).profile.tier
     assert (got.tier if got else None) == tier
+
+
+# ---- Capacity Blocks across pools and behind one pool (issue 27 item 2) -----------------
+
+
+def two_block_pools(a: int, b: int) -> dict[str, Any]:
+    """Two capacity-block pools of `a` and `b` nodes, each on whole 64-instance blocks."""
+    data = sized("p5e-capacity-block", a)
+    first = data["pools"][0]
+    second = copy.deepcopy(first)
+    second["name"], second["nodes"] = "h200b", b
+
+    def res(prefix: str, n: int) -> list[dict[str, Any]]:
+        return [{"id": f"cr-0{prefix}{i:015x}", "nodes": 64} for i in range(n // 64)]
+
+    first["purchase"] = {"option": "capacity-block", "reservations": res("a", a)}
+    second["purchase"] = {"option": "capacity-block", "reservations": res("b", b)}
+    data["pools"].append(second)
+    data["workload"]["pool"] = "h200"
+    return data
+
+
+def test_capacity_block_pools_together_stay_within_the_account_limit() -> None:
+    """256 instances per account across Capacity Blocks: two pools of 192 (each within it)
+    are refused together in one line naming the limit and its source; 128 + 128 pass."""
+    with pytest.raises(SpecError) as err:
+        stack_of(two_block_pools(192, 192))
+    text = str(err.value)
+    assert "384 instances (h200: 192, h200b: 192)" in text
+    assert "256 an account can hold across Capacity Blocks" in text
+    assert "capacity-blocks-how.html" in text
+    assert len(stack_of(two_block_pools(128, 128)).pools) == 2
+
+
+def test_price_shows_each_capacity_block_behind_a_pool_with_its_zone() -> None:
+    """128 nodes on two 64-instance blocks: the report names both reservations, their nodes
+    and zone, and bills blocks of the sizes bought (not sizes it re-derives)."""
+    from accelstack.cost.guard import render_report, verdict_dict
+
+    a, b = "cr-0a1b2c3d4e5f67890", "cr-0b1b2c3d4e5f67890"
+    stack = stack_of(blocks((a, 64), (b, 64)))
+    verdict = check_budget(stack)
+    zone = stack.pools[0].zone_id
+    text = render_report(verdict)
+    assert "2 reservations behind pool h200" in text
+    assert f"{a} 64 node(s) in {zone}; {b} 64 node(s) in {zone}" in text
+    training = verdict_dict(verdict)["training"]
+    assert training["capacity_blocks"] == [64, 64]
+    assert training["reservations"] == [
+        {"id": a, "nodes": 64, "zone_id": zone},
+        {"id": b, "nodes": 64, "zone_id": zone},
+    ]

@@ -824,6 +824,31 @@ def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
             )
 
 
+@rule(
+    "capacity-block-account-limit",
+    "the stack's capacity-block pools together fit the instances per account (EC2 User Guide)",
+)
+def _capacity_block_account_limit(ctx: Context) -> Iterator[Finding]:
+    """The per-account limit holds across Capacity Blocks, so across the stack's pools: each
+    pool within it can still add up to more (the per-pool rule names a single pool over it)."""
+    cb = ctx.catalog.capacity_blocks
+    held = [
+        (f, sum(r.nodes for r in f.pool.purchase.reservations) or f.pool.nodes)
+        for f in ctx.known_pools
+        if f.pool.purchase.option == "capacity-block"
+    ]
+    total = sum(n for _, n in held)
+    if len(held) < 2 or total <= cb.max_instances_per_account:
+        return
+    parts = ", ".join(f"{f.pool.name}: {n}" for f, n in held)
+    yield (
+        "pools",
+        f"capacity-block pools hold {total} instances ({parts}), over the "
+        f"{cb.max_instances_per_account} an account can hold across Capacity Blocks "
+        f"({cb.max_instances_per_block} per block; {cb.source})",
+    )
+
+
 def _blocks_within_limit(
     at: str, reservations: Sequence[Reservation], cb: CapacityBlocks
 ) -> Iterator[Finding]:
