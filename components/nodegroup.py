@@ -414,7 +414,10 @@ def _efa_security_group(
 
 
 def _placement(parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str]) -> Any:
-    """A cluster placement group for the pool when `pool.placement_group`."""
+    """The existing placement group the pool's reservation lives in, or a cluster placement
+    group for the pool when `pool.placement_group`."""
+    if pool.placement_group_name is not None:
+        return {"group_name": pool.placement_group_name}
     if not pool.placement_group:
         return None
     pg = aws.ec2.PlacementGroup(

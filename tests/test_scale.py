@@ -619,3 +619,33 @@ def test_price_shows_each_capacity_block_behind_a_pool_with_its_zone() -> None:
         {"id": a, "nodes": 64, "zone_id": zone},
         {"id": b, "nodes": 64, "zone_id": zone},
     ]
+
+
+def test_a_reservation_pool_launches_into_the_placement_group_its_reservation_lives_in() -> None:
+    """An ODCR created in a cluster placement group is used by launches into that group: the
+    pool's launch template names it and accelstack creates no group of its own."""
+    data = sized("llama3-70b-p5", 16)
+    data["pools"][0]["purchase"] = {
+        "option": "reservation",
+        "reservation_id": "cr-0a1b2c3d4e5f67890",
+        "placement_group": "team-p5-cpg",
+    }
+    stack = stack_of(data)
+    assert stack.pools[0].placement_group_name == "team-p5-cpg"
+    plan = plan_stack(stack, guard=False)
+    (lt,) = [r for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") if "h100" in r.name]
+    assert lt.inputs["placement"] == {"groupName": "team-p5-cpg"}
+    target = lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}
+    assert not plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+
+
+def test_a_placement_group_on_a_capacity_block_is_refused_naming_the_source() -> None:
+    data = sized("p5e-capacity-block", 8)
+    data["pools"][0]["purchase"]["placement_group"] = "team-cpg"
+    with pytest.raises(SpecError) as err:
+        stack_of(data)
+    text = str(err.value)
+    assert "pools[0].purchase.placement_group" in text
+    assert "only allowed with reservation, not 'capacity-block'" in text
+    assert "API_CapacityBlock.html" in text

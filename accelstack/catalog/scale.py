@@ -194,11 +194,22 @@ class ClusterProfile(_Frozen):
         return self.steps * self.step_minutes
 
 
+class PlacementFacts(_Frozen):
+    """Where a pool on reserved capacity is placed (sources in scale.yaml `placement`)."""
+
+    reservation_capacity_type: str  # capacity type of the purchase options a group applies to
+    reservation_source: str
+    capacity_block_source: str
+    max_nodes_per_group_source: str
+    ultraserver_blocks_source: str
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
     topology_labels: TopologyLabels
     address_space: AddressSpace
     large_cluster: LargeClusterFacts
+    placement: PlacementFacts
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)
     #: region -> why a stack there cannot be priced from the bundled catalog

@@ -71,6 +71,9 @@ class ResolvedPool:
     procs_per_node: int  # torchrun --nproc_per_node: NeuronCores at the LNC setting, or GPUs
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    #: The existing cluster placement group the pool's reservation lives in (spec
+    #: purchase.placement_group): the pool launches into it; None: none named
+    placement_group_name: str | None = None
     #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
     #: AL2023 image for orchestration eks, the DLAMI for orchestration ec2.
     ami_parameter: str | None = None
@@ -375,6 +378,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         procs_per_node=cat.neuron_cores(p.instance_type, lnc),
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
+        placement_group_name=p.purchase.placement_group,
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,

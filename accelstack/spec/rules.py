@@ -229,6 +229,32 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
             )
 
 
+@rule(
+    "pool-reservation-placement-group",
+    "purchase.placement_group only with an on-demand capacity reservation (EC2 User Guide)",
+)
+def _pool_reservation_placement(ctx: Context) -> Iterator[Finding]:
+    """A reservation created in a cluster placement group is used by launches into that group;
+    Capacity Blocks place their instances themselves (catalog scale.yaml `placement`)."""
+    facts = ctx.catalog.scale.placement
+    for f in ctx.known_pools:
+        purchase = f.pool.purchase
+        if purchase.placement_group is None:
+            continue
+        row = ctx.catalog.purchase(purchase.option)
+        if not (row.needs_reservation and row.capacity_type == facts.reservation_capacity_type):
+            allowed = [
+                name
+                for name, r in ctx.catalog.purchase_options.items()
+                if r.needs_reservation and r.capacity_type == facts.reservation_capacity_type
+            ]
+            yield (
+                f"{f.at}.purchase.placement_group",
+                f"is only allowed with {' or '.join(allowed)}, not '{purchase.option}' "
+                f"({facts.capacity_block_source})",
+            )
+
+
 @rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
 def _pool_lnc(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
