@@ -152,9 +152,12 @@ def nodeadm_user_data(
     labels: dict[str, str],
     taints: list[dict[str, str]],
     node_setup: str | None = None,
+    local_storage: str | None = None,
 ) -> str:
     """MIME user data with an AL2023 nodeadm NodeConfig (needed with a custom AMI), plus an
-    optional shell part for node-level settings (e.g. a non-default Neuron LNC)."""
+    optional shell part for node-level settings (e.g. a non-default Neuron LNC).
+    `local_storage`: nodeadm's instance-store strategy (RAID0: containerd and kubelet on one
+    array of the NVMe disks); None leaves them on the root volume."""
     inv = {v: k for k, v in TAINT_EFFECTS.items()}
     flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
     if taints:
@@ -162,7 +165,7 @@ def nodeadm_user_data(
             "--register-with-taints="
             + ",".join(f"{t['key']}={t['value']}:{inv[t['effect']]}" for t in taints)
         )
-    node_config = {
+    node_config: dict[str, Any] = {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
         "spec": {
@@ -175,6 +178,8 @@ def nodeadm_user_data(
             "kubelet": {"flags": flags},
         },
     }
+    if local_storage is not None:
+        node_config["spec"]["instance"] = {"localStorage": {"strategy": local_storage}}
     boundary = "ACCELSTACK"
     shell = (
         f"--{boundary}\nContent-Type: text/x-shellscript\n\n#!/bin/bash\nset -eu\n{node_setup}\n"
@@ -444,7 +449,11 @@ def _pool_launch_template(
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
     ).apply(
-        lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints, node_setup(args)))
+        lambda a: _b64(
+            nodeadm_user_data(
+                a[0], a[1], a[2], a[3], labels, taints, node_setup(args), pool.local_storage
+            )
+        )
     )
     interfaces: list[Any] = [
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)

@@ -649,3 +649,56 @@ def test_a_placement_group_on_a_capacity_block_is_refused_naming_the_source() ->
     assert "pools[0].purchase.placement_group" in text
     assert "only allowed with reservation, not 'capacity-block'" in text
     assert "API_CapacityBlock.html" in text
+
+
+# ---- image delivery: container storage on the NVMe instance store (issue 27 item 3) ------
+
+
+def test_the_instance_store_table_is_describe_instance_types() -> None:
+    """Disks per type in scale.yaml are EC2 DescribeInstanceTypes InstanceStorageInfo (moto's
+    snapshot of it)."""
+    from moto import mock_aws
+
+    from .helpers_preflight import fake_aws_env
+
+    facts = load_catalog().scale.instance_store
+    with pytest.MonkeyPatch.context() as mp:
+        fake_aws_env(mp)
+        with mock_aws():
+            import boto3
+
+            ec2 = boto3.client("ec2", region_name="us-east-1")
+            got = ec2.describe_instance_types(InstanceTypes=sorted(facts.types))["InstanceTypes"]
+    seen = {
+        t["InstanceType"]: (
+            t["InstanceStorageInfo"]["Disks"][0]["Count"],
+            t["InstanceStorageInfo"]["Disks"][0]["SizeInGB"],
+        )
+        for t in got
+    }
+    assert seen == {name: (r.disks, r.disk_gb) for name, r in facts.types.items()}
+
+
+def user_data_of(plan: Plan, name: str) -> dict[str, Any]:
+    import base64
+
+    lt = plan.get("aws:ec2/launchTemplate:LaunchTemplate", name)
+    text = base64.b64decode(lt.inputs["userData"]).decode()
+    part = text.split("Content-Type: application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0]
+    doc: dict[str, Any] = json.loads(part)
+    return doc
+
+
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_nodes_with_nvme_disks_keep_containers_on_a_raid0_of_them(preset: str) -> None:
+    stack = stack_of(sized(preset, 16))
+    plan = plan_stack(stack, guard=False)
+    doc = user_data_of(plan, f"{preset}-{stack.pools[0].name}-lt")
+    assert doc["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+
+
+def test_a_single_disk_type_keeps_the_root_volume() -> None:
+    facts = load_catalog().scale.instance_store
+    assert facts.strategy_for("p5.4xlarge") is None  # one disk: no array
+    assert facts.strategy_for("m6i.xlarge") is None  # no instance store
+    assert facts.strategy_for("p5.48xlarge") == "RAID0"

@@ -204,12 +204,32 @@ class PlacementFacts(_Frozen):
     ultraserver_blocks_source: str
 
 
+class InstanceStoreDisks(_Frozen):
+    disks: int = Field(ge=1)
+    disk_gb: int = Field(ge=1)
+
+
+class InstanceStoreFacts(_Frozen):
+    """NVMe instance store per type and the nodeadm local-storage strategy for containers."""
+
+    raid0_min_disks: int = Field(ge=1)
+    strategy: Literal["RAID0", "RAID10", "Mount"]
+    source: str
+    types: dict[str, InstanceStoreDisks] = Field(default_factory=dict)
+
+    def strategy_for(self, instance_type: str) -> str | None:
+        """The nodeadm localStorage strategy for the type, or None (no or too few disks)."""
+        row = self.types.get(instance_type)
+        return self.strategy if row and row.disks >= self.raid0_min_disks else None
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
     topology_labels: TopologyLabels
     address_space: AddressSpace
     large_cluster: LargeClusterFacts
     placement: PlacementFacts
+    instance_store: InstanceStoreFacts
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)
     #: region -> why a stack there cannot be priced from the bundled catalog

@@ -74,6 +74,9 @@ class ResolvedPool:
     #: The existing cluster placement group the pool's reservation lives in (spec
     #: purchase.placement_group): the pool launches into it; None: none named
     placement_group_name: str | None = None
+    #: nodeadm `spec.instance.localStorage.strategy` (container storage on the NVMe instance
+    #: store, catalog scale.yaml instance_store); None: the root volume
+    local_storage: str | None = None
     #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
     #: AL2023 image for orchestration eks, the DLAMI for orchestration ec2.
     ami_parameter: str | None = None
@@ -379,6 +382,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         placement_group_name=p.purchase.placement_group,
+        local_storage=cat.scale.instance_store.strategy_for(p.instance_type),
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,
