@@ -702,3 +702,17 @@ def test_a_single_disk_type_keeps_the_root_volume() -> None:
     assert facts.strategy_for("p5.4xlarge") is None  # one disk: no array
     assert facts.strategy_for("m6i.xlarge") is None  # no instance store
     assert facts.strategy_for("p5.48xlarge") == "RAID0"
+
+
+@pytest.mark.parametrize(("nodes", "pull"), [(16, 0.009), (256, 0.114), (2048, 0.91)])
+def test_the_image_pull_is_in_the_one_time_hours(nodes: int, pull: float) -> None:
+    """Every node pulls the image through its zone's NAT gateway: 2,048 nodes x 20 GB at
+    100 Gbps is most of an hour, in the estimate's one-time hours and its note."""
+    from accelstack.cost.guard import estimate_for
+
+    stack = stack_of(sized("llama3-70b-p5", nodes))
+    est = estimate_for(stack)
+    g = stack.catalog.throughput.goodput
+    assert est.one_time_hours == pytest.approx(g.bring_up_hours + pull, abs=0.001)
+    assert f"image pull {pull:.2f} h ({nodes} x 20 GB" in est.parts.one_time_note
+

@@ -223,6 +223,20 @@ class InstanceStoreFacts(_Frozen):
         return self.strategy if row and row.disks >= self.raid0_min_disks else None
 
 
+class ImageDelivery(_Frozen):
+    nat_gateway_gbps: float = Field(gt=0)
+    nat_gateway_source: str
+    node_pull_gbps: float = Field(gt=0)
+    node_pull_source: str
+
+    def pull_hours(self, nodes: int, image_gb: float) -> float:
+        """Hours until every node of a pool has the image: the slower of one node's pull and
+        all nodes' bytes through the zone's NAT gateway."""
+        one = image_gb * 8 / self.node_pull_gbps
+        all_ = nodes * image_gb * 8 / self.nat_gateway_gbps
+        return max(one, all_) / 3600
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
     topology_labels: TopologyLabels
@@ -230,6 +244,7 @@ class ScaleFacts(_Frozen):
     large_cluster: LargeClusterFacts
     placement: PlacementFacts
     instance_store: InstanceStoreFacts
+    image_delivery: ImageDelivery
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)
     #: region -> why a stack there cannot be priced from the bundled catalog
