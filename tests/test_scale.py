@@ -716,3 +716,62 @@ def test_the_image_pull_is_in_the_one_time_hours(nodes: int, pull: float) -> Non
     assert est.one_time_hours == pytest.approx(g.bring_up_hours + pull, abs=0.001)
     assert f"image pull {pull:.2f} h ({nodes} x 20 GB" in est.parts.one_time_note
 
+
+# ---- an existing VPC's address plan (issue 27 item 4) ------------------------------------
+
+
+def existing_with(nodes: int, free: int | None) -> Stack:
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    existing_vpc(nodes)(data)
+    zone = stack_of(copy.deepcopy(data)).pools[0].zone_id
+    if free is not None:
+        data["network"]["private_subnet_addresses"] = {zone: free}
+    return stack_of(data)
+
+
+def cni_env_of(stack: Stack) -> dict[str, str]:
+    plan = plan_stack(stack, guard=False)
+    cni = next(r for r in plan.of_type("aws:eks/addon:Addon") if "vpc-cni" in r.name)
+    raw = cni.inputs.get("configurationValues")
+    return dict(json.loads(raw)["env"]) if raw else {}
+
+
+def test_an_existing_vpc_with_known_subnet_sizes_gets_the_compact_cni_settings() -> None:
+    """512 p5 nodes take 51,200 addresses at the VPC CNI defaults; a zone with 16,000 free
+    holds them at WARM_IP_TARGET/MINIMUM_IP_TARGET (11 a node), so the stack applies those."""
+    stack = existing_with(512, 16000)
+    assert stack.address_plan.cni_env == {"MINIMUM_IP_TARGET": "8", "WARM_IP_TARGET": "2"}
+    assert cni_env_of(stack) == {"MINIMUM_IP_TARGET": "8", "WARM_IP_TARGET": "2"}
+
+
+def test_an_existing_vpc_that_holds_the_defaults_keeps_them() -> None:
+    assert existing_with(16, 16000).address_plan.cni_env == {}
+    assert existing_with(512, None).address_plan.cni_env == {}  # unknown: preflight judges
+
+
+def test_an_existing_vpc_too_small_even_for_the_compact_settings_is_refused() -> None:
+    with pytest.raises(SpecError) as err:
+        existing_with(512, 4000)
+    text = str(err.value)
+    assert "pools[0].nodes" in text and "even with WARM_IP_TARGET/MINIMUM_IP_TARGET" in text
+    assert "4000 free" in text and "vpc-cni.html" in text
+
+
+def test_subnet_addresses_name_zones_of_the_region() -> None:
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    existing_vpc(16)(data)
+    data["network"]["private_subnet_addresses"] = {"use2-az9": 100}
+    with pytest.raises(SpecError, match=r"network.private_subnet_addresses.use2-az9"):
+        stack_of(data)
+
+
+def test_preflight_counts_the_addresses_at_the_plans_cni_settings() -> None:
+    """With the compact settings applied, preflight judges a subnet by what nodes take under
+    them (11 a p5 node), not by the defaults' 100."""
+    from accelstack.preflight.scale_checks import zone_address_needs
+
+    compact = zone_address_needs(existing_with(512, 16000))
+    default = zone_address_needs(existing_with(512, None))
+    (zone,) = [z for z, needs in compact.items() if any(w == "pool h100" for w, _ in needs)]
+    assert dict(compact[zone])["pool h100"] == 512 * 11
+    assert dict(default[zone])["pool h100"] == 512 * 100

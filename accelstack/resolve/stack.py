@@ -26,6 +26,7 @@ from accelstack.catalog import (
 from accelstack.catalog.ipbudget import (
     AddressPlan,
     plan_addresses,
+    plan_existing,
     pool_group_demands,
     system_demand,
 )
@@ -507,9 +508,14 @@ def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, st
 
 
 def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> AddressPlan:
-    """The address plan of a created VPC under EKS; an existing VPC or standalone instances
-    keep the defaults (preflight counts an existing subnet's free addresses)."""
-    if stack.spec.orchestration != "eks" or stack.spec.network.mode != "create":
+    """The address plan of an EKS stack: a created VPC's (secondary CIDR when needed), or an
+    existing VPC's from its zones' free addresses when the spec gives them
+    (network.private_subnet_addresses; preflight counts the others); standalone instances keep
+    the defaults."""
+    net = stack.spec.network
+    if stack.spec.orchestration != "eks":
+        return AddressPlan()
+    if net.mode != "create" and not net.private_subnet_addresses:
         return AddressPlan()
     cat = stack.catalog
     groups = [
@@ -530,6 +536,11 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
     system = system_demand(
         cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
     )
+    if net.mode != "create":
+        free = {
+            cat.zone_id(stack.region, z) or z: n for z, n in net.private_subnet_addresses.items()
+        }
+        return plan_existing(cat, free, groups, system)
     return plan_addresses(cat, stack.region, stack.vpc_cidr, zones, groups, system)
 
 

@@ -317,6 +317,13 @@ class Network(Strict):
     public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
         Field((), description="existing public subnets (load balancers)")
     )
+    private_subnet_addresses: dict[Text, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="existing VPC: free addresses of the private subnets in each zone (zone "
+        "id or name -> count, e.g. the sum of DescribeSubnets AvailableIpAddressCount); when "
+        "the VPC CNI defaults do not fit, the stack applies WARM_IP_TARGET/MINIMUM_IP_TARGET "
+        "(scale.yaml address_space); unknown zones are checked by `accelstack preflight`",
+    )
     single_nat_gateway: bool = Field(
         False,
         description="one NAT gateway for every zone (cheaper hourly, but cross-zone traffic "

@@ -131,6 +131,33 @@ def _zone(ctx: Context) -> Iterator[Finding]:
         )
 
 
+@rule(
+    "network-subnet-addresses",
+    "network.private_subnet_addresses: an existing VPC's zones of the region",
+)
+def _subnet_addresses(ctx: Context) -> Iterator[Finding]:
+    net, cat = ctx.spec.network, ctx.catalog
+    if not net.private_subnet_addresses:
+        return
+    if net.mode != "existing":
+        yield (
+            "network.private_subnet_addresses",
+            "applies to network.mode 'existing' only (a created VPC is sized by accelstack)",
+        )
+        return
+    if not ctx.region_ok:
+        return
+    zones = cat.regions[ctx.spec.region].zones
+    names = [*zones, *zones.values()]
+    for zone in net.private_subnet_addresses:
+        if cat.zone_id(ctx.spec.region, zone) is None:
+            yield (
+                f"network.private_subnet_addresses.{zone}",
+                f"{shown(zone)} is not a zone of {ctx.spec.region}"
+                f"{did_you_mean(zone, names)} (known: {allowed(names)})",
+            )
+
+
 # ---------------------------------------------------------------------------------------
 # Pools
 # ---------------------------------------------------------------------------------------
