@@ -509,7 +509,7 @@ def test_spare_nodes_count_in_the_node_groups() -> None:
     assert [g.nodes for g in stack.pools[0].node_groups] == [450, 2]
 
 
-# ---- large-cluster profile (issue 27 item 1) -------------------------------------------
+# ---- large-cluster profile -------------------------------------------
 
 
 @pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
@@ -569,7 +569,7 @@ def test_the_tier_follows_the_node_count(nodes: int, tier: str | None) -> None:
     assert (got.tier if got else None) == tier
 
 
-# ---- Capacity Blocks across pools and behind one pool (issue 27 item 2) -----------------
+# ---- Capacity Blocks across pools and behind one pool -----------------
 
 
 def two_block_pools(a: int, b: int) -> dict[str, Any]:
@@ -651,7 +651,7 @@ def test_a_placement_group_on_a_capacity_block_is_refused_naming_the_source() ->
     assert "API_CapacityBlock.html" in text
 
 
-# ---- image delivery: container storage on the NVMe instance store (issue 27 item 3) ------
+# ---- image delivery: container storage on the NVMe instance store ------
 
 
 def test_the_instance_store_table_is_describe_instance_types() -> None:
@@ -717,7 +717,7 @@ def test_the_image_pull_is_in_the_one_time_hours(nodes: int, pull: float) -> Non
     assert f"image pull {pull:.2f} h ({nodes} x 20 GB" in est.parts.one_time_note
 
 
-# ---- an existing VPC's address plan (issue 27 item 4) ------------------------------------
+# ---- an existing VPC's address plan ------------------------------------
 
 
 def existing_with(nodes: int, free: int | None) -> Stack:
