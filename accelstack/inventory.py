@@ -369,11 +369,15 @@ class ControlPlane:
 
 
 def control_plane(stack: Stack) -> ControlPlane:
-    """The EKS control plane (billed per hour, standard or extended support by its version)
-    and the KMS key that encrypts its secrets."""
+    """The EKS control plane (billed per hour, standard or extended support by its version,
+    plus its provisioned tier when the stack's profile has one) and the KMS key that encrypts
+    its secrets."""
     comp = naming.cluster(stack.name)
+    args: dict[str, Any] = {"version": stack.kubernetes_version}
+    if stack.profile.tier is not None:  # the provisioned tier the stack's size asks for
+        args["control_plane_scaling_config"] = {"tier": stack.profile.tier.tier}
     return ControlPlane(
-        Billable(tokens.CLUSTER, f"{comp}-eks", comp, {"version": stack.kubernetes_version}),
+        Billable(tokens.CLUSTER, f"{comp}-eks", comp, args),
         Billable(tokens.KMS_KEY, f"{comp}-secrets-key", comp),
     )
 

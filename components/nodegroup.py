@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,14 +111,20 @@ def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | 
 
 
 def node_group_timeouts(
-    pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None
+    pool: ResolvedPool,
+    facts: NodeGroupUpdateFacts,
+    nodes: int | None = None,
+    step_minutes: int = 0,
 ) -> pulumi.CustomTimeouts:
-    """Create and delete at the provider default; update long enough for every batch of the
-    node group (`nodes`, default the pool's running nodes)."""
+    """Create long enough for the group's creation step (`step_minutes`, the stack profile's:
+    launch-bucket wait plus boot and join), never below the provider default; delete at the
+    default; update long enough for every batch of the node group (`nodes`, default the pool's
+    running nodes)."""
     running = pool.running_nodes if nodes is None else nodes
     default = f"{facts.provider_default_minutes}m"
+    create = f"{max(facts.provider_default_minutes, step_minutes)}m"
     return pulumi.CustomTimeouts(
-        create=default, update=f"{facts.update_minutes(running)}m", delete=default
+        create=create, update=f"{facts.update_minutes(running)}m", delete=default
     )
 
 
@@ -150,9 +157,12 @@ def nodeadm_user_data(
     labels: dict[str, str],
     taints: list[dict[str, str]],
     node_setup: str | None = None,
+    local_storage: str | None = None,
 ) -> str:
     """MIME user data with an AL2023 nodeadm NodeConfig (needed with a custom AMI), plus an
-    optional shell part for node-level settings (e.g. a non-default Neuron LNC)."""
+    optional shell part for node-level settings (e.g. a non-default Neuron LNC).
+    `local_storage`: nodeadm's instance-store strategy (RAID0: containerd and kubelet on one
+    array of the NVMe disks); None leaves them on the root volume."""
     inv = {v: k for k, v in TAINT_EFFECTS.items()}
     flags = ["--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items()))]
     if taints:
@@ -160,7 +170,7 @@ def nodeadm_user_data(
             "--register-with-taints="
             + ",".join(f"{t['key']}={t['value']}:{inv[t['effect']]}" for t in taints)
         )
-    node_config = {
+    node_config: dict[str, Any] = {
         "apiVersion": "node.eks.aws/v1alpha1",
         "kind": "NodeConfig",
         "spec": {
@@ -173,6 +183,8 @@ def nodeadm_user_data(
             "kubelet": {"flags": flags},
         },
     }
+    if local_storage is not None:
+        node_config["spec"]["instance"] = {"localStorage": {"strategy": local_storage}}
     boundary = "ACCELSTACK"
     shell = (
         f"--{boundary}\nContent-Type: text/x-shellscript\n\n#!/bin/bash\nset -eu\n{node_setup}\n"
@@ -311,6 +323,10 @@ class AcceleratorNodeGroupArgs:
     secondary_subnet_id: pulumi.Input[str] | None = None
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
     node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
+    #: Node groups already declared (earlier pools), by creation step: a group of step k waits
+    #: for every group of step k-1 (resolve's ClusterProfile staging)
+    earlier_steps: Mapping[int, Sequence[pulumi.Resource]] = field(default_factory=dict)
+    step_minutes: int = 0  # minutes one creation step takes (ClusterProfile)
 
     @classmethod
     def from_stack(
@@ -320,6 +336,7 @@ class AcceleratorNodeGroupArgs:
         cluster: ClusterRef,
         subnet_id: pulumi.Input[str],
         secondary_subnet_id: pulumi.Input[str] | None = None,
+        earlier_steps: Mapping[int, Sequence[pulumi.Resource]] | None = None,
     ) -> AcceleratorNodeGroupArgs:
         res = stack.catalog.resilience
         return cls(
@@ -334,6 +351,8 @@ class AcceleratorNodeGroupArgs:
             hugepages_2mi=node_hugepages_2mi(stack, pool),
             update=res.node_group_update,
             node_repair=res.node_repair.enabled,
+            earlier_steps=dict(earlier_steps or {}),
+            step_minutes=stack.profile.step_minutes,
         )
 
 
@@ -366,10 +385,17 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
             )
             for role, lt in args.groups.launch_templates.items()
         }
-        self.node_groups = [
-            _pool_node_group(self, args, role.arn, attachments, lts[p.launch_template], p, ng)
-            for p, ng in zip(parts, args.groups.node_groups, strict=True)
-        ]
+        by_step: dict[int, list[pulumi.Resource]] = {
+            k: list(v) for k, v in args.earlier_steps.items()
+        }
+        self.node_groups = []
+        for p, declared in zip(parts, args.groups.node_groups, strict=True):
+            after = by_step.get(p.step - 1, [])
+            group = _pool_node_group(
+                self, args, role.arn, [*attachments, *after], lts[p.launch_template], p, declared
+            )
+            self.node_groups.append(group)
+            by_step.setdefault(p.step, []).append(group)
         for i, group in enumerate(self.node_groups):  # the first keeps its tags' names
             owner = name if i == 0 else f"{name}-{args.pool.node_groups[i].role}"
             propagated_tags(self, owner, group, args.instance_tags)
@@ -398,7 +424,10 @@ def _efa_security_group(
 
 
 def _placement(parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str]) -> Any:
-    """A cluster placement group for the pool when `pool.placement_group`."""
+    """The existing placement group the pool's reservation lives in, or a cluster placement
+    group for the pool when `pool.placement_group`."""
+    if pool.placement_group_name is not None:
+        return {"group_name": pool.placement_group_name}
     if not pool.placement_group:
         return None
     pg = aws.ec2.PlacementGroup(
@@ -425,7 +454,11 @@ def _pool_launch_template(
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
     ).apply(
-        lambda a: _b64(nodeadm_user_data(a[0], a[1], a[2], a[3], labels, taints, node_setup(args)))
+        lambda a: _b64(
+            nodeadm_user_data(
+                a[0], a[1], a[2], a[3], labels, taints, node_setup(args), pool.local_storage
+            )
+        )
     )
     interfaces: list[Any] = [
         {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
@@ -486,7 +519,9 @@ def _pool_node_group(
             parent=parent,
             depends_on=[*attachments, *c.depends_on],
             ignore_changes=NODE_GROUP_IGNORE,
-            custom_timeouts=node_group_timeouts(pool, facts, part.nodes) if facts else None,
+            custom_timeouts=(
+                node_group_timeouts(pool, facts, part.nodes, args.step_minutes) if facts else None
+            ),
         ),
         **declared.args,
     )

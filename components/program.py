@@ -280,6 +280,7 @@ def build(stack: Stack) -> dict[str, Any]:
         naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
     pools: dict[str, AcceleratorNodeGroup] = {}
+    by_step: dict[int, list[pulumi.Resource]] = {}  # staged creation (stack.profile)
     for pool in stack.pools:
         pools[pool.name] = AcceleratorNodeGroup(
             naming.pool_prefix(name, pool.name),
@@ -289,9 +290,12 @@ def build(stack: Stack) -> dict[str, Any]:
                 ref,
                 network.private_subnet_ids[pool.zone_id],
                 network.secondary_subnet_ids.get(pool.zone_id),
+                earlier_steps=by_step,
             ),
             opts=top,
         )
+        for part, group in zip(pool.node_groups, pools[pool.name].node_groups, strict=True):
+            by_step.setdefault(part.step, []).append(group)
 
     outputs: dict[str, Any] = {
         **_access_outputs(stack, cluster),

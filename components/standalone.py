@@ -522,7 +522,10 @@ class StandaloneCluster(pulumi.ComponentResource):
     def _placement(
         self, prefix: str, pool: ResolvedPool, tags: dict[str, str]
     ) -> dict[str, Any] | None:
-        """A cluster placement group for the pool when `pool.placement_group`."""
+        """The existing placement group the pool's reservation lives in, or a cluster
+        placement group for the pool when `pool.placement_group`."""
+        if pool.placement_group_name is not None:
+            return {"group_name": pool.placement_group_name}
         if not pool.placement_group:
             return None
         pg = aws.ec2.PlacementGroup(

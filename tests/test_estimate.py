@@ -63,7 +63,8 @@ def test_wall_hours_formula(catalog: Catalog) -> None:
     stall = 70e9 * 16 / (16 * g.checkpoint_write_gb_per_s_per_node * 1e9) / 3600
     goodput = 1 / (1 + failures + stall + g.other_loss_fraction)
     assert est.goodput == pytest.approx(goodput)
-    assert est.wall_hours == pytest.approx(compute_h / goodput + g.bring_up_hours)
+    pull = catalog.scale.image_delivery.pull_hours(16, g.image_pull_gb_per_node)  # 16 nodes
+    assert est.wall_hours == pytest.approx(compute_h / goodput + g.bring_up_hours + pull)
     assert est.accelerator_hours == pytest.approx(chips * est.wall_hours)
     assert not est.mfu_from_spec and est.mfu_basis == "fitted"
     lo, hi = est.wall_hours_range

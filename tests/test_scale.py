@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.catalog.scale import split_nodes
 from accelstack.cost.guard import check_budget
-from accelstack.errors import SpecError
+from accelstack.errors import MissingPrice, SpecError
 from accelstack.plan import Plan
 from accelstack.plan.rules import evaluate
 from accelstack.render.artifacts import render
@@ -235,7 +236,8 @@ def test_preflight_counts_an_existing_subnets_free_addresses(
         (bad,) = check_subnets(stack_with(512), clients)
     assert ok.status == "PASS" and f"{sid} (4091 free)" in ok.message
     assert bad.status == "FAIL"
-    assert "4091 free addresses, 51230 needed (pool h100: 51200, system nodes: 30)" in bad.message
+    # 512 nodes: the large-cluster profile's 3 system nodes (scale.yaml large_cluster)
+    assert "4091 free addresses, 51260 needed (pool h100: 51200, system nodes: 60)" in bad.message
     assert bad.fix is not None and "network.mode 'create'" in bad.fix
 
 
@@ -506,3 +508,271 @@ def test_spare_nodes_count_in_the_node_groups() -> None:
     data["pools"][0]["spare_nodes"] = 2
     stack = stack_of(data)
     assert [g.nodes for g in stack.pools[0].node_groups] == [450, 2]
+
+
+# ---- large-cluster profile -------------------------------------------
+
+
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_a_2048_node_plan_has_the_large_cluster_profile(preset: str) -> None:
+    """2,048 nodes: a provisioned control-plane tier chosen from the catalog's tier table, node
+    groups created in steps of at most the RunInstances launch bucket (each step waits for the
+    one before), more system nodes, and the tier priced on top of the cluster-hour."""
+    stack = stack_of(sized(preset, 2048))
+    facts = stack.catalog.scale.large_cluster
+    profile = stack.profile
+    assert profile.tier is not None and profile.tier.tier == "tier-2xl"
+    assert profile.tier.pod_scheduling_rate * facts.control_plane.reschedule_seconds >= (
+        profile.nodes * facts.control_plane.pods_per_node
+    )
+    assert stack.system_nodes == profile.system_nodes > 2
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert cluster.inputs["controlPlaneScalingConfig"] == {"tier": "tier-2xl"}
+    system = next(r for r in plan.of_type(NODE_GROUP) if r.name.endswith("-system-ng"))
+    assert system.inputs["scalingConfig"]["desiredSize"] == profile.system_nodes
+    mine = groups(plan, f"{preset}-{stack.pools[0].name}-")
+    steps = {p.role: p.step for p in stack.pools[0].node_groups}
+    names = {p.role: f"{preset}-{stack.pools[0].name}-{p.role}" for p in stack.pools[0].node_groups}
+    for role, step in steps.items():
+        waits = {d for d in plan.get(NODE_GROUP, names[role]).depends_on if d in set(mine)}
+        assert waits == {names[r] for r, s in steps.items() if s == step - 1}
+    per_step: dict[int, int] = {}
+    for part in stack.pools[0].node_groups:
+        per_step[part.step] = per_step.get(part.step, 0) + part.nodes
+    assert max(per_step.values()) <= facts.staging.launch_bucket and len(per_step) == 3
+    items = check_budget(stack).cost.items
+    tier = [i for i in items if i.what.endswith("tier-2xl")]
+    assert tier and tier[0].hourly_usd > 0 and tier[0].estimate
+
+
+def test_sixteen_nodes_keep_the_standard_control_plane_and_one_step() -> None:
+    stack = stack_of(sized("llama3-70b-p5", 16))
+    assert stack.profile.tier is None and stack.profile.steps == 1
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type("aws:eks/cluster:Cluster")
+    assert "controlPlaneScalingConfig" not in cluster.inputs
+
+
+def test_a_tier_without_a_price_is_refused_not_free() -> None:
+    """The tier's price is a catalog row: without it the stack cannot be priced."""
+    stack = stack_of(sized("llama3-70b-trn2", 2048))
+    cat = stack.catalog
+    rates = tuple(r for r in cat.service_rates if r.item != "eks-control-plane-tier-2xl")
+    poor = replace(stack, catalog=cat.model_copy(update={"service_rates": rates}))
+    with pytest.raises(MissingPrice, match="eks-control-plane-tier-2xl"):
+        check_budget(poor)
+
+
+@pytest.mark.parametrize(("nodes", "tier"), [(400, None), (1200, "tier-xl"), (2048, "tier-2xl")])
+def test_the_tier_follows_the_node_count(nodes: int, tier: str | None) -> None:
+    got = stack_of(sized("llama3-70b-p5", nodes)).profile.tier
+    assert (got.tier if got else None) == tier
+
+
+# ---- Capacity Blocks across pools and behind one pool -----------------
+
+
+def two_block_pools(a: int, b: int) -> dict[str, Any]:
+    """Two capacity-block pools of `a` and `b` nodes, each on whole 64-instance blocks."""
+    data = sized("p5e-capacity-block", a)
+    first = data["pools"][0]
+    second = copy.deepcopy(first)
+    second["name"], second["nodes"] = "h200b", b
+
+    def res(prefix: str, n: int) -> list[dict[str, Any]]:
+        return [{"id": f"cr-0{prefix}{i:015x}", "nodes": 64} for i in range(n // 64)]
+
+    first["purchase"] = {"option": "capacity-block", "reservations": res("a", a)}
+    second["purchase"] = {"option": "capacity-block", "reservations": res("b", b)}
+    data["pools"].append(second)
+    data["workload"]["pool"] = "h200"
+    return data
+
+
+def test_capacity_block_pools_together_stay_within_the_account_limit() -> None:
+    """256 instances per account across Capacity Blocks: two pools of 192 (each within it)
+    are refused together in one line naming the limit and its source; 128 + 128 pass."""
+    with pytest.raises(SpecError) as err:
+        stack_of(two_block_pools(192, 192))
+    text = str(err.value)
+    assert "384 instances (h200: 192, h200b: 192)" in text
+    assert "256 an account can hold across Capacity Blocks" in text
+    assert "capacity-blocks-how.html" in text
+    assert len(stack_of(two_block_pools(128, 128)).pools) == 2
+
+
+def test_price_shows_each_capacity_block_behind_a_pool_with_its_zone() -> None:
+    """128 nodes on two 64-instance blocks: the report names both reservations, their nodes
+    and zone, and bills blocks of the sizes bought (not sizes it re-derives)."""
+    from accelstack.cost.guard import render_report, verdict_dict
+
+    a, b = "cr-0a1b2c3d4e5f67890", "cr-0b1b2c3d4e5f67890"
+    stack = stack_of(blocks((a, 64), (b, 64)))
+    verdict = check_budget(stack)
+    zone = stack.pools[0].zone_id
+    text = render_report(verdict)
+    assert "2 reservations behind pool h200" in text
+    assert f"{a} 64 node(s) in {zone}; {b} 64 node(s) in {zone}" in text
+    training = verdict_dict(verdict)["training"]
+    assert training["capacity_blocks"] == [64, 64]
+    assert training["reservations"] == [
+        {"id": a, "nodes": 64, "zone_id": zone},
+        {"id": b, "nodes": 64, "zone_id": zone},
+    ]
+
+
+def test_a_reservation_pool_launches_into_the_placement_group_its_reservation_lives_in() -> None:
+    """An ODCR created in a cluster placement group is used by launches into that group: the
+    pool's launch template names it and accelstack creates no group of its own."""
+    data = sized("llama3-70b-p5", 16)
+    data["pools"][0]["purchase"] = {
+        "option": "reservation",
+        "reservation_id": "cr-0a1b2c3d4e5f67890",
+        "placement_group": "team-p5-cpg",
+    }
+    stack = stack_of(data)
+    assert stack.pools[0].placement_group_name == "team-p5-cpg"
+    plan = plan_stack(stack, guard=False)
+    (lt,) = [r for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") if "h100" in r.name]
+    assert lt.inputs["placement"] == {"groupName": "team-p5-cpg"}
+    target = lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0a1b2c3d4e5f67890"}
+    assert not plan.of_type("aws:ec2/placementGroup:PlacementGroup")
+
+
+def test_a_placement_group_on_a_capacity_block_is_refused_naming_the_source() -> None:
+    data = sized("p5e-capacity-block", 8)
+    data["pools"][0]["purchase"]["placement_group"] = "team-cpg"
+    with pytest.raises(SpecError) as err:
+        stack_of(data)
+    text = str(err.value)
+    assert "pools[0].purchase.placement_group" in text
+    assert "only allowed with reservation, not 'capacity-block'" in text
+    assert "API_CapacityBlock.html" in text
+
+
+# ---- image delivery: container storage on the NVMe instance store ------
+
+
+def test_the_instance_store_table_is_describe_instance_types() -> None:
+    """Disks per type in scale.yaml are EC2 DescribeInstanceTypes InstanceStorageInfo (moto's
+    snapshot of it)."""
+    from moto import mock_aws
+
+    from .helpers_preflight import fake_aws_env
+
+    facts = load_catalog().scale.instance_store
+    with pytest.MonkeyPatch.context() as mp:
+        fake_aws_env(mp)
+        with mock_aws():
+            import boto3
+
+            ec2 = boto3.client("ec2", region_name="us-east-1")
+            got = ec2.describe_instance_types(InstanceTypes=sorted(facts.types))["InstanceTypes"]
+    seen = {
+        t["InstanceType"]: (
+            t["InstanceStorageInfo"]["Disks"][0]["Count"],
+            t["InstanceStorageInfo"]["Disks"][0]["SizeInGB"],
+        )
+        for t in got
+    }
+    assert seen == {name: (r.disks, r.disk_gb) for name, r in facts.types.items()}
+
+
+def user_data_of(plan: Plan, name: str) -> dict[str, Any]:
+    import base64
+
+    lt = plan.get("aws:ec2/launchTemplate:LaunchTemplate", name)
+    text = base64.b64decode(lt.inputs["userData"]).decode()
+    part = text.split("Content-Type: application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0]
+    doc: dict[str, Any] = json.loads(part)
+    return doc
+
+
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_nodes_with_nvme_disks_keep_containers_on_a_raid0_of_them(preset: str) -> None:
+    stack = stack_of(sized(preset, 16))
+    plan = plan_stack(stack, guard=False)
+    doc = user_data_of(plan, f"{preset}-{stack.pools[0].name}-lt")
+    assert doc["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+
+
+def test_a_single_disk_type_keeps_the_root_volume() -> None:
+    facts = load_catalog().scale.instance_store
+    assert facts.strategy_for("p5.4xlarge") is None  # one disk: no array
+    assert facts.strategy_for("m6i.xlarge") is None  # no instance store
+    assert facts.strategy_for("p5.48xlarge") == "RAID0"
+
+
+@pytest.mark.parametrize(("nodes", "pull"), [(16, 0.009), (256, 0.114), (2048, 0.91)])
+def test_the_image_pull_is_in_the_one_time_hours(nodes: int, pull: float) -> None:
+    """Every node pulls the image through its zone's NAT gateway: 2,048 nodes x 20 GB at
+    100 Gbps is most of an hour, in the estimate's one-time hours and its note."""
+    from accelstack.cost.guard import estimate_for
+
+    stack = stack_of(sized("llama3-70b-p5", nodes))
+    est = estimate_for(stack)
+    g = stack.catalog.throughput.goodput
+    assert est.one_time_hours == pytest.approx(g.bring_up_hours + pull, abs=0.001)
+    assert f"image pull {pull:.2f} h ({nodes} x 20 GB" in est.parts.one_time_note
+
+
+# ---- an existing VPC's address plan ------------------------------------
+
+
+def existing_with(nodes: int, free: int | None) -> Stack:
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    existing_vpc(nodes)(data)
+    zone = stack_of(copy.deepcopy(data)).pools[0].zone_id
+    if free is not None:
+        data["network"]["private_subnet_addresses"] = {zone: free}
+    return stack_of(data)
+
+
+def cni_env_of(stack: Stack) -> dict[str, str]:
+    plan = plan_stack(stack, guard=False)
+    cni = next(r for r in plan.of_type("aws:eks/addon:Addon") if "vpc-cni" in r.name)
+    raw = cni.inputs.get("configurationValues")
+    return dict(json.loads(raw)["env"]) if raw else {}
+
+
+def test_an_existing_vpc_with_known_subnet_sizes_gets_the_compact_cni_settings() -> None:
+    """512 p5 nodes take 51,200 addresses at the VPC CNI defaults; a zone with 16,000 free
+    holds them at WARM_IP_TARGET/MINIMUM_IP_TARGET (11 a node), so the stack applies those."""
+    stack = existing_with(512, 16000)
+    assert stack.address_plan.cni_env == {"MINIMUM_IP_TARGET": "8", "WARM_IP_TARGET": "2"}
+    assert cni_env_of(stack) == {"MINIMUM_IP_TARGET": "8", "WARM_IP_TARGET": "2"}
+
+
+def test_an_existing_vpc_that_holds_the_defaults_keeps_them() -> None:
+    assert existing_with(16, 16000).address_plan.cni_env == {}
+    assert existing_with(512, None).address_plan.cni_env == {}  # unknown: preflight judges
+
+
+def test_an_existing_vpc_too_small_even_for_the_compact_settings_is_refused() -> None:
+    with pytest.raises(SpecError) as err:
+        existing_with(512, 4000)
+    text = str(err.value)
+    assert "pools[0].nodes" in text and "even with WARM_IP_TARGET/MINIMUM_IP_TARGET" in text
+    assert "4000 free" in text and "vpc-cni.html" in text
+
+
+def test_subnet_addresses_name_zones_of_the_region() -> None:
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    existing_vpc(16)(data)
+    data["network"]["private_subnet_addresses"] = {"use2-az9": 100}
+    with pytest.raises(SpecError, match=r"network.private_subnet_addresses.use2-az9"):
+        stack_of(data)
+
+
+def test_preflight_counts_the_addresses_at_the_plans_cni_settings() -> None:
+    """With the compact settings applied, preflight judges a subnet by what nodes take under
+    them (11 a p5 node), not by the defaults' 100."""
+    from accelstack.preflight.scale_checks import zone_address_needs
+
+    compact = zone_address_needs(existing_with(512, 16000))
+    default = zone_address_needs(existing_with(512, None))
+    (zone,) = [z for z, needs in compact.items() if any(w == "pool h100" for w, _ in needs)]
+    assert dict(compact[zone])["pool h100"] == 512 * 11
+    assert dict(default[zone])["pool h100"] == 512 * 100

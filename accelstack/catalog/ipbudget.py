@@ -147,6 +147,32 @@ def plan_addresses(
     )
 
 
+def plan_existing(
+    catalog: Catalog,
+    free: dict[str, int],
+    groups: Sequence[GroupDemand],
+    fixed: dict[str, tuple[int, int]],
+) -> AddressPlan:
+    """The address plan of an existing VPC whose zones' free private addresses are known
+    (`free`, zone id -> addresses): the VPC CNI defaults when every known zone holds its nodes
+    at them, else the compact settings; a zone that cannot hold even those is a problem of
+    each pool there. Unknown zones are left to preflight."""
+    default: dict[str, int] = {z: d for z, (d, _) in fixed.items()}
+    compact: dict[str, int] = {z: c for z, (_, c) in fixed.items()}
+    for g in groups:
+        default[g.zone] = default.get(g.zone, 0) + g.nodes * g.per_node_default
+        compact[g.zone] = compact.get(g.zone, 0) + g.nodes * g.per_node_compact
+    if all(default.get(z, 0) <= n for z, n in free.items()):
+        return AddressPlan()
+    problems = tuple(
+        (g.at, f"zone {g.zone}: {compact[g.zone]} addresses needed, {free[g.zone]} free")
+        for g in groups
+        if g.index == 0 and g.zone in free and compact[g.zone] > free[g.zone]
+    )
+    env = catalog.scale.address_space.compact_cni.env()
+    return AddressPlan(cni_env=env, problems=problems)
+
+
 def pool_group_demands(
     catalog: Catalog,
     at: str,

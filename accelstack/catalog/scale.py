@@ -102,12 +102,153 @@ class TopologyLabels(_Frozen):
     source: str
 
 
+class ControlPlaneTier(_Frozen):
+    """One EKS provisioned control-plane tier: its API name and documented capacity."""
+
+    tier: str
+    api_concurrency: int = Field(ge=1)
+    pod_scheduling_rate: int = Field(ge=1)
+
+    @property
+    def price_item(self) -> str:
+        """The prices.yaml services item of the tier (per cluster-hour)."""
+        return f"eks-control-plane-{self.tier}"
+
+
+class ControlPlaneFacts(_Frozen):
+    standard_max_nodes: int = Field(ge=1)
+    pods_per_node: int = Field(ge=1)
+    reschedule_seconds: int = Field(ge=1)
+    tiers: tuple[ControlPlaneTier, ...] = Field(min_length=1)
+    source: str
+
+    def tier_for(self, nodes: int) -> ControlPlaneTier | None:
+        """None (standard) up to `standard_max_nodes`; else the first tier that schedules every
+        node's pods within the window, or the last tier."""
+        if nodes <= self.standard_max_nodes:
+            return None
+        pods = nodes * self.pods_per_node
+        fits = (t for t in self.tiers if t.pod_scheduling_rate * self.reschedule_seconds >= pods)
+        return next(fits, self.tiers[-1])
+
+
+class StagingFacts(_Frozen):
+    launch_bucket: int = Field(ge=1)
+    launch_refill_per_second: float = Field(gt=0)
+    node_ready_minutes: int = Field(ge=1)
+    source: str
+
+    def steps(self, groups: tuple[int, ...]) -> tuple[int, ...]:
+        """The creation step of each node group (sizes in creation order): groups join the
+        current step while its nodes stay within the launch bucket; a group never splits."""
+        out: list[int] = []
+        step, held = 0, 0
+        for n in groups:
+            if held and held + n > self.launch_bucket:
+                step, held = step + 1, 0
+            out.append(step)
+            held += n
+        return tuple(out)
+
+    def step_minutes(self, nodes: int) -> int:
+        """Minutes a step of `nodes` takes to be Ready: launches beyond the bucket wait for its
+        refill, then every node boots and joins."""
+        wait = max(0, nodes - self.launch_bucket) / self.launch_refill_per_second / 60
+        return math.ceil(wait) + self.node_ready_minutes
+
+
+class SystemNodesRow(_Frozen):
+    max_nodes: int = Field(ge=1)
+    nodes: int = Field(ge=1)
+
+
+class LargeClusterFacts(_Frozen):
+    control_plane: ControlPlaneFacts
+    staging: StagingFacts
+    system_nodes: tuple[SystemNodesRow, ...] = Field(min_length=1)
+    system_nodes_source: str
+
+    def system_nodes_for(self, nodes: int) -> int:
+        rows = sorted(self.system_nodes, key=lambda r: r.max_nodes)
+        return next((r.nodes for r in rows if nodes <= r.max_nodes), rows[-1].nodes)
+
+
+class ClusterProfile(_Frozen):
+    """What a stack's size asks of the cluster (resolve computes it once, `Stack.profile`):
+    the control-plane tier (None: standard), the creation steps of the node groups, the
+    minutes one step takes, the system nodes."""
+
+    nodes: int = 0  # the stack's running nodes: pools' nodes and spares, and system nodes
+    tier: ControlPlaneTier | None = None
+    steps: int = 1
+    step_minutes: int = 0
+    system_nodes: int = 0
+
+    @property
+    def tier_name(self) -> str:
+        return self.tier.tier if self.tier else "standard"
+
+    @property
+    def bring_up_minutes(self) -> int:
+        """Node groups become Ready step after step."""
+        return self.steps * self.step_minutes
+
+
+class PlacementFacts(_Frozen):
+    """Where a pool on reserved capacity is placed (sources in scale.yaml `placement`)."""
+
+    reservation_capacity_type: str  # capacity type of the purchase options a group applies to
+    reservation_source: str
+    capacity_block_source: str
+    max_nodes_per_group_source: str
+    ultraserver_blocks_source: str
+
+
+class InstanceStoreDisks(_Frozen):
+    disks: int = Field(ge=1)
+    disk_gb: int = Field(ge=1)
+
+
+class InstanceStoreFacts(_Frozen):
+    """NVMe instance store per type and the nodeadm local-storage strategy for containers."""
+
+    raid0_min_disks: int = Field(ge=1)
+    strategy: Literal["RAID0", "RAID10", "Mount"]
+    source: str
+    types: dict[str, InstanceStoreDisks] = Field(default_factory=dict)
+
+    def strategy_for(self, instance_type: str) -> str | None:
+        """The nodeadm localStorage strategy for the type, or None (no or too few disks)."""
+        row = self.types.get(instance_type)
+        return self.strategy if row and row.disks >= self.raid0_min_disks else None
+
+
+class ImageDelivery(_Frozen):
+    nat_gateway_gbps: float = Field(gt=0)
+    nat_gateway_source: str
+    node_pull_gbps: float = Field(gt=0)
+    node_pull_source: str
+
+    def pull_hours(self, nodes: int, image_gb: float) -> float:
+        """Hours until every node of a pool has the image: the slower of one node's pull and
+        all nodes' bytes through the zone's NAT gateway."""
+        one = image_gb * 8 / self.node_pull_gbps
+        all_ = nodes * image_gb * 8 / self.nat_gateway_gbps
+        return max(one, all_) / 3600
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
     topology_labels: TopologyLabels
     address_space: AddressSpace
+    large_cluster: LargeClusterFacts
+    placement: PlacementFacts
+    instance_store: InstanceStoreFacts
+    image_delivery: ImageDelivery
     ultraservers: dict[str, UltraServer] = Field(default_factory=dict)
     ultraservers_preview: dict[str, str] = Field(default_factory=dict)
+    #: region -> why a stack there cannot be priced from the bundled catalog
+    price_gaps: dict[str, str] = Field(default_factory=dict)
 
     @property
     def max_pool_nodes(self) -> int:
@@ -137,6 +278,7 @@ class NodeGroupPart(_Frozen):
     subnet: Literal["primary", "secondary"] = "primary"
     reservation_id: str | None = None  # the reservation or Capacity Block it launches into
     launch_template: str = "lt"  # role of the pool's launch template it uses (one per reservation)
+    step: int = 0  # creation step (ClusterProfile): waits for every node group of the step before
 
 
 def group_role(index: int) -> str:

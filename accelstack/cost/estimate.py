@@ -513,6 +513,9 @@ def goodput_parts(
     write_s = state / (nodes * g.checkpoint_write_gb_per_s_per_node * 1e9)
     checkpoint = write_s / 3600.0 / g.checkpoint_interval_hours
     hours, note = one_time_hours(catalog, instance_type, workload, measured)
+    pull = catalog.scale.image_delivery.pull_hours(nodes, g.image_pull_gb_per_node)
+    hours += pull
+    note += f" + image pull {pull:.2f} h ({nodes} x {g.image_pull_gb_per_node:g} GB, scale.yaml)"
     return GoodputParts(failures, checkpoint, g.other_loss_fraction, g.spread, hours, note)
 
 

@@ -63,6 +63,9 @@ class Verdict:
     checks: tuple[LimitCheck, ...]
     spot_factor: float = 1.0  # the workload pool on spot: interruption overhead on wall hours
     blocks: tuple[int, ...] = ()  # Capacity Block sizes of the workload pool
+    #: (reservation id, nodes, zone id) of each reservation or Capacity Block behind the
+    #: workload pool, in the spec's order (empty: none named)
+    reservations: tuple[tuple[str, int, str], ...] = ()
     data_lines: tuple[str, ...] = ()  # per-GB lines of the run (NAT data, inter-AZ)
     unbounded: bool = False  # no limit and no `budget.unlimited`: refused (fails closed)
 
@@ -208,8 +211,11 @@ def check_budget(
     checks += _ceiling_checks(ceiling, {**actual, "max_run_usd": run.run_usd})
     unbounded = not b.has_limit and not b.unlimited
     blocks: tuple[int, ...] = ()
-    if stack.workload_pool.purchase_option == "capacity-block":
-        blocks = stack.catalog.capacity_blocks.blocks_for(stack.workload_pool.nodes)
+    wp = stack.workload_pool
+    if wp.purchase_option == "capacity-block":
+        named = tuple(n for _, n in wp.reservations)
+        blocks = named or stack.catalog.capacity_blocks.blocks_for(wp.nodes)
+    reservations = tuple((rid, n, wp.zone_id) for rid, n in wp.reservations)
     return Verdict(
         stack.name,
         pool,
@@ -220,6 +226,7 @@ def check_budget(
         factor,
         unbounded=unbounded,
         blocks=blocks,
+        reservations=reservations,
         data_lines=data.lines,
     )
 
@@ -352,6 +359,12 @@ def _run_lines(v: Verdict) -> list[str]:
             f"  capacity block: billed up front for the whole window: {r.wall_hours:,.1f} h "
             f"-> {r.billed_pool_hours / 24:g} day(s) ({r.billed_pool_hours:,.0f} h) x {cb} "
             f"instance(s) in block(s) of {', '.join(map(str, v.blocks))}"
+        )
+    if len(v.reservations) > 1:
+        out.append(
+            f"  {len(v.reservations)} reservations behind pool {v.pool} (each its own launch "
+            "template and node groups): "
+            + "; ".join(f"{rid} {n} node(s) in {zone}" for rid, n, zone in v.reservations)
         )
     lo, hi = r.run_usd_range
     out += [
@@ -516,6 +529,9 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
             **_training_dict(v.estimate, v.run),
             "spot_overhead_factor": v.spot_factor,
             "capacity_blocks": list(v.blocks),
+            "reservations": [
+                {"id": rid, "nodes": n, "zone_id": zone} for rid, n, zone in v.reservations
+            ],
         },
         "depends_on_estimate": v.depends_on,
         "budget": [

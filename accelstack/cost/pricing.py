@@ -642,6 +642,39 @@ def price_eks_cluster(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
             category="control-plane",
             what=f"EKS control plane ({version}, {status})",
             assumption=f"Kubernetes {version} is in {when} (EKS calendar in the catalog)",
+        ),
+        *_provisioned_tier(res, ctx),
+    ]
+
+
+def _provisioned_tier(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
+    """The provisioned control-plane tier (controlPlaneScalingConfig.tier), billed per hour on
+    top of the cluster-hour; standard or none costs nothing more. A tier the catalog does not
+    know, or one without a price, is refused (never $0)."""
+    tier = _get(res.inputs, "controlPlaneScalingConfig", "tier")
+    if tier in (None, "standard"):
+        return []
+    known = {t.tier: t for t in ctx.catalog.scale.large_cluster.control_plane.tiers}
+    row = known.get(str(tier))
+    if row is None:
+        raise MissingPrice(
+            f"cannot price {res.type} '{res.name}': control-plane tier {tier!r} is not in the "
+            f"catalog (scale.yaml large_cluster.control_plane.tiers: {', '.join(known)})"
+        )
+    return [
+        _hourly_item(
+            res,
+            ctx,
+            item=row.price_item,
+            quantity=1,
+            unit="cluster-hour",
+            category="control-plane",
+            what=f"EKS provisioned control plane, {row.tier}",
+            assumption=(
+                f"{row.tier} schedules {row.pod_scheduling_rate} pods/s with "
+                f"{row.api_concurrency} API seats (EKS provisioned control plane); chosen for "
+                "the stack's node count (scale.yaml large_cluster)"
+            ),
         )
     ]
 

@@ -475,9 +475,11 @@ def check_subnets(stack: Stack, clients: AwsClients) -> list[CheckResult]:
                 FAIL,
                 f"{msg}; the VPC CNI keeps a warm ENI of addresses per node "
                 "(https://docs.aws.amazon.com/eks/latest/best-practices/vpc-cni.html)",
-                "add a larger private subnet in this zone to network.private_subnet_ids, use "
-                "fewer nodes, or network.mode 'create' (a created VPC adds a secondary CIDR "
-                "and compact VPC CNI settings for large pools)",
+                "set network.private_subnet_addresses for this zone (the stack then applies "
+                "compact VPC CNI settings when the defaults do not fit), add a larger private "
+                "subnet in this zone to network.private_subnet_ids, use fewer nodes, or "
+                "network.mode 'create' (a created VPC adds a secondary CIDR and compact VPC "
+                "CNI settings for large pools)",
             )
         )
     return out

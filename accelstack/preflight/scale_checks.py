@@ -75,16 +75,18 @@ def limit_needs(stack: Stack) -> list[LimitNeed]:
 
 
 def zone_address_needs(stack: Stack) -> dict[str, list[tuple[str, int]]]:
-    """Existing VPC under EKS: zone id -> (who, addresses at the VPC CNI defaults) of the
-    accelerator pools in the zone and the system nodes' share."""
+    """Existing VPC under EKS: zone id -> (who, addresses at the plan's VPC CNI settings: the
+    defaults, or the compact ones when the spec's private_subnet_addresses asked for them) of
+    the accelerator pools in the zone and the system nodes' share."""
     cat = stack.catalog
+    compact = bool(stack.address_plan.cni_env)  # the plan's VPC CNI settings
     out: dict[str, list[tuple[str, int]]] = {}
     for p in stack.pools:
-        each = per_node(cat, p.instance, p.efa_interfaces, p.efa_interface_style, compact=False)
+        each = per_node(cat, p.instance, p.efa_interfaces, p.efa_interface_style, compact)
         out.setdefault(p.zone_id, []).append((f"pool {p.name}", p.nodes * each))
     system = system_demand(
         cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, tuple(out)
     )
-    for zone, (default, _) in system.items():
-        out[zone].append(("system nodes", default))
+    for zone, (default, small) in system.items():
+        out[zone].append(("system nodes", small if compact else default))
     return out

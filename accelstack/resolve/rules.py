@@ -106,6 +106,16 @@ def _pool_addresses(stack: Stack) -> Iterator[Finding]:
     cat, plan = stack.catalog, stack.address_plan
     pools = dict(_indexed(stack))
     space = cat.scale.address_space
+    if stack.spec.network.mode != "create":
+        for at, what in dict(plan.problems).items():
+            yield (
+                f"{at}.nodes",
+                f"the existing VPC's private subnets cannot hold this pool even with "
+                f"WARM_IP_TARGET/MINIMUM_IP_TARGET ({first_url(space.compact_cni.source)}): "
+                f"{what} (network.private_subnet_addresses); add a larger private subnet in "
+                "that zone, use fewer nodes, or network.mode 'create'",
+            )
+        return
     for at, what in dict(plan.problems).items():
         p = pools[at]
         zone_cidr = plan.secondary_subnets.get(p.zone_id, "")

@@ -28,10 +28,17 @@ from accelstack.catalog import (
 from accelstack.catalog.ipbudget import (
     AddressPlan,
     plan_addresses,
+    plan_existing,
     pool_group_demands,
     system_demand,
 )
-from accelstack.catalog.scale import NodeGroupPart, UltraServer, group_role, split_nodes
+from accelstack.catalog.scale import (
+    ClusterProfile,
+    NodeGroupPart,
+    UltraServer,
+    group_role,
+    split_nodes,
+)
 from accelstack.catalog.sizing import (
     MemoryFit,
     fsx_tier_for,
@@ -68,6 +75,12 @@ class ResolvedPool:
     procs_per_node: int  # torchrun --nproc_per_node: one process per core
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    #: The existing cluster placement group the pool's reservation lives in (spec
+    #: purchase.placement_group): the pool launches into it; None: none named
+    placement_group_name: str | None = None
+    #: nodeadm `spec.instance.localStorage.strategy` (container storage on the NVMe instance
+    #: store, catalog scale.yaml instance_store); None: the root volume
+    local_storage: str | None = None
     #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
     #: AL2023 image for orchestration eks, the DLAMI for orchestration ec2.
     ami_parameter: str | None = None
@@ -173,6 +186,9 @@ class Stack:
     deployment: str = ""  # resource-name prefix when it differs from the spec's name
     #: Addresses of a created VPC: VPC CNI settings, secondary CIDR and its subnets
     address_plan: AddressPlan = field(default_factory=AddressPlan)
+    #: What the stack's size asks of the cluster: control-plane tier, creation steps of the
+    #: node groups, system nodes (catalog scale.yaml `large_cluster`; see `with_node_groups`)
+    profile: ClusterProfile = field(default_factory=ClusterProfile)
 
     @property
     def name(self) -> str:
@@ -439,6 +455,8 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         procs_per_node=cores,
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
+        placement_group_name=p.purchase.placement_group,
+        local_storage=cat.scale.instance_store.strategy_for(p.instance_type),
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,
@@ -502,6 +520,7 @@ def with_node_groups(stack: Stack) -> Stack:
     per_group = stack.catalog.scale.limits.nodes_per_node_group.value
     parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
+    stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
     pools = tuple(
         replace(
@@ -514,6 +533,7 @@ def with_node_groups(stack: Stack) -> Stack:
                     subnet=plan.subnet_of(p.name, i),
                     reservation_id=rid,
                     launch_template=lt,
+                    step=steps[p.name][i],
                 )
                 for i, (n, rid, lt) in enumerate(parts[p.name])
             ),
@@ -521,6 +541,41 @@ def with_node_groups(stack: Stack) -> Stack:
         for p in stack.pools
     )
     return replace(stack, pools=pools, address_plan=plan)
+
+
+def _with_profile(
+    stack: Stack, sizes: Mapping[str, tuple[int, ...]]
+) -> tuple[Stack, dict[str, tuple[int, ...]]]:
+    """The stack with its cluster profile (EKS only) and its system nodes from it (unless the
+    spec sets them), and each node group's creation step by pool: the control-plane tier for
+    the stack's running nodes, steps of at most the account's launch bucket in creation order
+    (pools in order, their groups in order)."""
+    facts = stack.catalog.scale.large_cluster
+    order = [n for p in stack.pools for n in sizes[p.name]]
+    flat = facts.staging.steps(tuple(order))
+    steps: dict[str, tuple[int, ...]] = {}
+    at = 0
+    for p in stack.pools:
+        steps[p.name] = flat[at : at + len(sizes[p.name])]
+        at += len(sizes[p.name])
+    if stack.spec.orchestration != "eks":
+        return stack, {p.name: (0,) * len(sizes[p.name]) for p in stack.pools}
+    pool_nodes = sum(order)
+    by_size = max(stack.system_nodes, facts.system_nodes_for(pool_nodes))
+    system = stack.spec.cluster.system_nodes.nodes or by_size
+    nodes = pool_nodes + system
+    biggest = max(
+        (sum(n for n, s in zip(order, flat, strict=True) if s == k) for k in set(flat)),
+        default=0,
+    )
+    profile = ClusterProfile(
+        nodes=nodes,
+        tier=facts.control_plane.tier_for(nodes),
+        steps=(max(flat) + 1) if flat else 1,
+        step_minutes=facts.staging.step_minutes(biggest),
+        system_nodes=system,
+    )
+    return replace(stack, profile=profile, system_nodes=system), steps
 
 
 def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
@@ -536,9 +591,14 @@ def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, st
 
 
 def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> AddressPlan:
-    """The address plan of a created VPC under EKS; an existing VPC or standalone instances
-    keep the defaults (preflight counts an existing subnet's free addresses)."""
-    if stack.spec.orchestration != "eks" or stack.spec.network.mode != "create":
+    """The address plan of an EKS stack: a created VPC's (secondary CIDR when needed), or an
+    existing VPC's from its zones' free addresses when the spec gives them
+    (network.private_subnet_addresses; preflight counts the others); standalone instances keep
+    the defaults."""
+    net = stack.spec.network
+    if stack.spec.orchestration != "eks":
+        return AddressPlan()
+    if net.mode != "create" and not net.private_subnet_addresses:
         return AddressPlan()
     cat = stack.catalog
     groups = [
@@ -559,6 +619,11 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
     system = system_demand(
         cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
     )
+    if net.mode != "create":
+        free = {
+            cat.zone_id(stack.region, z) or z: n for z, n in net.private_subnet_addresses.items()
+        }
+        return plan_existing(cat, free, groups, system)
     return plan_addresses(cat, stack.region, stack.vpc_cidr, zones, groups, system)
 
 

@@ -24,6 +24,8 @@ from accelstack.naming import STACK_TAG
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 POOL_RE = r"^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$"
 RESERVATION_RE = r"^cr-[0-9a-f]{8,17}$"
+#: An EC2 placement group name (up to 255 ASCII characters; kept to a safe subset here)
+PLACEMENT_GROUP_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$"
 BUCKET_RE = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
 ENV_NAME_RE = r"^[A-Za-z_][A-Za-z0-9_]*$"
 #: Env var names that look like credentials are refused: secrets never go into rendered files.
@@ -207,6 +209,12 @@ class Purchase(Strict):
         description="instances the capacity block or reservation holds (default: the pool's "
         "nodes); nodes + spare_nodes must fit in it",
     )
+    placement_group: Annotated[str, Field(pattern=PLACEMENT_GROUP_RE)] | None = Field(
+        None,
+        description="the existing cluster placement group the on-demand capacity reservation "
+        "was created in (option reservation): the pool launches into it, as instances must to "
+        "use such a reservation; accelstack creates no placement group for the pool",
+    )
 
 
 class Pool(Strict):
@@ -308,6 +316,13 @@ class Network(Strict):
     )
     public_subnet_ids: tuple[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")], ...] = (
         Field((), description="existing public subnets (load balancers)")
+    )
+    private_subnet_addresses: dict[Text, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="existing VPC: free addresses of the private subnets in each zone (zone "
+        "id or name -> count, e.g. the sum of DescribeSubnets AvailableIpAddressCount); when "
+        "the VPC CNI defaults do not fit, the stack applies WARM_IP_TARGET/MINIMUM_IP_TARGET "
+        "(scale.yaml address_space); unknown zones are checked by `accelstack preflight`",
     )
     single_nat_gateway: bool = Field(
         False,

@@ -132,6 +132,33 @@ def _zone(ctx: Context) -> Iterator[Finding]:
         )
 
 
+@rule(
+    "network-subnet-addresses",
+    "network.private_subnet_addresses: an existing VPC's zones of the region",
+)
+def _subnet_addresses(ctx: Context) -> Iterator[Finding]:
+    net, cat = ctx.spec.network, ctx.catalog
+    if not net.private_subnet_addresses:
+        return
+    if net.mode != "existing":
+        yield (
+            "network.private_subnet_addresses",
+            "applies to network.mode 'existing' only (a created VPC is sized by accelstack)",
+        )
+        return
+    if not ctx.region_ok:
+        return
+    zones = cat.regions[ctx.spec.region].zones
+    names = [*zones, *zones.values()]
+    for zone in net.private_subnet_addresses:
+        if cat.zone_id(ctx.spec.region, zone) is None:
+            yield (
+                f"network.private_subnet_addresses.{zone}",
+                f"{shown(zone)} is not a zone of {ctx.spec.region}"
+                f"{did_you_mean(zone, names)} (known: {allowed(names)})",
+            )
+
+
 # ---------------------------------------------------------------------------------------
 # Pools
 # ---------------------------------------------------------------------------------------
@@ -230,6 +257,32 @@ def _pool_reservation(ctx: Context) -> Iterator[Finding]:
             )
 
 
+@rule(
+    "pool-reservation-placement-group",
+    "purchase.placement_group only with an on-demand capacity reservation (EC2 User Guide)",
+)
+def _pool_reservation_placement(ctx: Context) -> Iterator[Finding]:
+    """A reservation created in a cluster placement group is used by launches into that group;
+    Capacity Blocks place their instances themselves (catalog scale.yaml `placement`)."""
+    facts = ctx.catalog.scale.placement
+    for f in ctx.known_pools:
+        purchase = f.pool.purchase
+        if purchase.placement_group is None:
+            continue
+        row = ctx.catalog.purchase(purchase.option)
+        if not (row.needs_reservation and row.capacity_type == facts.reservation_capacity_type):
+            allowed = [
+                name
+                for name, r in ctx.catalog.purchase_options.items()
+                if r.needs_reservation and r.capacity_type == facts.reservation_capacity_type
+            ]
+            yield (
+                f"{f.at}.purchase.placement_group",
+                f"is only allowed with {' or '.join(allowed)}, not '{purchase.option}' "
+                f"({facts.capacity_block_source})",
+            )
+
+
 @rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
 def _pool_lnc(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
@@ -310,7 +363,8 @@ def _pool_priced(ctx: Context) -> Iterator[Finding]:
         except CatalogError as exc:
             yield (
                 f"{f.at}.purchase.option",
-                f"{exc} (prices fail closed; or pick a priced option)",
+                f"{exc} (prices fail closed: add a sourced row to prices.yaml in your catalog "
+                "overlay, --catalog DIR or ACCELSTACK_CATALOG_DIR, or pick a priced option)",
             )
 
 
@@ -823,6 +877,31 @@ def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
                 f"({', '.join(map(str, blocks))}): list them under purchase.reservations or use "
                 f"at most {cb.max_instances_per_block} nodes ({cb.source})",
             )
+
+
+@rule(
+    "capacity-block-account-limit",
+    "the stack's capacity-block pools together fit the instances per account (EC2 User Guide)",
+)
+def _capacity_block_account_limit(ctx: Context) -> Iterator[Finding]:
+    """The per-account limit holds across Capacity Blocks, so across the stack's pools: each
+    pool within it can still add up to more (the per-pool rule names a single pool over it)."""
+    cb = ctx.catalog.capacity_blocks
+    held = [
+        (f, sum(r.nodes for r in f.pool.purchase.reservations) or f.pool.nodes)
+        for f in ctx.known_pools
+        if f.pool.purchase.option == "capacity-block"
+    ]
+    total = sum(n for _, n in held)
+    if len(held) < 2 or total <= cb.max_instances_per_account:
+        return
+    parts = ", ".join(f"{f.pool.name}: {n}" for f, n in held)
+    yield (
+        "pools",
+        f"capacity-block pools hold {total} instances ({parts}), over the "
+        f"{cb.max_instances_per_account} an account can hold across Capacity Blocks "
+        f"({cb.max_instances_per_block} per block; {cb.source})",
+    )
 
 
 def _blocks_within_limit(
