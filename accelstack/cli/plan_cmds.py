@@ -9,6 +9,7 @@ import typer
 
 from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.cli.trust import ceiling_of, overlay_in_force
 from accelstack.errors import EXIT_VERDICT, VerdictError
 
 if TYPE_CHECKING:
@@ -309,6 +310,10 @@ def check(
 ) -> None:
     """Validate, plan and price every stack: the GitOps gate.
 
+    With --base, only the stacks whose deploy inputs changed (spec, stack file, project file,
+    ceiling, catalog overlay) are planned, judged by the ceiling and overlay of the CI setting
+    or of the base ref (never the change's own; a change to them is listed first).
+
     Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
     points at, the stack's name prefix, region and AMI pins): hourly and run cost and
     warnings; non-zero on any failure (1 over budget, over the organisation ceiling, no
@@ -320,22 +325,34 @@ def check(
 
       accelstack check . --base origin/main --ceiling org-ceiling.yaml
     """
-    from accelstack.catalog import load_catalog
-    from accelstack.cli.stackrefs import changed_since, stack_refs
+    from accelstack.cli.stackrefs import base_side, stack_refs
 
     refs = stack_refs(paths, stack_name, specs)
-    if base is not None:
-        refs = changed_since(refs, base, specs)
+    if base is None:
+        _check_rows(refs, ceiling_for(ceiling, refs[0].root), fmt, [])
+        return
+    with base_side(base, specs, refs[0].root, ceiling) as old:
+        refs = old.changed(refs)
         if not refs:
             typer.echo(f"no stack changed since {base}")
             return
+        with overlay_in_force(old.gate):  # the base ref's overlay and ceiling, not the PR's
+            _check_rows(refs, ceiling_of(old.gate), fmt, old.gate_changes)
+
+
+def _check_rows(refs: list[StackRef], limit: Ceiling | None, fmt: str, gate: list[str]) -> None:
+    """Plan and judge `refs`; print the rows (gate-input changes first); exit on a failure."""
+    from accelstack.catalog import load_catalog
+
     catalog = load_catalog()  # a broken catalog is one line, not one per spec
-    limit = ceiling_for(ceiling, refs[0].root)
     rows = [_check_one(ref, catalog, limit) for ref in refs]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
-        echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})
+        doc = {"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows}
+        echo_json({"gate_changes": gate, **doc})
     else:
+        for line in gate:
+            typer.echo(f"GATE INPUT: {line}")
         for row in rows:
             _echo_checked(row)
         typer.echo(f"{passed} of {len(rows)} specs passed")

@@ -233,6 +233,8 @@ def below_threshold(
     its threshold (`per_stack` overrides the USD threshold per stack name). Thresholds are
     per stack, never netted across stacks: +$300k on one and -$300k on another posts."""
     per_stack = per_stack or {}
+    if doc.get("gate_changes"):  # a ceiling or overlay edit always posts
+        return False
     if doc["stateful"] or not doc["ok"] or any(r["accelerated"] for r in doc.get("rolls", [])):
         return False
     if usd is None and percent is None and not per_stack:

@@ -104,6 +104,9 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
 
 def render_text(doc: dict[str, Any]) -> str:
     lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
+    if doc.get("gate_changes"):
+        lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
+        lines += [f"  ! {line}" for line in doc["gate_changes"]]
     if doc.get("rolls"):
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
@@ -181,6 +184,13 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
     lines.append("")
+    if doc.get("gate_changes"):
+        lines.append("> [!CAUTION]")
+        lines.append(
+            "> **Gate inputs changed** (the ceiling or catalog overlay the gate judges by):"
+        )
+        lines += [f"> - {line}" for line in doc["gate_changes"]]
+        lines.append("")
     if doc.get("rolls"):
         lines.append("> [!WARNING]")
         lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
