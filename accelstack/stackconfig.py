@@ -86,8 +86,28 @@ def project_root(start: Path) -> Path:
     return start.parent if start.name == SPECS_DIR else start
 
 
+#: Provider settings a stack may set (source: pulumi-aws provider configuration reference,
+#: https://www.pulumi.com/registry/packages/aws/installation-configuration/): the region, tags
+#: added to every resource, and account guards that only narrow where it deploys.
+PROVIDER_KEYS = (
+    "aws:region",
+    "aws:defaultTags",
+    "aws:allowedAccountIds",
+    "aws:forbiddenAccountIds",
+)
+#: The namespaces of the providers (and the engine) the program runs: any other key of these
+#: redirects or weakens a provider (aws:endpoints, aws:assumeRoles, aws:skipCredentialsValidation,
+#: aws:insecure, aws:httpProxy, kubernetes:kubeconfig, ...) and is refused.
+PROVIDER_NAMESPACES = ("aws", "kubernetes", "pulumi")
+#: Stack-file keys besides `config:` that change what a stack deploys and are refused:
+#: `environment:` imports Pulumi ESC environments (config and credentials from outside the
+#: repository, invisible to review).
+REFUSED_STACK_KEYS = ("environment",)
+
+
 def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
-    """One problem per `accelstack:` key the program does not read (with a did-you-mean)."""
+    """One problem per `accelstack:` key the program does not read (with a did-you-mean), and
+    per provider setting not on the allow-list (`PROVIDER_KEYS`)."""
     return _unknown_keys(config, file)
 
 
@@ -96,6 +116,21 @@ def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
         Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))
         for k in config
         if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
+    ] + provider_problems(config, file)
+
+
+def provider_problems(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per provider setting outside the allow-list (it could send the provider
+    to another endpoint, account or credential, or switch a check off, unseen by the plan)."""
+    return [
+        Problem(
+            file,
+            f"config.{k}",
+            "is a provider setting the gate does not allow (it can redirect or weaken the "
+            f"provider); allowed: {', '.join(PROVIDER_KEYS)}",
+        )
+        for k in config
+        if str(k).split(":", 1)[0] in PROVIDER_NAMESPACES and k not in PROVIDER_KEYS
     ]
 
 
@@ -108,6 +143,18 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
+    for key in REFUSED_STACK_KEYS:
+        if isinstance(doc, dict) and key in doc:
+            raise SpecError(
+                [
+                    Problem(
+                        file,
+                        key,
+                        "imports Pulumi ESC environments (config and credentials from outside "
+                        "the repository, unseen by review and the plan); allowed: config: only",
+                    )
+                ]
+            )
     config = doc.get("config") if isinstance(doc, dict) else None
     if config is None:
         return {}

@@ -214,3 +214,48 @@ def test_a_symlinked_stack_file_is_refused(repo: Path, capsys: pytest.CaptureFix
     code, out, err = _run(capsys, "stacks", ".")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "Pulumi.prod.yaml" in err and "symbolic link" in err
+
+
+# ---- provider settings on an allow-list -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("aws:endpoints", [{"ec2": "https://attacker.example"}]),
+        ("aws:assumeRoles", [{"roleArn": "arn:aws:iam::999999999999:role/x"}]),
+        ("aws:skipCredentialsValidation", True),
+        ("aws:insecure", True),
+        ("kubernetes:kubeconfig", "/tmp/kc"),
+    ],
+)
+def test_a_provider_setting_off_the_allow_list_is_refused_at_check(
+    repo: Path, capsys: pytest.CaptureFixture[str], key: str, value: object
+) -> None:
+    file = repo / "Pulumi.prod.yaml"
+    doc = yaml.safe_load(file.read_text())
+    doc["config"][key] = value
+    file.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    code, out, err = _run(capsys, "check", ".")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and f"config.{key}" in err
+    assert "Pulumi.prod.yaml" in err and "aws:region" in err  # names what is allowed
+
+
+def test_a_provider_setting_as_a_project_default_is_refused(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "Pulumi.yaml").write_text(
+        "name: proj\nruntime: python\nconfig:\n  aws:endpoints:\n    value: [{sts: x}]\n",
+        encoding="utf-8",
+    )
+    code, _, err = _run(capsys, "check", ".")
+    assert code == 2 and "config.aws:endpoints" in err and "Pulumi.yaml" in err
+
+
+def test_an_environment_import_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = repo / "Pulumi.prod.yaml"
+    file.write_text(file.read_text() + "environment:\n  - org/aws-prod\n", encoding="utf-8")
+    code, out, err = _run(capsys, "check", ".")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "Pulumi.prod.yaml" in err and "environment" in err
