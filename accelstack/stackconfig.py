@@ -119,6 +119,19 @@ def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
     ] + provider_problems(config, file)
 
 
+def _credentials(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per credential-looking stack-config value (Pulumi `secure:` values are
+    ciphertext and pass): a stack file is committed, reviewed and posted like a spec."""
+    from accelstack.spec.secrets import secret_findings
+
+    plain = {
+        str(k): v
+        for k, v in config.items()
+        if not (isinstance(v, dict) and set(v) == {"secure"})
+    }
+    return [Problem(file, path, msg) for path, msg in secret_findings(plain, "config")]
+
+
 def provider_problems(config: Mapping[str, Any], file: str) -> list[Problem]:
     """One problem per provider setting outside the allow-list (it could send the provider
     to another endpoint, account or credential, or switch a check off, unseen by the plan)."""
@@ -160,7 +173,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(config, dict):
         raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
-    problems = _unknown_keys(config, file)
+    problems = _unknown_keys(config, file) + _credentials(config, file)
     spec = config.get(SPEC_KEY)
     if spec is not None and not isinstance(spec, str):
         problems.append(

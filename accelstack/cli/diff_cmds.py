@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from accelstack.cli.output import CeilingOpt, StackOpt, echo_json
+from accelstack.cli.output import CeilingOpt, StackOpt
 from accelstack.cli.stackrefs import deploy_fingerprint, side
 from accelstack.cli.trust import GateFiles, base_files, ceiling_of, gate_changes, head_files
 from accelstack.errors import Problem, SpecError
@@ -72,14 +72,18 @@ def _per_stack(values: list[str] | None) -> dict[str, float]:
 
 
 def _emit(doc: dict[str, Any], fmt: DiffFormat, quiet: bool) -> None:
+    """Print the document; every credential-looking value is redacted (the comment is public
+    to everyone who can read the pull request)."""
+    from accelstack.jsonout import dumps
     from accelstack.plan.diff_report import render_quiet
+    from accelstack.spec.secrets import redact
 
     if fmt == "json":
-        echo_json({**doc, "comment": not quiet})
+        typer.echo(redact(dumps({**doc, "comment": not quiet})), nl=False)
     elif fmt == "github-comment" and quiet:
-        typer.echo(render_quiet(doc), nl=False)
+        typer.echo(redact(render_quiet(doc)), nl=False)
     else:
-        typer.echo(_render(doc, fmt), nl=False)
+        typer.echo(redact(_render(doc, fmt)), nl=False)
 
 
 def diff(

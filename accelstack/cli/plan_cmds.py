@@ -122,7 +122,10 @@ def planned_row(
     except Exception as exc:  # one broken spec must not hide the rest
         failure = as_failure(exc, f"diff {shown}")
         lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
-        lines = [x.replace(str(ref.root) + "/", "") for x in lines] or [type(failure).__name__]
+        from accelstack.spec.secrets import redact
+
+        lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
+        lines = lines or [type(failure).__name__]
         return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
 
 
@@ -253,8 +256,10 @@ def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict
         verdict = plan_verdict(result, stack, ceiling)
         found = [v.line() for v in violations_of(result, stack)]
     except Exception as exc:  # one broken spec must not hide the rest
+        from accelstack.spec.secrets import redact
+
         failure = as_failure(exc, f"check {label}")
-        lines = str(failure).splitlines() or [type(failure).__name__]
+        lines = [redact(x) for x in str(failure).splitlines()] or [type(failure).__name__]
         return {"file": label, "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
         "file": label,
