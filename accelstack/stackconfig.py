@@ -125,9 +125,7 @@ def _credentials(config: Mapping[str, Any], file: str) -> list[Problem]:
     from accelstack.spec.secrets import secret_findings
 
     plain = {
-        str(k): v
-        for k, v in config.items()
-        if not (isinstance(v, dict) and set(v) == {"secure"})
+        str(k): v for k, v in config.items() if not (isinstance(v, dict) and set(v) == {"secure"})
     }
     return [Problem(file, path, msg) for path, msg in secret_findings(plain, "config")]
 
