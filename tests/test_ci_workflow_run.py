@@ -1,4 +1,4 @@
-"""The GitHub Actions example runs unchanged in an `accelstack init` project (issue 28 item 8):
+"""The GitHub Actions example runs unchanged in an `accelstack init` project:
 each job's shell steps run end to end, offline, in the shell GitHub gives them, on a
 two-commit repository, with fake `python -m venv`/pip, `gh` and `pulumi` on PATH. A job that
 runs accelstack without installing it, or a pipe that hides a failure, fails here."""

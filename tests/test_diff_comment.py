@@ -1,4 +1,4 @@
-"""A readable PR comment (issue 28 item 10): tags key by key, user data line by line, the
+"""A readable PR comment: tags key by key, user data line by line, the
 absolute hourly cost beside its delta, and each stack's check verdict."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One set of deploy inputs per stack, and a gate no pull request walks around (issue 28):
+"""One set of deploy inputs per stack, and a gate no pull request walks around:
 the Pulumi project file in every form, the ceiling and the catalog overlay are deploy inputs;
 the gate judges by the ceiling and overlay of the base ref (or a CI setting), lists a change to
 them first; `diff` reads refs as refs; symlinked specs and stack files are refused alike."""

@@ -1,5 +1,5 @@
 """`check --strict` fails on what `pulumi up` refuses; `validate` agrees with `check` on budgets;
-subnets that cannot serve the pools are refused at `validate` (issue 28 item 9)."""
+subnets that cannot serve the pools are refused at `validate`."""
 
 from __future__ import annotations
 

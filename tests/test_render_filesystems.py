@@ -1,4 +1,4 @@
-"""Render on real file systems (issue 28 item 6): a read-only or full file system is one line,
+"""Render on real file systems: a read-only or full file system is one line,
 exit 2; a mount point (which cannot be renamed) is a render target; a render killed inside the
 swap is repaired by the next one."""
 

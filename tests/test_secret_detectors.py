@@ -1,5 +1,5 @@
-"""The ML ecosystem's credentials are refused wherever they could reach a node or a PR comment
-(issue 28 item 5): detectors added to detect-secrets for the tokens it lacks, the keyword
+"""The ML ecosystem's credentials are refused wherever they could reach a node or a PR comment:
+by detectors added to detect-secrets for the tokens it lacks, the keyword
 detector on env entries, stack-file values scanned, and every message redacted (shape errors
 echo their input)."""
 
