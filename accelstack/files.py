@@ -22,8 +22,9 @@ from pathlib import Path
 
 from accelstack.errors import EXIT_BAD_INPUT, EXIT_VERDICT, AccelstackError
 
-#: OS errors that say the path the user named cannot be written (bad input, exit 2); any other
-#: error (disk full, I/O error) is the machine's state, exit 1.
+#: OS errors that say the path the user named cannot be written (bad input, exit 2: a
+#: read-only or full file system, no permission, a quota); any other error (an I/O error) is
+#: the machine's state, exit 1.
 _PATH_ERRNOS = frozenset(
     {
         errno.EACCES,
@@ -35,6 +36,9 @@ _PATH_ERRNOS = frozenset(
         errno.ELOOP,
         errno.ENAMETOOLONG,
         errno.EEXIST,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EBUSY,
     }
 )
 
@@ -52,6 +56,11 @@ def _os_error(path: Path, exc: OSError) -> WriteError:
     code = EXIT_BAD_INPUT if exc.errno in _PATH_ERRNOS else EXIT_VERDICT
     reason = exc.strerror or type(exc).__name__
     return WriteError(path, reason, code)
+
+
+def os_failure(path: Path, exc: OSError) -> WriteError:
+    """The one-line WriteError for an OS error on `path` (exit 2 for the path's own state)."""
+    return _os_error(path, exc)
 
 
 def check_target(path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+from accelstack.projectfile import PROJECT_FILES, find_project_file, read_project, regular_file
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
@@ -55,9 +56,15 @@ class StackRef:
         return f"{self.stack} ({_rel(self.spec, self.root)}; {where})"
 
     def fingerprint(self) -> str:
-        """Changes when anything the program reads for this stack changes."""
+        """Changes when anything the program reads for this stack changes: the spec, the
+        whole stack file (config, `environment:` imports, secrets provider), the whole project
+        file (`stackConfigDir`, `main`, project-level config defaults) and the effective
+        config. The catalog overlay and the ceiling are added by the gate
+        (`accelstack.cli.stackrefs.deploy_fingerprint`)."""
         h = hashlib.sha256(self.stack.encode())
-        h.update(self.spec.read_bytes() if self.spec.is_file() else b"<missing>")
+        for part in (self.spec, self.config_file, find_project_file(self.root)):
+            h.update(b"\0" + (str(part.name).encode() if part is not None else b"-") + b"\0")
+            h.update(part.read_bytes() if part is not None and part.is_file() else b"<none>")
         h.update(json.dumps(dict(self.config), sort_keys=True, default=str).encode())
         return h.hexdigest()
 
@@ -74,13 +81,33 @@ def project_root(start: Path) -> Path:
     parent when `start` is a `stacks` folder, else `start`."""
     start = start.resolve()
     for folder in (start, start.parent):
-        if (folder / PROJECT_FILE).is_file():
+        if find_project_file(folder) is not None:
             return folder
     return start.parent if start.name == SPECS_DIR else start
 
 
+#: Provider settings a stack may set (source: pulumi-aws provider configuration reference,
+#: https://www.pulumi.com/registry/packages/aws/installation-configuration/): the region, tags
+#: added to every resource, and account guards that only narrow where it deploys.
+PROVIDER_KEYS = (
+    "aws:region",
+    "aws:defaultTags",
+    "aws:allowedAccountIds",
+    "aws:forbiddenAccountIds",
+)
+#: The namespaces of the providers (and the engine) the program runs: any other key of these
+#: redirects or weakens a provider (aws:endpoints, aws:assumeRoles, aws:skipCredentialsValidation,
+#: aws:insecure, aws:httpProxy, kubernetes:kubeconfig, ...) and is refused.
+PROVIDER_NAMESPACES = ("aws", "kubernetes", "pulumi")
+#: Stack-file keys besides `config:` that change what a stack deploys and are refused:
+#: `environment:` imports Pulumi ESC environments (config and credentials from outside the
+#: repository, invisible to review).
+REFUSED_STACK_KEYS = ("environment",)
+
+
 def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
-    """One problem per `accelstack:` key the program does not read (with a did-you-mean)."""
+    """One problem per `accelstack:` key the program does not read (with a did-you-mean), and
+    per provider setting not on the allow-list (`PROVIDER_KEYS`)."""
     return _unknown_keys(config, file)
 
 
@@ -89,23 +116,62 @@ def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
         Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))
         for k in config
         if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
+    ] + provider_problems(config, file)
+
+
+def _credentials(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per credential-looking stack-config value (Pulumi `secure:` values are
+    ciphertext and pass): a stack file is committed, reviewed and posted like a spec."""
+    from accelstack.spec.secrets import secret_findings
+
+    plain = {
+        str(k): v for k, v in config.items() if not (isinstance(v, dict) and set(v) == {"secure"})
+    }
+    return [Problem(file, path, msg) for path, msg in secret_findings(plain, "config")]
+
+
+def provider_problems(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """One problem per provider setting outside the allow-list (it could send the provider
+    to another endpoint, account or credential, or switch a check off, unseen by the plan)."""
+    return [
+        Problem(
+            file,
+            f"config.{k}",
+            "is a provider setting the gate does not allow (it can redirect or weaken the "
+            f"provider); allowed: {', '.join(PROVIDER_KEYS)}",
+        )
+        for k in config
+        if str(k).split(":", 1)[0] in PROVIDER_NAMESPACES and k not in PROVIDER_KEYS
     ]
 
 
 def read_stack_config(path: Path) -> dict[str, Any]:
     """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent); one line per problem."""
     file = str(path)
+    regular_file(path)
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
+    for key in REFUSED_STACK_KEYS:
+        if isinstance(doc, dict) and key in doc:
+            raise SpecError(
+                [
+                    Problem(
+                        file,
+                        key,
+                        "imports Pulumi ESC environments (config and credentials from outside "
+                        "the repository, unseen by review and the plan); allowed: config: only",
+                    )
+                ]
+            )
     config = doc.get("config") if isinstance(doc, dict) else None
     if config is None:
         return {}
     if not isinstance(config, dict):
         raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
-    problems = _unknown_keys(config, file)
+    problems = _unknown_keys(config, file) + _credentials(config, file)
     spec = config.get(SPEC_KEY)
     if spec is not None and not isinstance(spec, str):
         problems.append(
@@ -136,22 +202,44 @@ def spec_pointer(
 
 
 def _stack_file(root: Path, stack: str) -> Path:
-    return root / f"Pulumi.{stack}.yaml"
+    """Where Pulumi keeps the stack's config: Pulumi.<stack> with the project file's
+    extension, in the project file's `stackConfigDir` (default: the project folder)."""
+    project = read_project(root)
+    return project.stack_folder(root) / f"Pulumi.{stack}{project.extension}"
+
+
+def project_defaults(root: Path) -> dict[str, Any]:
+    """The project file's config defaults (every stack gets them unless its file sets the key);
+    an `accelstack:` key the program does not read is refused, as in a stack file."""
+    project = read_project(root)
+    problems = _unknown_keys(project.defaults, str(project.path))
+    if problems:
+        raise SpecError(problems)
+    return dict(project.defaults)
 
 
 def stack_ref(root: Path, stack: str) -> StackRef:
-    """The stack `stack` of the project at `root` (its Pulumi.<stack>.yaml when present)."""
+    """The stack `stack` of the project at `root`: the project file's config defaults under
+    its stack file's config (when the file exists), as Pulumi merges them."""
     file = _stack_file(root, stack)
-    config = read_stack_config(file) if file.is_file() else {}
+    present = file.is_file() or file.is_symlink()
+    config = {**project_defaults(root), **(read_stack_config(file) if present else {})}
     pointer = spec_pointer(config, stack, file.name, root)
-    return StackRef(stack, root / pointer, root, config, file if file.is_file() else None)
+    spec = root / pointer
+    regular_file(spec, root)
+    return StackRef(stack, spec, root, config, file if present else None)
 
 
 def _stack_names(root: Path) -> list[str]:
+    project = read_project(root)
+    if project.path is None:
+        return []
+    ext = project.extension
+    folder = project.stack_folder(root)
     return sorted(
-        p.name[len("Pulumi.") : -len(".yaml")]
-        for p in root.glob("Pulumi.*.yaml")
-        if p.is_file() and (root / PROJECT_FILE).is_file()
+        p.name[len("Pulumi.") : -len(ext)]
+        for p in folder.glob(f"Pulumi.*{ext}")
+        if (p.is_file() or p.is_symlink()) and p.name not in PROJECT_FILES
     )
 
 
@@ -162,9 +250,14 @@ def project_stacks(root: Path, specs: str = SPECS_DIR) -> list[StackRef]:
     named = {r.stack for r in refs}
     folder = root / specs
     files = sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]) if folder.is_dir() else []
+    defaults = project_defaults(root)
     for f in files:
-        if f.is_file() and not f.name.startswith("Pulumi.") and f.stem not in named:
-            refs.append(StackRef(f.stem, f, root))
+        if f.name.startswith("Pulumi.") or f.stem in named or not (f.is_file() or f.is_symlink()):
+            continue
+        if SPEC_KEY in defaults:  # the project default names the spec every stack deploys
+            refs.append(stack_ref(root, f.stem))
+        else:
+            refs.append(StackRef(f.stem, f, root, defaults))
     return sorted(refs, key=lambda r: r.stack)
 
 
@@ -174,16 +267,17 @@ def ref_for_spec(spec: Path, stack: str | None = None) -> StackRef:
     root = project_root(spec.parent)
     name = stack or spec.stem
     file = _stack_file(root, name)
-    if not file.is_file():
-        config = {} if name == spec.stem else {SPEC_KEY: _rel(spec.resolve(), root)}
-        return StackRef(name, spec, root, config)
+    defaults = project_defaults(root)
+    if not (file.is_file() or file.is_symlink()) and SPEC_KEY not in defaults:
+        own = {} if name == spec.stem else {SPEC_KEY: _rel(spec.resolve(), root)}
+        return StackRef(name, spec, root, {**defaults, **own})
     ref = stack_ref(root, name)
     if ref.spec.resolve() != spec.resolve():
         raise AccelstackError(
             f"{file}: stack {shown(name)} deploys {_rel(ref.spec, root)}, not {spec}; "
             f"plan that file, or set config {SPEC_KEY} to {_rel(spec.resolve(), root)}"
         )
-    return StackRef(name, spec, root, ref.config, file)
+    return StackRef(name, spec, root, ref.config, ref.config_file)
 
 
 def _allow_unpinned(value: Any, source: str) -> bool:

@@ -2,7 +2,7 @@
 
 An in-tree `pip wheel` reuses the checkout's build/lib, so a file deleted from the sources
 could still ship; building from a fresh copy (links kept: accelstack/components, templates,
-presets and policypack are links) tests exactly what is checked in."""
+presets, policypack and ci are links) tests exactly what is checked in."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def build_wheel(work: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("accelstack", "components", "templates", "stacks", "policies"):
+    for name in ("accelstack", "components", "templates", "stacks", "policies", "examples"):
         shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=skip)
     pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     subprocess.run(

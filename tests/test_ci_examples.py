@@ -21,7 +21,15 @@ from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS
 
 CI = ROOT / "examples" / "ci"
 SCRIPT = CI / "accelstack-ci.sh"
-SUBCOMMANDS = {"changed-stacks", "stack-names", "check", "diff", "github-comment", "gitlab-comment"}
+SUBCOMMANDS = {
+    "changed-stacks",
+    "stack-names",
+    "stack-matrix",
+    "check",
+    "diff",
+    "github-comment",
+    "gitlab-comment",
+}
 
 
 def _steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,7 +65,7 @@ def test_github_workflow_parses_and_runs_the_stages() -> None:
     checkout = [s for s in steps if str(s.get("uses", "")).startswith("actions/checkout@")]
     assert any(s.get("with", {}).get("fetch-depth") == 0 for s in checkout)
     assert any(str(s.get("uses", "")).startswith("actions/setup-python@") for s in steps)
-    assert any("pip install ." in str(s.get("run", "")) for s in steps)
+    assert any("pip install -r requirements.txt" in str(s.get("run", "")) for s in steps)
     named = {s["name"]: str(s.get("run", "")) for s in steps if "name" in s}
     order = list(named)
     assert order.index("Post or update the PR comment") < order.index("Check changed stacks")

@@ -378,7 +378,10 @@ def test_diff_reports_the_ceiling_in_each_verdict(
         (side / "stacks" / "trn1-finetune.yaml").write_text(yaml.safe_dump(data))
     ceiling = tmp_path / "org.yaml"
     ceiling.write_text("max_hourly_usd: 3\n")
-    assert main(["diff", str(old), str(new), "--format", "json", "--ceiling", str(ceiling)]) == 0
+    assert (
+        main(["diff", str(old), str(new), "--dirs", "--format", "json", "--ceiling", str(ceiling)])
+        == 0
+    )
     (stack,) = json.loads(capsys.readouterr().out)["stacks"]
     assert stack["cost"]["base"]["ok"] and not stack["cost"]["head"]["ok"]
     assert "exceeds ceiling max_hourly_usd" in stack["cost"]["head"]["verdict"]

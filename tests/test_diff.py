@@ -138,7 +138,7 @@ def test_directories_give_the_same_diff_as_refs(
         shutil.copytree(repo / "stacks", old)
     finally:
         git(repo, "checkout", "-q", "pr")
-    code, out, _ = _run(capsys, "diff", str(old), str(new), "--format", "json")
+    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     assert code == 0
     doc = json.loads(out)
     assert doc["base"] == str(old)
@@ -216,7 +216,7 @@ def test_a_broken_head_spec_is_reported_and_fails(
     old.mkdir()
     new.mkdir()
     (new / "broken.yaml").write_text("name: broken\nregion: mars-1\n", encoding="utf-8")
-    code, out, _ = _run(capsys, "diff", str(old), str(new), "--format", "json")
+    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     assert code == 2
     doc = json.loads(out)
     assert doc["ok"] is False and doc["stacks"][0]["status"] == "error"

@@ -358,7 +358,7 @@ def test_disk_full_leaves_the_old_file_and_no_temp_file(
     with pytest.raises(WriteError) as err:
         write_text_atomic(target, "new " * 1000)
     assert str(err.value) == f"{target}: cannot write: No space left on device"
-    assert err.value.exit_code == 1
+    assert err.value.exit_code == 2  # a full disk is the target's state: one line, exit 2
     monkeypatch.undo()
     assert target.read_text() == "old\n"
     assert leftovers(tmp_path) == []
@@ -443,7 +443,7 @@ def test_schema_output_errors_are_one_line(
     assert code == 2 and "cannot write" in one_line(err)
     _disk_full_after(monkeypatch)
     code, _, err = run(capsys, "schema", "-o", str(tmp_path / "s.json"))
-    assert code == 1 and "No space left on device" in one_line(err)
+    assert code == 2 and "No space left on device" in one_line(err)
     assert not (tmp_path / "s.json").exists() and leftovers(tmp_path) == []
 
 
@@ -461,7 +461,7 @@ def test_new_writes_both_files_or_neither(
     (tmp_path / "Pulumi.mine.yaml").unlink()
     _disk_full_after(monkeypatch, good_writes=1)  # the spec file lands, the Pulumi file not
     code, _, err = run(capsys, *argv)
-    assert code == 1 and "No space left on device" in one_line(err)
+    assert code == 2 and "No space left on device" in one_line(err)
     monkeypatch.undo()
     assert not (tmp_path / "stacks" / "mine.yaml").exists()
     assert not (tmp_path / "Pulumi.mine.yaml").exists()
@@ -499,7 +499,7 @@ def test_prices_refresh_file_errors(
     target.write_text(original)
     _disk_full_after(monkeypatch)
     code, _, err = run(capsys, *argv, str(target))
-    assert code == 1 and "No space left on device" in one_line(err)
+    assert code == 2 and "No space left on device" in one_line(err)
     monkeypatch.undo()
     assert target.read_text() == original and leftovers(tmp_path) == []
     assert Source.calls > 0  # the last run did reach the (fake) price source

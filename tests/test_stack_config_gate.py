@@ -264,7 +264,7 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     ((param, old_ami),) = pins.items()
     old = _project(tmp_path / "old", pins)
     new = _project(tmp_path / "new", {param: "ami-0123456789abcdef0"})
-    code, out, _ = _run(capsys, "diff", str(old), str(new), "--format", "json")
+    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     doc = json.loads(out)
     (roll,) = doc["rolls"]
     assert (roll["count"], roll["instance_type"], roll["accelerated"]) == (
@@ -274,18 +274,18 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     )
     causes = {c["key"]: (c["before"], c["after"]) for c in roll["causes"]}
     assert causes["llama3-70b-trn2-trn2-lt.imageId"] == (old_ami, "ami-0123456789abcdef0")
-    code, text, _ = _run(capsys, "diff", str(old), str(new))
+    code, text, _ = _run(capsys, "diff", "--dirs", str(old), str(new))
     lines = text.splitlines()
     assert lines[1] == "NODES ROLL OR ARE REMOVED (a running job on them is interrupted):"
     assert lines[2].startswith(
         "  ! llama3-70b-trn2: rolls 16 x trn2.48xlarge (llama3-70b-trn2-trn2-ng): "
         "a running job is interrupted; llama3-70b-trn2-trn2-lt.imageId: "
     )
-    code, md, _ = _run(capsys, "diff", str(old), str(new), "--format", "github-comment")
+    code, md, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "github-comment")
     assert md.index("rolls 16 x trn2.48xlarge") < md.index("| stack |")
     # the Neuron LNC setting is user data: a change rolls the same nodes
     lnc = _project(tmp_path / "lnc", pins, logical_cores=1)
-    code, out, _ = _run(capsys, "diff", str(old), str(lnc), "--format", "json")
+    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(lnc), "--format", "json")
     (roll,) = json.loads(out)["rolls"]
     assert "llama3-70b-trn2-trn2-lt.userData" in {c["key"] for c in roll["causes"]}
     # the AMI pin is shown as an input before -> after
@@ -343,7 +343,7 @@ def test_a_tag_edit_rolls_no_node(tmp_path: Path, capsys: pytest.CaptureFixture[
     data = yaml.safe_load(spec.read_text())
     data["tags"]["team"] = "another-team"
     spec.write_text(yaml.safe_dump(data))
-    code, out, _ = _run(capsys, "diff", str(old), str(new), "--format", "json")
+    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["rolls"] == []  # tags reach instances without a new template
     assert doc["stacks"][0]["status"] == "changed"  # the edit itself is still reported

@@ -161,8 +161,10 @@ def as_failure(exc: Exception, label: str) -> AccelstackError:
 
 
 def echo_error(lines: Iterable[str]) -> None:
+    from accelstack.spec.secrets import redact
+
     for line in lines:
-        typer.echo(f"error: {printable(line)}", err=True)
+        typer.echo(f"error: {printable(redact(line))}", err=True)
 
 
 def report(exc: BaseException) -> int:

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from accelstack.cli.output import CeilingOpt, StackOpt, echo_json
-from accelstack.cli.stackrefs import side
+from accelstack.cli.output import CeilingOpt, StackOpt
+from accelstack.cli.stackrefs import deploy_fingerprint, side
+from accelstack.cli.trust import GateFiles, base_files, ceiling_of, gate_changes, head_files
 from accelstack.errors import Problem, SpecError
 from accelstack.stackconfig import StackRef
 
@@ -18,15 +19,18 @@ if TYPE_CHECKING:
     from accelstack.cost.ceiling import Ceiling
 
 DiffFormat = Literal["text", "json", "markdown", "github-comment"]
+NO_GATE = GateFiles(None, None)
 
 
 def _plan_sides(
     base: tuple[str, dict[str, StackRef], Path],
     head: tuple[str, dict[str, StackRef], Path],
     ceiling: Ceiling | None,
+    gates: tuple[GateFiles, GateFiles] = (NO_GATE, NO_GATE),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
-    """Plan each changed stack on both sides; a stack whose spec and stack config are
-    byte-identical on both is not planned (both sides run the same accelstack and catalog)."""
+    """Plan each changed stack on both sides; a stack whose deploy inputs are identical on
+    both (`deploy_fingerprint`: spec, stack file, project file, ceiling, overlay) is not
+    planned (both sides run the same accelstack and catalog)."""
     from accelstack.catalog import load_catalog
     from accelstack.cli.plan_cmds import planned_row
 
@@ -34,7 +38,7 @@ def _plan_sides(
     same = {
         n
         for n in base[1].keys() & head[1].keys()
-        if base[1][n].fingerprint() == head[1][n].fingerprint()
+        if deploy_fingerprint(base[1][n], gates[0]) == deploy_fingerprint(head[1][n], gates[1])
     }
     rows: list[dict[str, dict[str, Any]]] = [{}, {}]
     for i, (label, refs, _) in enumerate((base, head)):
@@ -68,19 +72,23 @@ def _per_stack(values: list[str] | None) -> dict[str, float]:
 
 
 def _emit(doc: dict[str, Any], fmt: DiffFormat, quiet: bool) -> None:
+    """Print the document; every credential-looking value is redacted (the comment is public
+    to everyone who can read the pull request)."""
+    from accelstack.jsonout import dumps
     from accelstack.plan.diff_report import render_quiet
+    from accelstack.spec.secrets import redact
 
     if fmt == "json":
-        echo_json({**doc, "comment": not quiet})
+        typer.echo(redact(dumps({**doc, "comment": not quiet})), nl=False)
     elif fmt == "github-comment" and quiet:
-        typer.echo(render_quiet(doc), nl=False)
+        typer.echo(redact(render_quiet(doc)), nl=False)
     else:
-        typer.echo(_render(doc, fmt), nl=False)
+        typer.echo(redact(_render(doc, fmt)), nl=False)
 
 
 def diff(
-    base: Annotated[str, typer.Argument(help="git ref (origin/main) or project/spec folder")],
-    head: Annotated[str, typer.Argument(help="git ref (HEAD) or project/spec folder")],
+    base: Annotated[str, typer.Argument(help="git ref (origin/main); a folder with --dirs")],
+    head: Annotated[str, typer.Argument(help="git ref (HEAD); a folder with --dirs")],
     specs: Annotated[
         str, typer.Option("--specs", help="the specs' directory inside the repository (refs)")
     ] = "stacks",
@@ -107,10 +115,15 @@ def diff(
     ] = None,
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
+    dirs: Annotated[
+        bool,
+        typer.Option("--dirs", help="BASE and HEAD are project or spec folders, not git refs"),
+    ] = False,
 ) -> None:
     """What a change does to every stack: rolls, replacements, resources, cost.
 
-    Compares the stacks of two git refs or folders, each resolved as the program does (its
+    Compares the stacks of two git refs (two folders with --dirs: a folder never stands in
+    for a ref of the same name), each resolved as the program does (its
     Pulumi.<stack>.yaml): node rolls and stateful replacements first, then resources with
     before -> after values and monthly cost, and the verdicts. Below every threshold,
     `github-comment` prints a "no longer applies" body for CI to update its earlier comment.
@@ -121,22 +134,58 @@ def diff(
       accelstack diff origin/main HEAD --format github-comment --threshold-usd 100
 
       accelstack diff origin/main HEAD --stack prod --stack-threshold prod=1000
+
+      accelstack diff old-project/ new-project/ --dirs
     """
-    from accelstack.cli.plan_cmds import accelerated_types, ceiling_for
-    from accelstack.plan.diff import below_threshold, diff_sides
+    from accelstack.plan.diff import below_threshold
 
     per_stack = _per_stack(stack_threshold)
-    with tempfile.TemporaryDirectory(prefix="accelstack-diff-") as tmp:
-        sides = side(base, specs, Path(tmp, "base")), side(head, specs, Path(tmp, "head"))
-        if stack_name is not None:
-            sides = (_only(sides[0], stack_name), _only(sides[1], stack_name))
-        limit = ceiling_for(ceiling, sides[1][2] if Path(head).is_dir() else Path.cwd())
-        old, new, same = _plan_sides(*sides, limit)
-    doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
+    doc, new = _diff_doc(base, head, specs, stack_name, ceiling, dirs)
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
     failed = [r["exit_code"] for r in [*new.values(), *old.values()] if r.get("errors")]
     if failed:
         raise typer.Exit(max(failed))
+
+
+def _diff_doc(
+    base: str, head: str, specs: str, stack_name: str | None, ceiling: Path | None, dirs: bool
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The diff document of two refs (or folders), and the head side's rows."""
+    from accelstack.cli.plan_cmds import accelerated_types, ceiling_for
+    from accelstack.plan.diff import diff_sides
+
+    with tempfile.TemporaryDirectory(prefix="accelstack-diff-") as tmp:
+        sides = (
+            side(base, specs, Path(tmp, "base"), dirs),
+            side(head, specs, Path(tmp, "head"), dirs),
+        )
+        if stack_name is not None:
+            sides = (_only(sides[0], stack_name), _only(sides[1], stack_name))
+        if dirs:
+            old, new, same = _plan_sides(*sides, ceiling_for(ceiling, sides[1][2]))
+            gate: list[str] = []
+        else:
+            old, new, same, gate = _plan_trusted(sides, base, ceiling, Path(tmp, "trusted"))
+    doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
+    doc["gate_changes"] = gate
+    return doc, new
+
+
+Side = tuple[str, dict[str, StackRef], Path]
+
+
+def _plan_trusted(
+    sides: tuple[Side, Side], base: str, ceiling: Path | None, into: Path
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str], list[str]]:
+    """Both refs planned with the gate inputs trusted from outside the change: the ceiling and
+    catalog overlay of the CI setting, else the base ref's; their changes listed first."""
+    from accelstack.cli.trust import overlay_in_force
+
+    head_gate = head_files(ceiling, Path.cwd())
+    trusted = base_files(head_gate, base, Path.cwd(), into)
+    with overlay_in_force(trusted):
+        old, new, same = _plan_sides(*sides, ceiling_of(trusted), (trusted, head_gate))
+    return old, new, same, gate_changes(trusted, head_gate)
 
 
 def _only(

@@ -66,8 +66,20 @@ def project_files(
         "policies/PulumiPolicy.yaml": pf.POLICY_PACK_YAML,
         "policies/__main__.py": pf.POLICY_PACK_MAIN,
         ".github/workflows/accelstack.yml": fill(pf.WORKFLOW),
+        CI_SCRIPT: ci_script(),
         "README.md": fill(README) + "\n" + _run_section(stack, region),
     }
+
+
+#: The CI examples' shared shell steps, written into every project (examples/ci runs unchanged).
+CI_SCRIPT = "ci/accelstack-ci.sh"
+
+
+def ci_script() -> str:
+    """The packaged copy of examples/ci/accelstack-ci.sh (accelstack/ci links to examples/ci)."""
+    return (Path(__file__).resolve().parent.parent / "ci" / "accelstack-ci.sh").read_text(
+        encoding="utf-8"
+    )
 
 
 def _run_section(stack: str, region: str) -> str:
@@ -138,7 +150,7 @@ def init(
         check_target(directory / rel)  # a symlink or a directory is refused, even with --force
     for rel, text in sorted(files.items()):
         make_dirs((directory / rel).parent)
-        write_text_atomic(directory / rel, text)
+        write_text_atomic(directory / rel, text, 0o755 if rel.endswith(".sh") else None)
     typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
     for rel in sorted(files):
         typer.echo(f"  {rel}")

@@ -9,6 +9,7 @@ import typer
 
 from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.cli.trust import ceiling_of, overlay_in_force
 from accelstack.errors import EXIT_VERDICT, VerdictError
 
 if TYPE_CHECKING:
@@ -121,7 +122,10 @@ def planned_row(
     except Exception as exc:  # one broken spec must not hide the rest
         failure = as_failure(exc, f"diff {shown}")
         lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
-        lines = [x.replace(str(ref.root) + "/", "") for x in lines] or [type(failure).__name__]
+        from accelstack.spec.secrets import redact
+
+        lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
+        lines = lines or [type(failure).__name__]
         return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
 
 
@@ -241,8 +245,35 @@ def plan(
         raise typer.Exit(EXIT_VERDICT)
 
 
-def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict[str, Any]:
-    """One stack's plan and verdict, or its error: the row `check` prints."""
+def strict_errors(ref: StackRef, stack: Stack) -> list[str]:
+    """What `pulumi up` refuses that an offline plan only warns about: placeholder values
+    (documentation ranges, example accounts) and pools with no pinned AMI."""
+    from accelstack.spec.placeholders import spec_placeholders
+    from accelstack.stackconfig import ALLOW_KEY, AMIS_KEY, awaits_pins
+
+    out = [f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(stack.spec)]
+    simulated = ref.config_file is None or awaits_pins(ref)  # planned as if pinned
+    allowed = str(ref.config.get(ALLOW_KEY)).lower() == "true"
+    missing = [
+        p.name
+        for p in stack.pools
+        if p.ami_parameter and not allowed and (simulated or not p.image_id)
+        if not p.allow_unpinned_ami
+    ]
+    if missing:
+        where = ref.config_file.name if ref.config_file else f"stack {ref.stack} (no stack file)"
+        out.append(
+            f"{where}: no AMI pinned in {AMIS_KEY} for pool(s) {', '.join(missing)} (`pulumi up` "
+            f"refuses it); run `accelstack amis pin` for stack {ref.stack}"
+        )
+    return out
+
+
+def _check_one(
+    ref: StackRef, catalog: Catalog, ceiling: Ceiling | None, strict: bool = False
+) -> dict[str, Any]:
+    """One stack's plan and verdict, or its error: the row `check` prints (`strict`: also
+    what `pulumi up` refuses, as errors)."""
     from accelstack.cli.stackrefs import ref_label
     from accelstack.stackconfig import ref_warnings
 
@@ -251,9 +282,12 @@ def _check_one(ref: StackRef, catalog: Catalog, ceiling: Ceiling | None) -> dict
         stack, result = _plan_ref(ref, catalog)
         verdict = plan_verdict(result, stack, ceiling)
         found = [v.line() for v in violations_of(result, stack)]
+        found += strict_errors(ref, stack) if strict else []
     except Exception as exc:  # one broken spec must not hide the rest
+        from accelstack.spec.secrets import redact
+
         failure = as_failure(exc, f"check {label}")
-        lines = str(failure).splitlines() or [type(failure).__name__]
+        lines = [redact(x) for x in str(failure).splitlines()] or [type(failure).__name__]
         return {"file": label, "ok": False, "exit_code": failure.exit_code, "errors": lines}
     return {
         "file": label,
@@ -306,8 +340,19 @@ def check(
     specs: Annotated[
         str, typer.Option("--specs", help="the specs' folder in a project folder")
     ] = "stacks",
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="fail on everything `pulumi up` refuses: placeholder values, unpinned AMIs",
+        ),
+    ] = False,
 ) -> None:
     """Validate, plan and price every stack: the GitOps gate.
+
+    With --base, only the stacks whose deploy inputs changed (spec, stack file, project file,
+    ceiling, catalog overlay) are planned, judged by the ceiling and overlay of the CI setting
+    or of the base ref (never the change's own; a change to them is listed first).
 
     Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
     points at, the stack's name prefix, region and AMI pins): hourly and run cost and
@@ -319,23 +364,39 @@ def check(
       accelstack check stacks/
 
       accelstack check . --base origin/main --ceiling org-ceiling.yaml
+
+      accelstack check . --strict
     """
-    from accelstack.catalog import load_catalog
-    from accelstack.cli.stackrefs import changed_since, stack_refs
+    from accelstack.cli.stackrefs import base_side, stack_refs
 
     refs = stack_refs(paths, stack_name, specs)
-    if base is not None:
-        refs = changed_since(refs, base, specs)
+    if base is None:
+        _check_rows(refs, ceiling_for(ceiling, refs[0].root), fmt, [], strict)
+        return
+    with base_side(base, specs, refs[0].root, ceiling) as old:
+        refs = old.changed(refs)
         if not refs:
             typer.echo(f"no stack changed since {base}")
             return
+        with overlay_in_force(old.gate):  # the base ref's overlay and ceiling, not the PR's
+            _check_rows(refs, ceiling_of(old.gate), fmt, old.gate_changes, strict)
+
+
+def _check_rows(
+    refs: list[StackRef], limit: Ceiling | None, fmt: str, gate: list[str], strict: bool = False
+) -> None:
+    """Plan and judge `refs`; print the rows (gate-input changes first); exit on a failure."""
+    from accelstack.catalog import load_catalog
+
     catalog = load_catalog()  # a broken catalog is one line, not one per spec
-    limit = ceiling_for(ceiling, refs[0].root)
-    rows = [_check_one(ref, catalog, limit) for ref in refs]
+    rows = [_check_one(ref, catalog, limit, strict) for ref in refs]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
-        echo_json({"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows})
+        doc = {"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows}
+        echo_json({"gate_changes": gate, **doc})
     else:
+        for line in gate:
+            typer.echo(f"GATE INPUT: {line}")
         for row in rows:
             _echo_checked(row)
         typer.echo(f"{passed} of {len(rows)} specs passed")

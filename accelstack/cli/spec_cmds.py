@@ -143,6 +143,16 @@ def _deployment_names(path: Path, spec: Spec) -> list[str]:
     ]
 
 
+def _refuse_no_budget(spec: Spec, path: Path) -> None:
+    """A spec with no limit and no `budget.unlimited` is refused, as `check` and the program
+    refuse it (exit 1, the budget verdict), so `validate` never says ok to what cannot pass."""
+    from accelstack.cost.guard import NO_LIMIT
+    from accelstack.errors import VerdictError
+
+    if not spec.budget.has_limit and not spec.budget.unlimited:
+        raise VerdictError(f"{path}: budget: {NO_LIMIT}")
+
+
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's result: ok with its pools and warnings, or its error lines and exit code.
     Valid means what every other command needs: the spec loads (shape, spec rules) and
@@ -155,6 +165,7 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         resolve(spec, catalog)
         for name in _deployment_names(path, spec):
             resolve(spec, catalog, name=name)
+        _refuse_no_budget(spec, path)
     except Exception as exc:  # one broken spec must not hide the verdict on the rest
         failure = as_failure(exc, f"validate {path}")
         lines = str(failure).splitlines() or [type(failure).__name__]

@@ -4,20 +4,26 @@ by `check`, `diff` and the CI examples."""
 
 from __future__ import annotations
 
-import subprocess
+import contextlib
+import hashlib
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from accelstack.cli.gittree import blobs, git, tree
+from accelstack.cli.trust import GateFiles, base_files, gate_changes, head_files
 from accelstack.errors import Problem, SpecError
-from accelstack.stackconfig import SPEC_KEY, StackRef
+from accelstack.stackconfig import StackRef
 
 
 def refs_of_dir(path: Path, specs: str = "stacks") -> list[StackRef]:
     """Every stack of a project folder, or of the project a `stacks/` folder belongs to (the
     stacks whose Pulumi.<stack>.yaml points into it, and its specs' own stacks)."""
+    from accelstack.projectfile import find_project_file
     from accelstack.stackconfig import project_root, project_stacks
 
-    if (path / "Pulumi.yaml").is_file() or (path / specs).is_dir():
+    if find_project_file(path) is not None or (path / specs).is_dir():
         return project_stacks(path.resolve(), specs)
     root = project_root(path)
     folder = path.resolve()
@@ -74,62 +80,39 @@ def _rel_path(path: Path) -> str:
         return str(path)
 
 
-def _git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=cwd)
+#: The files a side written out from a git ref holds: every deploy input is one of these
+#: (specs, stack files, the project file in any form, the ceiling, the catalog overlay).
+INPUT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def _show(ref: str, name: str, target: Path, cwd: Path | None) -> bool:
-    """Write the blob `ref:name` (a repository path) to `target`; False when it is not there."""
-    blob = subprocess.run(
-        ["git", "show", f"{ref}:{name}"], capture_output=True, check=False, cwd=cwd
-    )
-    if blob.returncode != 0:
-        return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(blob.stdout)
-    return True
-
-
-def _tracked(ref: str, folder: str, cwd: Path | None) -> list[str]:
-    """Repository paths of the files directly in `folder` at `ref` (non-recursive)."""
-    listed = _git("ls-tree", "--name-only", "--full-name", ref, "--", f"{folder}/", cwd=cwd)
-    return listed.stdout.splitlines()
-
-
-def _pointers(root: Path) -> list[str]:
-    """The spec paths the stack files under `root` name (so they are fetched too)."""
-    import yaml
-
-    out = []
-    for f in root.glob("Pulumi.*.yaml"):
-        try:
-            config = (yaml.safe_load(f.read_text(encoding="utf-8")) or {}).get("config") or {}
-        except (yaml.YAMLError, AttributeError):
-            continue  # the stack file's own problem is reported when its stack is read
-        pointer = config.get(SPEC_KEY) if isinstance(config, dict) else None
-        if isinstance(pointer, str):
-            out.append(pointer)
-    return out
+def _write_out(ref: str, top: str, into: Path, cwd: Path | None) -> None:
+    """Every deploy-input file under `top` at `ref`, written under `into` as committed: a
+    committed symbolic link becomes a link (with its committed text), so the readers refuse it
+    exactly as they refuse one in a checkout (`accelstack.projectfile.regular_file`)."""
+    rows = [r for r in tree(ref, f"{top}/" if top else ".", cwd) if r[2].endswith(INPUT_SUFFIXES)]
+    rows = [r for r in rows if r[0] in ("100644", "100755", "120000")]
+    for (mode, _, name), blob in zip(rows, blobs([r[1] for r in rows], cwd), strict=True):
+        rel = Path(name).relative_to(top) if top else Path(name)
+        if ".." in rel.parts or rel.is_absolute():
+            continue
+        target = into / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            target.symlink_to(blob.decode("utf-8", "replace"))
+        else:
+            target.write_bytes(blob)
 
 
 def _from_ref(ref: str, specs: str, into: Path, cwd: Path | None = None) -> str:
-    """Write the project at `ref` under `into`: its stack files, the specs of `specs`, and any
-    spec a stack file points at elsewhere. Returns the side's label."""
-    sha = _git("rev-parse", "--verify", "--quiet", "--short", f"{ref}^{{commit}}", cwd=cwd)
+    """Write the project at `ref` under `into` (every deploy input: specs, stack files where
+    the project file keeps them, the project file, ceiling and overlay files). Returns the
+    side's label."""
+    sha = git("rev-parse", "--verify", "--quiet", "--short", f"{ref}^{{commit}}", cwd=cwd)
     if sha.returncode != 0:
-        raise SpecError([Problem(ref, "", "is neither a directory of specs nor a git ref here")])
-    top = _git("rev-parse", "--show-prefix", cwd=cwd).stdout.strip().rstrip("/")
+        raise SpecError([Problem(ref, "", "is not a git ref here (folders: diff --dirs)")])
+    top = git("rev-parse", "--show-prefix", cwd=cwd).stdout.strip().rstrip("/")
     into.mkdir(parents=True, exist_ok=True)
-    for folder in (top or ".", str(Path(top, specs)) if top else specs):
-        for name in _tracked(ref, folder, cwd):
-            base = Path(name).name
-            if base.endswith((".yaml", ".yml")):
-                rel = Path(name).relative_to(top) if top else Path(name)
-                _show(ref, name, into / rel, cwd)
-    for pointer in _pointers(into):
-        target = into / pointer
-        if not target.exists() and ".." not in Path(pointer).parts:
-            _show(ref, str(Path(top, pointer)) if top else pointer, target, cwd)
+    _write_out(ref, top, into, cwd)
     short = sha.stdout.strip()
     full_sha = len(ref) == 40 and all(c in "0123456789abcdef" for c in ref)
     return short if full_sha else f"{ref} ({short})"
@@ -141,23 +124,65 @@ def _refs_at(root: Path, specs: str) -> dict[str, StackRef]:
     return {r.stack: r for r in project_stacks(root, specs)}
 
 
-def side(side: str, specs: str, into: Path) -> tuple[str, dict[str, StackRef], Path]:
-    """(label, {stack: ref}, project root) of one side: a folder, or a git ref written out."""
-    path = Path(side)
-    if path.is_dir():
+def side(
+    side: str, specs: str, into: Path, dirs: bool = False
+) -> tuple[str, dict[str, StackRef], Path]:
+    """(label, {stack: ref}, project root) of one side: a git ref written out, or (`dirs`, the
+    explicit `--dirs`) a folder. A folder named like a ref never stands in for the ref."""
+    if dirs:
+        path = Path(side)
+        if not path.is_dir():
+            raise SpecError(
+                [Problem(side, "", "is not a directory (diff --dirs compares folders)")]
+            )
         refs = refs_of_dir(path)
         return side, {r.stack: r for r in refs}, refs[0].root if refs else path
     label = _from_ref(side, specs, into)
     return label, _refs_at(into, specs), into
 
 
-def changed_since(refs: list[StackRef], base: str, specs: str = "stacks") -> list[StackRef]:
-    """The stacks of `refs` whose spec or stack config differs at git ref `base` (or is new
-    there): what `check --base` and the CI examples check."""
+@dataclass
+class BaseSide:
+    """The project at a base ref, written out, and the gate inputs trusted from it."""
+
+    label: str
+    refs: dict[str, StackRef]
+    gate: GateFiles  # what the gate enforces: the CI setting, else the base ref's
+    head_gate: GateFiles  # the checkout's own (the change under review)
+
+    @property
+    def gate_changes(self) -> list[str]:
+        return gate_changes(self.gate, self.head_gate)
+
+    def changed(self, refs: list[StackRef]) -> list[StackRef]:
+        """The stacks of `refs` whose deploy inputs differ here (or that are new)."""
+        old = {n: deploy_fingerprint(r, self.gate) for n, r in self.refs.items()}
+        return [r for r in refs if old.get(r.stack) != deploy_fingerprint(r, self.head_gate)]
+
+
+def deploy_fingerprint(ref: StackRef, gate: GateFiles) -> str:
+    """One fingerprint of everything that decides a stack's deploy and its verdict: the
+    stack's own inputs (`StackRef.fingerprint`: spec, stack file, project file, config) and
+    the gate's (the ceiling and the catalog overlay)."""
+    return hashlib.sha256(f"{ref.fingerprint()}:{gate.digest()}".encode()).hexdigest()
+
+
+@contextlib.contextmanager
+def base_side(base: str, specs: str, cwd: Path, ceiling: Path | None = None) -> Iterator[BaseSide]:
+    """The base ref's project and trusted gate inputs, alive for the `with` block."""
+    with tempfile.TemporaryDirectory(prefix="accelstack-base-") as tmp:
+        label = _from_ref(base, specs, Path(tmp, "tree"), cwd=cwd)
+        head = head_files(ceiling, cwd)
+        trusted = base_files(head, base, cwd, Path(tmp, "trusted"))
+        yield BaseSide(label, _refs_at(Path(tmp, "tree"), specs), trusted, head)
+
+
+def changed_since(
+    refs: list[StackRef], base: str, specs: str = "stacks", ceiling: Path | None = None
+) -> list[StackRef]:
+    """The stacks of `refs` whose deploy inputs (`deploy_fingerprint`) differ at git ref
+    `base` (or are new there): what `stacks --base`, `check --base` and the CI examples use."""
     if not refs:
         return []
-    root = refs[0].root
-    with tempfile.TemporaryDirectory(prefix="accelstack-base-") as tmp:
-        _from_ref(base, specs, Path(tmp), cwd=root)
-        old = {r.stack: r.fingerprint() for r in _refs_at(Path(tmp), specs).values()}
-    return [r for r in refs if old.get(r.stack) != r.fingerprint()]
+    with base_side(base, specs, refs[0].root, ceiling) as old:
+        return old.changed(refs)

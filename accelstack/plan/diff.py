@@ -273,6 +273,8 @@ def below_threshold(
     is removed (the stack keeps billing). Thresholds are per stack, never netted across
     stacks: +$300k on one and -$300k on another posts."""
     per_stack = per_stack or {}
+    if doc.get("gate_changes"):  # a ceiling or overlay edit always posts
+        return False
     if doc["stateful"] or not doc["ok"] or doc.get("orphaned"):
         return False
     if any(r["accelerated"] for r in doc.get("rolls", [])):

@@ -69,8 +69,12 @@ def _text_of(value: Any) -> str | None:
         return value
 
 
-def _lines_change(before: Any, after: Any) -> tuple[Any, Any] | None:
-    """For multi-line text (user data, scripts): only the lines that differ, else None."""
+#: At most this many changed lines of one text are listed line by line in a comment.
+LINES_SHOWN = 40
+
+
+def _changed_lines(before: Any, after: Any) -> tuple[list[str], list[str]] | None:
+    """For multi-line text (user data, scripts): (removed, added) lines, else None."""
     import difflib
 
     a, b = _text_of(before), _text_of(after)
@@ -79,14 +83,22 @@ def _lines_change(before: Any, after: Any) -> tuple[Any, Any] | None:
     diff = list(difflib.unified_diff(a.splitlines(), b.splitlines(), lineterm="", n=0))
     gone = [d[1:].strip() for d in diff if d.startswith("-") and not d.startswith("---")]
     new = [d[1:].strip() for d in diff if d.startswith("+") and not d.startswith("+++")]
-    return shorten(" | ".join(gone)) or "(no line)", shorten(" | ".join(new)) or "(no line)"
+    return gone, new
 
 
 def value_change(key: str, before: Any, after: Any) -> dict[str, Any]:
-    """{key, before, after} as a report shows it: multi-line text by its changed lines."""
-    lines = _lines_change(before, after)
+    """{key, before, after} as a report shows it: multi-line text by its changed lines (also
+    listed one by one, `removed` and `added`, for a comment to show line by line)."""
+    lines = _changed_lines(before, after)
     if lines is not None:
-        return {"key": key, "before": lines[0], "after": lines[1]}
+        gone, new = lines
+        return {
+            "key": key,
+            "before": shorten(" | ".join(gone)) or "(no line)",
+            "after": shorten(" | ".join(new)) or "(no line)",
+            "removed": [shorten(x) for x in gone[:LINES_SHOWN]],
+            "added": [shorten(x) for x in new[:LINES_SHOWN]],
+        }
     return {"key": key, "before": shorten(before), "after": shorten(after)}
 
 

@@ -48,6 +48,20 @@ def _change(c: dict[str, Any]) -> str:
     return f"{c['key']}: {_value(c['before'])} -> {_value(c['after'])}"
 
 
+def readable_change(c: dict[str, Any]) -> list[str]:
+    """One change as comment lines: a mapping (tags) key by key, multi-line text (user
+    data, a script) line by line (`- old` / `+ new`), anything else as `key: a -> b`."""
+    before, after = c["before"], c["after"]
+    if isinstance(before, dict) or isinstance(after, dict):
+        a, b = before if isinstance(before, dict) else {}, after if isinstance(after, dict) else {}
+        keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        return [f"{c['key']}.{k}: {_value(a.get(k))} -> {_value(b.get(k))}" for k in keys]
+    if "removed" in c or "added" in c:
+        gone = [f"{c['key']}: - {x}" for x in c.get("removed", [])]
+        return gone + [f"{c['key']}: + {x}" for x in c.get("added", [])]
+    return [_change(c)]
+
+
 def _value(v: Any) -> str:
     return "(none)" if v is None else str(v)
 
@@ -110,12 +124,19 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
         for action in _ACTIONS:
             for r in s["resources"][action]:
                 lines.append(f"  {action:<8} {r['type']}  {r['name']}{_why(r)}{_res_cost(r)}")
-                lines += [f"             {_change(c)}" for c in r.get("changes", [])]
+                lines += [
+                    f"             {line}"
+                    for c in r.get("changes", [])
+                    for line in readable_change(c)
+                ]
     return lines
 
 
 def render_text(doc: dict[str, Any]) -> str:
     lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
+    if doc.get("gate_changes"):
+        lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
+        lines += [f"  ! {line}" for line in doc["gate_changes"]]
     if doc.get("rolls"):
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
@@ -133,17 +154,31 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_verdict(stack: dict[str, Any]) -> str:
+    """What `accelstack check` says of the head side: pass, FAIL (budget or rules), error."""
+    head = stack["cost"]["head"]
+    if head is None:
+        return "error" if stack["errors"] else "removed"
+    rules = len(head.get("violations") or [])
+    if head["ok"] and not rules:
+        return "pass"
+    why = ([] if head["ok"] else ["over budget"]) + ([f"{rules} rule(s)"] if rules else [])
+    return f"FAIL ({', '.join(why)})"
+
+
 def _md_table(doc: dict[str, Any]) -> list[str]:
     lines = [
-        "| stack | status | hourly | monthly | training run | verdict (base → head) |",
-        "|---|---|---|---|---|---|",
+        "| stack | status | hourly | monthly | training run | verdict (base → head) | check |",
+        "|---|---|---|---|---|---|---|",
     ]
     for s in doc["stacks"]:
         d = s["cost"]["delta"]
+        hourly = f"{_usd(_cost_of(s, 'head', 'hourly_usd'))} ({_signed(d['hourly_usd'])})"
         monthly = f"{_usd(_cost_of(s, 'head', 'monthly_usd'))} ({_signed(d['monthly_usd'])})"
         lines.append(
-            f"| `{s['stack']}` | {s['status']} | {_signed(d['hourly_usd'])} | {monthly} | "
-            f"{_signed(d['run_usd'], 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} |"
+            f"| `{s['stack']}` | {s['status']} | {hourly} | {monthly} | "
+            f"{_signed(d['run_usd'], 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} | "
+            f"{check_verdict(s)} |"
         )
     return lines
 
@@ -157,7 +192,7 @@ def _md_details(s: dict[str, Any]) -> list[str]:
     lines += [f"- base error: {e}" for e in s.get("base_errors", [])]
     for a, r in rows[:200]:
         lines.append(f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}{_res_cost(r)}")
-        lines += [f"  - `{_change(c)}`" for c in r.get("changes", [])]
+        lines += [f"  - `{line}`" for c in r.get("changes", []) for line in readable_change(c)]
     if len(rows) > 200:
         lines.append(f"- ... and {len(rows) - 200} more (see `accelstack diff --format json`)")
     return [*lines, "", "</details>"]
@@ -197,6 +232,13 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
     lines.append("")
+    if doc.get("gate_changes"):
+        lines.append("> [!CAUTION]")
+        lines.append(
+            "> **Gate inputs changed** (the ceiling or catalog overlay the gate judges by):"
+        )
+        lines += [f"> - {line}" for line in doc["gate_changes"]]
+        lines.append("")
     if doc.get("rolls"):
         lines.append("> [!WARNING]")
         lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")

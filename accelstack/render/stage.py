@@ -8,11 +8,17 @@
 3. The new directory is built in a stage beside DIR (a copy of DIR, then `write_artifacts`
    with its manifest and stale-file rules), and swapped in with renames. A render that
    fails part-way leaves DIR exactly as it was: never old and new files mixed.
+4. Real file systems: a mount point (which cannot be renamed) is written in place, each file
+   atomically with the manifest journal of `write_artifacts`; a read-only or full file system
+   or a missing permission is one line, exit 2; a render killed between the two renames of
+   the swap (DIR moved aside, the stage not yet in) is repaired by the next render, which
+   puts the old tree back first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import shutil
@@ -20,7 +26,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from accelstack.files import WriteError, make_dirs
+from accelstack.files import WriteError, make_dirs, os_failure
 from accelstack.render.artifacts import Artifact
 from accelstack.render.output import Written, write_artifacts
 from accelstack.spec.secrets import secret_kinds
@@ -94,12 +100,36 @@ def _restage_error(exc: WriteError, stage: Path, directory: Path) -> WriteError:
     return WriteError(path, reason, exc.exit_code)
 
 
+#: rename(2) errors that say DIR cannot be moved (a mount point, another file system).
+_UNMOVABLE = frozenset({errno.EBUSY, errno.EXDEV})
+
+
+def _recover(directory: Path) -> None:
+    """A render killed inside `_swap` left DIR missing and its old tree at
+    `.DIR.stage-*.old`: put that tree back before anything else."""
+    if os.path.lexists(directory):
+        return
+    olds = sorted(directory.parent.glob(f".{directory.name}.stage-*.old"), key=os.path.getmtime)
+    if olds:
+        os.rename(olds[-1], directory)
+
+
 def write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
     """Write the artifacts into `directory` in one step (see the module docstring)."""
     refuse_credentials(directory, artifacts)
+    try:
+        return _write_directory(directory, artifacts, force)
+    except OSError as exc:  # read-only, full, no permission: one line, never "internal error"
+        raise os_failure(Path(exc.filename or directory), exc) from None
+
+
+def _write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
     if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
         raise WriteError(directory, "is a symbolic link or not a directory; refusing to write")
     with render_lock(directory):
+        _recover(directory)
+        if os.path.ismount(directory):  # cannot be swapped: each file atomically, in place
+            return write_artifacts(directory, artifacts, force)
         stage = Path(tempfile.mkdtemp(prefix=f".{directory.name}.stage-", dir=directory.parent))
         try:
             if directory.exists():  # (copies DIR's own mode onto the stage too)
@@ -107,7 +137,12 @@ def write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool)
             else:
                 os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it 0700
             done = write_artifacts(stage, artifacts, force)
-            _swap(stage, directory)
+            try:
+                _swap(stage, directory)
+            except OSError as exc:
+                if exc.errno not in _UNMOVABLE:
+                    raise
+                done = write_artifacts(directory, artifacts, force)
         except WriteError as exc:
             raise _restage_error(exc, stage, directory) from None
         finally:

@@ -17,6 +17,7 @@ from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.projectfile import regular_file
 from accelstack.spec import secrets as _secrets  # noqa: F401  (registers its rule)
 from accelstack.spec.models import Spec
 from accelstack.spec.rules import check_rules
@@ -197,6 +198,7 @@ def _parse(text: str, file: str) -> Any:
 def read_yaml(path: Path) -> dict[str, Any]:
     """Read a spec file as a mapping; every failure is a one-line SpecError."""
     file = str(path)
+    regular_file(path)  # a committed link is refused, never followed (projectfile.py)
     data = _parse(_read_text(path), file)
     if data is None:
         raise SpecError(

@@ -541,6 +541,22 @@ def _network_mode(ctx: Context) -> Iterator[Finding]:
             yield (f"network.{name}", "applies only when network.mode is 'existing'")
 
 
+@rule("network-subnets-unique", "an existing VPC lists each subnet once")
+def _subnets_unique(ctx: Context) -> Iterator[Finding]:
+    """A subnet listed twice counts once for the zones the pools need (the plan places subnet i
+    in the i-th pool zone, so a repeat would put two zones' nodes in one subnet)."""
+    net = ctx.spec.network
+    for field in ("private_subnet_ids", "public_subnet_ids"):
+        seen: set[str] = set()
+        for i, sid in enumerate(getattr(net, field) or ()):
+            if sid in seen:
+                yield (
+                    f"network.{field}[{i}]",
+                    f"repeats {sid!r}; list each subnet once (one private subnet per pool zone)",
+                )
+            seen.add(sid)
+
+
 @rule("vpc-cidr", "a created VPC's CIDR is a private IPv4 /16 to /20")
 def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
     net = ctx.spec.network

@@ -6,7 +6,15 @@ of the spec, with the YAML path. Rendered files are scanned the same way before 
 written (`accelstack.render`), so a credential never lands in a launch script, an SSM
 document or a ConfigMap.
 
-The entropy and keyword detectors are left out: they flag ordinary model names and paths.
+The entropy detectors are left out: they flag ordinary model names and paths; the keyword
+detector runs on `workload.env` entries only (NAME="value", where the name is the context).
+The library lacks the ML ecosystem's tokens, so `accelstack.spec.secret_plugins` adds them
+(Hugging Face, Weights & Biases, Anthropic, OpenAI project keys, GitHub fine-grained tokens, npm
+tokens, an AWS secret access key by its keyword, a GCP service-account key file).
+
+`redact` replaces every credential-looking value in a message by `<redacted: KIND>`: the CLI's
+error boundary, `check` rows and the `diff` comment pass their text through it, so a value a
+shape error echoes never reaches a terminal log or a pull-request comment.
 """
 
 from __future__ import annotations
@@ -27,10 +35,47 @@ SKIPPED_PLUGINS = frozenset(
 def _plugins() -> tuple[Any, ...]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
+    from accelstack.spec.secret_plugins import PLUGINS
+
     classes: list[Any] = list(get_mapping_from_secret_type_to_class().values())
-    return tuple(
-        c() for c in sorted(classes, key=lambda c: c.__name__) if c.__name__ not in SKIPPED_PLUGINS
-    )
+    library = [c for c in classes if c.__name__ not in SKIPPED_PLUGINS]
+    return tuple(c() for c in sorted([*library, *PLUGINS], key=lambda c: c.__name__))
+
+
+@cache
+def _keyword() -> Any:
+    from detect_secrets.plugins.keyword import KeywordDetector
+
+    return KeywordDetector()
+
+
+def _found(line: str) -> Iterator[tuple[str, str]]:
+    """(kind, value) of every credential-looking value in one line of text."""
+    for plugin in _plugins():
+        for value in plugin.analyze_string(line):
+            yield str(plugin.secret_type), str(value)
+
+
+def redact(text: str) -> str:
+    """`text` with every credential-looking value replaced by `<redacted: KIND>`."""
+    if not text:
+        return text
+    lines = []
+    for line in text.split("\n"):
+        for kind, value in sorted(set(_found(line)), key=lambda kv: -len(kv[1])):
+            if value:
+                line = line.replace(value, f"<redacted: {kind}>")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def env_kinds(name: str, value: str) -> list[str]:
+    """The credential kinds of one `workload.env` entry: its value, and the detector library's
+    keyword detector on `NAME="value"` (a password-, key- or secret-named variable)."""
+    kinds = secret_kinds(value)
+    if value and any(True for _ in _keyword().analyze_string(f'{name}="{value}"')):
+        kinds.append("Secret Keyword")
+    return sorted(set(kinds))
 
 
 def secret_kinds(text: str) -> list[str]:
@@ -59,9 +104,13 @@ def spec_strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def secret_findings(data: Any, where: str = "") -> Iterator[Finding]:
     """One finding per credential-looking string: (YAML path, message). The value itself is
-    never echoed."""
+    never echoed. Entries of `workload.env` are judged with their name as keyword context."""
+    env = data.get("workload", {}).get("env", {}) if isinstance(data, dict) and not where else {}
+    env = env if isinstance(env, dict) else {}
     for path, text in spec_strings(data, where):
-        kinds = secret_kinds(text)
+        name = path[len("workload.env.") :] if path.startswith("workload.env.") else None
+        is_value = name is not None and name in env and text == env[name]
+        kinds = env_kinds(name, text) if is_value and name is not None else secret_kinds(text)
         if kinds:
             yield (
                 path,

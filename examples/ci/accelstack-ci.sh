@@ -7,6 +7,7 @@
 #                                              base): a spec edited, or its Pulumi.<stack>.yaml
 #                                              (spec pointer, AMI pins, any accelstack: key)
 #   accelstack-ci.sh stack-names BASE HEAD     those Pulumi stacks' names
+#   accelstack-ci.sh stack-matrix BASE HEAD    the same as one JSON array (a CI job matrix)
 #   accelstack-ci.sh check BASE HEAD           `accelstack check` on the changed stacks
 #   accelstack-ci.sh diff BASE HEAD [FILE]     the PR comment (markdown) into FILE; below every
 #                                              threshold, a short "no longer applies" body
@@ -58,6 +59,12 @@ stack_names() {
   local from
   from="$(since "$1" "$2")"
   "${ACCELSTACK_CMD[@]}" stacks . --specs "${SPECS}" --base "${from}" --format names
+}
+
+stack_matrix() {
+  local names
+  names="$(stack_names "$@")" # a failure here fails the step: never an empty matrix
+  python3 -c 'import json, sys; print(json.dumps(sys.stdin.read().split()))' <<<"${names}"
 }
 
 check() {
@@ -147,11 +154,12 @@ main() {
   case "${cmd}" in
   changed-stacks) [ $# -eq 2 ] || die "usage: changed-stacks BASE HEAD" && changed_stacks "$@" ;;
   stack-names) [ $# -eq 2 ] || die "usage: stack-names BASE HEAD" && stack_names "$@" ;;
+  stack-matrix) [ $# -eq 2 ] || die "usage: stack-matrix BASE HEAD" && stack_matrix "$@" ;;
   check) [ $# -eq 2 ] || die "usage: check BASE HEAD" && check "$@" ;;
   diff) [ $# -ge 2 ] || die "usage: diff BASE HEAD [FILE]" && diff_comment "$@" ;;
   github-comment) [ $# -eq 1 ] || die "usage: github-comment FILE" && github_comment "$@" ;;
   gitlab-comment) [ $# -eq 1 ] || die "usage: gitlab-comment FILE" && gitlab_comment "$@" ;;
-  *) die "unknown command '${cmd}' (changed-stacks, stack-names, check, diff, github-comment, gitlab-comment)" ;;
+  *) die "unknown command '${cmd}' (changed-stacks, stack-names, stack-matrix, check, diff, github-comment, gitlab-comment)" ;;
   esac
 }
 
