@@ -370,15 +370,14 @@ def _trainer_context(stack: Stack) -> dict[str, object]:
     }
 
 
-#: JobSet names every pod `<jobset>-<replicated job>-<job index>-<pod index>` and refuses a
-#: JobSet whose longest pod name exceeds a DNS label (kubernetes-sigs/jobset@f22e565a
-#: pkg/util/placement/placement.go GenPodName, pkg/webhooks/jobset_webhook.go).
-DNS_LABEL_MAX = 63
+#: A DNS label's length limit (naming.DNS_LABEL_MAX; kept here for callers).
+DNS_LABEL_MAX = naming.DNS_LABEL_MAX
 
 
 def jobset_pod_name_fits(name: str, replicated_job: str, pods: int) -> bool:
-    """Whether the longest pod name JobSet generates for `name` is a valid DNS label."""
-    return len(f"{name}-{replicated_job}-0-{max(0, pods - 1)}") <= DNS_LABEL_MAX
+    """Whether the longest pod name JobSet's webhook checks for `name` (one replicated Job of
+    `pods` indexed pods, the 5-character suffix included: naming.jobset_pod) is a DNS label."""
+    return len(naming.jobset_pod(name, replicated_job, 1, pods)) <= DNS_LABEL_MAX
 
 
 #: Port of the Neuron collectives' root communicator in the fabric test (any free port;

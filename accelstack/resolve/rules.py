@@ -28,6 +28,7 @@ from accelstack.catalog.ipbudget import (
     usable_ips,
 )
 from accelstack.errors import Problem, shown
+from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
 from accelstack.spec.models import Workload
 from accelstack.spec.scale_rules import first_url
@@ -217,6 +218,27 @@ def _generated_names(stack: Stack) -> Iterator[Finding]:
                 f"{len(name)} characters; AWS allows {limit} ({source}): shorten "
                 f"{_shorten(stack, path)} by {len(name) - limit}",
             )
+
+
+@stack_rule(
+    "kubernetes-names",
+    "the job layer's generated names (JobSet pod and Job names, Services, hostnames, label "
+    "values) fit their 63-character limits at the most nodes each job runs on",
+)
+def _kubernetes_names(stack: Stack) -> Iterator[Finding]:
+    """One finding for the name furthest over its limit, with the longest stack name that
+    makes every name fit (each holds the resource-name prefix once)."""
+    over = [n for n in kubernetes_names(stack) if n.excess > 0]
+    if not over:
+        return
+    worst = max(over, key=lambda n: n.excess)
+    allowed = len(stack.name) - worst.excess
+    yield (
+        "name",
+        f"{worst.what} '{worst.name}' would be {len(worst.name)} characters; {worst.rule} "
+        f"allows at most {worst.limit}: shorten {_shorten(stack, 'name')} to at most {allowed} "
+        f"characters (now {len(stack.name)})",
+    )
 
 
 #: The longest AWS account id: generated bucket names are checked at their longest.
