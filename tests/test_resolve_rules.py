@@ -138,6 +138,21 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "name",
         "the fabric test's longest pod name",
     ),
+    "neuron-allocation": (
+        "llama3-70b-trn2",
+        lambda d: (
+            d.update(region="ap-south-2", availability_zone=None),
+            d["pools"][0].update(
+                nodes=8,
+                instance_type="trn2u.48xlarge",
+                purchase={"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890"},
+            ),
+            d["pools"].append({"name": "trn2b", "instance_type": "trn2.48xlarge", "nodes": 2}),
+        ),
+        None,
+        "pools[1].instance_type",
+        "UltraServer pool 'trn2' (trn2u.48xlarge) needs the DRA driver",
+    ),
     "workload-size": (
         "llama3-70b-p5",
         workload(args=["y" * 70_000]),
@@ -155,6 +170,24 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
 }
 
 
+#: rule -> price rows a catalog overlay adds for its case (user-supplied rates for types the
+#: bundled catalog has no price for: prices fail closed)
+CASE_PRICES: dict[str, list[dict[str, Any]]] = {
+    "neuron-allocation": [
+        {
+            "region": "ap-south-2",
+            "type": t,
+            "option": o,
+            "usd": 1.0,
+            "as_of": "2026-11",
+            "estimate": True,
+            "source": "user-supplied rate (test overlay)",
+        }
+        for t, o in (("trn2u.48xlarge", "capacity-block"), ("trn2.48xlarge", "on-demand"))
+    ],
+}
+
+
 def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None:
     names = [r.name for r in STACK_RULES]
     assert sorted(names) == sorted(CASES)
@@ -163,9 +196,16 @@ def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None
 
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_each_stack_rule_refuses_through_resolve_naming_the_file_and_path(
-    rule: str, tmp_path: Path
+    rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base, edit, name, path, message = CASES[rule]
+    if rule in CASE_PRICES:
+        from accelstack.catalog.overlay import ENV
+
+        overlay = tmp_path / "overlay"
+        overlay.mkdir()
+        (overlay / "prices.yaml").write_text(yaml.safe_dump({"instances": CASE_PRICES[rule]}))
+        monkeypatch.setenv(ENV, str(overlay))
     f = spec_file(tmp_path, base, edit, name)
     spec = load_spec(f)  # the spec rules accept it: only the derived values are wrong
     with pytest.raises(SpecError) as err:

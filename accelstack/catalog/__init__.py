@@ -301,6 +301,15 @@ class LaunchFacts(_Frozen):
     fabric_test: FabricTestFacts | None = None
 
 
+class ChartCheck(_Frozen):
+    """One of a chart's own checks on its values (a template that fails the install): when
+    `key` is true, every `excludes` key must be false and every `requires` key true."""
+
+    key: str
+    excludes: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+
+
 class HelmChart(_Frozen):
     """A device-plugin chart: pinned version, source, and the values keys accelstack sets."""
 
@@ -326,6 +335,11 @@ class HelmChart(_Frozen):
     bundles: dict[str, str] = Field(default_factory=dict)  # dependency charts it installs
     bundles_source: str | None = None
     integrations: tuple[str, ...] = ()  # job kinds a queue admits as installed
+    #: The chart's own checks on its values, the defaults of the keys they read, the source
+    #: (the deploy rule `chart-config-checks` holds each release to them)
+    config_checks: tuple[ChartCheck, ...] = ()
+    value_defaults: dict[str, bool] = Field(default_factory=dict)
+    config_checks_source: str | None = None
 
 
 class MetricsAddon(_Frozen):

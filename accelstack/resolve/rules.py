@@ -241,6 +241,29 @@ def _kubernetes_names(stack: Stack) -> Iterator[Finding]:
     )
 
 
+@stack_rule(
+    "neuron-allocation",
+    "UltraServer pools (Neuron DRA driver) and other Neuron pools (device plugin) are not "
+    "mixed: the Neuron chart refuses both in one release",
+)
+def _neuron_allocation(stack: Stack) -> Iterator[Finding]:
+    """The pinned Neuron chart fails its own config check when `draDriver.enabled` and
+    `devicePlugin.enabled` are both true (catalog charts.neuron config_checks, with its
+    source), and the stack installs one release of it."""
+    ultra = {p.device.name: p for p in stack.ultraserver_pools}
+    for at, p in _indexed(stack):
+        other = ultra.get(p.device.name)
+        if other is None or p.ultraserver is not None:
+            continue
+        yield (
+            f"{at}.instance_type",
+            f"{p.instance_type} gets its {p.device.name} devices from the device plugin, but "
+            f"UltraServer pool '{other.name}' ({other.instance_type}) needs the DRA driver, and "
+            "the Neuron chart refuses both in one release: put this pool in another stack, or "
+            f"make it an UltraServer pool ({other.instance_type})",
+        )
+
+
 #: The longest AWS account id: generated bucket names are checked at their longest.
 LONGEST_ACCOUNT = "123456789012"
 
