@@ -231,6 +231,8 @@ class Defaults(_Frozen):
     usable_memory_fraction: float = Field(gt=0, le=1)
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)
+    #: vpc-cni configuration values that turn its network policy agent on (sourced in the YAML)
+    vpc_cni_network_policy: dict[str, str] = Field(default_factory=dict)
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
     eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
     subnet_reserved_ips: int = Field(ge=0)

@@ -54,6 +54,9 @@ CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
 #: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
 TRAINER_JOB = "node"
 TRAINER_CONTAINER = "node"
+#: The container port name the metrics scraper may reach (NetworkPolicy named port): the only
+#: port its namespace is admitted to.
+METRICS_PORT_NAME = "metrics"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -293,6 +296,7 @@ def _context(
             else None
         ),
         "queue_label": naming.QUEUE_LABEL,
+        "metrics_port_name": METRICS_PORT_NAME,
         "checkpoint": checkpoint_context(stack),
     }
 
