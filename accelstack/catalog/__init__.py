@@ -10,7 +10,7 @@ import re
 from datetime import date
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -340,6 +340,11 @@ class HelmChart(_Frozen):
     #: The chart's own checks on its values, the defaults of the keys they read, the source
     #: (the deploy rule `chart-config-checks` holds each release to them)
     config_checks: tuple[ChartCheck, ...] = ()
+    #: Queue (Kueue): the values key holding the manager Configuration as YAML text, and the
+    #: chart's default Configuration entries accelstack keeps when it writes that key
+    manager_config_key: str | None = None
+    manager_config: dict[str, Any] = Field(default_factory=dict)
+    manager_config_source: str | None = None
     value_defaults: dict[str, bool] = Field(default_factory=dict)
     config_checks_source: str | None = None
 
