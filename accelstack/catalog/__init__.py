@@ -283,6 +283,11 @@ class FabricTool(_Frozen):
     image: str | None  # None: the workload image
     binary: str
     source: str
+    #: the image's OpenMPI launcher by absolute path (None: the tool starts mpirun itself)
+    mpirun: str | None = None
+    #: what the image must hold, checked at the test's start (commands or absolute paths)
+    requires: tuple[str, ...] = ()
+    requires_source: str | None = None
 
 
 class FabricTestFacts(_Frozen):

@@ -387,6 +387,9 @@ def jobset_pod_name_fits(name: str, replicated_job: str, pods: int) -> bool:
 #: Port of the Neuron collectives' root communicator in the fabric test (any free port;
 #: aws-neuron-sdk nccom-test.rst "MPI Execution").
 FABRIC_ROOT_COMM_PORT = 63182
+#: The port sshd listens on in the fabric test's pods (mpirun reaches it through
+#: OMPI_MCA_plm_rsh_args): unprivileged, so binding it needs no NET_BIND_SERVICE.
+FABRIC_SSH_PORT = 2222
 
 
 def render_fabric_test(stack: Stack) -> str | None:
@@ -408,6 +411,8 @@ def render_fabric_test(stack: Stack) -> str | None:
         tool=tool,
         facts=stack.catalog.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
+        ssh_port=FABRIC_SSH_PORT,
+        fabric_image=tool.image or stack.image,
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
     ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
@@ -464,7 +469,9 @@ def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Ar
             Artifact(
                 "fabric-test.yaml",
                 f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
-                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job",
+                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job; to run it "
+                f"again, `kubectl -n {stack.catalog.defaults.training_namespace} delete trainjob "
+                f"{naming.fabric_job(job_name(stack))} --ignore-not-found --wait` first",
                 fabric,
             )
         )
