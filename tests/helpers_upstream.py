@@ -68,3 +68,60 @@ def model_problems(doc: dict[str, Any]) -> list[str]:
     except Exception as exc:  # pydantic's ValidationError names every field
         problems.append(f"{doc['kind']}: {exc}")
     return problems
+
+
+# ---- PyTorchJob (kubeflow.org/v1, Training Operator v1.9.4) -------------------------------
+# No published Python model at the pinned version: its field names restated from the Go types
+# (kubeflow/trainer@4445c12aa62e4345b0c2c6ac9b215a70eca46ed7, tag v1.9.4,
+# pkg/apis/kubeflow.org/v1/pytorch_types.go:58-95 and common_types.go:99-109, 197-239), the
+# pod templates checked with the core PodTemplateSpec model above and kubernetes-validate.
+PYTORCH_SOURCE = "kubeflow/trainer@4445c12a pkg/apis/kubeflow.org/v1"
+PYTORCHJOB_KEYS = {"apiVersion", "kind", "metadata", "spec", "status"}
+PYTORCHJOB_SPEC_KEYS = {"runPolicy", "elasticPolicy", "pytorchReplicaSpecs", "nprocPerNode"}
+RUN_POLICY_KEYS = {
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+    "suspend",
+    "managedBy",
+}
+REPLICA_SPEC_KEYS = {"replicas", "template", "restartPolicy"}
+REPLICA_TYPES = {"Master", "Worker"}  # pytorch_types.go:40-43
+RESTART_POLICIES = {"Always", "OnFailure", "Never", "ExitCode"}  # common_types.go:179-188
+
+
+def pytorchjob_problems(doc: dict[str, Any]) -> list[str]:
+    out = [f"unknown field {k}" for k in set(doc) - PYTORCHJOB_KEYS]
+    out += [
+        f"metadata: {p}"
+        for p in unknown_keys(
+            models.IoK8sApimachineryPkgApisMetaV1ObjectMeta, doc.get("metadata", {})
+        )
+    ]
+    spec = doc.get("spec", {})
+    out += [f"unknown field spec.{k}" for k in set(spec) - PYTORCHJOB_SPEC_KEYS]
+    if "pytorchReplicaSpecs" not in spec:
+        out.append("spec.pytorchReplicaSpecs is required")
+    if "nprocPerNode" in spec and not isinstance(spec["nprocPerNode"], str):
+        out.append("spec.nprocPerNode must be a string (*string)")
+    out += [
+        f"unknown field spec.runPolicy.{k}"
+        for k in set(spec.get("runPolicy", {})) - RUN_POLICY_KEYS
+    ]
+    for role, rs in (spec.get("pytorchReplicaSpecs") or {}).items():
+        at = f"spec.pytorchReplicaSpecs.{role}"
+        if role not in REPLICA_TYPES:
+            out.append(f"{at}: not a replica type ({', '.join(sorted(REPLICA_TYPES))})")
+        out += [f"unknown field {at}.{k}" for k in set(rs) - REPLICA_SPEC_KEYS]
+        if not isinstance(rs.get("replicas", 1), int) or isinstance(rs.get("replicas"), bool):
+            out.append(f"{at}.replicas must be an integer (*int32)")
+        if rs.get("restartPolicy", "Never") not in RESTART_POLICIES:
+            out.append(f"{at}.restartPolicy not one of {sorted(RESTART_POLICIES)}")
+        template = rs.get("template", {})
+        out += [
+            f"{at}.template.{p}"
+            for p in unknown_keys(models.IoK8sApiCoreV1PodTemplateSpec, template)
+        ]
+    return out
