@@ -336,6 +336,19 @@ def render_node_script(
     return environment().get_template(template).render(ctx)
 
 
+def check_device_path(stack: Stack, pool: ResolvedPool) -> None:
+    """Refuse manifests a pool's nodes could never schedule: an UltraServer pool's nodes get
+    their Neuron devices through the DRA driver (the stack turns the device plugin off there),
+    and the rendered pods request the device plugin's resource, so they would stay Pending."""
+    if pool.ultraserver is not None:
+        raise RenderError(
+            f"pool '{pool.name}' ({pool.instance_type}) is an UltraServer pool: its nodes "
+            "advertise Neuron devices through the DRA driver, and accelstack does not render "
+            f"DRA resource claims yet; jobs requesting {pool.device.device_resource} would stay "
+            "Pending there, so no Kubernetes manifest is rendered for it"
+        )
+
+
 def render_manifest(
     stack: Stack,
     kind: ManifestKind,
@@ -350,6 +363,7 @@ def render_manifest(
     replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
     beside the script (mounted in SCRIPT_MOUNT_DIR)."""
     p = stack.workload_pool
+    check_device_path(stack, p)
     orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
     ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
     ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
@@ -400,6 +414,7 @@ def render_fabric_test(stack: Stack) -> str | None:
     th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
     if th is None or tool is None or stack.job_controller != "trainer":
         return None
+    check_device_path(stack, p)
     ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
     ctx.update(_trainer_context(stack))
     name = naming.fabric_job(job_name(stack))
