@@ -238,8 +238,8 @@ def training_runtime(job: str) -> str:
 
 
 def fabric_job(stack: str) -> str:
-    """The fabric acceptance TrainJob (short: JobSet's pod names `<job>-launcher-0-N` stay
-    DNS labels)."""
+    """The fabric acceptance TrainJob (its longest pod name is `jobset_pod(<job>, "launcher",
+    1, 1)`; the stack rule `kubernetes-names` holds it to a DNS label)."""
     return f"{stack}-fabric"
 
 
@@ -251,6 +251,53 @@ def trial_job(stack: str, pool: str) -> str:
 def trial_job_short(stack: str, index: int) -> str:
     """The trial job of the index-th pool, where `trial_job` would make pod names too long."""
     return f"{stack}-trial{index}"
+
+
+# --- Names the Kubernetes controllers derive from the job names --------------------------
+
+#: A DNS-1035 label (Service names, JobSet's pod and Job names) and a label value are at most
+#: 63 characters (k8s.io/apimachinery pkg/util/validation validation.go, DNS1035LabelMaxLength
+#: and LabelValueMaxLength).
+DNS_LABEL_MAX = 63
+#: The 5 random characters the API server appends to a generated pod name, as JobSet's webhook
+#: counts them (kubernetes-sigs/jobset@f22e565a pkg/webhooks/jobset_webhook.go:243-249:
+#: `GenPodName(...) + "-abcde"`).
+POD_NAME_SUFFIX = "-abcde"
+#: The replicated Jobs accelstack's JobSets hold: the training step (`node`, Trainer's
+#: constants.Node) and the fabric test's MPI launcher.
+TRAINER_REPLICATED_JOB = "node"
+LAUNCHER_REPLICATED_JOB = "launcher"
+
+
+def jobset_pod(jobset: str, replicated_job: str, replicas: int, pods: int) -> str:
+    """The longest pod name JobSet's webhook checks for a replicated Job of `replicas` Jobs of
+    `pods` indexed pods: `<jobset>-<replicatedJob>-<jobIndex>-<podIndex>` plus the 5-character
+    suffix (kubernetes-sigs/jobset@f22e565a pkg/util/placement/placement.go:20-22 GenPodName,
+    pkg/webhooks/jobset_webhook.go:243-256). Kubeflow Trainer names the JobSet after the
+    TrainJob (kubeflow/trainer@658725bd pkg/runtime/framework/plugins/jobset/jobset.go:413)."""
+    job, pod = max(0, replicas - 1), max(0, pods - 1)
+    return f"{jobset}-{replicated_job}-{job}-{pod}{POD_NAME_SUFFIX}"
+
+
+def jobset_job(jobset: str, replicated_job: str, replicas: int) -> str:
+    """The longest Job name JobSet generates (placement.go:14-16 GenJobName; the webhook
+    checks it at jobset_webhook.go:234-242): also the Job's `job-name` label value."""
+    return f"{jobset}-{replicated_job}-{max(0, replicas - 1)}"
+
+
+def indexed_pod_hostname(job: str, pods: int) -> str:
+    """The hostname of an indexed Job's last pod (`<job>-<index>`, a DNS label: the Job
+    controller sets it when the pod template names a subdomain)."""
+    return f"{job}-{max(0, pods - 1)}"
+
+
+def trial_job_name(stack: str, pools: list[str], pool: str, nodes: int) -> str:
+    """`trial_job` where the longest pod name JobSet derives from it on `nodes` nodes is a DNS
+    label, else `trial_job_short` (the pool's position)."""
+    name = trial_job(stack, pool)
+    if len(jobset_pod(name, TRAINER_REPLICATED_JOB, 1, nodes)) <= DNS_LABEL_MAX:
+        return name
+    return trial_job_short(stack, pools.index(pool))
 
 
 #: The label Kueue reads a job's LocalQueue from (Kueue docs, tasks/run/trainjobs.md).

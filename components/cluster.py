@@ -98,6 +98,9 @@ class ClusterArgs:
     #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
     #: large pools); empty: the add-on's defaults
     cni_env: dict[str, str] = field(default_factory=dict)
+    #: vpc-cni configuration values that turn its network policy agent on (catalog defaults
+    #: vpc_cni_network_policy): the jobs' NetworkPolicies are enforced only with it
+    cni_network_policy: dict[str, str] = field(default_factory=dict)
     #: the EKS node monitoring agent add-on, which feeds node auto repair (None: not installed)
     monitoring_addon: str | None = None
 
@@ -125,6 +128,7 @@ class ClusterArgs:
             support_type=c.support_type,
             addon_versions=stack.addon_versions,
             cni_env=dict(stack.address_plan.cni_env),
+            cni_network_policy=dict(stack.catalog.defaults.vpc_cni_network_policy),
             monitoring_addon=stack.catalog.resilience.node_repair.monitoring_addon,
         )
 
@@ -324,6 +328,15 @@ def _k8s(args: ClusterArgs) -> str:
     return str(args.declared.cluster.args.get("version") or "")
 
 
+def cni_configuration(args: ClusterArgs) -> str | None:
+    """vpc-cni's configuration values: the network policy agent on, and `env` (the address
+    plan's WARM_IP_TARGET/MINIMUM_IP_TARGET) when it sets any; None: the add-on's defaults."""
+    doc: dict[str, Any] = dict(args.cni_network_policy)
+    if args.cni_env:
+        doc["env"] = args.cni_env
+    return json.dumps(doc, sort_keys=True) if doc else None
+
+
 def _early_addons(
     name: str, args: ClusterArgs, cluster: aws.eks.Cluster, child: pulumi.ResourceOptions
 ) -> list[aws.eks.Addon]:
@@ -338,8 +351,9 @@ def _early_addons(
             extra["pod_identity_associations"] = [
                 {"role_arn": role.arn, "service_account": CNI_SERVICE_ACCOUNT}
             ]
-            if args.cni_env:
-                extra["configuration_values"] = json.dumps({"env": args.cni_env}, sort_keys=True)
+            config = cni_configuration(args)
+            if config:
+                extra["configuration_values"] = config
             opts = pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(depends_on=[out[POD_IDENTITY_AGENT], attachment]),

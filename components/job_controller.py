@@ -17,6 +17,7 @@ from accelstack.catalog import HelmChart
 from accelstack.naming import MANAGED_BY, MANAGED_BY_LABEL, POOL_LABEL, STACK_LABEL
 from accelstack.render.pods import pod_resources
 from accelstack.resolve import ResolvedPool, Stack
+from accelstack.resolve.queue import kueue_values
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 HUGEPAGES = "hugepages-2Mi"
@@ -128,7 +129,9 @@ class JobLayer(pulumi.ComponentResource):
 
     def _kueue(self, name: str, args: JobLayerArgs, kopts: pulumi.ResourceOptions) -> None:
         assert args.queue is not None
-        release = _release(f"{name}-kueue", args.queue, {}, kopts)
+        # gang admission: waitForPodsReady in the manager Configuration (resolve/queue.py)
+        values = kueue_values(args.stack, args.queue)
+        release = _release(f"{name}-kueue", args.queue, values, kopts)
         copts = pulumi.ResourceOptions(
             parent=self, provider=args.provider, depends_on=[release, *args.depends_on]
         )

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -22,7 +21,7 @@ from accelstack.trial import fabric
 
 from .conftest import ROOT
 from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS, preset_stack, variant
-from .test_trainjob import _schema
+from .helpers_upstream import model_problems
 
 FIX = ROOT / "tests" / "fixtures" / "fabric"
 NCCL = (FIX / "nccl-tests-2x8.txt").read_text()
@@ -127,8 +126,10 @@ def test_fabric_job_renders_and_validates(preset: str, tool: str, tmp_path: Path
     assert text is not None
     docs = _docs(text)
     by_kind = {d["kind"]: d for d in docs}
-    jsonschema.validate(by_kind["TrainJob"], _schema("TrainJob"))
-    jsonschema.validate(by_kind["TrainingRuntime"], _schema("TrainingRuntime"))
+    assert (
+        model_problems(by_kind["TrainJob"]) == []
+        and model_problems(by_kind["TrainingRuntime"]) == []
+    )
     rt = by_kind["TrainingRuntime"]
     assert rt["spec"]["mlPolicy"]["mpi"]["numProcPerNode"] == pool.procs_per_node
     assert rt["spec"]["mlPolicy"]["numNodes"] == pool.nodes
@@ -183,11 +184,16 @@ def _run_launcher(tmp_path: Path, output: str, nodes: int = 16) -> subprocess.Co
     for name, body in cm["data"].items():
         (tmp_path / name).write_text(body)
     shims = tmp_path / "bin"
-    shims.mkdir()
+    shims.mkdir(exist_ok=True)
     (tmp_path / "bench.txt").write_text(output)
-    # stand-in for mpirun: prints the benchmark output the real tool would
-    (shims / "mpirun").write_text(f"#!/usr/bin/env bash\ncat {tmp_path / 'bench.txt'}\n")
-    (shims / "mpirun").chmod(0o755)
+    # the image's files under a stand-in root (ACCELSTACK_TEST_SYSROOT): mpirun at its absolute
+    # OpenMPI path prints the benchmark output the real tool would; the others exist
+    root = tmp_path / "root"
+    for need in stack.catalog.launch.fabric_test.tools["nvidia"].requires:  # type: ignore[union-attr]
+        f = root / need.lstrip("/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(f"#!/usr/bin/env bash\ncat {tmp_path / 'bench.txt'}\n")
+        f.chmod(0o755)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("".join(f"host-{i} slots=8\n" for i in range(nodes)))
     env = {
@@ -195,6 +201,7 @@ def _run_launcher(tmp_path: Path, output: str, nodes: int = 16) -> subprocess.Co
         "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
         "ACCELSTACK_FABRIC_ROLE": "launcher",
         "OMPI_MCA_orte_default_hostfile": str(hostfile),
+        "ACCELSTACK_TEST_SYSROOT": str(root),
     }
     return subprocess.run(
         ["bash", str(tmp_path / "fabric-test.sh")],
@@ -224,3 +231,74 @@ def test_launcher_refuses_a_short_hostfile(tmp_path: Path) -> None:
     proc = _run_launcher(tmp_path, NCCL, nodes=15)
     assert proc.returncode == 2
     assert "lists 15 node(s), the pool has 16" in proc.stderr
+
+
+# ---- started the way upstream starts it ----------------------------------------------------
+
+
+def test_the_launcher_runs_the_images_openmpi_by_absolute_path(tmp_path: Path) -> None:
+    """mpirun is the image's /opt/amazon/openmpi/bin/mpirun (as the reference nccl-tests
+    manifest, awsome-distributed-training@50820097, starts it), never whatever `mpirun` PATH
+    finds first: a PATH mpirun that fails is not the one called."""
+    tool = preset_stack("llama3-70b-p5").catalog.launch.fabric_test.tools["nvidia"]  # type: ignore[union-attr]
+    assert tool.mpirun == "/opt/amazon/openmpi/bin/mpirun"
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "mpirun").write_text("#!/usr/bin/env bash\necho 'the PATH mpirun' >&2\nexit 97\n")
+    (shims / "mpirun").chmod(0o755)
+    proc = _run_launcher(tmp_path, NCCL.replace("475.95", "499.00"))
+    assert proc.returncode == 0, proc.stderr
+    assert "the PATH mpirun" not in proc.stderr
+
+
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_sshd_listens_on_an_unprivileged_port_without_net_bind_service(preset: str) -> None:
+    text = render_fabric_test(preset_stack(preset))
+    assert text is not None
+    docs = _docs(text)
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    script = cm["data"]["fabric-test.sh"]
+    assert "exec /usr/sbin/sshd -De -p 2222" in script
+    assert 'export OMPI_MCA_plm_rsh_args="-p 2222"' in script
+    (rt,) = [d for d in docs if d["kind"] == "TrainingRuntime"]
+    for rj in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        (c,) = rj["template"]["spec"]["template"]["spec"]["containers"]
+        assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"ssh": 2222}
+        caps = c["securityContext"]["capabilities"]
+        assert caps["drop"] == ["ALL"] and "NET_BIND_SERVICE" not in caps.get("add", [])
+
+
+def test_an_image_without_the_tools_stops_at_start_in_one_line(tmp_path: Path) -> None:
+    """On Trainium the workload image must hold nccom-test, OpenMPI and sshd: a pod of an
+    image without them says which, in one line, exit 2, before any pod waits on another."""
+    stack = preset_stack("llama3-70b-trn2")
+    text = render_fabric_test(stack)
+    assert text is not None
+    (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
+    (tmp_path / "fabric-test.sh").write_text(cm["data"]["fabric-test.sh"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for role in ("node", "launcher"):
+        env = {
+            "PATH": str(empty),
+            "ACCELSTACK_FABRIC_ROLE": role,
+            "ACCELSTACK_TEST_SYSROOT": str(empty),
+        }
+        proc = subprocess.run(
+            ["/bin/bash", str(tmp_path / "fabric-test.sh")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert f"the image {stack.image} lacks nccom-test mpirun /usr/sbin/sshd" in line
+
+
+def test_the_index_and_the_manifest_say_how_to_run_it_again() -> None:
+    stack = preset_stack("llama3-70b-p5")
+    arts = {a.path: a for a in render(stack)}
+    rerun = f"kubectl -n {stack.catalog.defaults.training_namespace} delete trainjob {stack.name}-fabric"
+    assert rerun in arts["fabric-test.yaml"].content
+    assert rerun in arts["README.md"].content

@@ -163,7 +163,8 @@ def test_init_refuses_a_stack_name_the_stack_rules_refuse_and_writes_nothing(
     in one line naming the retarget, before any file is written."""
     name = "p" * 38 + "-x"
     project = tmp_path / "proj"
-    code, out = init(capsys, str(project), "--from", "llama3-70b-p5", "--stack", name)
+    # a one-node preset: no fabric test, whose pod names would be refused too
+    code, out = init(capsys, str(project), "--from", "trn1-finetune", "--stack", name)
     assert code == 2
     (line,) = out.strip().splitlines()
     assert f"-> {name}: name: cannot retarget: the IAM role name '{name}-" in line

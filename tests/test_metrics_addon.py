@@ -79,7 +79,8 @@ def test_network_policy_admits_the_scraper_only_when_metrics_are_on() -> None:
                     }
                 }
             ],
-            "ports": [{"protocol": "TCP"}],
+            # the named metrics port only, never the rendezvous (tests/test_network_policy.py)
+            "ports": [{"protocol": "TCP", "port": "metrics"}],
         }
     ]
     off = _policy(_jobs("llama3-70b-p5", metrics=False))["spec"]["ingress"]

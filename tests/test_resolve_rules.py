@@ -131,6 +131,28 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "pools[0].nodes",
         "cannot hold the workload: 400B parameters need",
     ),
+    "kubernetes-names": (
+        "llama3-70b-p5",
+        NO_EDIT,
+        "a" * 39,
+        "name",
+        "the fabric test's longest pod name",
+    ),
+    "neuron-allocation": (
+        "llama3-70b-trn2",
+        lambda d: (
+            d.update(region="ap-south-2", availability_zone=None),
+            d["pools"][0].update(
+                nodes=8,
+                instance_type="trn2u.48xlarge",
+                purchase={"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890"},
+            ),
+            d["pools"].append({"name": "trn2b", "instance_type": "trn2.48xlarge", "nodes": 2}),
+        ),
+        None,
+        "pools[1].instance_type",
+        "UltraServer pool 'trn2' (trn2u.48xlarge) needs the DRA driver",
+    ),
     "workload-size": (
         "llama3-70b-p5",
         workload(args=["y" * 70_000]),
@@ -148,6 +170,24 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
 }
 
 
+#: rule -> price rows a catalog overlay adds for its case (user-supplied rates for types the
+#: bundled catalog has no price for: prices fail closed)
+CASE_PRICES: dict[str, list[dict[str, Any]]] = {
+    "neuron-allocation": [
+        {
+            "region": "ap-south-2",
+            "type": t,
+            "option": o,
+            "usd": 1.0,
+            "as_of": "2026-11",
+            "estimate": True,
+            "source": "user-supplied rate (test overlay)",
+        }
+        for t, o in (("trn2u.48xlarge", "capacity-block"), ("trn2.48xlarge", "on-demand"))
+    ],
+}
+
+
 def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None:
     names = [r.name for r in STACK_RULES]
     assert sorted(names) == sorted(CASES)
@@ -156,9 +196,16 @@ def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None
 
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_each_stack_rule_refuses_through_resolve_naming_the_file_and_path(
-    rule: str, tmp_path: Path
+    rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base, edit, name, path, message = CASES[rule]
+    if rule in CASE_PRICES:
+        from accelstack.catalog.overlay import ENV
+
+        overlay = tmp_path / "overlay"
+        overlay.mkdir()
+        (overlay / "prices.yaml").write_text(yaml.safe_dump({"instances": CASE_PRICES[rule]}))
+        monkeypatch.setenv(ENV, str(overlay))
     f = spec_file(tmp_path, base, edit, name)
     spec = load_spec(f)  # the spec rules accept it: only the derived values are wrong
     with pytest.raises(SpecError) as err:
@@ -210,7 +257,9 @@ def test_a_deployment_name_that_overflows_a_generated_name_is_refused(tmp_path: 
     assert resolve(spec).name == name
     with pytest.raises(SpecError) as err:
         resolve_deployment(f, "staging01", {})
-    (problem,) = err.value.problems
+    role, pods = err.value.problems  # the fabric test's pod names overflow too
+    assert "to at most 37 characters (now 40)" in pods.message
+    problem = role
     assert (problem.file, problem.path) == (str(f), "name")
     assert f"'{name}-staging01-system-node-role-xxxxxxx'" in problem.message
     assert "would be 65 characters; AWS allows 64" in problem.message
@@ -229,7 +278,8 @@ def test_the_policy_pack_reports_a_stack_rule_as_one_line(
     from .test_policies import StackArgs
 
     name = "a" * 30
-    spec_file(tmp_path, "llama3-70b-p5", NO_EDIT, name)
+    # no job controller: no fabric test, whose pod names would overflow too (kubernetes-names)
+    spec_file(tmp_path, "llama3-70b-p5", lambda d: d.update(jobs={"controller": "none"}), name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PULUMI_STACK", "staging01")
     pulumi.runtime.set_all_config({"accelstack:spec": f"{name}.yaml"})
@@ -346,7 +396,9 @@ def test_new_refuses_a_name_the_stack_rules_refuse_before_writing(
     name = "p" * 38 + "-x"  # 40: `<stack>-system-node-role` + 8 would be 65
     code = main(["new", name, "--from", "llama3-70b-p5", "--dir", str(tmp_path)])
     _, err = capsys.readouterr()
-    assert code == 2 and err.count("\n") == 1
+    # two lines: the fabric test's pod names overflow too (kubernetes-names)
+    assert code == 2 and err.count("\n") == 2
+    assert "shorten the stack name to at most 37 characters (now 40)" in err
     assert (
         f"-> {name}: name: cannot retarget: the IAM role name '{name}-system-node-role-xxxxxxx'"
         in err
@@ -370,6 +422,8 @@ def test_validate_judges_the_names_of_every_stack_that_deploys_the_spec(
         f"config:\n  accelstack:spec: stacks/{name}.yaml\n"
     )
     assert main(["validate", str(f)]) == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
+    # the role name, then the fabric test's pod names (kubernetes-names)
+    line, pods = capsys.readouterr().err.strip().splitlines()
+    assert "to at most 37 characters (now 40)" in pods
     assert line.startswith(f"error: {f}: name: the IAM role name '{name}-staging01-")
     assert f"shorten the resource-name prefix '{name}-staging01'" in line

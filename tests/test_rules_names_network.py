@@ -175,9 +175,10 @@ def test_limits_come_from_botocore_models() -> None:
 
 
 def test_a_40_character_eks_stack_name_is_refused_a_39_accepted() -> None:
-    """`<stack>-system-node-role` + 8: 39 characters make 64, 40 make 65."""
+    """`<stack>-system-node-role` + 8: 39 characters make 64, 40 make 65 (a one-node stack:
+    with a fabric test, the kubernetes-names rule allows 37, tests/test_kubernetes_names.py)."""
     ok, long = "p" * 37 + "-x", "p" * 38 + "-x"
-    validated(renamed("llama3-70b-p5", ok, "h"), f"{ok}.yaml")
+    validated(renamed("trn1-finetune", ok, "h"), f"{ok}.yaml")
     with pytest.raises(
         SpecError,
         match=r"system-node-role-x{7}' .* would be 65 characters; AWS allows 64 \(botocore iam roleNameType\): shorten the stack name by 1",
@@ -204,16 +205,17 @@ def test_pool_role_and_node_group_names_both_edges() -> None:
     """`<stack>-<pool>-node-role` + 8 <= 64 binds first (stack + pool <= 45): 45 plans clean,
     46 is refused. Bypassing validation, `<stack>-<pool>-ng` + 8 <= 63 (stack + pool <= 51):
     51 passes the node-group rule, 52 fails it. (A 39-character stack: with 40,
-    `<stack>-system-node-role` is already 65.)"""
+    `<stack>-system-node-role` is already 65; a one-node stack, which has no fabric test
+    whose pod names would bind first: tests/test_kubernetes_names.py)"""
     stack_name = "p" * 37 + "-x"  # 39 characters
-    ok = resolve(parse_spec(renamed("llama3-70b-p5", stack_name, "h" * 6), f"{stack_name}.yaml"))
+    ok = resolve(parse_spec(renamed("trn1-finetune", stack_name, "h" * 6), f"{stack_name}.yaml"))
     plan = plan_stack(ok, guard=False)
     assert not fired(plan, ok, "iam-role-name") and not fired(plan, ok, "eks-nodegroup-name")
     with pytest.raises(SpecError, match=r"pools\[0\]\.name: the IAM role name .* would be 65"):
-        validated(renamed("llama3-70b-p5", stack_name, "h" * 7), f"{stack_name}.yaml")
-    edge = unvalidated(renamed("llama3-70b-p5", stack_name, "h" * 12))
+        validated(renamed("trn1-finetune", stack_name, "h" * 7), f"{stack_name}.yaml")
+    edge = unvalidated(renamed("trn1-finetune", stack_name, "h" * 12))
     assert not fired(plan_stack(edge, guard=False), edge, "eks-nodegroup-name")
-    bad = unvalidated(renamed("llama3-70b-p5", stack_name, "h" * 13))
+    bad = unvalidated(renamed("trn1-finetune", stack_name, "h" * 13))
     (v,) = fired(plan_stack(bad, guard=False), bad, "eks-nodegroup-name")
     assert_one_line(
         v, f"aws:eks/nodeGroup:NodeGroup '{stack_name}-{'h' * 13}-ng'", "API_CreateNodegroup"

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -19,7 +18,8 @@ from accelstack.trial import runner
 
 from .conftest import STACKS
 from .helpers_render import preset_stack
-from .test_trainjob import _jobs, _schema
+from .helpers_upstream import model_problems
+from .test_trainjob import _jobs
 
 
 def _docs(text: str) -> list[dict[str, Any]]:
@@ -33,8 +33,7 @@ def test_eks_trial_renders_a_trainjob_per_pool_on_n_nodes() -> None:
     docs = _docs(arts["trial-trn2.yaml"].content)
     by_kind = {d["kind"]: d for d in docs}
     tj, rt, cm = by_kind["TrainJob"], by_kind["TrainingRuntime"], by_kind["ConfigMap"]
-    jsonschema.validate(tj, _schema("TrainJob"))
-    jsonschema.validate(rt, _schema("TrainingRuntime"))
+    assert model_problems(tj) == [] and model_problems(rt) == []
     assert tj["metadata"]["name"] == "llama3-70b-trn2-trial-trn2"  # not the real job's name
     assert tj["spec"]["trainer"]["numNodes"] == 2
     assert cm["metadata"]["name"] == "llama3-70b-trn2-trial-trn2-launch"
@@ -97,8 +96,10 @@ def test_cli_trial_nodes_option(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_job_names_leave_room_for_jobset_pod_names() -> None:
-    """The longest stack name (40), pool name (24) and a 2,048-node pool still give JobSet pod
-    names that are DNS labels: training, fabric test and trial."""
+    """The longest stack name the `kubernetes-names` rule allows with a fabric test (37), the
+    longest pool name (24) and a 2,048-node pool give JobSet pod names (with the 5-character
+    suffix the webhook counts) that are DNS labels: training, fabric test and trial; the trial
+    falls back to the pool's position where `<stack>-trial-<pool>` would not fit."""
     from accelstack.catalog import load_catalog
     from accelstack.render.artifacts import DNS_LABEL_MAX, jobset_pod_name_fits
     from accelstack.render.trial import trial_job_name
@@ -106,11 +107,9 @@ def test_job_names_leave_room_for_jobset_pod_names() -> None:
     from accelstack.spec import Spec, load_spec
 
     data = load_spec(STACKS / "llama3-70b-p5.yaml").model_dump()
-    data["name"] = "a" * 40
+    data["name"] = "a" * 37
     data["pools"][0]["name"] = data["workload"]["pool"] = "p" * 24
-    data["pools"][0]["nodes"] = 512  # the spec maximum today (2,048 checked below)
-    # unchecked: the generated-names rule refuses these lengths (IAM roles); the render bound
-    # is tested beyond them
+    data["pools"][0]["nodes"] = 512
     stack = resolve_unchecked(Spec.model_validate(data), load_catalog())
     assert jobset_pod_name_fits(stack.name, "node", 2048)
     assert jobset_pod_name_fits(f"{stack.name}-fabric", "launcher", 1)
@@ -118,4 +117,6 @@ def test_job_names_leave_room_for_jobset_pod_names() -> None:
     name = trial_job_name(stack, "p" * 24, 2048)
     assert name == f"{stack.name}-trial0"  # the pool's position: the long name would not fit
     assert jobset_pod_name_fits(name, "node", 2048) and len(name) <= DNS_LABEL_MAX
-    assert not jobset_pod_name_fits("x" * 60, "node", 10)
+    # the webhook's 5-character suffix counts: 49 + "-node-0-0" is 58, 64 with "-abcde"
+    assert not jobset_pod_name_fits("x" * 49, "node", 1)
+    assert jobset_pod_name_fits("x" * 48, "node", 1)

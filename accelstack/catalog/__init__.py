@@ -242,6 +242,8 @@ class Defaults(_Frozen):
     usable_memory_fraction: float = Field(gt=0, le=1)
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)
+    #: vpc-cni configuration values that turn its network policy agent on (sourced in the YAML)
+    vpc_cni_network_policy: dict[str, str] = Field(default_factory=dict)
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
     eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
     subnet_reserved_ips: int = Field(ge=0)
@@ -292,6 +294,11 @@ class FabricTool(_Frozen):
     image: str | None  # None: the workload image
     binary: str
     source: str
+    #: the image's OpenMPI launcher by absolute path (None: the tool starts mpirun itself)
+    mpirun: str | None = None
+    #: what the image must hold, checked at the test's start (commands or absolute paths)
+    requires: tuple[str, ...] = ()
+    requires_source: str | None = None
 
 
 class FabricTestFacts(_Frozen):
@@ -310,6 +317,15 @@ class LaunchFacts(_Frozen):
     fault_tolerance: FaultTolerance
     dlami_python_envs: tuple[PythonEnv, ...]
     fabric_test: FabricTestFacts | None = None
+
+
+class ChartCheck(_Frozen):
+    """One of a chart's own checks on its values (a template that fails the install): when
+    `key` is true, every `excludes` key must be false and every `requires` key true."""
+
+    key: str
+    excludes: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
 
 
 class HelmChart(_Frozen):
@@ -337,6 +353,16 @@ class HelmChart(_Frozen):
     bundles: dict[str, str] = Field(default_factory=dict)  # dependency charts it installs
     bundles_source: str | None = None
     integrations: tuple[str, ...] = ()  # job kinds a queue admits as installed
+    #: The chart's own checks on its values, the defaults of the keys they read, the source
+    #: (the deploy rule `chart-config-checks` holds each release to them)
+    config_checks: tuple[ChartCheck, ...] = ()
+    #: Queue (Kueue): the values key holding the manager Configuration as YAML text, and the
+    #: chart's default Configuration entries accelstack keeps when it writes that key
+    manager_config_key: str | None = None
+    manager_config: dict[str, Any] = Field(default_factory=dict)
+    manager_config_source: str | None = None
+    value_defaults: dict[str, bool] = Field(default_factory=dict)
+    config_checks_source: str | None = None
 
 
 class MetricsAddon(_Frozen):

@@ -54,6 +54,9 @@ CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
 #: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
 TRAINER_JOB = "node"
 TRAINER_CONTAINER = "node"
+#: The container port name the metrics scraper may reach (NetworkPolicy named port): the only
+#: port its namespace is admitted to.
+METRICS_PORT_NAME = "metrics"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -290,6 +293,7 @@ def _context(
             else None
         ),
         "queue_label": naming.QUEUE_LABEL,
+        "metrics_port_name": METRICS_PORT_NAME,
         "checkpoint": checkpoint_context(stack),
     }
 
@@ -329,6 +333,19 @@ def render_node_script(
     return environment().get_template(template).render(ctx)
 
 
+def check_device_path(stack: Stack, pool: ResolvedPool) -> None:
+    """Refuse manifests a pool's nodes could never schedule: an UltraServer pool's nodes get
+    their Neuron devices through the DRA driver (the stack turns the device plugin off there),
+    and the rendered pods request the device plugin's resource, so they would stay Pending."""
+    if pool.ultraserver is not None:
+        raise RenderError(
+            f"pool '{pool.name}' ({pool.instance_type}) is an UltraServer pool: its nodes "
+            "advertise Neuron devices through the DRA driver, and accelstack does not render "
+            f"DRA resource claims yet; jobs requesting {pool.device.device_resource} would stay "
+            "Pending there, so no Kubernetes manifest is rendered for it"
+        )
+
+
 def render_manifest(
     stack: Stack,
     kind: ManifestKind,
@@ -343,6 +360,7 @@ def render_manifest(
     replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
     beside the script (mounted in SCRIPT_MOUNT_DIR)."""
     p = stack.workload_pool
+    check_device_path(stack, p)
     orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
     ctx = _context(stack, p, orchestrator=orch, bucket=bucket, procs_per_node_override=None)
     ctx["script"] = render_node_script(stack, p, orch, bucket=bucket)
@@ -367,20 +385,22 @@ def _trainer_context(stack: Stack) -> dict[str, object]:
     }
 
 
-#: JobSet names every pod `<jobset>-<replicated job>-<job index>-<pod index>` and refuses a
-#: JobSet whose longest pod name exceeds a DNS label (kubernetes-sigs/jobset@f22e565a
-#: pkg/util/placement/placement.go GenPodName, pkg/webhooks/jobset_webhook.go).
-DNS_LABEL_MAX = 63
+#: A DNS label's length limit (naming.DNS_LABEL_MAX; kept here for callers).
+DNS_LABEL_MAX = naming.DNS_LABEL_MAX
 
 
 def jobset_pod_name_fits(name: str, replicated_job: str, pods: int) -> bool:
-    """Whether the longest pod name JobSet generates for `name` is a valid DNS label."""
-    return len(f"{name}-{replicated_job}-0-{max(0, pods - 1)}") <= DNS_LABEL_MAX
+    """Whether the longest pod name JobSet's webhook checks for `name` (one replicated Job of
+    `pods` indexed pods, the 5-character suffix included: naming.jobset_pod) is a DNS label."""
+    return len(naming.jobset_pod(name, replicated_job, 1, pods)) <= DNS_LABEL_MAX
 
 
 #: Port of the Neuron collectives' root communicator in the fabric test (any free port;
 #: aws-neuron-sdk nccom-test.rst "MPI Execution").
 FABRIC_ROOT_COMM_PORT = 63182
+#: The port sshd listens on in the fabric test's pods (mpirun reaches it through
+#: OMPI_MCA_plm_rsh_args): unprivileged, so binding it needs no NET_BIND_SERVICE.
+FABRIC_SSH_PORT = 2222
 
 
 def render_fabric_test(stack: Stack) -> str | None:
@@ -391,6 +411,7 @@ def render_fabric_test(stack: Stack) -> str | None:
     th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
     if th is None or tool is None or stack.job_controller != "trainer":
         return None
+    check_device_path(stack, p)
     ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
     ctx.update(_trainer_context(stack))
     name = naming.fabric_job(job_name(stack))
@@ -402,6 +423,8 @@ def render_fabric_test(stack: Stack) -> str | None:
         tool=tool,
         facts=stack.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
+        ssh_port=FABRIC_SSH_PORT,
+        fabric_image=tool.image or stack.image,
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
     ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
@@ -458,7 +481,9 @@ def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Ar
             Artifact(
                 "fabric-test.yaml",
                 f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
-                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job",
+                f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job; to run it "
+                f"again, `kubectl -n {stack.catalog.defaults.training_namespace} delete trainjob "
+                f"{naming.fabric_job(job_name(stack))} --ignore-not-found --wait` first",
                 fabric,
             )
         )

@@ -23,11 +23,10 @@ from accelstack.render.artifacts import (
     SCRIPT_MOUNT_DIR,
     Artifact,
     RenderError,
-    jobset_pod_name_fits,
     render_manifest,
     render_node_script,
 )
-from accelstack.resolve import Stack, resolve_unchecked
+from accelstack.resolve import Stack, k8snames, resolve_unchecked
 from accelstack.spec import Spec
 
 WRAPPER = "accelstack_trial.py"
@@ -124,11 +123,9 @@ def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int
 
 def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
     """`<stack>-trial-<pool>`, or `<stack>-trial<i>` (the pool's position) where the pod names
-    JobSet or the indexed Job derive from the longer one would not be DNS labels."""
-    name = naming.trial_job(stack.name, pool)
-    if jobset_pod_name_fits(name, "node", nodes):
-        return name
-    return naming.trial_job_short(stack.name, [p.name for p in stack.pools].index(pool))
+    JobSet derives from the longer one would not be DNS labels (naming.trial_job_name; the
+    stack rule `kubernetes-names` checks the name chosen at the pool's every node)."""
+    return k8snames.trial_job_name(stack, pool, nodes)
 
 
 def trial_warnings(stack: Stack) -> list[str]:

@@ -28,6 +28,7 @@ from accelstack.catalog.ipbudget import (
     usable_ips,
 )
 from accelstack.errors import Problem, shown
+from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
 from accelstack.spec.models import Workload
 from accelstack.spec.scale_rules import first_url
@@ -227,6 +228,50 @@ def _generated_names(stack: Stack) -> Iterator[Finding]:
                 f"{len(name)} characters; AWS allows {limit} ({source}): shorten "
                 f"{_shorten(stack, path)} by {len(name) - limit}",
             )
+
+
+@stack_rule(
+    "kubernetes-names",
+    "the job layer's generated names (JobSet pod and Job names, Services, hostnames, label "
+    "values) fit their 63-character limits at the most nodes each job runs on",
+)
+def _kubernetes_names(stack: Stack) -> Iterator[Finding]:
+    """One finding for the name furthest over its limit, with the longest stack name that
+    makes every name fit (each holds the resource-name prefix once)."""
+    over = [n for n in kubernetes_names(stack) if n.excess > 0]
+    if not over:
+        return
+    worst = max(over, key=lambda n: n.excess)
+    allowed = len(stack.name) - worst.excess
+    yield (
+        "name",
+        f"{worst.what} '{worst.name}' would be {len(worst.name)} characters; {worst.rule} "
+        f"allows at most {worst.limit}: shorten {_shorten(stack, 'name')} to at most {allowed} "
+        f"characters (now {len(stack.name)})",
+    )
+
+
+@stack_rule(
+    "neuron-allocation",
+    "UltraServer pools (Neuron DRA driver) and other Neuron pools (device plugin) are not "
+    "mixed: the Neuron chart refuses both in one release",
+)
+def _neuron_allocation(stack: Stack) -> Iterator[Finding]:
+    """The pinned Neuron chart fails its own config check when `draDriver.enabled` and
+    `devicePlugin.enabled` are both true (catalog charts.neuron config_checks, with its
+    source), and the stack installs one release of it."""
+    ultra = {p.device.name: p for p in stack.ultraserver_pools}
+    for at, p in _indexed(stack):
+        other = ultra.get(p.device.name)
+        if other is None or p.ultraserver is not None:
+            continue
+        yield (
+            f"{at}.instance_type",
+            f"{p.instance_type} gets its {p.device.name} devices from the device plugin, but "
+            f"UltraServer pool '{other.name}' ({other.instance_type}) needs the DRA driver, and "
+            "the Neuron chart refuses both in one release: put this pool in another stack, or "
+            f"make it an UltraServer pool ({other.instance_type})",
+        )
 
 
 #: The longest AWS account id: generated bucket names are checked at their longest.

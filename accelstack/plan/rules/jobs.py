@@ -4,6 +4,7 @@ allocation provides, and an EKS stack whose manifests need a controller must ins
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -12,8 +13,8 @@ from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.nodegroups import launch_template_of
 from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.tokens import ADDON, NODE_GROUP
 from accelstack.tokens import HELM_RELEASE as RELEASE
-from accelstack.tokens import NODE_GROUP
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -77,4 +78,33 @@ def _controller(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
             stack.name,
             f"no {chart.chart} {chart.version} in the plan: applying a {chart.manifest_kind} fails "
             f"with 'no matches for kind' ({chart.source.split(' ')[0]})",
+        )
+
+
+def _addon_config(plan: Plan, name: str) -> dict[str, object] | None:
+    """An EKS add-on's configuration values as planned ({}: none set; None: not planned)."""
+    for addon in plan.of_type(ADDON):
+        if addon.inputs.get("addonName") == name:
+            raw = addon.inputs.get("configurationValues")
+            return dict(json.loads(str(raw))) if raw else {}
+    return None
+
+
+@deploy_rule(
+    "network-policy-enforced",
+    "https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html",
+    "an EKS stack's vpc-cni add-on runs its network policy agent, so the jobs' NetworkPolicies "
+    "are enforced (catalog defaults vpc_cni_network_policy)",
+)
+def _network_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    want = stack.catalog.defaults.vpc_cni_network_policy
+    config = _addon_config(plan, "vpc-cni")
+    if stack.spec.orchestration != "eks" or config is None or not want:
+        return
+    missing = {k: v for k, v in want.items() if config.get(k) != v}
+    if missing:
+        yield (
+            stack.name,
+            f"the vpc-cni add-on's configuration values lack {json.dumps(missing)}: the network "
+            "policy agent is off and the jobs' NetworkPolicies admit everything",
         )

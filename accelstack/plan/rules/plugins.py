@@ -87,6 +87,34 @@ def _pools_of(stack: Stack, chart: HelmChart) -> list[Any]:
     return [p for p in stack.pools if p.device.name == chart.device_kind]
 
 
+def _effective(values: Any, chart: HelmChart, key: str) -> bool:
+    """A boolean value as the chart reads it: the release's, else the chart's default."""
+    v = lookup(values, key)
+    return bool(chart.value_defaults.get(key, False) if v is None else v)
+
+
+@deploy_rule(
+    "chart-config-checks",
+    CHARTS_DOC + " config_checks",
+    "each device-plugin release passes the chart's own config checks (the Neuron chart "
+    "refuses the DRA driver beside the device plugin in one release)",
+)
+def _config_checks(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for r, chart in releases(plan, stack):
+        values = r.inputs.get("values") or {}
+        for check in chart.config_checks:
+            if not _effective(values, chart, check.key):
+                continue
+            wrong = [k for k in check.excludes if _effective(values, chart, k)]
+            wrong += [f"not {k}" for k in check.requires if not _effective(values, chart, k)]
+            if wrong:
+                yield (
+                    ref(r),
+                    f"values set {check.key} with {', '.join(wrong)}, which chart {chart.chart} "
+                    f"{chart.version} refuses to install ({chart.config_checks_source})",
+                )
+
+
 @deploy_rule(
     "device-plugin-serves-every-pool",
     CHARTS_DOC,
