@@ -37,7 +37,6 @@ REGION_KEY = "aws:region"
 #: Every `accelstack:` stack-config key the program reads (Pulumi.yaml declares them too).
 KNOWN_KEYS = (SPEC_KEY, AMIS_KEY, ALLOW_KEY)
 SPECS_DIR = "stacks"
-PROJECT_FILE = "Pulumi.yaml"
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,6 @@ from .conftest import ROOT
 from .helpers_git import GIT_ENV, git
 
 WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
-PR_JOBS = ("review",)
-MAIN_JOBS = ("changed-on-main",)
 
 
 def _exe(path: Path, text: str) -> None:

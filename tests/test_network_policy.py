@@ -19,8 +19,6 @@ from .helpers_admission import docs
 from .helpers_plan import plan_stack
 from .helpers_render import preset_stack
 
-NS = "training"
-
 
 @dataclass(frozen=True)
 class Flow:

@@ -38,7 +38,25 @@ purpose  # render Artifact: what a rendered file is for (read in tests and by pe
 fsx_gib  # resolve: the checkpoint FSx size, part of the resolved record
 Check  # type aliases of the rule registries (spec/rules.py, resolve/rules.py), kept as docs
 
+requires_source  # instances.yaml fabric tools: the source of each tool's prerequisites
+manager_config_source  # instances.yaml kueue chart: where its manager configuration is defined
+system_nodes_source  # scale.yaml large_cluster
+reservation_source  # scale.yaml placement
+max_nodes_per_group_source  # scale.yaml placement
+ultraserver_blocks_source  # scale.yaml placement
+nat_gateway_source  # scale.yaml image_delivery
+node_pull_source  # scale.yaml image_delivery
+sequence_source  # throughput.yaml
+min_steps_source  # throughput.yaml calibration
+release_pairs_source  # throughput.yaml calibration
+documentation_networks  # placeholders.yaml shape (catalog/sections.py checks it)
+example_accounts  # placeholders.yaml shape
+replace_on_change  # replacements.yaml shape
+stateful_types  # replacements.yaml shape
+PYTORCH_SOURCE  # tests/helpers_upstream.py: the source the restated PyTorchJob fields cite
+
 # --- frameworks and user programs
+denylist  # detect-secrets RegexBasedDetector: the plugin's patterns, read by the library
 _.preserve_quotes  # ruamel.yaml round-trip setting, read by ruamel
 model_ran  # accelstack.trial: called by the user's training script
 node_role_arn  # components/nodegroup.py: a Pulumi component output

@@ -184,15 +184,6 @@ class ClusterProfile(_Frozen):
     step_minutes: int = 0
     system_nodes: int = 0
 
-    @property
-    def tier_name(self) -> str:
-        return self.tier.tier if self.tier else "standard"
-
-    @property
-    def bring_up_minutes(self) -> int:
-        """Node groups become Ready step after step."""
-        return self.steps * self.step_minutes
-
 
 class PlacementFacts(_Frozen):
     """Where a pool on reserved capacity is placed (sources in scale.yaml `placement`)."""

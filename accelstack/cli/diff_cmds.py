@@ -140,7 +140,7 @@ def diff(
     from accelstack.plan.diff import below_threshold
 
     per_stack = _per_stack(stack_threshold)
-    doc, new = _diff_doc(base, head, specs, stack_name, ceiling, dirs)
+    doc, old, new = _diff_doc(base, head, specs, stack_name, ceiling, dirs)
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
     failed = [r["exit_code"] for r in [*new.values(), *old.values()] if r.get("errors")]
     if failed:
@@ -149,8 +149,8 @@ def diff(
 
 def _diff_doc(
     base: str, head: str, specs: str, stack_name: str | None, ceiling: Path | None, dirs: bool
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The diff document of two refs (or folders), and the head side's rows."""
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The diff document of two refs (or folders), and the base and head sides' rows."""
     from accelstack.cli.plan_cmds import accelerated_types, ceiling_for
     from accelstack.plan.diff import diff_sides
 
@@ -168,7 +168,7 @@ def _diff_doc(
             old, new, same, gate = _plan_trusted(sides, base, ceiling, Path(tmp, "trusted"))
     doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
     doc["gate_changes"] = gate
-    return doc, new
+    return doc, old, new
 
 
 Side = tuple[str, dict[str, StackRef], Path]
