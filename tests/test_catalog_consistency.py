@@ -102,7 +102,7 @@ def test_a_trn2u_stack_prices_once_the_user_supplies_the_ultraserver_rate(
         "option": "on-demand",
         "usd": 40.0,
         "as_of": "2026-11",
-        "estimate": True,
+        "estimate": False,  # a negotiated rate is known (an estimate needs a price_ranges row)
         "source": "user's negotiated rate",
     }
     (overlay / "prices.yaml").write_text(yaml.safe_dump({"instances": [row]}))

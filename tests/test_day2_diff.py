@@ -127,7 +127,7 @@ def test_diff_cli_with_a_side_that_does_not_validate_is_one_line_exit_2(
         shutil.copy(STACKS / "trn1-finetune.yaml", folder / "trn1-finetune.yaml")
     bad = sides[broken] / "trn1-finetune.yaml"
     bad.write_text(bad.read_text().replace("region: us-east-1", "region: mars-1"))
-    code = main(["diff", str(sides["base"]), str(sides["head"]), "--format", "json"])
+    code = main(["diff", str(sides["base"]), str(sides["head"]), "--format", "json", "--dirs"])
     out = capsys.readouterr().out
     assert code == 2
     (s,) = json.loads(out)["stacks"]

@@ -496,6 +496,7 @@ def test_extended_support_warning_and_price(tmp_path, monkeypatch, capsys, catal
 
     data = copy.deepcopy(BASE)
     data["cluster"] = {**data["cluster"], "kubernetes_version": "1.33"}
+    data["budget"] = {"unlimited": True, "reason": "the support window is under test"}
     f = tmp_path / "demo.yaml"
     f.write_text(yaml.safe_dump(data))
     assert main(["validate", str(f)]) == 0

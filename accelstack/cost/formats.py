@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from accelstack.cost.compare import Comparison, Pick, header_lines
+from accelstack.cost.compare import Candidate, Comparison, OptionRun, Pick, header_lines
 from accelstack.cost.guard import Verdict
 
 
@@ -153,31 +153,41 @@ def comparison_markdown(cmp: Comparison) -> str:
         if not c.available:
             lines.append(f"| {c.instance_type} | | | | | | {_cell(c.reason or '')} |")
             continue
-        for o in c.options:
-            notes = _marks(cmp, c.instance_type, o.option)
-            if o.commitment_usd is not None:
-                notes.append(f"commitment {_usd(o.commitment_usd, digits=0)} over {o.term_years}y")
-            if o.capacity_blocks:
-                sizes = ", ".join(map(str, o.capacity_blocks))
-                notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
-            if o.over:
-                notes.append("over budget: " + "; ".join(o.over))
-            lo, hi = o.run_usd_range
-            run = (
-                f"{_usd(o.run_usd, o.estimate, 0)} ({_usd(lo, digits=0)}-{_usd(hi, digits=0)})"
-                if o.ranked
-                else "not ranked"
-            )
-            w_lo, w_hi = o.wall_hours_range
-            lines.append(
-                f"| {c.instance_type} | {c.nodes} | {o.wall_hours:,.1f} ({w_lo:,.0f}-{w_hi:,.0f}) "
-                f"| {o.option} "
-                f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
-                f"| {_cell(', '.join(notes))} |"
-            )
+        lines += [_markdown_row(cmp, c, o) for o in c.options]
         lines += [f"| {c.instance_type} | | | | | | {_cell(r)} |" for r in c.refused]
         lines += [f"| {c.instance_type} | | | | | | warning: {_cell(w)} |" for w in c.warnings]
-    lines += ["", *comparison_chart(cmp)]
+    lines += ["", *comparison_chart(cmp), *_markdown_picks(cmp)]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
+    """One (type, option) row of the comparison table, its notes last."""
+    notes = _marks(cmp, c.instance_type, o.option)
+    if o.commitment_usd is not None:
+        notes.append(f"commitment {_usd(o.commitment_usd, digits=0)} over {o.term_years}y")
+    if o.capacity_blocks:
+        sizes = ", ".join(map(str, o.capacity_blocks))
+        notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
+    if o.over:
+        notes.append("over budget: " + "; ".join(o.over))
+    lo, hi = o.run_usd_range
+    run = (
+        f"{_usd(o.run_usd, o.estimate, 0)} ({_usd(lo, digits=0)}-{_usd(hi, digits=0)})"
+        if o.ranked
+        else "not ranked"
+    )
+    w_lo, w_hi = o.wall_hours_range
+    return (
+        f"| {c.instance_type} | {c.nodes} | {o.wall_hours:,.1f} ({w_lo:,.0f}-{w_hi:,.0f}) "
+        f"| {o.option} "
+        f"| {_usd(o.hourly_usd, o.estimate)} | {run} "
+        f"| {_cell(', '.join(notes))} |"
+    )
+
+
+def _markdown_picks(cmp: Comparison) -> list[str]:
+    """The cheapest and fastest picks under the table, each with its break-even and caveats."""
+    lines: list[str] = []
     picks = [("Cheapest", cmp.cheapest), ("Fastest (of all rows)", cmp.fastest)]
     if not _same_row(cmp.fastest, cmp.fastest_within_budget):
         picks.append(("Fastest within budget", cmp.fastest_within_budget))
@@ -198,7 +208,7 @@ def comparison_markdown(cmp: Comparison) -> str:
         if p.depends_on_estimate:
             lines.append(f"  - depends on an estimate: {_cell('; '.join(p.estimates))}")
         lines += [f"  - {_cell(a)}" for a in p.assumptions]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 #: Bars in the chart at most (the cheapest runs first), so it stays readable in a PR.

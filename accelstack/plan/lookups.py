@@ -160,7 +160,7 @@ class Answers:
             raise self.refuse(
                 f"no EKS add-on versions for Kubernetes {version} (add-on '{addon}'); "
                 f"known versions: {', '.join(sorted(self.stack.catalog.defaults.eks_versions))}",
-                input_caused=version == self.stack.spec.cluster.kubernetes_version,
+                input_caused=version == self.stack.cluster.kubernetes_version,
             )
         return {
             "addonName": addon,

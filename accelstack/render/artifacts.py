@@ -482,7 +482,7 @@ def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Ar
                 "fabric-test.yaml",
                 f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
                 f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job; to run it "
-                f"again, `kubectl -n {stack.catalog.defaults.training_namespace} delete trainjob "
+                f"again, `kubectl -n {stack.training_namespace} delete trainjob "
                 f"{naming.fabric_job(job_name(stack))} --ignore-not-found --wait` first",
                 fabric,
             )

@@ -287,6 +287,11 @@ class Stack:
         return self.catalog.launch
 
     @property
+    def nodes_per_node_group(self) -> int:
+        """The most nodes one EKS managed node group holds (scale.yaml limits, the EKS quota)."""
+        return int(self.catalog.scale.limits.nodes_per_node_group.value)
+
+    @property
     def training_namespace(self) -> str:
         """The namespace the training pods run in."""
         return self.catalog.defaults.training_namespace

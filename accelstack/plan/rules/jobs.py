@@ -97,9 +97,9 @@ def _addon_config(plan: Plan, name: str) -> dict[str, object] | None:
     "are enforced (catalog defaults vpc_cni_network_policy)",
 )
 def _network_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    want = stack.catalog.defaults.vpc_cni_network_policy
+    want = stack.defaults.vpc_cni_network_policy
     config = _addon_config(plan, "vpc-cni")
-    if stack.spec.orchestration != "eks" or config is None or not want:
+    if stack.orchestration != "eks" or config is None or not want:
         return
     missing = {k: v for k, v in want.items() if config.get(k) != v}
     if missing:

@@ -78,7 +78,7 @@ def _capacity_block(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     "ignoreChanges), is a request EKS accepts and reaches the new size",
 )
 def _resize(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
-    per_group = stack.catalog.scale.limits.nodes_per_node_group.value
+    per_group = stack.nodes_per_node_group
     for ng in plan.of_type(NODE_GROUP):
         ignore = plan.option(ng.type, ng.name, "ignoreChanges") or []
         found = resize_refusals(ng.inputs, ignore, per_group)
