@@ -13,10 +13,12 @@ Profiles (env HYPOTHESIS_PROFILE): `ci` (default) keeps this file around a minut
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,8 @@ PROFILE = settings.get_profile("fuzz" if os.environ.get("HYPOTHESIS_PROFILE") ==
 PLANNED = max(PROFILE.max_examples // 50, 10)
 
 WORKDIR = Path(tempfile.mkdtemp(prefix="accelstack-fuzz-"))
+# made at import (each xdist worker collects the module): removed when the process exits
+atexit.register(shutil.rmtree, WORKDIR, ignore_errors=True)
 PRESET_DATA = [yaml.safe_load(p.read_text()) for p in PRESETS]
 CATALOG = load_catalog()
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
