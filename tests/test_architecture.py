@@ -75,3 +75,46 @@ def test_the_wheel_installs_only_the_accelstack_package(tmp_path: Path) -> None:
     assert "accelstack/presets/llama3-70b-trn2.yaml" in names
     assert "accelstack/catalog/prices.yaml" in names
     assert not any(n.startswith("components/") for n in names)
+
+
+def _command_imports(path: Path) -> list[str]:
+    """`accelstack.cli.<y>_cmds` modules that `path` imports (at any depth: function-level
+    imports count), other than itself."""
+    own = f"accelstack.cli.{path.stem}"
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        modules = {".".join(n.split(".")[:3]) for n in names}
+        for module in sorted(modules):
+            if module.startswith("accelstack.cli.") and module.endswith("_cmds") and module != own:
+                found.append((node.lineno, f"{path.name}:{node.lineno} imports {module}"))
+    return [line for _, line in sorted(found)]
+
+
+def test_no_command_module_imports_another_command_module() -> None:
+    """CLI command modules stay thin (parse, call, print): a helper two commands share lives
+    in a core module or a shared cli module (cli/planning.py, cli/specfiles.py), never in
+    another command's module."""
+    commands = sorted((ROOT / "accelstack" / "cli").glob("*_cmds.py"))
+    assert len(commands) >= 10
+    assert [line for path in commands for line in _command_imports(path)] == []
+
+
+def test_the_command_import_check_sees_one(tmp_path: Path) -> None:
+    bad = tmp_path / "diff_cmds.py"
+    bad.write_text(
+        "def f():\n    from accelstack.cli.plan_cmds import planned_row\n"
+        "from accelstack.cli import spec_cmds\nimport accelstack.cli.init_cmds\n"
+        "from accelstack.cli.diff_cmds import x\nfrom accelstack.cli.planning import y\n",
+        encoding="utf-8",
+    )
+    assert _command_imports(bad) == [
+        "diff_cmds.py:2 imports accelstack.cli.plan_cmds",
+        "diff_cmds.py:3 imports accelstack.cli.spec_cmds",
+        "diff_cmds.py:4 imports accelstack.cli.init_cmds",
+    ]

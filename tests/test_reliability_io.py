@@ -243,7 +243,7 @@ def test_plan_failure_names_the_cause_not_a_consumer_and_no_flood(
 def test_plan_failure_on_the_cli_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("accelstack.cli.plan_cmds.program", lambda: _failing_apply_program(5))
+    monkeypatch.setattr("accelstack.cli.planning.program", lambda: _failing_apply_program(5))
     code, _, err = run(capsys, "plan", str(TINY))
     gc.collect()
     assert code == 1
@@ -274,7 +274,7 @@ def test_input_caused_plan_failure_exits_2_on_the_cli(
             aws.eks.AccessEntry("admin-1", cluster_name="c", principal_arn="arn:aws:iam::1:role/a")
         return {}
 
-    monkeypatch.setattr("accelstack.cli.plan_cmds.program", lambda: repeated)
+    monkeypatch.setattr("accelstack.cli.planning.program", lambda: repeated)
     code, _, err = run(capsys, "plan", str(TINY))
     assert code == 2
     assert "AccessEntry 'admin-1' is declared twice with the same inputs" in one_line(err)
@@ -283,7 +283,7 @@ def test_input_caused_plan_failure_exits_2_on_the_cli(
 def test_debug_shows_the_plan_failure_cause(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("accelstack.cli.plan_cmds.program", lambda: _failing_apply_program(2))
+    monkeypatch.setattr("accelstack.cli.planning.program", lambda: _failing_apply_program(2))
     code, _, err = run(capsys, "--debug", "plan", str(TINY))
     gc.collect()
     assert code == 1

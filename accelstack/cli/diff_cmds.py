@@ -17,6 +17,7 @@ from accelstack.stackconfig import StackRef
 
 if TYPE_CHECKING:
     from accelstack.cost.ceiling import Ceiling
+    from accelstack.plan.diffmodel import DiffDocument
 
 DiffFormat = Literal["text", "json", "markdown", "github-comment"]
 NO_GATE = GateFiles(None, None)
@@ -32,7 +33,7 @@ def _plan_sides(
     both (`deploy_fingerprint`: spec, stack file, project file, ceiling, overlay) is not
     planned (both sides run the same accelstack and catalog)."""
     from accelstack.catalog import load_catalog
-    from accelstack.cli.plan_cmds import planned_row
+    from accelstack.cli.planning import planned_row
 
     catalog = load_catalog()
     same = {
@@ -45,14 +46,6 @@ def _plan_sides(
         for name in sorted(refs.keys() - same):
             rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
     return rows[0], rows[1], sorted(same)
-
-
-def _render(doc: dict[str, Any], fmt: DiffFormat) -> str:
-    from accelstack.plan.diff_report import render_markdown, render_text
-
-    if fmt == "text":
-        return render_text(doc)
-    return render_markdown(doc, comment=fmt == "github-comment")
 
 
 def _per_stack(values: list[str] | None) -> dict[str, float]:
@@ -71,19 +64,21 @@ def _per_stack(values: list[str] | None) -> dict[str, float]:
     return out
 
 
-def _emit(doc: dict[str, Any], fmt: DiffFormat, quiet: bool) -> None:
+def _emit(doc: DiffDocument, fmt: DiffFormat, quiet: bool) -> None:
     """Print the document; every credential-looking value is redacted (the comment is public
     to everyone who can read the pull request)."""
-    from accelstack.jsonout import dumps
-    from accelstack.plan.diff_report import render_quiet
+    from accelstack.plan import diff_report as formats
     from accelstack.spec.secrets import redact
 
     if fmt == "json":
-        typer.echo(redact(dumps({**doc, "comment": not quiet})), nl=False)
+        text = formats.render_json(doc, comment=not quiet)
     elif fmt == "github-comment" and quiet:
-        typer.echo(redact(render_quiet(doc)), nl=False)
+        text = formats.render_quiet(doc)
+    elif fmt == "text":
+        text = formats.render_text(doc)
     else:
-        typer.echo(redact(_render(doc, fmt)), nl=False)
+        text = formats.render_markdown(doc, comment=fmt == "github-comment")
+    typer.echo(redact(text), nl=False)
 
 
 def diff(
@@ -149,10 +144,10 @@ def diff(
 
 def _diff_doc(
     base: str, head: str, specs: str, stack_name: str | None, ceiling: Path | None, dirs: bool
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+) -> tuple[DiffDocument, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """The diff document of two refs (or folders), and the base and head sides' rows."""
-    from accelstack.cli.plan_cmds import accelerated_types, ceiling_for
-    from accelstack.plan.diff import diff_sides
+    from accelstack.cli.planning import accelerated_types, ceiling_for
+    from accelstack.plan.diff import diff_document
 
     with tempfile.TemporaryDirectory(prefix="accelstack-diff-") as tmp:
         sides = (
@@ -166,9 +161,8 @@ def _diff_doc(
             gate: list[str] = []
         else:
             old, new, same, gate = _plan_trusted(sides, base, ceiling, Path(tmp, "trusted"))
-    doc = diff_sides(old, new, (sides[0][0], sides[1][0]), same, accelerated_types())
-    doc["gate_changes"] = gate
-    return doc, old, new
+    labels = (sides[0][0], sides[1][0])
+    return diff_document(old, new, labels, same, accelerated_types(), gate), old, new
 
 
 Side = tuple[str, dict[str, StackRef], Path]

@@ -120,9 +120,9 @@ def init(
     """
     from accelstack import __version__
     from accelstack.catalog import load_catalog
-    from accelstack.cli.spec_cmds import (
-        _check_name,
-        _preset_path,
+    from accelstack.cli.specfiles import (
+        check_name,
+        preset_path,
         resolved_target,
         schema_text,
         spec_file_text,
@@ -134,9 +134,9 @@ def init(
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
 
     _check_empty(directory, force)
-    src = _preset_path(preset, directory / "stacks")
+    src = preset_path(preset, directory / "stacks")
     name = stack or load_spec(src).name  # the preset itself must be valid
-    _check_name(name)
+    check_name(name)
     data, stash = load_roundtrip(src), read_stash(src)
     catalog = load_catalog()
     result = retarget(data, catalog, name=name, source=str(src), stash=stash)

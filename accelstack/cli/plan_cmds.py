@@ -9,78 +9,29 @@ import typer
 
 from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.cli.planning import (
+    accelerated_types,
+    ceiling_for,
+    plan_ref,
+    plan_verdict,
+    planned_row,
+    rel_to,
+    side_row,
+    stack_warnings,
+    verdict_doc,
+    violation_doc,
+    violations_of,
+)
 from accelstack.cli.trust import ceiling_of, overlay_in_force
 from accelstack.errors import EXIT_VERDICT, VerdictError
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.cost.ceiling import Ceiling
-    from accelstack.cost.guard import Verdict
-    from accelstack.plan import Plan, Program
-    from accelstack.plan.rules import Violation
+    from accelstack.plan import Plan
+    from accelstack.plan.diffmodel import StackDiff
     from accelstack.resolve import Stack
     from accelstack.stackconfig import StackRef
-
-
-def program() -> Program:
-    """The Pulumi program the plan engine runs: the CLI wires the components in."""
-    import warnings
-
-    with warnings.catch_warnings():  # pulumi_aws deprecates its S3 *V2 classes on import
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from accelstack.components.program import build
-    program: Program = build
-    return program
-
-
-def plan_verdict(plan: Plan, stack: Stack, ceiling: Ceiling | None = None) -> Verdict:
-    """The budget verdict (with the organisation ceiling), priced from what the program
-    declared."""
-    from accelstack.cost.guard import check_budget
-    from accelstack.cost.pricing import price_plan
-
-    return check_budget(stack, price_plan(stack, plan.resources), ceiling)
-
-
-def ceiling_for(flag: Path | None, root: Path) -> Ceiling | None:
-    """The organisation ceiling in force for a project (flag, variable, or its file)."""
-    from accelstack.cost.ceiling import find_ceiling
-
-    return find_ceiling(flag, root)
-
-
-def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
-    """Warnings `check` prints per stack: those of `validate` (preview types, estimated
-    offerings, extended-support Kubernetes). Deploy-rule violations are errors, not warnings:
-    `_check_one` reports them with the budget verdict."""
-    from accelstack.cli.spec_cmds import spec_warnings
-
-    return spec_warnings(stack.spec, stack.catalog)
-
-
-def violations_of(plan: Plan, stack: Stack) -> list[Violation]:
-    """The deploy rules' verdict on a plan (none: deployable)."""
-    from accelstack.plan.rules import evaluate
-
-    return evaluate(plan, stack)
-
-
-def violation_doc(v: Violation) -> dict[str, str]:
-    return {"rule": v.rule, "resource": v.resource, "message": v.message, "source": v.source}
-
-
-def verdict_doc(v: Verdict) -> dict[str, Any]:
-    return {"ok": v.ok, "line": v.one_line(), "reasons": v.reasons}
-
-
-def _plan_ref(ref: StackRef, catalog: Catalog | None = None) -> tuple[Stack, Plan]:
-    """Resolve a stack exactly as the program does (its stack config) and plan it without the
-    guard: the caller reports the verdict after the plan."""
-    from accelstack.plan import run_plan
-    from accelstack.stackconfig import resolve_ref
-
-    stack = resolve_ref(ref, catalog)
-    return stack, run_plan(stack, program(), guard=False)
 
 
 def _plan_stack(
@@ -89,90 +40,32 @@ def _plan_stack(
     """A spec file planned as its own stack, or as `stack_name` (its Pulumi.<stack>.yaml)."""
     from accelstack.stackconfig import ref_for_spec
 
-    return _plan_ref(ref_for_spec(spec, stack_name), catalog)
-
-
-def side_row(
-    ref: StackRef, stack: Stack, result: Plan, verdict: Verdict, label: str
-) -> dict[str, Any]:
-    """One side of a diff for a planned stack: its plan document, priced verdict, inputs."""
-    from accelstack.plan.diff_inputs import inputs_of, resource_costs
-
-    cost = {
-        "hourly_usd": round(verdict.cost.hourly_usd, 4),
-        "monthly_usd": round(verdict.cost.monthly_usd, 2),
-        "run_usd": round(verdict.run.run_usd, 2),
-        "estimate": verdict.cost.estimate,
-        "ok": verdict.ok,
-        "verdict": verdict.one_line(),
-        "violations": [v.line() for v in violations_of(result, stack)],
-        "items": resource_costs(verdict),
-    }
-    return {"file": label, "plan": result.to_dict(), "cost": cost, "inputs": inputs_of(ref)}
-
-
-def planned_row(
-    ref: StackRef, catalog: Catalog, label: str, ceiling: Ceiling | None
-) -> dict[str, Any]:
-    """The diff side row of one stack (`side_row`), or its errors when it does not plan."""
-    shown = f"{label}:{_rel_to(ref.spec, ref.root)}"
-    try:
-        stack, result = _plan_ref(ref, catalog)
-        return side_row(ref, stack, result, plan_verdict(result, stack, ceiling), shown)
-    except Exception as exc:  # one broken spec must not hide the rest
-        failure = as_failure(exc, f"diff {shown}")
-        lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
-        from accelstack.spec.secrets import redact
-
-        lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
-        lines = lines or [type(failure).__name__]
-        return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
-
-
-def _rel_to(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
+    return plan_ref(ref_for_spec(spec, stack_name), catalog)
 
 
 def _changes_against(
     base: str, ref: StackRef, head: dict[str, Any], ceiling: Ceiling | None
-) -> dict[str, Any]:
+) -> tuple[str, StackDiff]:
     """This stack diffed against the same stack at git ref `base` (absent there: added)."""
     import tempfile
 
     from accelstack.catalog import load_catalog
     from accelstack.cli.stackrefs import _from_ref, _refs_at
-    from accelstack.plan.diff import diff_stack
+    from accelstack.plan.diff import stack_diff
 
-    specs = _rel_to(ref.spec.parent, ref.root)
+    specs = rel_to(ref.spec.parent, ref.root)
     with tempfile.TemporaryDirectory(prefix="accelstack-against-") as tmp:
         label = _from_ref(base, specs, Path(tmp), cwd=ref.root)
         old_ref = _refs_at(Path(tmp), specs).get(ref.stack)
         old = planned_row(old_ref, load_catalog(), label, ceiling) if old_ref else None
-    return {"base": label, **diff_stack(ref.stack, old, head, accelerated_types())}
+    return label, stack_diff(ref.stack, old, head, accelerated_types())
 
 
-def accelerated_types() -> Any:
-    from accelstack.catalog import load_catalog
-
-    catalog = load_catalog()
-
-    def accelerated(instance_type: str) -> bool:
-        try:
-            return catalog.instance(instance_type).accelerated
-        except Exception:  # a type the catalog does not know: call it accelerated, to be safe
-            return True
-
-    return accelerated
-
-
-def _echo_changes(doc: dict[str, Any]) -> None:
+def _echo_changes(base: str, changes: StackDiff) -> None:
     """The change report `plan --against` prints first: rolls, stateful, inputs, counts."""
     from accelstack.plan.diff_report import change_lines
 
-    for line in change_lines(doc):
+    for line in change_lines(changes, base):
         typer.echo(line)
     typer.echo("")
 
@@ -215,7 +108,7 @@ def plan(
     from accelstack.stackconfig import ref_for_spec, ref_warnings
 
     ref = ref_for_spec(spec, stack_name)
-    stack, result = _plan_ref(ref)
+    stack, result = plan_ref(ref)
     verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
     warnings = stack_warnings(stack, result) + ref_warnings(ref)
@@ -227,11 +120,11 @@ def plan(
         doc["violations"] = [violation_doc(v) for v in found]
         doc["warnings"] = warnings
         if changes is not None:
-            doc["changes"] = changes
+            doc["changes"] = {"base": changes[0], **changes[1].to_dict()}
         echo_json(doc)
     else:
         if changes is not None:
-            _echo_changes(changes)
+            _echo_changes(*changes)
         typer.echo(result.to_text(), nl=False)
         typer.echo("")
         for note in warnings:  # before the report, so the verdict stays the last line
@@ -279,7 +172,7 @@ def _check_one(
 
     label = ref_label(ref)
     try:
-        stack, result = _plan_ref(ref, catalog)
+        stack, result = plan_ref(ref, catalog)
         verdict = plan_verdict(result, stack, ceiling)
         found = [v.line() for v in violations_of(result, stack)]
         found += strict_errors(ref, stack) if strict else []

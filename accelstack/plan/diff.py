@@ -11,7 +11,8 @@ type, or one the program protects) is listed first, in `stateful`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,23 @@ import yaml
 from accelstack.catalog import catalog_file
 from accelstack.catalog.overlay import overlay_dir
 from accelstack.plan.diff_inputs import changed_values, flatten
+from accelstack.plan.diffmodel import (
+    COST_KEYS,
+    CostDelta,
+    CostPair,
+    DiffDocument,
+    NodeRoll,
+    OrphanedStack,
+    ResourceChange,
+    ResourceChanges,
+    SideCost,
+    StackCost,
+    StackDiff,
+    StackRoll,
+    StackStatus,
+    StatefulChange,
+    Totals,
+)
 from accelstack.plan.rolls import node_rolls
 from accelstack.plan.updates import sent_inputs
 
@@ -31,7 +49,6 @@ COMMENT_MARKER = "<!-- accelstack-diff -->"
 QUIET_MARKER = "<!-- accelstack-diff:quiet -->"
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "replacements.yaml"
 _FILE = _TABLE.name  # a catalog file: the overlay may change it (catalog/sections.py)
-_COST_KEYS = ("hourly_usd", "monthly_usd", "run_usd")
 _CHANGES_SHOWN = 12  # before -> after values kept per resource (the rest: see the plan JSON)
 
 
@@ -66,15 +83,9 @@ def _by_key(plan: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]
     return {(r["type"], r["name"]): r for r in (plan or {}).get("resources", [])}
 
 
-def _row(r: dict[str, Any], table: ReplaceTable, **extra: Any) -> dict[str, Any]:
+def _row(r: dict[str, Any], table: ReplaceTable) -> ResourceChange:
     protect = bool((r.get("options") or {}).get("protect"))
-    return {
-        "type": r["type"],
-        "name": r["name"],
-        "stateful": r["type"] in table.stateful or protect,
-        "protect": protect,
-        **extra,
-    }
+    return ResourceChange(r["type"], r["name"], r["type"] in table.stateful or protect, protect)
 
 
 def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> dict[str, Any]:
@@ -95,59 +106,86 @@ def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> d
     return {"keys": keys, "replace_keys": forcing, "changes": changes[:_CHANGES_SHOWN]}
 
 
-def diff_resources(
+def resource_changes(
     base: dict[str, Any] | None, head: dict[str, Any] | None, table: ReplaceTable | None = None
-) -> dict[str, list[dict[str, Any]]]:
+) -> ResourceChanges:
     """added / changed / replaced / removed between two plan documents (either may be None)."""
     table = table or replace_table()
     old, new = _by_key(base), _by_key(head)
-    out: dict[str, list[dict[str, Any]]] = {"added": [], "changed": [], "replaced": []}
-    out["removed"] = [_row(old[k], table) for k in sorted(old.keys() - new.keys())]
-    out["added"] = [_row(new[k], table) for k in sorted(new.keys() - old.keys())]
+    out: dict[str, list[ResourceChange]] = {"changed": [], "replaced": []}
     for key in sorted(old.keys() & new.keys()):
         delta = _compare(old[key], new[key], table)
         if delta["keys"]:
             kind = "replaced" if delta["replace_keys"] else "changed"
             # protect on either side counts: unprotecting in the same change is still a loss
-            row = _row(new[key], table, **delta)
-            row["stateful"] = row["stateful"] or _row(old[key], table)["stateful"]
-            out[kind].append(row)
-    return out
+            row = _row(new[key], table)
+            out[kind].append(
+                replace(
+                    row,
+                    stateful=row.stateful or _row(old[key], table).stateful,
+                    keys=tuple(delta["keys"]),
+                    replace_keys=tuple(delta["replace_keys"]),
+                    changes=tuple(delta["changes"]),
+                )
+            )
+    return ResourceChanges(
+        added=tuple(_row(new[k], table) for k in sorted(new.keys() - old.keys())),
+        changed=tuple(out["changed"]),
+        replaced=tuple(out["replaced"]),
+        removed=tuple(_row(old[k], table) for k in sorted(old.keys() - new.keys())),
+    )
 
 
-def _cost_of(side: dict[str, Any] | None) -> dict[str, Any] | None:
-    return (side or {}).get("cost")
+def diff_resources(
+    base: dict[str, Any] | None, head: dict[str, Any] | None, table: ReplaceTable | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """`resource_changes` as its JSON form."""
+    return resource_changes(base, head, table).to_dict()
 
 
-def _delta(base: dict[str, Any] | None, head: dict[str, Any] | None) -> dict[str, float]:
-    return {k: round((head or {}).get(k, 0.0) - (base or {}).get(k, 0.0), 4) for k in _COST_KEYS}
+def _cost_of(side: dict[str, Any] | None) -> SideCost | None:
+    cost = (side or {}).get("cost")
+    return None if cost is None else SideCost.from_dict(cost)
 
 
-def _status(base: dict[str, Any] | None, head: dict[str, Any] | None, res: dict[str, Any]) -> str:
+def _delta(base: SideCost | None, head: SideCost | None) -> CostDelta:
+    def d(k: str) -> float:
+        return round((head.get(k) if head else 0.0) - (base.get(k) if base else 0.0), 4)
+
+    return CostDelta(*(d(k) for k in COST_KEYS))
+
+
+def _status(
+    base: dict[str, Any] | None, head: dict[str, Any] | None, res: ResourceChanges
+) -> StackStatus:
     if (head or {}).get("errors") or (base or {}).get("errors"):
         return "error"
     if base is None:
         return "added"
     if head is None:
         return "removed"
-    moved = any(_delta(_cost_of(base), _cost_of(head)).values())
-    return "changed" if moved or any(res.values()) else "unchanged"
+    moved = _delta(_cost_of(base), _cost_of(head)).any()
+    return "changed" if moved or res.any() else "unchanged"
 
 
-def _resource_costs(res: dict[str, list[dict[str, Any]]], cb: Any, ch: Any) -> None:
-    """Each listed resource gains its monthly cost before and after (None: not priced)."""
-    old, new = (cb or {}).get("items") or {}, (ch or {}).get("items") or {}
-    for rows in res.values():
-        for r in rows:
-            r["monthly_usd"] = {"base": old.get(r["name"]), "head": new.get(r["name"])}
+def _priced(res: ResourceChanges, cb: SideCost | None, ch: SideCost | None) -> ResourceChanges:
+    """Each listed resource with its monthly cost before and after (None: not priced)."""
+    old, new = (cb.items if cb else {}), (ch.items if ch else {})
+
+    def each(rows: tuple[ResourceChange, ...]) -> tuple[ResourceChange, ...]:
+        return tuple(
+            replace(r, monthly_usd=CostPair(old.get(r.name), new.get(r.name))) for r in rows
+        )
+
+    return ResourceChanges(*(each(res.of(a)) for a in ("added", "changed", "replaced", "removed")))
 
 
-def diff_stack(
+def stack_diff(
     name: str,
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
-    accelerated: Any = None,
-) -> dict[str, Any]:
+    accelerated: Callable[[str], bool] | None = None,
+) -> StackDiff:
     """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost. A
     side that does not plan (its errors) compares nothing: its resources are unknown, not
     removed. A stack gone from the head is not destroyed: its resources stay (none is listed
@@ -155,70 +193,108 @@ def diff_stack(
     old_plan, new_plan = (base or {}).get("plan"), (head or {}).get("plan")
     broken = bool((head or {}).get("errors") or (base or {}).get("errors"))
     kept = head is None and base is not None
-    res = diff_resources(None, None) if broken or kept else diff_resources(old_plan, new_plan)
+    res = resource_changes(None, None) if broken or kept else resource_changes(old_plan, new_plan)
     cb, ch = _cost_of(base), _cost_of(head)
-    if head is None and base is not None:
+    if kept:
         ch = cb  # nothing destroys it: it keeps billing
-    _resource_costs(res, cb, ch)
-    replaced = {(r["type"], r["name"]) for r in res["replaced"]}
+    replaced = {(r.type, r.name) for r in res.replaced}
     both = old_plan and new_plan and not broken
     rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if both else []
     inputs = changed_values((base or {}).get("inputs") or {}, (head or {}).get("inputs") or {})
-    return {
-        "stack": name,
-        "status": _status(base, head, res),
-        "file": (head or base or {}).get("file"),
-        "errors": (head or {}).get("errors") or [],
-        "base_errors": (base or {}).get("errors") or [],
-        "inputs": inputs if base and head else [],
-        "rolls": rolls,
-        "resources": res,
-        "cost": {"base": cb, "head": ch, "delta": _delta(cb, ch)},
-    }
+    return StackDiff(
+        stack=name,
+        status=_status(base, head, res),
+        file=(head or base or {}).get("file"),
+        errors=tuple((head or {}).get("errors") or ()),
+        base_errors=tuple((base or {}).get("errors") or ()),
+        inputs=tuple(inputs if base and head else ()),
+        rolls=tuple(NodeRoll.from_dict(r) for r in rolls),
+        resources=_priced(res, cb, ch),
+        cost=StackCost(cb, ch, _delta(cb, ch)),
+    )
 
 
-def _rolls(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    found = [{"stack": s["stack"], **r} for s in stacks for r in s.get("rolls", [])]
-    return sorted(found, key=lambda r: (not r["accelerated"], r["stack"], r["name"]))
+def diff_stack(
+    name: str,
+    base: dict[str, Any] | None,
+    head: dict[str, Any] | None,
+    accelerated: Callable[[str], bool] | None = None,
+) -> dict[str, Any]:
+    """`stack_diff` as its JSON form."""
+    return stack_diff(name, base, head, accelerated).to_dict()
 
 
-def _orphaned(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _rolls(stacks: list[StackDiff]) -> tuple[StackRoll, ...]:
+    found = [StackRoll(s.stack, r) for s in stacks for r in s.rolls]
+    return tuple(sorted(found, key=lambda r: (not r.roll.accelerated, r.stack, r.roll.name)))
+
+
+def _orphaned(stacks: list[StackDiff]) -> tuple[OrphanedStack, ...]:
     """The stacks gone from the head (their stack file or spec removed): nothing destroys them,
     so they keep billing outside the repository until someone runs `pulumi destroy`."""
-    return [
-        {
-            "stack": s["stack"],
-            "file": s["file"],
-            "monthly_usd": float((s["cost"]["base"] or {}).get("monthly_usd", 0.0)),
-            "destroy": [f"pulumi destroy -s {s['stack']}", f"pulumi stack rm {s['stack']}"],
-        }
+    return tuple(
+        OrphanedStack(
+            s.stack,
+            s.file,
+            float(s.cost.base.monthly_usd if s.cost.base else 0.0),
+            (f"pulumi destroy -s {s.stack}", f"pulumi stack rm {s.stack}"),
+        )
         for s in stacks
-        if s["status"] == "removed"
-    ]
+        if s.status == "removed"
+    )
 
 
-def _stateful(stacks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    found = []
-    for s in stacks:
-        for action in ("replaced", "removed"):
-            for r in s["resources"][action]:
-                if r["stateful"]:
-                    found.append({"stack": s["stack"], "action": action, **r})
-    return found
+def _stateful(stacks: list[StackDiff]) -> tuple[StatefulChange, ...]:
+    return tuple(
+        StatefulChange(s.stack, action, r)
+        for s in stacks
+        for action in ("replaced", "removed")
+        for r in s.resources.of(action)
+        if r.stateful
+    )
 
 
-def _totals(stacks: list[dict[str, Any]]) -> dict[str, Any]:
+def _totals(stacks: list[StackDiff]) -> Totals:
     def total(side: str, key: str) -> float:
-        return round(sum(float((s["cost"][side] or {}).get(key, 0.0)) for s in stacks), 4)
+        costs = [getattr(s.cost, side) for s in stacks]
+        return round(sum(float(c.get(key) if c else 0.0) for c in costs), 4)
 
-    base_m, head_m = total("base", "monthly_usd"), total("head", "monthly_usd")
-    out: dict[str, Any] = {f"base_{k}": total("base", k) for k in _COST_KEYS}
-    out |= {f"head_{k}": total("head", k) for k in _COST_KEYS}
-    out |= {f"delta_{k}": round(out[f"head_{k}"] - out[f"base_{k}"], 4) for k in _COST_KEYS}
-    out["delta_monthly_percent"] = (
+    base = CostDelta(*(total("base", k) for k in COST_KEYS))
+    head = CostDelta(*(total("head", k) for k in COST_KEYS))
+    delta = CostDelta(*(round(getattr(head, k) - getattr(base, k), 4) for k in COST_KEYS))
+    base_m, head_m = base.monthly_usd, head.monthly_usd
+    percent = (
         round(100 * (head_m - base_m) / base_m, 2) if base_m else (0.0 if not head_m else None)
     )
-    return out
+    return Totals(base, head, delta, percent)
+
+
+def diff_document(
+    base: dict[str, dict[str, Any]],
+    head: dict[str, dict[str, Any]],
+    labels: tuple[str, str],
+    unchanged: list[str] | None = None,
+    accelerated: Callable[[str], bool] | None = None,
+    gate_changes: list[str] | None = None,
+) -> DiffDocument:
+    """The whole diff document (see module doc); stacks sorted by name. `unchanged`: the
+    stacks whose spec and stack config are identical on both sides (not planned; not in the
+    totals). `accelerated(instance_type) -> bool` marks the node rolls that interrupt jobs.
+    `gate_changes`: the edits to the ceiling or overlay the gate judges by."""
+    names = sorted(base.keys() | head.keys())
+    stacks = [stack_diff(n, base.get(n), head.get(n), accelerated) for n in names]
+    return DiffDocument(
+        base=labels[0],
+        head=labels[1],
+        rolls=_rolls(stacks),
+        orphaned=_orphaned(stacks),
+        stateful=_stateful(stacks),
+        stacks=tuple(stacks),
+        unchanged=tuple(sorted(unchanged or [])),
+        totals=_totals(stacks),
+        ok=not any(s.status == "error" or s.base_errors for s in stacks),
+        gate_changes=tuple(gate_changes or ()),
+    )
 
 
 def diff_sides(
@@ -226,25 +302,12 @@ def diff_sides(
     head: dict[str, dict[str, Any]],
     labels: tuple[str, str],
     unchanged: list[str] | None = None,
-    accelerated: Any = None,
+    accelerated: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
-    """The whole diff document (see module doc); stacks sorted by name. `unchanged`: the
-    stacks whose spec and stack config are identical on both sides (not planned; not in the
-    totals). `accelerated(instance_type) -> bool` marks the node rolls that interrupt jobs."""
-    names = sorted(base.keys() | head.keys())
-    stacks = [diff_stack(n, base.get(n), head.get(n), accelerated) for n in names]
-    return {
-        "version": 2,
-        "base": labels[0],
-        "head": labels[1],
-        "rolls": _rolls(stacks),
-        "orphaned": _orphaned(stacks),
-        "stateful": _stateful(stacks),
-        "stacks": stacks,
-        "unchanged": sorted(unchanged or []),
-        "totals": _totals(stacks),
-        "ok": not any(s["status"] == "error" or s["base_errors"] for s in stacks),
-    }
+    """`diff_document` as its JSON form (without the gate changes only the CLI knows)."""
+    doc = diff_document(base, head, labels, unchanged, accelerated).to_dict()
+    del doc["gate_changes"]
+    return doc
 
 
 def _stack_percent(s: dict[str, Any]) -> float | None:
@@ -262,7 +325,7 @@ def stack_over(s: dict[str, Any], usd: float | None, percent: float | None) -> b
 
 
 def below_threshold(
-    doc: dict[str, Any],
+    document: DiffDocument | dict[str, Any],
     usd: float | None,
     percent: float | None,
     per_stack: dict[str, float] | None = None,
@@ -272,6 +335,7 @@ def below_threshold(
     its threshold (`per_stack` overrides the USD threshold per stack name), and no stack file
     is removed (the stack keeps billing). Thresholds are per stack, never netted across
     stacks: +$300k on one and -$300k on another posts."""
+    doc = document.to_dict() if isinstance(document, DiffDocument) else document
     per_stack = per_stack or {}
     if doc.get("gate_changes"):  # a ceiling or overlay edit always posts
         return False

@@ -1,17 +1,34 @@
-"""The diff document (`accelstack.plan.diff`) for people: text, and markdown for a
-pull-request comment (the `github-comment` form starts with a hidden marker)."""
+"""The formatters of the diff document (`plan/diffmodel.DiffDocument`, which `plan/diff.py`
+produces): JSON, text, and markdown for a pull-request comment (the `github-comment` form starts
+with a hidden marker). Each also takes the document's JSON form (a mapping, e.g. read back from
+`diff --format json`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from accelstack.jsonout import dumps
 from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
+from accelstack.plan.diffmodel import DiffDocument, StackDiff
 from accelstack.plan.rolls import roll_line
 
 _ACTIONS = ("replaced", "removed", "changed", "added")
 #: GitHub refuses a comment body over 65,536 characters; past this, the per-stack resource
 #: lists are left out (the summary, the stateful list and the table stay).
 COMMENT_LIMIT = 60_000
+
+
+Doc = DiffDocument | dict[str, Any]
+
+
+def as_dict(doc: Doc) -> dict[str, Any]:
+    """The document's JSON form (what every formatter reads)."""
+    return doc.to_dict() if isinstance(doc, DiffDocument) else doc
+
+
+def render_json(doc: Doc, comment: bool) -> str:
+    """`diff --format json`: the document, and whether it is worth a comment."""
+    return dumps({**as_dict(doc), "comment": comment})
 
 
 def _usd(x: float | None, digits: int = 2) -> str:
@@ -132,7 +149,8 @@ def _text_stack(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(document: Doc) -> str:
+    doc = as_dict(document)
     lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
     if doc.get("gate_changes"):
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
@@ -216,8 +234,9 @@ def _cell(v: Any) -> str:
     return f"`{text}`"
 
 
-def render_quiet(doc: dict[str, Any]) -> str:
+def render_quiet(document: Doc) -> str:
     """The body that replaces an earlier comment once the change is below every threshold."""
+    doc = as_dict(document)
     t = doc["totals"]
     return (
         f"{COMMENT_MARKER}\n{QUIET_MARKER}\n"
@@ -227,8 +246,9 @@ def render_quiet(doc: dict[str, Any]) -> str:
     )
 
 
-def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
+def render_markdown(document: Doc, comment: bool = False) -> str:
     """Markdown; `comment`: with the hidden marker CI uses to update its own PR comment."""
+    doc = as_dict(document)
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
     lines.append("")
@@ -269,10 +289,13 @@ def render_markdown(doc: dict[str, Any], comment: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def change_lines(s: dict[str, Any]) -> list[str]:
-    """One stack's changes (a `diff_stack` document), for `plan --against`: node rolls first,
-    then stateful replacements and removals, the edited inputs, and the resource counts."""
-    lines = [f"changes against {s.get('base', 'the base')}: {_counts(s)}"]
+def change_lines(stack: StackDiff | dict[str, Any], base: str | None = None) -> list[str]:
+    """One stack's changes (a `stack_diff`, or its JSON form) against `base`, for `plan
+    --against`: node rolls first, then stateful replacements and removals, the edited
+    inputs, and the resource counts."""
+    s = stack.to_dict() if isinstance(stack, StackDiff) else stack
+    base = base or s.get("base", "the base")
+    lines = [f"changes against {base}: {_counts(s)}"]
     lines += [f"  ! {roll_line(r)}" for r in s.get("rolls", [])]
     for action in ("replaced", "removed"):
         for r in s["resources"][action]:

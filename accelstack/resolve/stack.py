@@ -673,7 +673,7 @@ def resolve_unchecked(
 
     Unchecked on purpose, for two kinds of caller: `render.trial.trial_stack`, which derives
     a short trial run from a stack that passed the rules (a trial on fewer nodes than the
-    memory fit asks is the point of a trial), and `cli.spec_cmds.resolved_target`, which runs
+    memory fit asks is the point of a trial), and `cli.specfiles.resolved_target`, which runs
     the rules itself (`check_stack`) and reads the refused stack's memory fit to name `new`'s
     --nodes; and tests
     of the later safety nets (the deploy rules of accelstack/plan/rules, e.g. the name and

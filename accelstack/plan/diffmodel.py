@@ -1,0 +1,314 @@
+"""The typed diff document (`accelstack diff`, `plan --against`): what `plan/diff.py` produces and
+the formatters (`plan/diff_report.py`: text, markdown; JSON through `to_dict`) render.
+
+`to_dict()` is the published JSON form (`diff --format json`, document version 2): its keys and
+values are the contract, so every class here writes exactly the keys the document has always
+had. A *side row* (one stack planned on one side: `{"file", "plan", "cost", "inputs"}`, or
+`{"file", "errors", "exit_code"}` when it did not plan) stays the input mapping; its `cost` is
+read into `SideCost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Action = Literal["added", "changed", "replaced", "removed"]
+StackStatus = Literal["added", "removed", "changed", "unchanged", "error"]
+#: A before -> after value (`diff_inputs.value_change`): {key, before, after[, removed, added]}
+ValueChange = dict[str, Any]
+COST_KEYS = ("hourly_usd", "monthly_usd", "run_usd")
+
+
+@dataclass(frozen=True)
+class SideCost:
+    """One side's priced verdict of one stack (its budget verdict and deploy-rule lines)."""
+
+    hourly_usd: float
+    monthly_usd: float
+    run_usd: float
+    estimate: bool
+    ok: bool
+    verdict: str
+    violations: tuple[str, ...]
+    items: Mapping[str, float]  # resource name -> monthly USD
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SideCost:
+        """A side row's `cost` (`cli/planning.side_row` writes every key; a figure left out
+        reads as 0, a verdict as ok)."""
+        return cls(
+            hourly_usd=d.get("hourly_usd", 0.0),
+            monthly_usd=d.get("monthly_usd", 0.0),
+            run_usd=d.get("run_usd", 0.0),
+            estimate=bool(d.get("estimate", False)),
+            ok=bool(d.get("ok", True)),
+            verdict=str(d.get("verdict", "")),
+            violations=tuple(d.get("violations") or ()),
+            items=dict(d.get("items") or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hourly_usd": self.hourly_usd,
+            "monthly_usd": self.monthly_usd,
+            "run_usd": self.run_usd,
+            "estimate": self.estimate,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "violations": list(self.violations),
+            "items": dict(self.items),
+        }
+
+    def get(self, key: str, default: float = 0.0) -> float:
+        """One of the cost figures (`COST_KEYS`) by name."""
+        return float(getattr(self, key)) if key in COST_KEYS else default
+
+
+@dataclass(frozen=True)
+class CostPair:
+    """A resource's monthly USD before and after (None: not priced on that side)."""
+
+    base: float | None = None
+    head: float | None = None
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {"base": self.base, "head": self.head}
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    """One resource added, changed, replaced or removed. `keys` (the changed inputs),
+    `replace_keys` (those that force a replacement) and `changes` (before -> after values)
+    exist for a changed or replaced resource only."""
+
+    type: str
+    name: str
+    stateful: bool
+    protect: bool
+    keys: tuple[str, ...] | None = None
+    replace_keys: tuple[str, ...] | None = None
+    changes: tuple[ValueChange, ...] | None = None
+    monthly_usd: CostPair = field(default_factory=CostPair)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "name": self.name,
+            "stateful": self.stateful,
+            "protect": self.protect,
+        }
+        if self.keys is not None:
+            out["keys"] = list(self.keys)
+            out["replace_keys"] = list(self.replace_keys or ())
+            out["changes"] = list(self.changes or ())
+        out["monthly_usd"] = self.monthly_usd.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
+class ResourceChanges:
+    added: tuple[ResourceChange, ...] = ()
+    changed: tuple[ResourceChange, ...] = ()
+    replaced: tuple[ResourceChange, ...] = ()
+    removed: tuple[ResourceChange, ...] = ()
+
+    def of(self, action: Action) -> tuple[ResourceChange, ...]:
+        rows: tuple[ResourceChange, ...] = getattr(self, action)
+        return rows
+
+    def any(self) -> bool:
+        return bool(self.added or self.changed or self.replaced or self.removed)
+
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        return {
+            a: [r.to_dict() for r in self.of(a)]
+            for a in ("added", "changed", "replaced", "removed")
+        }
+
+
+@dataclass(frozen=True)
+class NodeRoll:
+    """A node source whose nodes roll (replaced) or are removed (scale-in, gone), and why."""
+
+    type: str
+    name: str
+    action: Literal["rolls", "removes"]
+    count: int
+    instance_type: str
+    accelerated: bool  # a running job on these nodes is interrupted
+    causes: tuple[ValueChange, ...]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NodeRoll:
+        return cls(
+            d["type"],
+            d["name"],
+            d["action"],
+            d["count"],
+            d["instance_type"],
+            d["accelerated"],
+            tuple(d["causes"]),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "name": self.name,
+            "action": self.action,
+            "count": self.count,
+            "instance_type": self.instance_type,
+            "accelerated": self.accelerated,
+            "causes": list(self.causes),
+        }
+
+
+@dataclass(frozen=True)
+class CostDelta:
+    """head minus base, per cost figure."""
+
+    hourly_usd: float
+    monthly_usd: float
+    run_usd: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in COST_KEYS}
+
+    def any(self) -> bool:
+        return any(getattr(self, k) for k in COST_KEYS)
+
+
+@dataclass(frozen=True)
+class StackCost:
+    base: SideCost | None
+    head: SideCost | None
+    delta: CostDelta
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base.to_dict() if self.base else None,
+            "head": self.head.to_dict() if self.head else None,
+            "delta": self.delta.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class StackDiff:
+    """One stack's row: its status, errors per side, edited inputs, node rolls, resources
+    and cost (base, head, delta)."""
+
+    stack: str
+    status: StackStatus
+    file: str | None
+    errors: tuple[str, ...]
+    base_errors: tuple[str, ...]
+    inputs: tuple[ValueChange, ...]
+    rolls: tuple[NodeRoll, ...]
+    resources: ResourceChanges
+    cost: StackCost
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "status": self.status,
+            "file": self.file,
+            "errors": list(self.errors),
+            "base_errors": list(self.base_errors),
+            "inputs": list(self.inputs),
+            "rolls": [r.to_dict() for r in self.rolls],
+            "resources": self.resources.to_dict(),
+            "cost": self.cost.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class StackRoll:
+    """A node roll with the stack it belongs to (the document's roll list, all stacks)."""
+
+    stack: str
+    roll: NodeRoll
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stack": self.stack, **self.roll.to_dict()}
+
+
+@dataclass(frozen=True)
+class StatefulChange:
+    """A resource that holds state, replaced or removed: its data is lost unless moved."""
+
+    stack: str
+    action: Literal["replaced", "removed"]
+    resource: ResourceChange
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stack": self.stack, "action": self.action, **self.resource.to_dict()}
+
+
+@dataclass(frozen=True)
+class OrphanedStack:
+    """A stack gone from the head: not destroyed, it keeps billing; how to destroy it."""
+
+    stack: str
+    file: str | None
+    monthly_usd: float
+    destroy: tuple[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "file": self.file,
+            "monthly_usd": self.monthly_usd,
+            "destroy": list(self.destroy),
+        }
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Cost over the stacks compared (the unchanged ones are not planned, not counted)."""
+
+    base: CostDelta
+    head: CostDelta
+    delta: CostDelta
+    delta_monthly_percent: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for side in ("base", "head", "delta"):
+            out |= {f"{side}_{k}": v for k, v in getattr(self, side).to_dict().items()}
+        out["delta_monthly_percent"] = self.delta_monthly_percent
+        return out
+
+
+@dataclass(frozen=True)
+class DiffDocument:
+    """The whole diff: what interrupts or loses something first (gate changes, node rolls,
+    orphaned stacks, stateful changes), then the stacks, the unchanged ones and the totals.
+    `ok`: every stack planned on both sides."""
+
+    base: str
+    head: str
+    rolls: tuple[StackRoll, ...]
+    orphaned: tuple[OrphanedStack, ...]
+    stateful: tuple[StatefulChange, ...]
+    stacks: tuple[StackDiff, ...]
+    unchanged: tuple[str, ...]
+    totals: Totals
+    ok: bool
+    gate_changes: tuple[str, ...] = ()
+    version: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "base": self.base,
+            "head": self.head,
+            "rolls": [r.to_dict() for r in self.rolls],
+            "orphaned": [o.to_dict() for o in self.orphaned],
+            "stateful": [s.to_dict() for s in self.stateful],
+            "stacks": [s.to_dict() for s in self.stacks],
+            "unchanged": list(self.unchanged),
+            "totals": self.totals.to_dict(),
+            "ok": self.ok,
+            "gate_changes": list(self.gate_changes),
+        }
