@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import CatalogError
@@ -72,14 +71,6 @@ class CapacityBlocks(BaseModel):
                 f"{self.source})"
             )
         return None
-
-
-def load_capacity_blocks(path: Path) -> CapacityBlocks:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
-    return parse_capacity_blocks(data, path)
 
 
 def parse_capacity_blocks(data: object, path: Path) -> CapacityBlocks:

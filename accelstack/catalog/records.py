@@ -74,15 +74,6 @@ class LeftOut(_Frozen):
     source: str = Field(min_length=1)
 
 
-def load_left_out(path: Path) -> tuple[LeftOut, ...]:
-    """The `left_out` list of records.yaml (empty when absent)."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
-    return parse_left_out(data, path)
-
-
 def parse_left_out(data: object, path: Path) -> tuple[LeftOut, ...]:
     """Validate the `left_out` list of records.yaml's content (empty when absent)."""
     rows = data.get("left_out", []) if isinstance(data, dict) else []

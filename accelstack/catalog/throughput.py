@@ -18,7 +18,6 @@ import math
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import CatalogError
@@ -190,15 +189,6 @@ class Throughput(_Frozen):
         return next(
             (c for c in self.curves if c.family == family and precision in c.precisions), None
         )
-
-
-def load_throughput(path: Path) -> Throughput:
-    """Read and validate throughput.yaml; a broken file is one CatalogError line."""
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"{path}: cannot read catalog file: {exc}") from None
-    return parse_throughput(data, path)
 
 
 def parse_throughput(data: object, path: Path) -> Throughput:

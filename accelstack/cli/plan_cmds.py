@@ -28,19 +28,9 @@ from accelstack.errors import EXIT_VERDICT, VerdictError
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.cost.ceiling import Ceiling
-    from accelstack.plan import Plan
     from accelstack.plan.diffmodel import StackDiff
     from accelstack.resolve import Stack
     from accelstack.stackconfig import StackRef
-
-
-def _plan_stack(
-    spec: Path, catalog: Catalog | None = None, stack_name: str | None = None
-) -> tuple[Stack, Plan]:
-    """A spec file planned as its own stack, or as `stack_name` (its Pulumi.<stack>.yaml)."""
-    from accelstack.stackconfig import ref_for_spec
-
-    return plan_ref(ref_for_spec(spec, stack_name), catalog)
 
 
 def _changes_against(
