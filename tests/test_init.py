@@ -63,9 +63,9 @@ def test_init_writes_a_project_whose_program_builds_the_presets_resources(
     }
     main_py = (project / "__main__.py").read_text()
     assert "from accelstack.components.entry import main" in main_py
-    assert (project / "requirements.txt").read_text().splitlines()[-1] == (
-        f"accelstack=={__version__}"
-    )
+    wheel = f"accelstack-{__version__}-py3-none-any.whl"
+    assert (project / "requirements.txt").read_text().splitlines()[-1] == f"./wheels/{wheel}"
+    assert sorted(p.name for p in (project / "wheels").iterdir()) == [wheel]
     plan = run_project(project, "trn1-multinode", monkeypatch)
     # the preset's resources, with the placeholders the user filled in (access entry names
     # hash the admin ARN)
@@ -169,3 +169,54 @@ def test_init_refuses_a_stack_name_the_stack_rules_refuse_and_writes_nothing(
     (line,) = out.strip().splitlines()
     assert f"-> {name}: name: cannot retarget: the IAM role name '{name}-" in line
     assert not project.exists() or not any(project.iterdir())
+
+
+def test_wheel_refreshes_an_older_projects_requirements_and_keeps_its_other_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A project made before init kept the wheel pins `accelstack==...`, which no index has:
+    `accelstack wheel .` writes the wheel, points that line at it and removes older wheels."""
+    wheel = f"accelstack-{__version__}-py3-none-any.whl"
+    (tmp_path / "requirements.txt").write_text(f"boto3>=1.34\naccelstack=={__version__}\n")
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "accelstack-0.0.1-py3-none-any.whl").write_bytes(b"old")
+    (tmp_path / "wheels" / "other-1.0-py3-none-any.whl").write_bytes(b"theirs")
+    assert main(["wheel", str(tmp_path)]) == 0, capsys.readouterr().err
+    assert (tmp_path / "requirements.txt").read_text() == f"boto3>=1.34\n./wheels/{wheel}\n"
+    assert sorted(p.name for p in (tmp_path / "wheels").iterdir()) == [
+        wheel,
+        "other-1.0-py3-none-any.whl",
+    ]
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "wheels" / wheel) as zf:
+        names = zf.namelist()
+    assert "accelstack/cli/project_wheel.py" in names and "accelstack/catalog/prices.yaml" in names
+
+
+def test_a_repacked_install_whose_files_differ_from_its_record_is_refused(tmp_path: Path) -> None:
+    """Repacking an installed accelstack checks each file against the install's RECORD: an
+    edited installed file is never shipped into a project as if it were the release."""
+    import importlib.metadata as md
+
+    from accelstack.cli.project_wheel import WheelError, _record_hash, _repack
+    from accelstack.errors import AccelstackError
+
+    info = tmp_path / "accelstack-9.9.dist-info"
+    info.mkdir()
+    (tmp_path / "accelstack").mkdir()
+    files = {
+        "accelstack/__init__.py": b"x = 1\n",
+        f"{info.name}/METADATA": b"Metadata-Version: 2.1\nName: accelstack\nVersion: 9.9\n",
+        f"{info.name}/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
+    }
+    for rel, data in files.items():
+        (tmp_path / rel).write_bytes(data)
+    record = [f"{rel},{_record_hash(data)},{len(data)}" for rel, data in files.items()]
+    (info / "RECORD").write_text("\n".join([*record, f"{info.name}/RECORD,,", ""]))
+    name, data = _repack(md.PathDistribution(info))
+    assert name == "accelstack-9.9-py3-none-any.whl" and data.startswith(b"PK")
+    (tmp_path / "accelstack" / "__init__.py").write_bytes(b"x = 2\n")
+    with pytest.raises(WheelError, match="differs from the installed accelstack's RECORD"):
+        _repack(md.PathDistribution(info))
+    assert issubclass(WheelError, AccelstackError)

@@ -130,6 +130,7 @@ def test_render_is_all_or_nothing_and_locked(
     capsys.readouterr()
     # a render that fails part-way (the third file cannot be written) leaves DIR as it was
     import accelstack.render.output as output
+    import accelstack.render.stage as stage
 
     real, calls = output.write_text_atomic, []
 
@@ -140,6 +141,7 @@ def test_render_is_all_or_nothing_and_locked(
         real(path, text, mode)
 
     monkeypatch.setattr(output, "write_text_atomic", flaky)
+    monkeypatch.setattr(stage, "write_text_atomic", flaky)  # the stage's files are written here
     assert main(["render", str(STACKS / "trn1-finetune.yaml"), "-o", str(out), "--force"]) == 1
     assert f"{out}/" in capsys.readouterr().err  # the message names DIR, not the stage
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before

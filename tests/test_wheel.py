@@ -1,11 +1,12 @@
 """The built wheel, installed into a clean virtualenv, works from an empty directory.
 
-Tests never reach the network and the machine's local package index lacks the Pulumi SDKs,
-so the venv gets its dependencies another way: `python -m venv` (no system site-packages),
+Tests never reach the network, and installing the Pulumi SDKs (hundreds of MB) into each venv
+would take minutes, so the venv gets its dependencies another way: `python -m venv` (no system site-packages),
 the wheel installed with `pip --no-deps`, then exactly the wheel's declared dependency
 closure (its Requires-Dist, followed transitively through the installed metadata) linked in
 from the test environment. Anything the code imports but the wheel does not declare (click,
-a test extra) is absent, as it would be after `pip install accelstack` from an index.
+a test extra) is absent, as it would be after `pip install accelstack` from an index. An
+`init` project's own requirements.txt is installed the same way, with every index turned off.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
-from email.parser import Parser
 from pathlib import Path
 
 import pytest
@@ -29,13 +29,6 @@ from .helpers_program import fill
 from .helpers_wheel import build_wheel
 
 pytestmark = pytest.mark.slow
-
-
-def _requires(wheel: Path) -> list[str]:
-    with zipfile.ZipFile(wheel) as zf:
-        name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
-        meta = Parser().parsestr(zf.read(name).decode())
-    return meta.get_all("Requires-Dist") or []
 
 
 def _closure(requires: list[str]) -> dict[str, md.Distribution]:
@@ -75,15 +68,25 @@ def _link(dists: dict[str, md.Distribution], site: Path) -> None:
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("wheel")
     wheel = build_wheel(base)
-    pip = [sys.executable, "-m", "pip"]
     env_dir = base / "venv"
+    _fresh_venv(env_dir, ["install", "-q", "--no-deps", "--no-index", str(wheel)], base)
+    return env_dir
+
+
+def _fresh_venv(env_dir: Path, pip_args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A clean venv with `pip <pip_args>` run into it from `cwd`, then the declared dependency
+    closure of the accelstack it installed linked in. Raises if pip fails."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"
-    subprocess.run(
-        [*pip, "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        check=True,
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), *pip_args],
+        cwd=cwd,
+        env=env,
         capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, done.stdout + done.stderr
     site = Path(
         subprocess.run(
             [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -92,8 +95,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
             text=True,
         ).stdout.strip()
     )
-    _link(_closure(_requires(wheel)), site)
-    return env_dir
+    (info,) = site.glob("accelstack-*.dist-info")
+    _link(_closure(md.PathDistribution(info).requires or []), site)
+    return done
 
 
 def _run(venv: Path, cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -267,3 +271,59 @@ def test_installed_wheel_inits_a_project_whose_program_runs(venv: Path, tmp_path
     assert out.returncode == 0, out.stderr[-2000:]
     count, first = out.stdout.split()
     assert int(count) > 10 and first.startswith("team-i-")
+
+
+def _entries(wheel: Path | bytes) -> dict[str, bytes]:
+    """Archive path -> bytes of a wheel, without its RECORD (hashes differ only by order)."""
+    import io
+
+    source = io.BytesIO(wheel) if isinstance(wheel, bytes) else wheel
+    with zipfile.ZipFile(source) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if not n.endswith(".dist-info/RECORD")}
+
+
+def test_an_init_project_installs_accelstack_from_its_own_wheel_without_an_index(
+    venv: Path, tmp_path: Path
+) -> None:
+    """No public index has accelstack: the project keeps the wheel and requirements.txt names
+    it by path, so a fresh virtualenv installs it with every index turned off (the Pulumi
+    SDKs, which an index does carry, come from the test environment as in the fixture)."""
+    init = _run(venv, tmp_path, "init", "proj", "--from", "trn1-finetune", "--stack", "team-r")
+    assert init.returncode == 0, init.stderr
+    project = tmp_path / "proj"
+    (kept,) = (project / "wheels").iterdir()
+    assert kept.name == "accelstack-0.1.0-py3-none-any.whl"
+    requirements = [
+        line
+        for line in (project / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert requirements == [f"./wheels/{kept.name}"]
+    # repacked from the installed files: the same files as the wheel the venv was built from
+    (built,) = venv.parent.glob("accelstack-*.whl")
+    assert _entries(kept) == _entries(built)
+    # a second fresh virtualenv, as the README's first command, CI and `pulumi up` make it
+    second = tmp_path / "venv2"
+    args = ["install", "--no-index", "--no-deps", "-r", "requirements.txt"]
+    installed = _fresh_venv(second, args, project)
+    assert "accelstack" in installed.stdout
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    where = subprocess.run(
+        [str(second / "bin" / "python"), "-c", "import accelstack; print(accelstack.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert where.returncode == 0 and str(second) in where.stdout, where.stderr
+    help_ = _run(second, project, "--help")
+    assert help_.returncode == 0 and "init" in help_.stdout, help_.stderr
+    check = _run(second, project, "check", ".")
+    assert check.returncode == 0 and "no accelstack:amis yet" in check.stdout, check.stderr
+    # the documented refresh: same bytes for the same version, an older wheel goes
+    stale = project / "wheels" / "accelstack-0.0.9-py3-none-any.whl"
+    stale.write_bytes(kept.read_bytes())
+    before = kept.read_bytes()
+    refresh = _run(second, project, "wheel", ".")
+    assert refresh.returncode == 0, refresh.stderr
+    assert kept.read_bytes() == before and not stale.exists()

@@ -18,6 +18,7 @@ _StackOpt = Annotated[
     str | None, typer.Option("--stack", help="stack (and spec) name; default the preset's")
 ]
 _ForceOpt = Annotated[bool, typer.Option(help="write into a non-empty directory")]
+_ProjectArg = Annotated[Path, typer.Argument(help="the `init` project's directory")]
 
 #: Pulumi project names: letters, digits, '-', '_', '.' (the project file reference).
 _PROJECT_RE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -39,9 +40,10 @@ def _check_empty(directory: Path, force: bool) -> None:
 
 
 def project_files(
-    project: str, stack: str, preset: str, region: str, version: str
+    project: str, stack: str, preset: str, region: str, version: str, wheel: str | None = None
 ) -> dict[str, str]:
-    """Relative path -> text of every project file except the spec and its stack config."""
+    """Relative path -> text of every project file except the spec and its stack config
+    (requirements.txt names the kept wheel `wheel`, by default version's pure-Python one)."""
     from accelstack.cli import project_files as pf
     from accelstack.cli.project_readme import README
 
@@ -51,6 +53,7 @@ def project_files(
         "@PRESET@": preset,
         "@REGION@": region,
         "@VERSION@": version,
+        "@WHEEL@": wheel or f"accelstack-{version}-py3-none-any.whl",
     }
 
     def fill(text: str) -> str:
@@ -120,6 +123,7 @@ def init(
     """
     from accelstack import __version__
     from accelstack.catalog import load_catalog
+    from accelstack.cli.project_wheel import WHEEL_DIR, running_wheel
     from accelstack.cli.specfiles import (
         check_name,
         preset_path,
@@ -141,21 +145,75 @@ def init(
     catalog = load_catalog()
     result = retarget(data, catalog, name=name, source=str(src), stash=stash)
     resolved_target(result, catalog)  # the rules on the resolved stack, before anything is written
-    files = project_files(project_name(directory), name, src.stem, result.spec.region, __version__)
+    wheel_name, wheel_data = running_wheel()
+    files = project_files(
+        project_name(directory), name, src.stem, result.spec.region, __version__, wheel_name
+    )
     files[f"stacks/{name}.yaml"] = spec_file_text(src, result, command="init")
     stack_file = directory / f"Pulumi.{name}.yaml"  # with --force: merged, keys kept
     files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region, stack_file)
     files["schema/spec.schema.json"] = schema_text()
-    for rel in files:
+    wheel_rel = f"{WHEEL_DIR}/{wheel_name}"
+    for rel in [*files, wheel_rel]:
         check_target(directory / rel)  # a symlink or a directory is refused, even with --force
     for rel, text in sorted(files.items()):
         make_dirs((directory / rel).parent)
         write_text_atomic(directory / rel, text, 0o755 if rel.endswith(".sh") else None)
+    _write_wheel(directory, wheel_name, wheel_data)
     typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
-    for rel in sorted(files):
+    for rel in sorted([*files, wheel_rel]):
         typer.echo(f"  {rel}")
     for step in next_steps(directory, name):
         typer.echo(step)
+
+
+def _write_wheel(directory: Path, wheel_name: str, wheel: bytes) -> list[Path]:
+    """Write the kept wheel into DIR/wheels; other accelstack wheels there go (the one
+    requirements.txt names is the only one pip installs). Returns the removed files."""
+    from accelstack.cli.project_wheel import WHEEL_DIR, stale_wheels
+    from accelstack.files import make_dirs, os_failure, write_bytes_atomic
+
+    make_dirs(directory / WHEEL_DIR)
+    write_bytes_atomic(directory / WHEEL_DIR / wheel_name, wheel, 0o644)
+    stale = stale_wheels(directory, wheel_name)
+    for old in stale:
+        try:
+            old.unlink()
+        except OSError as exc:
+            raise os_failure(old, exc) from None
+    return stale
+
+
+def wheel(directory: _ProjectArg = Path(".")) -> None:
+    """Write (or refresh) the accelstack wheel an `init` project installs.
+
+    Writes the running accelstack as DIR/wheels/accelstack-VERSION-py3-none-any.whl, removes
+    other accelstack wheels there and points requirements.txt's accelstack line at it (its
+    other lines are kept). No package index carries accelstack: the project installs it from
+    this file. Commit both.
+
+    Examples:
+
+      accelstack wheel .
+    """
+    from accelstack import __version__
+    from accelstack.cli.project_files import REQUIREMENTS
+    from accelstack.cli.project_wheel import WHEEL_DIR, requirements_with, running_wheel
+    from accelstack.files import check_target, write_text_atomic
+
+    if not directory.is_dir():
+        raise SpecError([Problem(str(directory), "", "is not a directory (an `init` project)")])
+    wheel_name, data = running_wheel()
+    requirements = directory / "requirements.txt"
+    check_target(requirements)
+    check_target(directory / WHEEL_DIR / wheel_name)
+    fresh = REQUIREMENTS.replace("@VERSION@", __version__).replace("@WHEEL@", wheel_name)
+    old = requirements.read_text(encoding="utf-8") if requirements.exists() else fresh
+    removed = _write_wheel(directory, wheel_name, data)
+    write_text_atomic(requirements, requirements_with(old, wheel_name))
+    typer.echo(f"wrote {directory / WHEEL_DIR / wheel_name}; requirements.txt installs it")
+    for path in removed:
+        typer.echo(f"removed {path}")
 
 
 def next_steps(directory: Path, name: str) -> list[str]:
@@ -173,3 +231,4 @@ def next_steps(directory: Path, name: str) -> list[str]:
 
 def register(app: typer.Typer) -> None:
     app.command()(init)
+    app.command()(wheel)

@@ -32,9 +32,12 @@ main()
 '''
 
 REQUIREMENTS = """\
-# The Pulumi program's dependencies (pulumi installs them into venv/ on the first `pulumi up`).
-# accelstack pins pulumi, pulumi-aws and pulumi-kubernetes itself.
-accelstack==@VERSION@
+# The Pulumi program's dependencies (pulumi installs them into venv/ on the first `pulumi up`;
+# pip reads the wheel's path from this directory). accelstack @VERSION@ comes from the wheel kept
+# in wheels/, never from a package index (no public index has it: a package registered under
+# that name would run with the deploy credentials). `accelstack wheel .` refreshes it from the
+# accelstack you run. accelstack pins pulumi, pulumi-aws and pulumi-kubernetes itself.
+./wheels/@WHEEL@
 """
 
 POLICY_PACK_YAML = """\

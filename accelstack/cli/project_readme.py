@@ -15,7 +15,8 @@ spec, refuses it when over budget and creates every resource that `accelstack pl
 | `__main__.py` | the program entry: `accelstack.components.entry.main()` |
 | `stacks/@STACK@.yaml` | the workload spec (validate with `accelstack validate`) |
 | `Pulumi.@STACK@.yaml` | the stack's config: `aws:region` and `accelstack:spec` |
-| `requirements.txt` | accelstack @VERSION@, pinned |
+| `requirements.txt` | accelstack @VERSION@ from `wheels/`, by path (see below) |
+| `wheels/` | the accelstack @VERSION@ wheel this project installs: no package index carries accelstack |
 | `policies/` | the accelstack CrossGuard pack: `pulumi preview --policy-pack policies` |
 | `.github/workflows/accelstack.yml` | CI: `accelstack check stacks/` and `pulumi preview` with the pack |
 
@@ -26,6 +27,13 @@ python -m venv venv && venv/bin/pip install -r requirements.txt
 venv/bin/accelstack plan stacks/@STACK@.yaml     # every resource, its price, the budget verdict
 venv/bin/accelstack check stacks/                # every spec; non-zero on any violation
 ```
+
+`requirements.txt` installs accelstack from the wheel kept in `wheels/` (a path, read from this
+directory, so run pip here), never from a package index: no public index has accelstack, and a
+package someone registered under that name would run wherever this project installs, CI's
+deploy credentials included. Commit `wheels/`. To move to another accelstack version, install
+it and run `accelstack wheel .` here: it writes that version's wheel, removes the old one and
+updates `requirements.txt` (the same version gives the same bytes, so git shows no change).
 
 ## Deploy
 

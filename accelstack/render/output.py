@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -149,10 +149,11 @@ def _read(path: Path) -> str:
         return ""
 
 
-def write_artifacts(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
-    """Write `artifacts` into `directory` (see the module docstring); raises WriteError."""
+def check_artifacts(directory: Path, artifacts: Sequence[Artifact], force: bool) -> dict[str, str]:
+    """Refuse what cannot be written into `directory` before anything is created there; the
+    previous manifest's {name: sha256} (empty when none, or DIR is new)."""
     names = [a.path for a in artifacts]
-    for art in artifacts:  # refuse what cannot be written before anything is created
+    for art in artifacts:
         if _safe_name(art.path) is None:
             raise WriteError(directory / art.path, "is not a name inside the output directory")
         if not art.content.isascii():
@@ -161,18 +162,41 @@ def write_artifacts(directory: Path, artifacts: Sequence[Artifact], force: bool)
             except UnicodeEncodeError as exc:
                 bad = art.content[exc.start : exc.end]
                 raise WriteError(directory / art.path, f"holds {bad!r}, not valid UTF-8") from None
-    make_dirs(directory)
+    if not directory.exists():
+        return {}
     previous = _previous(directory, names, force)
     for name in names:  # refuse symlinks and directories before anything is written
         _check_path(directory, name)
+    return previous
+
+
+def _put_text(target: Path, art: Artifact) -> None:
+    write_text_atomic(target, art.content, mode=0o755 if art.executable else 0o644)
+
+
+def commit_artifacts(
+    directory: Path,
+    artifacts: Sequence[Artifact],
+    previous: dict[str, str],
+    put: Callable[[Path, Artifact], None] = _put_text,
+) -> Written:
+    """Put each artifact into `directory` with `put` (atomic per file), journaled: the manifest
+    lists the old and new names first, the stale files go, then the final manifest."""
+    make_dirs(directory)
     new = {a.path: sha256(a.content) for a in artifacts}
     _write_manifest(directory, {**previous, **new})
     for art in artifacts:
         target = directory / art.path
         if target.parent != directory:
             make_dirs(target.parent)
-        write_text_atomic(target, art.content, mode=0o755 if art.executable else 0o644)
-    done = Written(files=names)
+        put(target, art)
+    done = Written(files=[a.path for a in artifacts])
     _remove_stale(directory, {n: h for n, h in previous.items() if n not in new}, done)
     _write_manifest(directory, new)  # kept (edited) files are the user's from now on
     return done
+
+
+def write_artifacts(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
+    """Write `artifacts` into `directory` (see the module docstring); raises WriteError."""
+    previous = check_artifacts(directory, artifacts, force)
+    return commit_artifacts(directory, artifacts, previous)

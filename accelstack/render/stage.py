@@ -5,14 +5,18 @@
    anything is written.
 2. A lock (`.DIR.render-lock` beside DIR, an exclusive `flock`, removed when the render ends)
    refuses a second render into the same directory while one runs: one line, exit 2.
-3. The new directory is built in a stage beside DIR (a copy of DIR, then `write_artifacts`
-   with its manifest and stale-file rules), and swapped in with renames. A render that
-   fails part-way leaves DIR exactly as it was: never old and new files mixed.
+3. Every rendered file is written into a stage beside DIR first (only the rendered files:
+   the user's other files in DIR are never copied). A new DIR is the stage, renamed in. An
+   existing DIR is checked by `write_artifacts`' rules (foreign files, symlinks) before the
+   stage is written, so a refusal, a full disk or text that cannot be encoded leaves DIR as
+   it was; then each staged file is renamed into DIR under the manifest journal (old and new
+   names listed first): a render killed there leaves only files `render` owns, each whole,
+   and the next render finishes the job.
 4. Real file systems: a mount point (which cannot be renamed) is written in place, each file
-   atomically with the manifest journal of `write_artifacts`; a read-only or full file system
-   or a missing permission is one line, exit 2; a render killed between the two renames of
-   the swap (DIR moved aside, the stage not yet in) is repaired by the next render, which
-   puts the old tree back first.
+   atomically with the same journal (a folder of DIR on another file system too); a
+   read-only or full file system or a missing permission is one line, exit 2; a render of
+   an earlier version killed inside its whole-directory swap (DIR moved aside to
+   `.DIR.stage-*.old`) is repaired by the next render, which puts the old tree back first.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from accelstack.files import WriteError, make_dirs, os_failure
+from accelstack.files import WriteError, make_dirs, os_failure, write_text_atomic
 from accelstack.render.artifacts import Artifact
-from accelstack.render.output import Written, write_artifacts
+from accelstack.render.output import Written, check_artifacts, commit_artifacts, write_artifacts
 from accelstack.spec.secrets import secret_kinds
 
 
@@ -73,21 +77,6 @@ def _same_file(path: Path, fd: int) -> bool:
         return False
 
 
-def _swap(stage: Path, directory: Path) -> None:
-    """Put `stage` in place of `directory`; the old tree ends up at `stage` (to be removed)."""
-    if not directory.exists():
-        os.rename(stage, directory)
-        return
-    old = stage.with_name(stage.name + ".old")
-    os.rename(directory, old)
-    try:
-        os.rename(stage, directory)
-    except OSError:
-        os.rename(old, directory)  # put the old tree back: DIR is never left half-written
-        raise
-    os.rename(old, stage)
-
-
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -105,13 +94,16 @@ _UNMOVABLE = frozenset({errno.EBUSY, errno.EXDEV})
 
 
 def _recover(directory: Path) -> None:
-    """A render killed inside `_swap` left DIR missing and its old tree at
-    `.DIR.stage-*.old`: put that tree back before anything else."""
-    if os.path.lexists(directory):
-        return
-    olds = sorted(directory.parent.glob(f".{directory.name}.stage-*.old"), key=os.path.getmtime)
-    if olds:
-        os.rename(olds[-1], directory)
+    """Before anything else: a render killed inside the whole-directory swap of earlier
+    versions left DIR missing and its old tree at `.DIR.stage-*.old`: put that tree back.
+    A killed render's stage (only rendered files) is removed."""
+    if not os.path.lexists(directory):
+        olds = sorted(directory.parent.glob(f".{directory.name}.stage-*.old"), key=os.path.getmtime)
+        if olds:
+            os.rename(olds[-1], directory)
+    for left in directory.parent.glob(f".{directory.name}.stage-*"):
+        if not left.name.endswith(".old") and left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
 
 
 def write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool) -> Written:
@@ -132,13 +124,12 @@ def _write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool
             return write_artifacts(directory, artifacts, force)
         stage = Path(tempfile.mkdtemp(prefix=f".{directory.name}.stage-", dir=directory.parent))
         try:
-            if directory.exists():  # (copies DIR's own mode onto the stage too)
-                shutil.copytree(directory, stage, symlinks=True, dirs_exist_ok=True)
-            else:
-                os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it 0700
+            if directory.exists():
+                return _stage_files(stage, directory, artifacts, force)
+            os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes it 0700
             done = write_artifacts(stage, artifacts, force)
             try:
-                _swap(stage, directory)
+                os.rename(stage, directory)
             except OSError as exc:
                 if exc.errno not in _UNMOVABLE:
                     raise
@@ -148,3 +139,25 @@ def _write_directory(directory: Path, artifacts: Sequence[Artifact], force: bool
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     return done
+
+
+def _stage_files(
+    stage: Path, directory: Path, artifacts: Sequence[Artifact], force: bool
+) -> Written:
+    """An existing DIR: only the rendered files are written into the stage (the user's other
+    files are never copied), then each is renamed into DIR under the manifest journal."""
+    previous = check_artifacts(directory, artifacts, force)  # DIR's rules, before any write
+    for art in artifacts:  # every byte written (a full disk fails here): DIR still untouched
+        target = stage / art.path
+        make_dirs(target.parent)
+        write_text_atomic(target, art.content, mode=0o755 if art.executable else 0o644)
+
+    def move_in(target: Path, art: Artifact) -> None:
+        try:
+            os.rename(stage / art.path, target)
+        except OSError as exc:
+            if exc.errno not in _UNMOVABLE:  # a folder of DIR on another file system
+                raise
+            write_text_atomic(target, art.content, mode=0o755 if art.executable else 0o644)
+
+    return commit_artifacts(directory, artifacts, previous, move_in)
