@@ -74,6 +74,34 @@ def test_a_pulumi_yaml_only_edit_changes_the_stacks(
     assert _changed(capsys) == ["prod", "trn1-finetune"]
 
 
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("requirements.txt", "accelstack @ https://example.invalid/evil.whl\n"),
+        ("wheels/accelstack-0.1.0-py3-none-any.whl", "swapped"),
+        ("__main__.py", "import os\n"),
+        ("policies/__main__.py", "# no policies\n"),
+    ],
+)
+def test_a_program_file_only_edit_changes_the_stacks(
+    repo: Path, capsys: pytest.CaptureFixture[str], name: str, text: str
+) -> None:
+    """The program, its requirements (with the kept wheel) and the policy pack decide what
+    `pulumi up` runs: a pull request that edits only one of them changes every stack."""
+    (repo / "wheels").mkdir()
+    (repo / "wheels" / "accelstack-0.1.0-py3-none-any.whl").write_text("kept", encoding="utf-8")
+    (repo / "requirements.txt").write_text("./wheels/accelstack-0.1.0-py3-none-any.whl\n")
+    (repo / "__main__.py").write_text("from accelstack.components.entry import main\n")
+    (repo / "policies").mkdir()
+    (repo / "policies" / "__main__.py").write_text("# the pack\n", encoding="utf-8")
+    _commit(repo, "program files")
+    git(repo, "branch", "-f", "main")
+    assert _changed(capsys) == []
+    (repo / name).write_text(text, encoding="utf-8")
+    _commit(repo, f"only {name}")
+    assert _changed(capsys) == ["prod", "trn1-finetune"]
+
+
 def test_a_project_default_spec_pointer_is_what_the_stack_deploys(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -81,7 +81,8 @@ def _rel_path(path: Path) -> str:
 
 
 #: The files a side written out from a git ref holds: every deploy input is one of these
-#: (specs, stack files, the project file in any form, the ceiling, the catalog overlay).
+#: (specs, stack files, the project file in any form, the ceiling, the catalog overlay) or a
+#: program file (`accelstack.stackconfig.PROGRAM_FILES`, `PROGRAM_DIRS`).
 INPUT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -89,7 +90,13 @@ def _write_out(ref: str, top: str, into: Path, cwd: Path | None) -> None:
     """Every deploy-input file under `top` at `ref`, written under `into` as committed: a
     committed symbolic link becomes a link (with its committed text), so the readers refuse it
     exactly as they refuse one in a checkout (`accelstack.projectfile.regular_file`)."""
-    rows = [r for r in tree(ref, f"{top}/" if top else ".", cwd) if r[2].endswith(INPUT_SUFFIXES)]
+    from accelstack.stackconfig import is_program_file
+
+    def wanted(name: str) -> bool:
+        rel = name[len(top) + 1 :] if top else name
+        return name.endswith(INPUT_SUFFIXES) or is_program_file(rel)
+
+    rows = [r for r in tree(ref, f"{top}/" if top else ".", cwd) if wanted(r[2])]
     rows = [r for r in rows if r[0] in ("100644", "100755", "120000")]
     for (mode, _, name), blob in zip(rows, blobs([r[1] for r in rows], cwd), strict=True):
         rel = Path(name).relative_to(top) if top else Path(name)
