@@ -28,7 +28,12 @@ def pool_quota(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     node (render/pods.py sizes its requests), times the pool's nodes."""
     pod, n = pod_resources(stack, pool), pool.nodes
     out = {"cpu": f"{pod.cpu_millicores * n}m", "memory": f"{pod.memory_mib * n}Mi"}
-    if pool.device.device_resource:
+    dra = pool.ultraserver.dra if pool.ultraserver else None
+    if dra is not None:
+        # one claimed UltraServer node device per pod (the ResourceClaimTemplate's count 1),
+        # under the name the Kueue configuration maps the DeviceClass to
+        out[dra.kueue_resource] = str(n)
+    elif pool.device.device_resource:
         out[pool.device.device_resource] = str(pool.accelerators_per_node * n)
     if pool.efa_interfaces:
         out[EFA_RESOURCE] = str(pool.efa_interfaces * n)
