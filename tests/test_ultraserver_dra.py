@@ -219,3 +219,27 @@ def test_the_catalog_restates_the_docs(catalog: Any) -> None:
     assert (us.dra.config_api_version, us.dra.config_kind) == tuple(DOC_PARAMETERS.values())
     assert set(us.dra.modes) == DOC_MODES and us.dra.server_label == DOC_SERVER_LABEL
     assert "dra.rst" in us.dra.source
+
+
+def test_the_planned_stack_serves_what_the_pods_claim_and_request(catalog: Any) -> None:
+    """Under Pulumi mocks: the Kueue release's configuration maps the DeviceClass the claims
+    name, the planned ClusterQueue covers that resource, and the EFA device plugin serves the
+    UltraServer nodes (the pods still request vpc.amazonaws.com/efa)."""
+    from .helpers_plan import plan_stack
+
+    stack = trn2u_stack(catalog, kueue=True)
+    plan = plan_stack(stack, guard=False)
+    releases = plan.of_type("kubernetes:helm.sh/v3:Release")
+    (kueue,) = [r for r in releases if r.name.endswith("-jobs-kueue")]
+    conf = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    dra = stack.workload_pool.ultraserver.dra
+    assert {"name": dra.kueue_resource, "deviceClassNames": [DOC_DEVICE_CLASS]} in conf[
+        "resources"
+    ]["deviceClassMappings"]
+    (cq,) = plan.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    assert dra.kueue_resource in cq.inputs["spec"]["resourceGroups"][0]["coveredResources"]
+    (efa,) = [r for r in releases if r.name.endswith("-efa")]
+    assert (
+        stack.workload_pool.instance_type
+        in efa.inputs["values"]["supportedInstanceLabels"]["values"]
+    )
