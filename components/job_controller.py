@@ -141,13 +141,26 @@ class JobLayer(pulumi.ComponentResource):
             parent=self, provider=args.provider, depends_on=[release, *args.depends_on]
         )
         api, stack = args.queue.api_version or "", args.stack  # the catalog row names it
+        flavor_extra: dict[str, Any] = {}
+        if stack.topology_levels:
+            # topology-aware scheduling: the Topology the flavors name (levels from the catalog)
+            topo = k8s.apiextensions.CustomResource(
+                f"{name}-topology",
+                api_version=api,
+                kind="Topology",
+                metadata={"name": naming.kueue_topology(stack.name), "labels": args.labels},
+                spec={"levels": [{"nodeLabel": lv} for lv in stack.topology_levels]},
+                opts=copts,
+            )
+            flavor_extra = {"topologyName": naming.kueue_topology(stack.name)}
+            copts = pulumi.ResourceOptions.merge(copts, pulumi.ResourceOptions(depends_on=[topo]))
         for p in stack.pools:
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{p.name}",
                 api_version=api,
                 kind="ResourceFlavor",
                 metadata={"name": flavor_name(stack, p.name), "labels": args.labels},
-                spec={"nodeLabels": {POOL_LABEL: p.name}},
+                spec={"nodeLabels": {POOL_LABEL: p.name}, **flavor_extra},
                 opts=copts,
             )
         cq = k8s.apiextensions.CustomResource(

@@ -117,6 +117,10 @@ class UltraServer(_Frozen):
 class TopologyLabels(_Frozen):
     labels: tuple[str, ...]
     source: str
+    instance_types: tuple[str, ...] = ()
+    instance_types_source: str = ""
+    kueue_lowest_level: str = "kubernetes.io/hostname"
+    kueue_preferred_annotation: str = "kueue.x-k8s.io/podset-preferred-topology"
 
 
 class ControlPlaneTier(_Frozen):

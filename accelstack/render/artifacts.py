@@ -296,6 +296,7 @@ def _context(
         "metrics_port_name": METRICS_PORT_NAME,
         "checkpoint": checkpoint_context(stack),
         "neuron_claim": neuron_claim(stack, pool),
+        "topology_preference": stack.topology_preference,
     }
 
 
