@@ -4,7 +4,9 @@ topology_labels), every ResourceFlavor naming it, and the job's pod templates as
 pack them under the lowest network layer. Field names and rules restated with their sources:
 kubernetes-sigs/kueue@8eab6877 apis/kueue/v1beta2/topology_types.go:28,39 (annotations),
 :114-134 (levels, at most 16, nodeLabel), resourceflavor_types.go:48 (a flavor with a
-topologyName needs a nodeLabel)."""
+topologyName needs a nodeLabel); a TrainJob's PodSets are its JobSet's replicated Jobs, whose
+pod-template annotations carry the topology request (pkg/controller/jobs/trainjob/
+trainjob_controller.go:223, pkg/controller/jobs/jobset/jobset_controller.go:115-133)."""
 
 from __future__ import annotations
 
