@@ -237,6 +237,17 @@ def training_runtime(job: str) -> str:
     return f"{job}-runtime"
 
 
+def kueue_topology(stack: str) -> str:
+    """The Kueue Topology of a stack with topology-aware scheduling (`<stack>-topology`)."""
+    return f"{stack}-topology"
+
+
+def ultraserver_claim_template(stack: str, mode: int) -> str:
+    """The ResourceClaimTemplate an UltraServer pool's pods claim from (`<stack>-us<mode>`:
+    one per UltraServerConfig mode, shared by the stack's jobs of that mode)."""
+    return f"{stack}-us{mode}"
+
+
 def fabric_job(stack: str) -> str:
     """The fabric acceptance TrainJob (its longest pod name is `jobset_pod(<job>, "launcher",
     1, 1)`; the stack rule `kubernetes-names` holds it to a DNS label)."""

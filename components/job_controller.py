@@ -28,7 +28,12 @@ def pool_quota(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     node (render/pods.py sizes its requests), times the pool's nodes."""
     pod, n = pod_resources(stack, pool), pool.nodes
     out = {"cpu": f"{pod.cpu_millicores * n}m", "memory": f"{pod.memory_mib * n}Mi"}
-    if pool.device.device_resource:
+    dra = pool.ultraserver.dra if pool.ultraserver else None
+    if dra is not None:
+        # one claimed UltraServer node device per pod (the ResourceClaimTemplate's count 1),
+        # under the name the Kueue configuration maps the DeviceClass to
+        out[dra.kueue_resource] = str(n)
+    elif pool.device.device_resource:
         out[pool.device.device_resource] = str(pool.accelerators_per_node * n)
     if pool.efa_interfaces:
         out[EFA_RESOURCE] = str(pool.efa_interfaces * n)
@@ -136,13 +141,26 @@ class JobLayer(pulumi.ComponentResource):
             parent=self, provider=args.provider, depends_on=[release, *args.depends_on]
         )
         api, stack = args.queue.api_version or "", args.stack  # the catalog row names it
+        flavor_extra: dict[str, Any] = {}
+        if stack.topology_levels:
+            # topology-aware scheduling: the Topology the flavors name (levels from the catalog)
+            topo = k8s.apiextensions.CustomResource(
+                f"{name}-topology",
+                api_version=api,
+                kind="Topology",
+                metadata={"name": naming.kueue_topology(stack.name), "labels": args.labels},
+                spec={"levels": [{"nodeLabel": lv} for lv in stack.topology_levels]},
+                opts=copts,
+            )
+            flavor_extra = {"topologyName": naming.kueue_topology(stack.name)}
+            copts = pulumi.ResourceOptions.merge(copts, pulumi.ResourceOptions(depends_on=[topo]))
         for p in stack.pools:
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{p.name}",
                 api_version=api,
                 kind="ResourceFlavor",
                 metadata={"name": flavor_name(stack, p.name), "labels": args.labels},
-                spec={"nodeLabels": {POOL_LABEL: p.name}},
+                spec={"nodeLabels": {POOL_LABEL: p.name}, **flavor_extra},
                 opts=copts,
             )
         cq = k8s.apiextensions.CustomResource(

@@ -125,23 +125,3 @@ def test_every_check_of_the_chart_is_applied() -> None:
     assert _effective({}, chart, "devicePlugin.enabled") is True  # the chart's default
     assert _effective({"devicePlugin": {"enabled": False}}, chart, "devicePlugin.enabled") is False
     assert _effective({}, chart, "draDriver.enabled") is False
-
-
-def test_render_refuses_jobs_an_ultraserver_pool_could_never_schedule(
-    overlay: Path, ultra_catalog: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The UltraServer pool's nodes run the DRA driver, not the device plugin: a job asking for
-    aws.amazon.com/neuron would stay Pending forever, so render says so in one line, exit 2,
-    and writes nothing (DRA resource claims are not rendered yet)."""
-    from accelstack.render import RenderError, render
-
-    stack = resolve(parse_spec(mixed(False), "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
-    with pytest.raises(RenderError, match=r"pool 'trn2' \(trn2u.48xlarge\) is an UltraServer pool"):
-        render(stack)
-    f = tmp_path / "llama3-70b-trn2.yaml"
-    f.write_text(yaml.safe_dump(mixed(False), sort_keys=False))
-    out = tmp_path / "out"
-    code = main(["--catalog", str(overlay), "render", str(f), "-o", str(out)])
-    _, err = capsys.readouterr()
-    assert code == 2 and err.count("\n") == 1 and "DRA driver" in err, err
-    assert not out.exists()

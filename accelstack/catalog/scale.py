@@ -84,11 +84,28 @@ class UltraServerPlacement(_Frozen):
     min_kubernetes: str
 
 
+class UltraServerDRA(_Frozen):
+    """How a pod claims one whole UltraServer node through the Neuron DRA driver (scale.yaml
+    ultraservers.<type>.dra, with the source): the DeviceClass, the CEL selector of the
+    node device, the driver's opaque config kind, the modes it accepts, the node label that
+    names each UltraServer and Kueue's resource name for the claimed devices."""
+
+    device_class: str
+    selector: str
+    config_api_version: str
+    config_kind: str
+    modes: tuple[int, ...]
+    server_label: str
+    kueue_resource: str
+    source: str
+
+
 class UltraServer(_Frozen):
     instances: int = Field(ge=2)
     status: Literal["available", "preview"]
     source: str
     placement: UltraServerPlacement
+    dra: UltraServerDRA | None = None
 
     def whole(self, nodes: int) -> bool:
         return nodes % self.instances == 0
@@ -100,6 +117,10 @@ class UltraServer(_Frozen):
 class TopologyLabels(_Frozen):
     labels: tuple[str, ...]
     source: str
+    instance_types: tuple[str, ...] = ()
+    instance_types_source: str = ""
+    kueue_lowest_level: str = "kubernetes.io/hostname"
+    kueue_preferred_annotation: str = "kueue.x-k8s.io/podset-preferred-topology"
 
 
 class ControlPlaneTier(_Frozen):

@@ -148,6 +148,7 @@ FREE: dict[str, str] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor": "no charge (a Kueue object)",
     "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue": "no charge (a Kueue object)",
     "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue": "no charge (a Kueue object)",
+    "kubernetes:kueue.x-k8s.io/v1beta2:Topology": "no charge (a Kueue object)",
     "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
 }
 #: Types with a rule that prices some of their resources and leaves the others free (listed

@@ -295,6 +295,8 @@ def _context(
         "queue_label": naming.QUEUE_LABEL,
         "metrics_port_name": METRICS_PORT_NAME,
         "checkpoint": checkpoint_context(stack),
+        "neuron_claim": neuron_claim(stack, pool),
+        "topology_preference": stack.topology_preference,
     }
 
 
@@ -333,17 +335,61 @@ def render_node_script(
     return environment().get_template(template).render(ctx)
 
 
+#: The claim's name in each pod and in the ResourceClaimTemplate's device request.
+NEURON_CLAIM = "neurons"
+
+
 def check_device_path(stack: Stack, pool: ResolvedPool) -> None:
     """Refuse manifests a pool's nodes could never schedule: an UltraServer pool's nodes get
-    their Neuron devices through the DRA driver (the stack turns the device plugin off there),
-    and the rendered pods request the device plugin's resource, so they would stay Pending."""
-    if pool.ultraserver is not None:
+    their Neuron devices through the DRA driver (the stack turns the device plugin off there);
+    without the catalog's DRA facts for its type (scale.yaml ultraservers.<type>.dra) the pods
+    could not claim them, and a job must take whole UltraServers (or one node, mode 1)."""
+    us = pool.ultraserver
+    if us is None:
+        return
+    if us.dra is None:
         raise RenderError(
             f"pool '{pool.name}' ({pool.instance_type}) is an UltraServer pool: its nodes "
-            "advertise Neuron devices through the DRA driver, and accelstack does not render "
-            f"DRA resource claims yet; jobs requesting {pool.device.device_resource} would stay "
-            "Pending there, so no Kubernetes manifest is rendered for it"
+            "advertise Neuron devices through the DRA driver, and the catalog has no DRA claim "
+            f"facts for {pool.instance_type} (scale.yaml ultraservers.{pool.instance_type}.dra); "
+            f"jobs requesting {pool.device.device_resource} would stay Pending there, so no "
+            "Kubernetes manifest is rendered for it"
         )
+    if ultraserver_mode(pool) is None:
+        raise RenderError(
+            f"pool '{pool.name}' ({pool.instance_type}): a job of {pool.nodes} nodes does not "
+            f"fill whole UltraServers of {us.instances}; use 1 node or a multiple of "
+            f"{us.instances}"
+        )
+
+
+def ultraserver_mode(pool: ResolvedPool) -> int | None:
+    """The UltraServerConfig mode of a job on the pool: the UltraServer's size when the job
+    fills whole UltraServers, 1 for a one-node job; None otherwise (or no DRA facts)."""
+    us = pool.ultraserver
+    if us is None or us.dra is None:
+        return None
+    if us.whole(pool.nodes) and us.instances in us.dra.modes:
+        return us.instances
+    return 1 if pool.nodes == 1 and 1 in us.dra.modes else None
+
+
+def neuron_claim(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
+    """What the templates need for an UltraServer pool's DRA claim (None elsewhere): the
+    template's name, the request name, the mode, the catalog's DRA facts, and whether the
+    job's pods must share one UltraServer (a job of exactly one UltraServer's nodes; a job of
+    several fills the pool, whose nodes are whole UltraServers)."""
+    us = pool.ultraserver
+    mode = ultraserver_mode(pool)
+    if us is None or us.dra is None or mode is None:
+        return None
+    return {
+        "template": naming.ultraserver_claim_template(stack.name, mode),
+        "request": NEURON_CLAIM,
+        "mode": mode,
+        "dra": us.dra,
+        "same_server": pool.nodes == us.instances,
+    }
 
 
 def render_manifest(

@@ -71,7 +71,18 @@ def trial_nodes(stack: Stack, pool: str, nodes: int) -> int:
     """The trial's node count on `pool`: `nodes`, at most the pool's own."""
     if nodes < 1:
         raise RenderError(f"--nodes {nodes}: a trial needs at least one node")
-    return min(nodes, next(p.nodes for p in stack.pools if p.name == pool))
+    rp = next(p for p in stack.pools if p.name == pool)
+    n = min(nodes, rp.nodes)
+    us = rp.ultraserver
+    if us is not None and n not in (1, us.instances, rp.nodes):
+        # the claim's UltraServerConfig mode holds for one node, one whole UltraServer (its
+        # pods placed together) or the whole pool (whole UltraServers); other counts could
+        # spread over partly used UltraServers
+        raise RenderError(
+            f"--nodes {nodes}: pool '{pool}' is made of UltraServers of {us.instances} nodes; "
+            f"a trial there takes 1, {us.instances} or all {rp.nodes} nodes"
+        )
+    return n
 
 
 def trial_stack(

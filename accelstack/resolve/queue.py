@@ -21,10 +21,25 @@ def pods_ready_timeout_minutes(stack: Stack) -> int:
     return max(1, math.ceil(stack.catalog.throughput.goodput.bring_up_hours * 60))
 
 
+def device_class_mappings(stack: Stack) -> list[dict[str, Any]]:
+    """Kueue's quota names for the DRA devices the stack's UltraServer pools' pods claim
+    (resources.deviceClassMappings, one per DeviceClass; catalog scale.yaml
+    ultraservers.<type>.dra.kueue_resource, with the source): without one, Kueue cannot count
+    a ResourceClaimTemplate's devices against a ClusterQueue (kubernetes-sigs/kueue@8eab6877
+    site/content/en/docs/tasks/manage/setup_dra.md, "Configure deviceClassMappings")."""
+    names: dict[str, set[str]] = {}
+    for p in stack.ultraserver_pools:
+        dra = p.ultraserver.dra if p.ultraserver else None
+        if dra is not None:
+            names.setdefault(dra.kueue_resource, set()).add(dra.device_class)
+    return [{"name": n, "deviceClassNames": sorted(c)} for n, c in sorted(names.items())]
+
+
 def kueue_configuration(stack: Stack, chart: HelmChart) -> dict[str, Any]:
-    """The manager Configuration: the chart's defaults kept, waitForPodsReady added."""
+    """The manager Configuration: the chart's defaults kept, waitForPodsReady added, and the
+    DRA device mappings of UltraServer pools."""
     timeout = f"{pods_ready_timeout_minutes(stack)}m"
-    return {
+    out: dict[str, Any] = {
         **chart.manager_config,
         "waitForPodsReady": {
             "timeout": timeout,
@@ -32,6 +47,12 @@ def kueue_configuration(stack: Stack, chart: HelmChart) -> dict[str, Any]:
             "blockAdmission": True,
         },
     }
+    mappings = device_class_mappings(stack)
+    if mappings:
+        resources = dict(out.get("resources") or {})
+        resources["deviceClassMappings"] = mappings
+        out["resources"] = resources
+    return out
 
 
 def kueue_values(stack: Stack, chart: HelmChart) -> dict[str, Any]:

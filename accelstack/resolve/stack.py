@@ -378,6 +378,24 @@ class Stack:
         return self.spec.orchestration == "eks" and self.spec.jobs.metrics
 
     @property
+    def topology_levels(self) -> tuple[str, ...]:
+        """Kueue Topology levels (highest first, the host last) with `jobs.topology_aware` and
+        Kueue on; () otherwise."""
+        if not (self.kueue and self.spec.jobs.topology_aware):
+            return ()
+        t = self.catalog.scale.topology_labels
+        return (*t.labels, t.kueue_lowest_level)
+
+    @property
+    def topology_preference(self) -> tuple[str, str] | None:
+        """(annotation, level) a job's pod templates carry under topology-aware scheduling:
+        pack under the lowest network layer (the level above the host)."""
+        levels = self.topology_levels
+        if not levels:
+            return None
+        return (self.catalog.scale.topology_labels.kueue_preferred_annotation, levels[-2])
+
+    @property
     def queue_name(self) -> str | None:
         """The Kueue LocalQueue the job manifests name (label kueue.x-k8s.io/queue-name)."""
         return naming.queue(self.name) if self.kueue else None

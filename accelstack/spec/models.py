@@ -393,6 +393,12 @@ class Jobs(Strict):
     kueue: bool = Field(
         False, description="install Kueue: queueing and all-or-nothing admission, one queue"
     )
+    topology_aware: bool = Field(
+        False,
+        description="with kueue: Kueue topology-aware scheduling from the network-topology "
+        "node labels EKS sets (catalog scale.yaml topology_labels): a job's pods are packed "
+        "under the fewest network nodes Kueue can find (preferred, not required)",
+    )
     metrics: bool = Field(
         True,
         description="Amazon CloudWatch Observability add-on: GPU, Neuron and EFA metrics (billed)",

@@ -1020,6 +1020,23 @@ def _jobs_kind(ctx: Context) -> Iterator[Finding]:
         )
 
 
+@rule("jobs-topology", "topology-aware scheduling needs Kueue and pools EC2 reports topology for")
+def _jobs_topology(ctx: Context) -> Iterator[Finding]:
+    if not ctx.spec.jobs.topology_aware:
+        return
+    if not ctx.spec.jobs.kueue or ctx.spec.orchestration != "eks":
+        yield ("jobs.topology_aware", "needs jobs.kueue: true on orchestration eks")
+        return
+    known = ctx.catalog.scale.topology_labels.instance_types
+    for i, p in enumerate(ctx.spec.pools):
+        if p.instance_type not in known:
+            yield (
+                f"pools[{i}].instance_type",
+                f"{p.instance_type} carries no network-topology labels (EC2 reports topology "
+                f"for {', '.join(known)}); set jobs.topology_aware: false",
+            )
+
+
 @rule("jobs-kueue", "Kueue admits the job's kind (its pinned chart's integrations)")
 def _jobs_kueue(ctx: Context) -> Iterator[Finding]:
     if not ctx.spec.jobs.kueue or ctx.spec.orchestration != "eks":
