@@ -521,10 +521,9 @@ def goodput_parts(
     hours, note = one_time_hours(catalog, instance_type, workload, measured)
     pull = catalog.scale.image_delivery.pull_hours(nodes, g.image_pull_gb_per_node, private_pull)
     hours += pull
-    path = "ECR endpoints" if private_pull else "NAT"
+    path = " via the ECR endpoints" if private_pull else ""  # else through the NAT gateway
     note += (
-        f" + image pull {pull:.2f} h ({nodes} x {g.image_pull_gb_per_node:g} GB via {path}, "
-        "scale.yaml)"
+        f" + image pull {pull:.2f} h ({nodes} x {g.image_pull_gb_per_node:g} GB{path}, scale.yaml)"
     )
     return GoodputParts(failures, checkpoint, g.other_loss_fraction, g.spread, hours, note)
 
