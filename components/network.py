@@ -109,6 +109,8 @@ class Network(pulumi.ComponentResource):
         super().__init__("accelstack:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.secondary_subnet_ids = {}
+        self._endpoints_sg: aws.ec2.SecurityGroup | None = None
+        self._name = name
         if args.existing_vpc_id:
             self._existing(name, args)
         else:
@@ -119,6 +121,23 @@ class Network(pulumi.ComponentResource):
                 "privateSubnetIds": self.private_subnet_ids,
                 "publicSubnetIds": self.public_subnet_ids,
             }
+        )
+
+    def admit_https_from(self, node_security_group_id: pulumi.Input[str]) -> None:
+        """Let the nodes (the EKS cluster security group every node group carries) reach the
+        ECR endpoints on TCP 443: the only ingress of the endpoints' security group. Called
+        once the cluster exists; nothing without the endpoints."""
+        if self._endpoints_sg is None:
+            return
+        aws.vpc.SecurityGroupIngressRule(
+            f"{self._name}-ecr-endpoints-https",
+            security_group_id=self._endpoints_sg.id,
+            referenced_security_group_id=node_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="HTTPS from the nodes",
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _existing(self, name: str, args: NetworkArgs) -> None:
@@ -161,7 +180,7 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(args, vpc, tables, child)
-        _ecr_endpoints(name, args, vpc, private, child)
+        self._endpoints_sg = _ecr_endpoints(name, args, vpc, private, child)
         _cache_rules(args, child)
         self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
@@ -373,48 +392,32 @@ def _ecr_endpoints(
     vpc: aws.ec2.Vpc,
     private: dict[str, aws.ec2.Subnet],
     child: pulumi.ResourceOptions,
-) -> list[aws.ec2.VpcEndpoint]:
+) -> aws.ec2.SecurityGroup | None:
     """The ECR api and dkr interface endpoints the inventory declares: private DNS on (nodes
     resolve the regional ECR names to them), one network interface in the private subnet of
-    each zone in use, behind a security group that admits HTTPS from the VPC's CIDR only
+    each zone in use, behind a security group that admits HTTPS from the nodes' security
+    group only (`Network.admit_https_from`, once the cluster exists)
     (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html)."""
     if not args.ecr_endpoints:
-        return []
+        return None
     sg = aws.ec2.SecurityGroup(
         f"{name}-ecr-endpoints-sg",
         vpc_id=vpc.id,
-        description="ECR interface endpoints: HTTPS from the VPC only",
+        description="ECR interface endpoints: HTTPS from the nodes only",
         tags={**args.tags, "Name": f"{name}-ecr-endpoints"},
         opts=child,
     )
-    sources: list[tuple[str, pulumi.Input[str]]] = [("https", vpc.cidr_block)]
-    for zone, block in sorted(args.secondary_subnets.items()):  # large pools' node subnets
-        sources.append((f"https-{zone}", block))
-    for role, cidr in sources:
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-ecr-endpoints-{role}",
-            security_group_id=sg.id,
-            ip_protocol="tcp",
-            from_port=443,
-            to_port=443,
-            cidr_ipv4=cidr,
-            description="HTTPS from the VPC's nodes",
-            opts=child,
-        )
-    out: list[aws.ec2.VpcEndpoint] = []
     for declared in args.ecr_endpoints:
-        out.append(
-            aws.ec2.VpcEndpoint(
-                declared.name,
-                vpc_id=vpc.id,
-                subnet_ids=[private[z].id for z in declared.subnet_zones],
-                security_group_ids=[sg.id],
-                tags={**args.tags, "Name": declared.name},
-                opts=child,
-                **declared.args,
-            )
+        aws.ec2.VpcEndpoint(
+            declared.name,
+            vpc_id=vpc.id,
+            subnet_ids=[private[z].id for z in declared.subnet_zones],
+            security_group_ids=[sg.id],
+            tags={**args.tags, "Name": declared.name},
+            opts=child,
+            **declared.args,
         )
-    return out
+    return sg
 
 
 def _cache_rules(args: NetworkArgs, child: pulumi.ResourceOptions) -> None:

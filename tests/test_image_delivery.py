@@ -64,17 +64,29 @@ def test_a_2048_node_stack_gets_ecr_endpoints_in_every_zone_with_private_dns() -
     assert evaluate(plan, stack) == []
 
 
-def test_nodes_in_the_secondary_node_subnets_reach_the_endpoints() -> None:
-    """The large pools' nodes live in the secondary CIDR blocks: the endpoints admit them."""
+def test_the_endpoints_admit_https_only_from_the_security_group_every_node_carries() -> None:
+    """The large pools' nodes live in secondary CIDR blocks and their pods use the node's
+    security groups: the endpoints admit the EKS cluster security group, which every pool
+    launch template (EFA interfaces included) carries, on TCP 443 and nothing else."""
     stack, plan = big()
     (ep, *_) = interface_endpoints(plan).values()
-    admitted = {
-        r.inputs["cidrIpv4"]
+    (rule,) = [
+        r.inputs
         for r in plan.of_type(INGRESS)
         if r.inputs["securityGroupId"] == ep["securityGroupIds"][0]
-    }
-    secondary = set(stack.address_plan.secondary_subnets.values())
-    assert secondary and secondary <= admitted
+    ]
+    assert (rule["fromPort"], rule["toPort"], rule["ipProtocol"]) == (443, 443, "tcp")
+    assert "cidrIpv4" not in rule and "cidrIpv6" not in rule
+    node_sg = rule["referencedSecurityGroupId"]
+    lts = [
+        r.inputs
+        for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name.startswith(f"{stack.name}-{stack.pools[0].name}-")
+    ]
+    assert lts
+    for lt in lts:
+        groups = [g for nic in lt.get("networkInterfaces") or [] for g in nic["securityGroups"]]
+        assert node_sg in (groups or lt.get("vpcSecurityGroupIds") or [])
 
 
 def test_the_pull_through_cache_mirrors_ecr_public_and_the_node_roles_may_use_only_it() -> None:
