@@ -331,10 +331,3 @@ def cache_prefix(stack: str, upstream: str) -> str:
 def ecr_endpoint(network_component: str, service: str) -> str:
     """The network's interface endpoint for the ECR service `service` (ecr.api, ecr.dkr)."""
     return f"{network_component}-{service.replace('.', '-')}"
-
-
-def placement_group(pool_component: str, launch_template_role: str) -> str:
-    """The cluster placement group of a pool's launch template: `<pool>-pg` for the first
-    (`lt`, the name a one-group pool always had), `<pool>-pg-<n>` for `lt-<n>`."""
-    suffix = launch_template_role.removeprefix("lt")
-    return f"{pool_component}-pg{suffix}"

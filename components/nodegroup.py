@@ -419,7 +419,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         reservation = {p.launch_template: p.reservation_id for p in reversed(parts)}
         lts = {  # one launch template per reservation behind the pool
             role: _pool_launch_template(
-                self, name, args, ami, security_groups, lt, reservation[role], role
+                self, name, args, ami, security_groups, lt, reservation[role]
             )
             for role, lt in args.groups.launch_templates.items()
         }
@@ -461,22 +461,15 @@ def _efa_security_group(
     return sg
 
 
-def _placement(
-    parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str], lt_role: str
-) -> Any:
+def _placement(parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str]) -> Any:
     """The existing placement group the pool's reservation lives in, or a cluster placement
-    group for the launch template `lt_role` when `pool.placement_group`: `<pool>-pg` for the
-    first, `<pool>-pg-<n>` for the n-th (resolve gives each node group of a split pool its own
-    launch template, scale.yaml placement.group_per_node_group)."""
+    group for the pool when `pool.placement_group`."""
     if pool.placement_group_name is not None:
         return {"group_name": pool.placement_group_name}
     if not pool.placement_group:
         return None
     pg = aws.ec2.PlacementGroup(
-        naming.placement_group(name, lt_role),
-        strategy="cluster",
-        tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        f"{name}-pg", strategy="cluster", tags=tags, opts=pulumi.ResourceOptions(parent=parent)
     )
     return {"group_name": pg.name}
 
@@ -489,13 +482,12 @@ def _pool_launch_template(
     security_groups: list[pulumi.Input[str]],
     declared: Billable,
     reservation_id: str | None,
-    lt_role: str = "lt",
 ) -> aws.ec2.LaunchTemplate:
     """One of the pool's launch templates (one per reservation behind the pool): its name and
     priced inputs (root volume, a Capacity Block's instance type) as the inventory declares
     them, plus the EKS AMI, nodeadm user data, EFA interfaces and the reservation."""
     pool, c = args.pool, args.cluster
-    placement = _placement(parent, name, pool, args.tags, lt_role)
+    placement = _placement(parent, name, pool, args.tags)
     labels, taints = registration_labels(pool), node_taints(pool)
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr

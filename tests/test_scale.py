@@ -78,11 +78,10 @@ def test_growing_400_to_500_adds_a_group_and_keeps_the_first() -> None:
     second = after["llama3-70b-p5-h100-ng-2"]
     assert second["scalingConfig"]["maxSize"] == 50
     assert second["subnetIds"] != first_after["subnetIds"]
-    # a launch template and a cluster placement group per node group (scale.yaml
-    # placement.group_per_node_group): the first group keeps its own, the second gets `-2`s
+    # one launch template and one placement group for the whole pool: one zone, one strategy
     for kind in ("aws:ec2/launchTemplate:LaunchTemplate", "aws:ec2/placementGroup:PlacementGroup"):
-        assert len([r for r in big.of_type(kind) if "-h100-" in r.name]) == 2
-    assert second["launchTemplate"] != first_after["launchTemplate"]
+        assert len([r for r in big.of_type(kind) if "-h100-" in r.name]) == 1
+    assert second["launchTemplate"] == first_after["launchTemplate"]
     assert "poolNodeGroups" not in small.outputs
     assert big.outputs["poolNodeGroups"] == {
         "h100": ["llama3-70b-p5-h100-ng", "llama3-70b-p5-h100-ng-2"]

@@ -196,9 +196,6 @@ class PlacementFacts(_Frozen):
     capacity_block_source: str
     max_nodes_per_group_source: str
     ultraserver_blocks_source: str
-    #: each node group of a placement-group pool split across node groups gets its own cluster
-    #: placement group (and launch template), sourced above
-    group_per_node_group: bool = False
 
 
 class InstanceStoreDisks(_Frozen):

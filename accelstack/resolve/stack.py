@@ -532,8 +532,7 @@ def with_node_groups(stack: Stack) -> Stack:
     limit (full groups first: growing a pool adds groups after the ones it has) and the
     created VPC's address plan, which says which subnet each group takes addresses from."""
     per_group = stack.catalog.scale.limits.nodes_per_node_group.value
-    own_pg = stack.catalog.scale.placement.group_per_node_group
-    parts = {p.name: _reservation_parts(p, per_group, own_pg) for p in stack.pools}
+    parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
@@ -595,23 +594,15 @@ def _with_profile(
     return replace(stack, profile=profile, system_nodes=system), steps
 
 
-def _reservation_parts(
-    pool: ResolvedPool, per_group: int, group_per_node_group: bool = False
-) -> list[tuple[int, str | None, str]]:
+def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
     """(nodes, reservation id, launch template role) of each node group: every reservation
     behind the pool in order (its own launch template targets it: `lt`, `lt-2`, ...), each
-    split into groups of at most `per_group`; a pool on no reservation is one run of groups.
-    A pool in a cluster placement group split across node groups gives each group its own
-    launch template (`lt`, `lt-2`, ...), so each launches into a placement group of its own
-    (scale.yaml placement.group_per_node_group)."""
+    split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
     runs = pool.reservations or ((None, pool.running_nodes),)
-    sizes = [
-        (n, rid, k) for k, (rid, total) in enumerate(runs) for n in split_nodes(total, per_group)
-    ]
-    own = group_per_node_group and pool.placement_group and len(sizes) > 1
     return [
-        (n, rid, naming.launch_template_role(i if own else k))
-        for i, (n, rid, k) in enumerate(sizes)
+        (n, rid, naming.launch_template_role(k))
+        for k, (rid, total) in enumerate(runs)
+        for n in split_nodes(total, per_group)
     ]
 
 
