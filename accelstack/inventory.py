@@ -61,6 +61,9 @@ class Billable:
     args: Mapping[str, Any] = field(default_factory=dict)
     #: The declared launch template it launches from (node groups, fleets), by name
     launch_template: str | None = None
+    #: The zones an interface endpoint has a subnet in (billed per zone); the component passes
+    #: the zones' subnet ids as `subnet_ids`
+    subnet_zones: tuple[str, ...] = ()
 
     @property
     def inputs(self) -> dict[str, Any]:
@@ -73,6 +76,8 @@ class Billable:
             config = dict(out["launchTemplateConfigs"][0])
             config["launchTemplateSpecification"] = {"launchTemplateName": lt}
             out["launchTemplateConfigs"] = [config]
+        if self.subnet_zones:  # one subnet per zone, as the plan records their ids
+            out["subnetIds"] = list(self.subnet_zones)
         return out
 
 
@@ -359,6 +364,60 @@ def s3_endpoint(stack: Stack) -> Billable | None:
     return Billable(tokens.VPC_ENDPOINT, f"{comp}-s3", comp, args)
 
 
+def ecr_endpoints(stack: Stack) -> tuple[Billable, ...]:
+    """The ECR api and dkr interface endpoints of a created network whose stack's profile asks
+    for the private registry path (scale.yaml image_delivery.private_registry): private DNS
+    on, one subnet in every zone in use, each zone billed per hour."""
+    if not stack.profile.private_registry:
+        return ()
+    comp = naming.network(stack.name)
+    reg = stack.catalog.scale.image_delivery.private_registry
+    return tuple(
+        Billable(
+            tokens.VPC_ENDPOINT,
+            naming.ecr_endpoint(comp, svc),
+            comp,
+            {
+                "service_name": f"com.amazonaws.{stack.region}.{svc}",
+                "vpc_endpoint_type": "Interface",
+                "private_dns_enabled": True,
+            },
+            subnet_zones=stack.network_zone_ids,
+        )
+        for svc in reg.endpoint_services
+    )
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    """One ECR pull-through cache rule of the stack: resource name, repository prefix,
+    upstream registry URL (not billed: cached images are ECR storage, usage)."""
+
+    name: str
+    prefix: str
+    upstream_url: str
+
+
+def registry_cache_rules(stack: Stack) -> tuple[CacheRule, ...]:
+    """The pull-through cache rules that come with the private registry path (none without)."""
+    if not stack.profile.private_registry:
+        return ()
+    comp = naming.network(stack.name)
+    rules = stack.catalog.scale.image_delivery.private_registry.cache_rules
+    return tuple(
+        CacheRule(f"{comp}-cache-{r.upstream}", naming.cache_prefix(stack.name, r.upstream), r.url)
+        for r in rules
+    )
+
+
+def registry_cache_actions(stack: Stack) -> tuple[str, ...]:
+    """The IAM actions the node role needs on the cache rules' repositories (least privilege,
+    scale.yaml image_delivery.private_registry.iam_source); none without cache rules."""
+    if not registry_cache_rules(stack):
+        return ()
+    return stack.catalog.scale.image_delivery.private_registry.iam_actions
+
+
 @dataclass(frozen=True)
 class ControlPlane:
     cluster: Billable
@@ -444,5 +503,6 @@ def billables(stack: Stack) -> list[Billable]:
         *compute(stack),
         *network,
         *_optional(s3_endpoint(stack), file_system(stack), compile_cache_bucket(stack)),
+        *ecr_endpoints(stack),
         *_optional(metrics_addon(stack), checkpoint_bucket(stack)),
     ]

@@ -11,6 +11,7 @@ else the spec's name); `pool` is a pool's name from the spec.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 # --- Kubernetes node labels and taints -------------------------------------------------
@@ -329,3 +330,15 @@ ROLE_PATTERNS: tuple[tuple[str, str, bool], ...] = (
     ("{stack}-metrics-role", "eks", False),
     ("{stack}-node-role", "ec2", False),
 )
+
+
+def cache_prefix(stack: str, upstream: str) -> str:
+    """The ECR repository prefix of a stack's pull-through cache rule for `upstream`: unique
+    per stack in the account's registry (a rule's prefix is), within ECR's 30 characters."""
+    digest = hashlib.sha256(stack.encode()).hexdigest()[:8]
+    return f"as-{digest}-{upstream}"[:30]
+
+
+def ecr_endpoint(network_component: str, service: str) -> str:
+    """The network's interface endpoint for the ECR service `service` (ecr.api, ecr.dkr)."""
+    return f"{network_component}-{service.replace('.', '-')}"

@@ -12,7 +12,15 @@ import pulumi_aws as aws
 
 from accelstack import naming
 from accelstack.components.common import check_children, stable_tags
-from accelstack.inventory import Billable, NatGateway, nat_gateways, s3_endpoint
+from accelstack.inventory import (
+    Billable,
+    CacheRule,
+    NatGateway,
+    ecr_endpoints,
+    nat_gateways,
+    registry_cache_rules,
+    s3_endpoint,
+)
 from accelstack.resolve import Stack
 
 
@@ -43,6 +51,10 @@ class NetworkArgs:
     #: priced inputs, what the cost guard prices)
     nat_gateways: tuple[NatGateway, ...] = ()
     s3_endpoint: Billable | None = None
+    #: The private registry path of a created network (resolve's profile, the inventory's
+    #: records): the ECR api/dkr interface endpoints and the pull-through cache rules
+    ecr_endpoints: tuple[Billable, ...] = ()
+    cache_rules: tuple[CacheRule, ...] = ()
 
     @classmethod
     def from_stack(cls, stack: Stack) -> NetworkArgs:
@@ -61,6 +73,8 @@ class NetworkArgs:
             secondary_subnets=dict(stack.address_plan.secondary_subnets),
             nat_gateways=nat_gateways(stack),
             s3_endpoint=s3_endpoint(stack),
+            ecr_endpoints=ecr_endpoints(stack),
+            cache_rules=registry_cache_rules(stack),
         )
 
 
@@ -95,6 +109,8 @@ class Network(pulumi.ComponentResource):
         super().__init__("accelstack:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.secondary_subnet_ids = {}
+        self._endpoints_sg: aws.ec2.SecurityGroup | None = None
+        self._name = name
         if args.existing_vpc_id:
             self._existing(name, args)
         else:
@@ -105,6 +121,23 @@ class Network(pulumi.ComponentResource):
                 "privateSubnetIds": self.private_subnet_ids,
                 "publicSubnetIds": self.public_subnet_ids,
             }
+        )
+
+    def admit_https_from(self, node_security_group_id: pulumi.Input[str]) -> None:
+        """Let the nodes (the EKS cluster security group every node group carries) reach the
+        ECR endpoints on TCP 443: the only ingress of the endpoints' security group. Called
+        once the cluster exists; nothing without the endpoints."""
+        if self._endpoints_sg is None:
+            return
+        aws.vpc.SecurityGroupIngressRule(
+            f"{self._name}-ecr-endpoints-https",
+            security_group_id=self._endpoints_sg.id,
+            referenced_security_group_id=node_security_group_id,
+            ip_protocol="tcp",
+            from_port=443,
+            to_port=443,
+            description="HTTPS from the nodes",
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _existing(self, name: str, args: NetworkArgs) -> None:
@@ -131,6 +164,7 @@ class Network(pulumi.ComponentResource):
                 f"{name}: a created network needs the NAT gateways the inventory declares"
             )
         check_children(name, args.s3_endpoint, *(b for nat in args.nat_gateways for b in nat))
+        check_children(name, *args.ecr_endpoints)
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
             cidr_block=args.vpc_cidr,
@@ -146,6 +180,8 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(args, vpc, tables, child)
+        self._endpoints_sg = _ecr_endpoints(name, args, vpc, private, child)
+        _cache_rules(args, child)
         self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
         self.public_subnet_ids = [s.id for s in public.values()]
@@ -348,3 +384,50 @@ def _secondary_subnets(
         )
         out[zone] = subnet.id
     return out
+
+
+def _ecr_endpoints(
+    name: str,
+    args: NetworkArgs,
+    vpc: aws.ec2.Vpc,
+    private: dict[str, aws.ec2.Subnet],
+    child: pulumi.ResourceOptions,
+) -> aws.ec2.SecurityGroup | None:
+    """The ECR api and dkr interface endpoints the inventory declares: private DNS on (nodes
+    resolve the regional ECR names to them), one network interface in the private subnet of
+    each zone in use, behind a security group that admits HTTPS from the nodes' security
+    group only (`Network.admit_https_from`, once the cluster exists)
+    (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html)."""
+    if not args.ecr_endpoints:
+        return None
+    sg = aws.ec2.SecurityGroup(
+        f"{name}-ecr-endpoints-sg",
+        vpc_id=vpc.id,
+        description="ECR interface endpoints: HTTPS from the nodes only",
+        tags={**args.tags, "Name": f"{name}-ecr-endpoints"},
+        opts=child,
+    )
+    for declared in args.ecr_endpoints:
+        aws.ec2.VpcEndpoint(
+            declared.name,
+            vpc_id=vpc.id,
+            subnet_ids=[private[z].id for z in declared.subnet_zones],
+            security_group_ids=[sg.id],
+            tags={**args.tags, "Name": declared.name},
+            opts=child,
+            **declared.args,
+        )
+    return sg
+
+
+def _cache_rules(args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
+    """The ECR pull-through cache rules of the stack: `<prefix>/<repository>` in the account's
+    private registry mirrors `<upstream>/<repository>` (registries that need no credential,
+    scale.yaml image_delivery.private_registry.cache_source)."""
+    for rule in args.cache_rules:
+        aws.ecr.PullThroughCacheRule(
+            rule.name,
+            ecr_repository_prefix=rule.prefix,
+            upstream_registry_url=rule.upstream_url,
+            opts=child,
+        )

@@ -27,6 +27,7 @@ from accelstack.components.common import (
     assume_role_policy,
     check_children,
     managed_policy_output,
+    policy_json,
     short_hash,
     stable_tags,
 )
@@ -274,11 +275,17 @@ class ClusterRef:
     vpc_id: pulumi.Input[str]
     partition: pulumi.Input[str] = "aws"
     depends_on: list[pulumi.Resource] = field(default_factory=list)
+    #: The repositories of the stack's ECR pull-through cache rules (`<prefix>/*` ARNs) and
+    #: the actions a node needs on them to pull through the cache (inventory
+    #: registry_cache_actions); none without the private registry path
+    cache_repositories: list[pulumi.Input[str]] = field(default_factory=list)
+    cache_actions: tuple[str, ...] = ()
 
 
 def _node_role(
-    owner: pulumi.Resource, name: str, partition: pulumi.Input[str], tags: dict[str, str]
+    owner: pulumi.Resource, name: str, cluster: ClusterRef, tags: dict[str, str]
 ) -> tuple[aws.iam.Role, list[pulumi.Resource]]:
+    partition = cluster.partition
     child = pulumi.ResourceOptions(parent=owner)
     role = aws.iam.Role(
         f"{name}-node-role",
@@ -295,7 +302,38 @@ def _node_role(
         )
         for p in NODE_ROLE_POLICIES
     ]
+    if cluster.cache_actions and cluster.cache_repositories:
+        attachments.append(_pull_through_policy(owner, name, role, cluster))
     return role, attachments
+
+
+def _pull_through_policy(
+    owner: pulumi.Resource, name: str, role: aws.iam.Role, cluster: ClusterRef
+) -> aws.iam.RolePolicy:
+    """The node role pulls through the stack's ECR cache rules: import the upstream image and
+    create the cache repository on first pull, on the rules' repositories only
+    (https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html)."""
+    doc = pulumi.Output.all(*cluster.cache_repositories).apply(
+        lambda arns: policy_json(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Sid": "PullThroughCache",
+                        "Effect": "Allow",
+                        "Action": sorted(cluster.cache_actions),
+                        "Resource": sorted(str(a) for a in arns),
+                    }
+                ],
+            }
+        )
+    )
+    return aws.iam.RolePolicy(
+        f"{name}-node-role-pull-through",
+        role=role.id,
+        policy=doc,
+        opts=pulumi.ResourceOptions(parent=owner),
+    )
 
 
 def _tag_specs(tags: dict[str, str], name: str) -> list[Any]:
@@ -368,7 +406,7 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:nodegroup:AcceleratorNodeGroup", name, None, opts)
         check_children(name, *args.groups)
-        role, attachments = _node_role(self, name, args.cluster.partition, args.tags)
+        role, attachments = _node_role(self, name, args.cluster, args.tags)
         ami = image_id(self, args.pool)  # the AMI pinned in the stack config
         security_groups: list[pulumi.Input[str]] = [args.cluster.security_group_id]
         efa_sg = _efa_security_group(self, name, args)
@@ -592,7 +630,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
         super().__init__("accelstack:nodegroup:SystemNodeGroup", name, None, opts)
         check_children(name, *args.groups)
         c = args.cluster
-        role, attachments = _node_role(self, name, c.partition, args.tags)
+        role, attachments = _node_role(self, name, c, args.tags)
         (declared_lt,) = args.groups.launch_templates.values()
         (declared_ng,) = args.groups.node_groups
         lt = aws.ec2.LaunchTemplate(

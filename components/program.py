@@ -35,6 +35,7 @@ from accelstack.components.nodegroup import (
 )
 from accelstack.components.provider import aws_context
 from accelstack.components.standalone import build_standalone
+from accelstack.inventory import registry_cache_actions, registry_cache_rules
 from accelstack.resolve import Stack
 
 
@@ -243,8 +244,48 @@ def _node_group_outputs(pools: dict[str, AcceleratorNodeGroup]) -> dict[str, Any
     return out
 
 
-def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[str]) -> ClusterRef:
-    """What the node groups need from the cluster (they wait for the early add-ons)."""
+def _cache_repositories(
+    stack: Stack, account_id: pulumi.Output[str], partition: pulumi.Output[str]
+) -> list[pulumi.Input[str]]:
+    """The ARNs of the repositories the stack's pull-through cache rules create: `<prefix>/*`."""
+    return [
+        pulumi.Output.concat(
+            "arn:",
+            partition,
+            ":ecr:",
+            stack.region,
+            ":",
+            account_id,
+            ":repository/",
+            r.prefix,
+            "/*",
+        )
+        for r in registry_cache_rules(stack)
+    ]
+
+
+def _image_cache_outputs(stack: Stack, account_id: pulumi.Output[str]) -> dict[str, Any]:
+    """Where each cached upstream registry's images are pulled from inside the VPC: a job
+    image `public.ecr.aws/<repo>:<tag>` is `<imageCache[public.ecr.aws]>/<repo>:<tag>`."""
+    rules = registry_cache_rules(stack)
+    if not rules:
+        return {}
+    host = f".dkr.ecr.{stack.region}.amazonaws.com/"
+    return {
+        "imageCache": {
+            r.upstream_url: pulumi.Output.concat(account_id, host, r.prefix) for r in rules
+        }
+    }
+
+
+def _cluster_ref(
+    cluster: Cluster,
+    network: Network,
+    context: tuple[Stack, pulumi.Output[str], pulumi.Output[str]],
+) -> ClusterRef:
+    """What the node groups need from the cluster (they wait for the early add-ons), and the
+    stack's pull-through cache repositories their role may import into."""
+    stack, account_id, partition = context
     return ClusterRef(
         name=cluster.cluster_name,
         endpoint=cluster.endpoint,
@@ -256,6 +297,8 @@ def _cluster_ref(cluster: Cluster, network: Network, partition: pulumi.Output[st
         vpc_id=network.vpc_id,
         partition=partition,
         depends_on=list(cluster.early_addons),
+        cache_repositories=_cache_repositories(stack, account_id, partition),
+        cache_actions=registry_cache_actions(stack),
     )
 
 
@@ -275,7 +318,8 @@ def build(stack: Stack) -> dict[str, Any]:
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
-    ref = _cluster_ref(cluster, network, partition)
+    network.admit_https_from(cluster.cluster_security_group_id)
+    ref = _cluster_ref(cluster, network, (stack, account_id, partition))
     system = SystemNodeGroup(
         naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
@@ -302,6 +346,7 @@ def build(stack: Stack) -> dict[str, Any]:
         "vpcId": network.vpc_id,
         "systemNodeGroup": system.node_group_name,
         **_node_group_outputs(pools),
+        **_image_cache_outputs(stack, account_id),
     }
 
     cache_outputs, grants = _compile_cache(stack, account_id, partition, top)

@@ -204,6 +204,9 @@ class ClusterProfile(_Frozen):
     steps: int = 1
     step_minutes: int = 0
     system_nodes: int = 0
+    #: ECR interface endpoints and pull-through cache rules in the created VPC (scale.yaml
+    #: image_delivery.private_registry: the stack's pull is NAT-bound)
+    private_registry: bool = False
 
 
 class PlacementFacts(_Frozen):
@@ -235,17 +238,43 @@ class InstanceStoreFacts(_Frozen):
         return self.strategy if row and row.disks >= self.raid0_min_disks else None
 
 
+class CacheRule(_Frozen):
+    """One ECR pull-through cache rule: the upstream registry's name and its URL."""
+
+    upstream: str
+    url: str
+
+
+class PrivateRegistry(_Frozen):
+    """ECR interface endpoints and pull-through cache rules (scale.yaml, with sources)."""
+
+    endpoint_services: tuple[str, ...]
+    endpoint_source: str
+    cache_rules: tuple[CacheRule, ...]
+    cache_source: str
+    iam_actions: tuple[str, ...]
+    iam_source: str
+
+
 class ImageDelivery(_Frozen):
     nat_gateway_gbps: float = Field(gt=0)
     nat_gateway_source: str
     node_pull_gbps: float = Field(gt=0)
     node_pull_source: str
+    private_registry: PrivateRegistry
 
-    def pull_hours(self, nodes: int, image_gb: float) -> float:
+    def nat_bound(self, nodes: int) -> bool:
+        """Whether `nodes` pulling at once are bound by the NAT gateway, not by their own pull:
+        the stack then gets the private registry path (`ClusterProfile.private_registry`)."""
+        return nodes * self.node_pull_gbps > self.nat_gateway_gbps
+
+    def pull_hours(self, nodes: int, image_gb: float, private: bool = False) -> float:
         """Hours until every node of a pool has the image: the slower of one node's pull and
-        all nodes' bytes through the zone's NAT gateway."""
+        all nodes' bytes through the zone's NAT gateway; with `private` (the stack's private
+        ECR through its ECR endpoints, layers from S3 through the gateway endpoint) no NAT
+        gateway carries the bytes and one node's pull bounds it."""
         one = image_gb * 8 / self.node_pull_gbps
-        all_ = nodes * image_gb * 8 / self.nat_gateway_gbps
+        all_ = 0.0 if private else nodes * image_gb * 8 / self.nat_gateway_gbps
         return max(one, all_) / 3600
 
 

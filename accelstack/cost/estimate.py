@@ -262,8 +262,12 @@ def estimate_training(
     mfu: float | None = None,
     measured: Sequence[Measured] = (),
     stack: str | None = None,
+    private_pull: bool = False,
 ) -> TrainingEstimate:
     """Estimate one training run of `workload` on `nodes` x `instance_type`.
+
+    `private_pull`: the image comes from the stack's private ECR through its VPC's ECR
+    endpoints (`Stack.private_image_pull`), not through the NAT gateway.
 
     MFU: `mfu` (budget.mfu) when given, else a measurement of this instance type, model size
     and precision from `measured` (the spec's calibration), else the family's curve (at the
@@ -292,7 +296,7 @@ def estimate_training(
         m.hidden_size,
         workload.sequence_length,
     )
-    parts = goodput_parts(catalog, instance_type, nodes, workload, measured)
+    parts = goodput_parts(catalog, instance_type, nodes, workload, measured, private_pull)
     fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
     warning = batch_warning(workload, chips)
     return TrainingEstimate(
@@ -505,17 +509,22 @@ def goodput_parts(
     nodes: int,
     workload: Workload,
     measured: Sequence[Measured] = (),
+    private_pull: bool = False,
 ) -> GoodputParts:
-    """Failures, checkpoint stalls and other losses (fractions of step time), one-time hours."""
+    """Failures, checkpoint stalls and other losses (fractions of step time), one-time hours
+    (the image pull through the NAT gateway unless `private_pull`)."""
     g = catalog.throughput.goodput
     failures = nodes * g.interruptions_per_node_hour * g.lost_hours_per_interruption
     state = training_state_bytes(catalog, workload.model.params_billion, workload.precision)
     write_s = state / (nodes * g.checkpoint_write_gb_per_s_per_node * 1e9)
     checkpoint = write_s / 3600.0 / g.checkpoint_interval_hours
     hours, note = one_time_hours(catalog, instance_type, workload, measured)
-    pull = catalog.scale.image_delivery.pull_hours(nodes, g.image_pull_gb_per_node)
+    pull = catalog.scale.image_delivery.pull_hours(nodes, g.image_pull_gb_per_node, private_pull)
     hours += pull
-    note += f" + image pull {pull:.2f} h ({nodes} x {g.image_pull_gb_per_node:g} GB, scale.yaml)"
+    path = " via the ECR endpoints" if private_pull else ""  # else through the NAT gateway
+    note += (
+        f" + image pull {pull:.2f} h ({nodes} x {g.image_pull_gb_per_node:g} GB{path}, scale.yaml)"
+    )
     return GoodputParts(failures, checkpoint, g.other_loss_fraction, g.spread, hours, note)
 
 

@@ -90,6 +90,10 @@ FREE: dict[str, str] = {
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "no charge",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": "no charge",
     "aws:ec2/placementGroup:PlacementGroup": "no charge",
+    "aws:ecr/pullThroughCacheRule:PullThroughCacheRule": (
+        "no charge for the rule; cached images are ECR storage and their pulls usage, not "
+        "included (https://aws.amazon.com/ecr/pricing/)"
+    ),
     "aws:ec2/launchTemplate:LaunchTemplate": (
         "no charge; its volumes are priced per node with the node group that uses it"
     ),
@@ -728,7 +732,7 @@ def price_vpc_endpoint(res: ResourceLike, ctx: PricingContext) -> list[LineItem]
             unit="endpoint-az-hour",
             category="network",
             what=f"interface endpoint in {n:g} zone(s)",
-            assumption="data processed not included",
+            assumption="data processed not included (prices.yaml vpc-endpoint-interface-data)",
         )
     ]
 

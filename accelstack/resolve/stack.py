@@ -306,6 +306,15 @@ class Stack:
     def workload_pool(self) -> ResolvedPool:
         return self.pool(self.spec.workload_pool.name)
 
+    @property
+    def private_image_pull(self) -> bool:
+        """Whether the nodes pull the training image inside the VPC: the stack has the private
+        registry path (`profile.private_registry`: ECR endpoints) and the image is in the
+        stack region's private ECR (its own repositories or its pull-through cache)."""
+        host = self.image.split("/", 1)[0]
+        ecr = re.fullmatch(r"\d{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com", host)
+        return self.profile.private_registry and ecr is not None and ecr[1] == self.region
+
     def pool(self, name: str) -> ResolvedPool:
         for p in self.pools:
             if p.name == name:
@@ -597,6 +606,8 @@ def _with_profile(
         steps=(max(flat) + 1) if flat else 1,
         step_minutes=facts.staging.step_minutes(biggest),
         system_nodes=system,
+        private_registry=stack.spec.network.mode == "create"
+        and stack.catalog.scale.image_delivery.nat_bound(nodes),
     )
     return replace(stack, profile=profile, system_nodes=system), steps
 

@@ -13,7 +13,7 @@ from accelstack import naming
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import rid
 from accelstack.plan.rules.registry import deploy_rule
-from accelstack.tokens import ADDON, LAUNCH_TEMPLATE, NODE_GROUP, ROUTE, SUBNET, VPC
+from accelstack.tokens import ADDON, CIDR_BLOCK, LAUNCH_TEMPLATE, NODE_GROUP, ROUTE, SUBNET, VPC
 from accelstack.tokens import EGRESS_RULE as EGRESS
 from accelstack.tokens import INGRESS_RULE as INGRESS
 from accelstack.tokens import LUSTRE as FSX
@@ -114,6 +114,59 @@ def _s3_endpoint(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"{len(private - covered)} private route table(s) reach S3 only through the NAT "
                 "gateway (billed per GB): add an S3 gateway endpoint on them",
             )
+
+
+#: An interface endpoint's security group admits HTTPS from its clients in the VPC.
+ECR_ENDPOINTS_SOURCE = (
+    "https://docs.aws.amazon.com/vpc/latest/privatelink/create-interface-endpoint.html"
+)
+
+
+def _vpc_cidrs(plan: Plan) -> list[ipaddress.IPv4Network]:
+    """The created VPC's CIDR blocks: its primary block and its secondary associations."""
+    blocks = [r.inputs.get("cidrBlock") for r in plan.of_type(VPC)]
+    blocks += [r.inputs.get("cidrBlock") for r in plan.of_type(CIDR_BLOCK)]
+    return [ipaddress.IPv4Network(str(b)) for b in blocks if b]
+
+
+def _endpoint_ingress_problem(rule: dict[str, Any], vpc: list[ipaddress.IPv4Network]) -> str:
+    """Why an ingress rule of an interface endpoint's security group is too broad ('' if not)."""
+    if rule.get("cidrIpv6"):
+        return f"admits IPv6 {rule['cidrIpv6']}"
+    if rule.get("ipProtocol") != "tcp" or (rule.get("fromPort"), rule.get("toPort")) not in (
+        (443, 443),
+        (443.0, 443.0),
+    ):
+        return "admits more than TCP 443"
+    cidr = rule.get("cidrIpv4")
+    if cidr is None:
+        return "" if rule.get("referencedSecurityGroupId") else "admits no source it names"
+    net = ipaddress.IPv4Network(str(cidr), strict=False)
+    if not any(net.subnet_of(v) for v in vpc):
+        return f"admits {cidr}, outside the VPC's CIDR blocks"
+    return ""
+
+
+@deploy_rule(
+    "interface-endpoint-ingress",
+    ECR_ENDPOINTS_SOURCE,
+    "an interface endpoint's security group admits TCP 443 from the VPC's CIDR blocks or "
+    "security groups only, never from the world",
+)
+def _endpoint_ingress(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    groups = {
+        str(g)
+        for ep in plan.of_type(ENDPOINT)
+        if ep.inputs.get("vpcEndpointType") == "Interface"
+        for g in ep.inputs.get("securityGroupIds") or []
+    }
+    vpc = _vpc_cidrs(plan)
+    for rule in plan.of_type(INGRESS):
+        if str(rule.inputs.get("securityGroupId")) not in groups:
+            continue
+        problem = _endpoint_ingress_problem(dict(rule.inputs), vpc)
+        if problem:
+            yield (rid(rule), f"interface endpoint security group rule {problem}")
 
 
 @deploy_rule(
