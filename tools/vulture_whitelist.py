@@ -47,6 +47,9 @@ max_nodes_per_group_source  # scale.yaml placement
 ultraserver_blocks_source  # scale.yaml placement
 nat_gateway_source  # scale.yaml image_delivery
 node_pull_source  # scale.yaml image_delivery
+endpoint_source  # scale.yaml image_delivery private_registry
+cache_source  # scale.yaml image_delivery private_registry
+iam_source  # scale.yaml image_delivery private_registry
 sequence_source  # throughput.yaml
 min_steps_source  # throughput.yaml calibration
 release_pairs_source  # throughput.yaml calibration
