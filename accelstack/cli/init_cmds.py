@@ -123,7 +123,7 @@ def init(
     """
     from accelstack import __version__
     from accelstack.catalog import load_catalog
-    from accelstack.cli.project_wheel import WHEEL_DIR, running_wheel
+    from accelstack.cli.project_wheel import running_wheel
     from accelstack.cli.specfiles import (
         check_name,
         preset_path,
@@ -132,7 +132,6 @@ def init(
         spec_file_text,
         stack_config_text,
     )
-    from accelstack.files import check_target, make_dirs, write_text_atomic
     from accelstack.spec import load_spec
     from accelstack.spec.retarget import retarget
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
@@ -153,18 +152,30 @@ def init(
     stack_file = directory / f"Pulumi.{name}.yaml"  # with --force: merged, keys kept
     files[f"Pulumi.{name}.yaml"] = stack_config_text(name, result.spec.region, stack_file)
     files["schema/spec.schema.json"] = schema_text()
+    written = _write_project(directory, files, wheel_name, wheel_data)
+    typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
+    for rel in written:
+        typer.echo(f"  {rel}")
+    for step in next_steps(directory, name):
+        typer.echo(step)
+
+
+def _write_project(
+    directory: Path, files: dict[str, str], wheel_name: str, wheel_data: bytes
+) -> list[str]:
+    """Write the project's files atomically and its kept wheel, every target checked first (a
+    symlink or a directory is refused, even with --force); returns what was written, sorted."""
+    from accelstack.cli.project_wheel import WHEEL_DIR
+    from accelstack.files import check_target, make_dirs, write_text_atomic
+
     wheel_rel = f"{WHEEL_DIR}/{wheel_name}"
     for rel in [*files, wheel_rel]:
-        check_target(directory / rel)  # a symlink or a directory is refused, even with --force
+        check_target(directory / rel)
     for rel, text in sorted(files.items()):
         make_dirs((directory / rel).parent)
         write_text_atomic(directory / rel, text, 0o755 if rel.endswith(".sh") else None)
     _write_wheel(directory, wheel_name, wheel_data)
-    typer.echo(f"wrote a Pulumi project in {directory} (stack {name}, from {src.stem}):")
-    for rel in sorted([*files, wheel_rel]):
-        typer.echo(f"  {rel}")
-    for step in next_steps(directory, name):
-        typer.echo(step)
+    return sorted([*files, wheel_rel])
 
 
 def _write_wheel(directory: Path, wheel_name: str, wheel: bytes) -> list[Path]:

@@ -76,14 +76,15 @@ def running_wheel() -> tuple[str, bytes]:
 
 def _installed_distribution(module: Path) -> md.Distribution | None:
     """The installed distribution whose own files hold the imported package, else None
-    (an editable install or a checkout on the path: its RECORD lists no package files)."""
-    try:
-        dist = md.distribution("accelstack")
-    except md.PackageNotFoundError:
-        return None
-    for entry in dist.files or []:
-        if entry.parts == ("accelstack", "__init__.py"):
-            return dist if Path(str(dist.locate_file(entry))).resolve() == module else None
+    (an editable install or a checkout on the path: its RECORD lists no package files). Only an
+    installed .dist-info counts: a checkout's `accelstack.egg-info` (left by `pip install -e`,
+    found first when the checkout is the working directory) lists its sources, not a RECORD."""
+    for dist in md.distributions(name="accelstack"):
+        if not dist.read_text("RECORD"):
+            continue
+        own = [e for e in dist.files or [] if e.parts == ("accelstack", "__init__.py")]
+        if own and Path(str(dist.locate_file(own[0]))).resolve() == module:
+            return dist
     return None
 
 
