@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 
-from accelstack.catalog import CATALOG_DIR, _load, load_catalog
+from accelstack.catalog import CATALOG_DIR, Catalog, _load, load_catalog
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.cost.mfu import (
     fit_family_curve,
     fit_other_loss,
@@ -35,7 +37,12 @@ def _sub(text: str, key: str, value: str, after: int = 0) -> tuple[str, int]:
     return text[: m.start()] + m.group(1) + value + text[m.end() :], m.start() + len(value)
 
 
-def _curves(text: str) -> str:
+#: Writes one fitted curve's keys into the text at `at`; returns the text and the new position.
+CurveWriter = Callable[[str, Catalog, MfuCurve, int], tuple[str, int]]
+
+
+def _each_fitted_curve(text: str, write: CurveWriter) -> str:
+    """`write` applied to every fitted curve's block of throughput.yaml, in file order."""
     cat = load_catalog(PATH.parent)
     at = 0
     for curve in cat.throughput.curves:
@@ -45,32 +52,34 @@ def _curves(text: str) -> str:
         if curve.basis != "fitted":
             at += 1
             continue
-        fit = fit_family_curve(cat, curve)
-        stacks = "{" + ", ".join(f"{k}: {v:.4f}" for k, v in sorted(fit.stacks.items())) + "}"
-        lo, hi = fit.params_range
-        text, at = _sub(text, "intercept", f"{fit.intercept:.4f}", at)
-        text, at = _sub(text, "slope", f"{fit.slope:.4f}", at)
-        text, at = _sub(text, "params_range", f"[{lo:g}, {hi:g}]", at)
-        text, at = _sub(text, "stacks", stacks, at)
-        text, at = _sub(text, "residual", f"{fit.residual:.4f}", at)
+        text, at = write(text, cat, curve, at)
     return text
+
+
+def _fit(text: str, cat: Catalog, curve: MfuCurve, at: int) -> tuple[str, int]:
+    fit = fit_family_curve(cat, curve)
+    stacks = "{" + ", ".join(f"{k}: {v:.4f}" for k, v in sorted(fit.stacks.items())) + "}"
+    lo, hi = fit.params_range
+    text, at = _sub(text, "intercept", f"{fit.intercept:.4f}", at)
+    text, at = _sub(text, "slope", f"{fit.slope:.4f}", at)
+    text, at = _sub(text, "params_range", f"[{lo:g}, {hi:g}]", at)
+    text, at = _sub(text, "stacks", stacks, at)
+    return _sub(text, "residual", f"{fit.residual:.4f}", at)
+
+
+def _held_out(text: str, cat: Catalog, curve: MfuCurve, at: int) -> tuple[str, int]:
+    """A fitted curve's held-out scatter, on the curve just written."""
+    sc = held_out_scatter(cat, curve)
+    value = "null" if sc is None else f"[{sc[0]:.4f}, {sc[1]:.4f}]"
+    return _sub(text, "held_out_scatter", value, at)
+
+
+def _curves(text: str) -> str:
+    return _each_fitted_curve(text, _fit)
 
 
 def _scatter(text: str) -> str:
-    """Each fitted curve's held-out scatter, on the curves just written."""
-    cat = load_catalog(PATH.parent)
-    at = 0
-    for curve in cat.throughput.curves:
-        at = text.index(
-            f"- family: {curve.family}\n    precisions: [{', '.join(curve.precisions)}]", at
-        )
-        if curve.basis != "fitted":
-            at += 1
-            continue
-        sc = held_out_scatter(cat, curve)
-        value = "null" if sc is None else f"[{sc[0]:.4f}, {sc[1]:.4f}]"
-        text, at = _sub(text, "held_out_scatter", value, at)
-    return text
+    return _each_fitted_curve(text, _held_out)
 
 
 def main(argv: list[str]) -> int:
