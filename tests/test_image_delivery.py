@@ -1,4 +1,4 @@
-"""Image delivery inside the VPC (issue 27 item 3): a stack whose pull is NAT-bound gets ECR
+"""Image delivery inside the VPC: a stack whose pull is NAT-bound gets ECR
 api/dkr interface endpoints in its created VPC, a pull-through cache rule for ECR Public that
 its node roles may pull through, priced per zone; smaller stacks and existing VPCs do not."""
 
