@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from accelstack.catalog.records import validate_rows
 from accelstack.errors import CatalogError
 
 PRICE_RANGES_FILE = Path(__file__).resolve().parent / "price_ranges.yaml"
@@ -34,15 +35,7 @@ class PriceRange(BaseModel):
 def parse_price_ranges(data: object, path: Path) -> tuple[PriceRange, ...]:
     if not isinstance(data, dict) or not isinstance(data.get("price_ranges"), list):
         raise CatalogError(f"{path}: no list 'price_ranges' (is the file truncated?)")
-    out = []
-    for i, row in enumerate(data["price_ranges"]):
-        try:
-            out.append(PriceRange.model_validate(row))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise CatalogError(f"{path}: price_ranges[{i}].{where}: {err['msg']}") from None
-    return tuple(out)
+    return tuple(validate_rows(PriceRange, data["price_ranges"], path, "price_ranges"))
 
 
 def span_in(

@@ -11,12 +11,14 @@ the fit live in accelstack.cost.mfu (the catalog never computes).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.errors import CatalogError
+
+_Row = TypeVar("_Row", bound=BaseModel)
 
 ReportedKind = Literal["accelerator_hours", "tokens_per_chip_second", "tflops_per_chip"]
 RecordKind = Literal["steady_state", "whole_run"]
@@ -92,19 +94,26 @@ def load_records(path: Path) -> tuple[TrainingRecord, ...]:
     return parse_records(data, path)
 
 
+def validate_rows(model: type[_Row], rows: list[Any], path: Path, key: str) -> list[_Row]:
+    """Each row of the YAML list `key` validated as `model`; the first bad one is a
+    CatalogError naming the file, the row's index and the field (`records[3].mfu: ...`)."""
+    out: list[_Row] = []
+    for i, row in enumerate(rows):
+        try:
+            out.append(model.model_validate(row))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CatalogError(f"{path}: {key}[{i}].{where}: {err['msg']}") from None
+    return out
+
+
 def parse_records(data: object, path: Path) -> tuple[TrainingRecord, ...]:
     """Validate records.yaml's content (`path`: the file named in errors)."""
     rows = data.get("records") if isinstance(data, dict) else None
     if not isinstance(rows, list) or not rows:
         raise CatalogError(f"{path}: 'records' must be a non-empty list")
-    out: list[TrainingRecord] = []
-    for i, row in enumerate(rows):
-        try:
-            out.append(TrainingRecord.model_validate(row))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise CatalogError(f"{path}: records[{i}].{where}: {err['msg']}") from None
+    out = validate_rows(TrainingRecord, rows, path, "records")
     ids = [r.id for r in out]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
