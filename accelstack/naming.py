@@ -271,6 +271,10 @@ def trial_job_short(stack: str, index: int) -> str:
 #: 63 characters (k8s.io/apimachinery pkg/util/validation validation.go, DNS1035LabelMaxLength
 #: and LabelValueMaxLength).
 DNS_LABEL_MAX = 63
+#: A DNS-1123 subdomain (the names of Kueue's ResourceFlavors, ClusterQueues and Topologies)
+#: is at most 253 characters (kubernetes-sigs/kueue@8eab6877 apis/kueue/v1beta2/
+#: clusterqueue_types.go:51-55, 345-348; resourceflavor_types.go:42-45).
+DNS_SUBDOMAIN_MAX = 253
 #: The 5 random characters the API server appends to a generated pod name, as JobSet's webhook
 #: counts them (kubernetes-sigs/jobset@f22e565a pkg/webhooks/jobset_webhook.go:243-249:
 #: `GenPodName(...) + "-abcde"`).
@@ -295,6 +299,14 @@ def jobset_job(jobset: str, replicated_job: str, replicas: int) -> str:
     """The longest Job name JobSet generates (placement.go:14-16 GenJobName; the webhook
     checks it at jobset_webhook.go:234-242): also the Job's `job-name` label value."""
     return f"{jobset}-{replicated_job}-{max(0, replicas - 1)}"
+
+
+def pytorchjob_pod(job: str, replica_type: str, index: int) -> str:
+    """A PyTorchJob replica's pod name, which the Training Operator also gives the replica's
+    Service: `<job>-<replica type, lower case>-<index>` (kubeflow/trainer@4445c12a, tag
+    v1.9.4, pkg/core/utils.go:30-33 GenGeneralName; pkg/controller.v1/common/pod.go:414 and
+    service.go:243)."""
+    return f"{job}-{replica_type.lower()}-{max(0, index)}"
 
 
 def indexed_pod_hostname(job: str, pods: int) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.errors import SpecError
@@ -96,3 +97,61 @@ def test_every_preset_renders_names_the_webhooks_admit(preset: str) -> None:
         return
     for path, text in _manifests(stack, 4).items():
         assert admission_problems(text) == [], path
+
+
+def _pytorchjob_stack(prefix: str) -> Stack:
+    data = load_spec(STACKS / "trn1-multinode.yaml").model_dump()
+    data["jobs"] = {**data["jobs"], "controller": "pytorchjob"}
+    return resolve_unchecked(Spec.model_validate(data), load_catalog(), name=prefix)
+
+
+def _pytorchjob_names(text: str) -> list[str]:
+    """The pod (and Service) names the Training Operator derives from a rendered PyTorchJob:
+    `<job>-<replica type, lower case>-<index>` (kubeflow/trainer@4445c12a pkg/core/utils.go:30-33,
+    pkg/controller.v1/common/pod.go:414, service.go:243), from the document itself."""
+    out = []
+    for doc in yaml.safe_load_all(text):
+        if doc and doc["kind"] == "PyTorchJob":
+            job = doc["metadata"]["name"]
+            for role, rs in doc["spec"]["pytorchReplicaSpecs"].items():
+                out += [f"{job}-{role.lower()}-{i}" for i in range(rs["replicas"])]
+    return out
+
+
+def test_the_pytorchjob_pod_and_service_names_are_in_the_budget() -> None:
+    """Each PyTorchJob replica's Service is named after its pod, and a Service name is a
+    DNS-1035 label. For resource-name prefixes around the limit, every pod name the rendered
+    PyTorchJobs (training job and trial) derive at its longest is in the budget, and the budget
+    finds one over its limit exactly when a rendered one is."""
+    for length in (40, 47, 48, 53, 54, 55):
+        stack = _pytorchjob_stack("p" * (length - 3) + "pyt")
+        derived = [
+            n
+            for text in _manifests(stack, stack.workload_pool.nodes).values()
+            for n in _pytorchjob_names(text)
+        ]
+        assert len(derived) == 2 * stack.workload_pool.nodes, length
+        budget = {n.name: n for n in kubernetes_names(stack) if "pod and Service" in n.what}
+        assert {max(derived[: len(derived) // 2], key=len), max(derived, key=len)} <= set(budget)
+        assert all("service.go:243" in n.rule and n.limit == 63 for n in budget.values())
+        over = {n for n in derived if len(n) > 63}
+        assert any(g.excess > 0 for g in budget.values()) == bool(over), length
+    (problem,) = [p for p in check_stack(stack) if "pod and Service" in p.message]
+    assert problem.path == "name" and "at most 47 characters (now 55)" in problem.message
+
+
+def test_the_kueue_object_names_are_in_the_budget() -> None:
+    """The ClusterQueue, each pool's ResourceFlavor and the Topology are cluster-scoped Kueue
+    objects whose names are DNS-1123 subdomains of at most 253 characters (kubernetes-sigs/
+    kueue@8eab6877 apis/kueue/v1beta2/clusterqueue_types.go:51-55, 345-348): the budget holds
+    every name the job layer plans."""
+    from components.job_controller import cluster_queue_spec
+
+    data = load_spec(STACKS / "llama3-70b-p5.yaml").model_dump()
+    data["jobs"] = {**data["jobs"], "kueue": True, "topology_aware": True}
+    stack = resolve(Spec.model_validate(data), load_catalog())
+    budget = {n.name: n for n in kubernetes_names(stack) if n.limit == 253}
+    (group,) = cluster_queue_spec(stack, "training")["resourceGroups"]
+    planned = {f["name"] for f in group["flavors"]} | {stack.name, f"{stack.name}-topology"}
+    assert planned <= set(budget)
+    assert all("clusterqueue_types.go" in budget[n].rule for n in planned)

@@ -26,6 +26,14 @@ JOBSET_JOB = (
     "pkg/webhooks/jobset_webhook.go:234-242)"
 )
 DNS_LABEL = "a DNS-1035 label (Service names and pod hostnames)"
+PYTORCHJOB_SERVICE = (
+    "the Training Operator names each replica's Service after its pod, a DNS-1035 label "
+    "(kubeflow/trainer@4445c12a pkg/controller.v1/common/service.go:243)"
+)
+KUEUE_NAME = (
+    "Kueue's CRDs: a DNS-1123 subdomain (kubernetes-sigs/kueue@8eab6877 "
+    "apis/kueue/v1beta2/clusterqueue_types.go:51-55, 345-348)"
+)
 LABEL_VALUE = "a label value"
 
 
@@ -74,11 +82,37 @@ def _job_names(job: str, kinds: set[str], nodes: int, what: str) -> Iterator[Gen
             f"{what}'s longest pod name", naming.jobset_pod(job, rjob, 1, nodes), JOBSET_POD
         )
         yield GeneratedName(f"{what}'s Job name", naming.jobset_job(job, rjob, 1), JOBSET_JOB)
+    if "pytorchjob" in kinds:
+        yield from _pytorchjob_names(job, nodes, what)
     if "job" in kinds:
         yield GeneratedName(f"{what}'s headless Service", job, DNS_LABEL)
         yield GeneratedName(
             f"{what}'s last pod hostname", naming.indexed_pod_hostname(job, nodes), DNS_LABEL
         )
+
+
+def _pytorchjob_names(job: str, nodes: int, what: str) -> Iterator[GeneratedName]:
+    """The PyTorchJob's Master (one replica) and its last Worker (nodes - 1 replicas,
+    templates/pytorchjob.yaml.j2): pod names that are also the replicas' Service names."""
+    roles = [("Master", 0)] + ([("Worker", nodes - 2)] if nodes > 1 else [])
+    for role, index in roles:
+        name = naming.pytorchjob_pod(job, role, index)
+        yield GeneratedName(f"{what}'s {role.lower()} pod and Service", name, PYTORCHJOB_SERVICE)
+
+
+def _kueue_names(stack: Stack) -> Iterator[GeneratedName]:
+    """The cluster-scoped Kueue objects: the ClusterQueue (`<stack>`), one ResourceFlavor per
+    pool and, with topology-aware scheduling, the Topology (components/job_controller.py)."""
+    if not stack.kueue:
+        return
+    limit = naming.DNS_SUBDOMAIN_MAX
+    yield GeneratedName("the Kueue ClusterQueue", stack.name, KUEUE_NAME, limit)
+    for p in stack.pools:
+        name = naming.resource_flavor(stack.name, p.name)
+        yield GeneratedName(f"pool {p.name}'s Kueue ResourceFlavor", name, KUEUE_NAME, limit)
+    if stack.topology_levels:
+        name = naming.kueue_topology(stack.name)
+        yield GeneratedName("the Kueue Topology", name, KUEUE_NAME, limit)
 
 
 def _fabric_names(stack: Stack) -> Iterator[GeneratedName]:
@@ -111,8 +145,8 @@ def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
 
 def kubernetes_names(stack: Stack) -> list[GeneratedName]:
     """Every name the EKS job layer generates, at the most nodes each job runs on: the
-    training job, the fabric test, a trial on every node of each accelerated pool, the
-    stack label and the Kueue LocalQueue. Empty for standalone (ec2) stacks."""
+    training job (PyTorchJob replicas included), the fabric test, a trial on every node of
+    each accelerated pool, the stack label and the Kueue queue, flavors and Topology. Empty for standalone (ec2) stacks."""
     if stack.spec.orchestration != "eks":
         return []
     kinds = manifest_kinds(stack)
@@ -120,6 +154,7 @@ def kubernetes_names(stack: Stack) -> list[GeneratedName]:
     out = [GeneratedName("the stack label", stack.name, LABEL_VALUE)]
     if stack.queue_name:
         out.append(GeneratedName("the Kueue queue label", stack.queue_name, LABEL_VALUE))
+    out += _kueue_names(stack)
     out += _job_names(stack.name, kinds, pool.nodes, "the training job")
     out += _fabric_names(stack)
     for p in _trial_pools(stack):
