@@ -87,6 +87,36 @@ def jobset_webhook_problems(trainjob: Doc, runtime: Doc) -> list[str]:
     return out
 
 
+#: The env names Trainer's torch plugin sets itself (kubeflow/trainer@658725bd
+#: pkg/constants/constants.go:191-203, the set at :300 TorchRunReservedEnvNames).
+TORCH_RESERVED_ENV = frozenset(
+    {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+)
+
+
+def trainer_webhook_problems(trainjob: Doc, runtime: Doc) -> list[str]:
+    """Trainer's TrainJob webhook, torch plugin (kubeflow/trainer@658725bd
+    pkg/runtime/framework/plugins/torch/torch.go:65-77): with a torch runtime, spec.trainer.env
+    must not set a reserved PET_* name. The plugin also upserts those names into the runtime's
+    `node` container (torch.go:171-174), so one set there would be silently replaced: refused
+    here too."""
+    if "torch" not in runtime["spec"].get("mlPolicy", {}):
+        return []
+    env = trainjob["spec"].get("trainer", {}).get("env") or []
+    out = [
+        f"spec.trainer.env: must not have reserved envs ({e['name']})"
+        for e in env
+        if e["name"] in TORCH_RESERVED_ENV
+    ]
+    for rj in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        for c in pod.get("containers", []):
+            for e in c.get("env") or []:
+                if rj["name"] == "node" and c["name"] == "node" and e["name"] in TORCH_RESERVED_ENV:
+                    out.append(f"runtime container node sets {e['name']}, which Trainer replaces")
+    return out
+
+
 def trainjobs(manifest: str) -> Iterator[tuple[Doc, Doc]]:
     """(TrainJob, the TrainingRuntime it names) in one rendered file."""
     all_docs = docs(manifest)
@@ -137,5 +167,5 @@ def admission_problems(manifest: str) -> list[str]:
     """Everything above for one rendered file."""
     out = label_value_problems(manifest) + indexed_job_problems(manifest)
     for tj, rt in trainjobs(manifest):
-        out += jobset_webhook_problems(tj, rt)
+        out += jobset_webhook_problems(tj, rt) + trainer_webhook_problems(tj, rt)
     return out

@@ -13,11 +13,20 @@ from typing import Any
 import celpy
 import pytest
 
+from accelstack.catalog import load_catalog
 from accelstack.render import render
 from accelstack.render.trial import render_trial
+from accelstack.spec import Spec
+from accelstack.spec.rules import check_rules
 
 from .conftest import STACKS
-from .helpers_admission import admission_problems, docs
+from .helpers_admission import (
+    TORCH_RESERVED_ENV,
+    admission_problems,
+    docs,
+    trainer_webhook_problems,
+    trainjobs,
+)
 from .helpers_render import preset_stack, variant
 from .helpers_upstream import model_problems
 
@@ -174,3 +183,28 @@ def test_a_re_render_after_a_change_keeps_the_immutable_runtime_ref() -> None:
     moved = copy.deepcopy(new)
     moved["spec"]["runtimeRef"]["name"] = "another-runtime"
     assert not cel(rule, moved, old)
+
+
+def test_trainers_webhook_refuses_reserved_torch_env_and_the_spec_cannot_reach_it() -> None:
+    """Trainer's torch plugin webhook refuses a TrainJob whose spec.trainer.env sets a
+    reserved PET_* name (helpers_admission.trainer_webhook_problems, kubeflow/trainer@658725bd
+    pkg/runtime/framework/plugins/torch/torch.go:65-77): the rendered TrainJobs set none, a
+    TrainJob or runtime `node` container that does is refused, and `validate` refuses every
+    reserved name in workload.env before render."""
+    text = _manifests("llama3-70b-p5")["trainjob.yaml"]
+    ((tj, rt),) = trainjobs(text)
+    assert trainer_webhook_problems(tj, rt) == []
+    for name in sorted(TORCH_RESERVED_ENV):
+        bad = copy.deepcopy(tj)
+        bad["spec"]["trainer"]["env"] = [{"name": name, "value": "1"}]
+        assert trainer_webhook_problems(bad, rt) == [
+            f"spec.trainer.env: must not have reserved envs ({name})"
+        ]
+        node = copy.deepcopy(rt)
+        pod = node["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        pod["template"]["spec"]["containers"][0]["env"].append({"name": name, "value": "1"})
+        assert len(trainer_webhook_problems(tj, node)) == 1
+        data = preset_stack("llama3-70b-p5").spec.model_dump()
+        data["workload"]["env"] = {name: "1"}
+        problems = check_rules(Spec.model_validate(data), load_catalog(), "s.yaml")
+        assert any(p.path == f"workload.env.{name}" for p in problems), name
