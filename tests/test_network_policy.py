@@ -126,20 +126,26 @@ def test_the_policy_admits_exactly_the_flows_the_job_needs(preset: str) -> None:
         assert got == expected, (art.path, [f.what for f in got if got[f] != expected[f]])
 
 
-def test_the_metrics_scraper_reaches_the_named_metrics_port_only() -> None:
-    """A pod that declares a container port named `metrics` is scraped on it; the scraper
-    reaches nothing else (the rendered pods declare none, so it reaches nothing)."""
-    stack = preset_stack("llama3-70b-p5")
+@pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
+def test_the_policy_and_the_pods_agree_on_every_port_and_peer(preset: str) -> None:
+    """A named port in a NetworkPolicy matches only a container port of that name on the
+    selected pod (networking.k8s.io/v1 NetworkPolicyPort.port), so a name no pod declares
+    admits nothing: every port the policy names is one the job's pods declare, and every peer
+    is the job's own pods. Nothing in the pods serves metrics (the metrics add-on reads
+    node-level sources: cAdvisor, node exporter, NVIDIA DCGM, kube-state-metrics, Neuron
+    Monitor; CloudWatch user guide, container-insights-otel-metrics), so its namespace is not
+    admitted at all."""
+    stack = preset_stack(preset)
     assert stack.metrics
-    text = next(a.content for a in render(stack) if a.path == "trainjob.yaml")
-    policy, labels, named, _ = _job_pod(text)
-    agent = (("app.kubernetes.io/name", "cloudwatch-agent"),)
-    scrape = Flow("scrape", "amazon-cloudwatch", agent, 9400)
-    assert "metrics" not in named and not admitted(policy, labels, named, scrape)
-    assert admitted(policy, labels, {**named, "metrics": 9400}, scrape)
-    assert not admitted(
-        policy, labels, {**named, "metrics": 9400}, Flow("x", "default", agent, 9400)
-    )
+    for art in render(stack):
+        if not art.path.endswith(".yaml"):
+            continue
+        policy, labels, named, _ = _job_pod(art.content)
+        for rule in policy["spec"]["ingress"]:
+            assert rule["from"] == [{"podSelector": {"matchLabels": labels}}], art.path
+            for port in rule.get("ports") or []:
+                if isinstance(port.get("port"), str):
+                    assert port["port"] in named, (art.path, port)
 
 
 def test_the_vpc_cni_addon_runs_the_network_policy_agent() -> None:

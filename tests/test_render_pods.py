@@ -118,13 +118,10 @@ def test_network_policy_admits_only_the_jobs_own_pods(kind: str) -> None:
     (np,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
     selector = np["spec"]["podSelector"]["matchLabels"]
     assert np["spec"]["policyTypes"] == ["Ingress"]
-    # the job's own pods, and the metrics add-on's namespace (tests/test_metrics_addon.py)
-    rule, scraper = np["spec"]["ingress"]
+    # the job's own pods only (tests/test_network_policy.py)
+    (rule,) = np["spec"]["ingress"]
     assert rule["from"] == [{"podSelector": {"matchLabels": selector}}]  # no namespace, no CIDR
     assert rule["ports"] == [{"protocol": "TCP"}]  # every TCP port: rendezvous + bootstrap
-    assert scraper["from"] == [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "amazon-cloudwatch"}}}
-    ]
     for tpl in _pods(stack):
         labels = tpl["metadata"]["labels"]
         assert selector.items() <= labels.items()  # the policy selects every pod of the job

@@ -54,9 +54,6 @@ CACHE_URL_VAR = "ACCELSTACK_COMPILE_CACHE_URL"
 #: constants.go at the pinned tag: Node = "node", AncestorTrainer = "trainer").
 TRAINER_JOB = "node"
 TRAINER_CONTAINER = "node"
-#: The container port name the metrics scraper may reach (NetworkPolicy named port): the only
-#: port its namespace is admitted to.
-METRICS_PORT_NAME = "metrics"
 #: Node-local directory for the TorchNeuron NEFF cache when the stack has no FSx.
 LOCAL_NEFF_CACHE_DIR = "/var/tmp/neuron-neff-cache"
 #: Node-local directory for launch state (the pre-compile marker) when the stack has no FSx;
@@ -287,13 +284,7 @@ def _context(
         "python_env": python_env(stack, pool),
         "pod_image": None,  # the training image; the fabric test may name its tool's image
         "queue_name": stack.queue_name,
-        "metrics_namespace": (
-            stack.catalog.metrics_addon.namespace
-            if stack.metrics and stack.catalog.metrics_addon
-            else None
-        ),
         "queue_label": naming.QUEUE_LABEL,
-        "metrics_port_name": METRICS_PORT_NAME,
         "checkpoint": checkpoint_context(stack),
         "neuron_claim": neuron_claim(stack, pool),
         "topology_preference": stack.topology_preference,
