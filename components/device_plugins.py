@@ -57,9 +57,10 @@ def node_selector_for(pools: list[ResolvedPool]) -> dict[str, str]:
 
 def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
     """The Neuron chart's values. With UltraServer pools, their nodes get devices through the
-    Neuron DRA driver and the UltraServer Operator places jobs on whole UltraServers (catalog
-    scale.yaml `placement`, chart keys draDriver.* / ultraserverOperator.*); the device plugin
-    then serves only the other Neuron pools (the two never share a node), or is off."""
+    Neuron DRA driver, and the UltraServer Operator runs where the catalog says it serves the
+    family (scale.yaml `placement.operator`, chart keys draDriver.* /
+    ultraserverOperator.enabled); the device plugin then serves only the other Neuron pools
+    (the two never share a node), or is off."""
     values: dict[str, Any] = {
         "neuronInstances": instance_types(neuron),
         # the chart's node problem detector: Neuron hardware errors (SRAM/HBM/NC
@@ -80,7 +81,9 @@ def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
         "nodeSelector": {**node_selector_for(ultra), NEURON_ALLOCATION_LABEL: "dra"},
         "tolerations": tolerations(ultra),
     }
-    values["ultraserverOperator"] = {"enabled": True}
+    # the operator only where the catalog says it serves the family (scale.yaml placement.operator)
+    operator = any(p.ultraserver and p.ultraserver.placement.operator for p in ultra)
+    values["ultraserverOperator"] = {"enabled": operator}
     if others:
         values["devicePlugin"] = {
             "nodeSelector": {**node_selector_for(others), NEURON_ALLOCATION_LABEL: "device-plugin"},

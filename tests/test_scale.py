@@ -339,10 +339,30 @@ def test_an_ultraserver_pool_installs_the_dra_driver_and_operator(ultra_catalog:
     assert neuron.inputs["version"] == ultra_catalog.charts["neuron"].version == "1.9.0"
     assert values["draDriver"]["enabled"] is True
     assert values["draDriver"]["nodeSelector"]["accelstack.io/neuron-allocation"] == "dra"
-    assert values["ultraserverOperator"] == {"enabled": True}
+    # the operator supports Trn3pds UltraServers only (catalog placement.operator)
+    assert values["ultraserverOperator"] == {"enabled": False}
     assert values["devicePlugin"] == {"enabled": False}  # never beside the DRA driver
     (ng,) = groups(plan, f"{stack.name}-{stack.pools[0].name}-").values()
     assert ng["labels"]["accelstack.io/neuron-allocation"] == "dra"
+
+
+def test_the_catalog_says_which_ultraserver_families_get_the_operator(ultra_catalog: Any) -> None:
+    """trn2u: off, with the Neuron docs that scope the operator to Trn3pds as the source; a
+    family whose catalog row says `operator: true` gets it, with no code change."""
+    from components.device_plugins import neuron_values
+
+    placement = ultra_catalog.scale.ultraservers["trn2u.48xlarge"].placement
+    assert placement.operator is False
+    assert "ultraserver-operator.rst:84" in placement.operator_source
+    stack = resolve(parse_spec(ultra(8), "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
+    pool = stack.pools[0]
+    assert pool.ultraserver is not None
+    assert neuron_values([pool])["ultraserverOperator"] == {"enabled": False}
+    served = pool.ultraserver.model_copy(
+        update={"placement": placement.model_copy(update={"operator": True})}
+    )
+    other = replace(pool, ultraserver=served)
+    assert neuron_values([other])["ultraserverOperator"] == {"enabled": True}
 
 
 def test_ultraserver_pools_need_a_kubernetes_version_the_dra_driver_supports() -> None:

@@ -20,6 +20,7 @@ max_bytes  # catalog fabric-test facts
 iterations  # catalog fabric-test facts
 offerings_source  # catalog offerings
 instance_types_source  # scale.yaml topology_labels
+operator_source  # scale.yaml ultraservers placement
 end_time_utc  # capacity_blocks.yaml
 start_up_to_weeks_ahead  # capacity_blocks.yaml
 billing  # purchase_options.yaml

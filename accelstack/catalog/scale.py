@@ -77,11 +77,15 @@ class AddressSpace(_Frozen):
 
 class UltraServerPlacement(_Frozen):
     """What places jobs on whole UltraServers on EKS: a chart of the catalog, from a version,
-    on a Kubernetes version at least `min_kubernetes`."""
+    on a Kubernetes version at least `min_kubernetes`; `operator`: whether the chart's Neuron
+    UltraServer Operator serves this family (its docs name the instance types it supports),
+    with the source."""
 
     chart: str
     chart_version: str
     min_kubernetes: str
+    operator: bool
+    operator_source: str
 
 
 class UltraServerDRA(_Frozen):
