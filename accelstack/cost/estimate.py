@@ -348,6 +348,32 @@ def scaling(
     return eff, (low, high)
 
 
+def precision_mix(dense: float, attention: float, ratio: float) -> float:
+    """Share of the precision's peak a step reaches when the dense FLOPs run at it and the
+    attention FLOPs at the BF16 rate (`ratio`: the precision's peak / BF16's)."""
+    return (dense + attention) / (dense + attention * ratio)
+
+
+def attention_precision_factor(catalog: Catalog, family: str, workload: Workload) -> float:
+    """FP8 step MFU at a long sequence relative to the reference sequence: the linears run
+    at FP8, attention (flash attention) at the BF16 rate, and its share of the FLOPs grows
+    with the sequence (12 L H S per token). 1 for BF16, at or below the reference length,
+    or where the spec lacks layers/hidden_size."""
+    peaks = catalog.families[family].peak_tflops
+    bf16 = peaks.get("bf16")
+    own = peaks.get(workload.precision)
+    m, seq = workload.model, workload.sequence_length
+    ref_seq = catalog.throughput.scaling.reference_sequence
+    if not (bf16 and own and own > bf16 and m.layers and m.hidden_size and seq):
+        return 1.0
+    if seq <= ref_seq:
+        return 1.0
+    dense = 6.0 * m.compute_params_billion * 1e9
+    at = 12.0 * m.layers * m.hidden_size
+    ratio = own / bf16
+    return precision_mix(dense, at * seq, ratio) / precision_mix(dense, at * ref_seq, ratio)
+
+
 def mfu_for(
     catalog: Catalog,
     instance_type: str,
@@ -368,6 +394,13 @@ def mfu_for(
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
     curve = catalog.mfu_curve(inst.family, workload.precision)
     ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
+    mix = attention_precision_factor(catalog, inst.family, workload)
+    if mix < 1.0:
+        ref, lo = ref * mix, lo * mix  # the high end: attention at the low precision too
+        source += (
+            f"; long-sequence attention at the BF16 rate (x{mix:.3f} against "
+            f"{catalog.throughput.scaling.reference_sequence:,} tokens)"
+        )
     used = stack if stack in curve.stacks else None
     moe = workload.model.active_params_billion
     if moe is not None:
