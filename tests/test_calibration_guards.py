@@ -153,3 +153,48 @@ def test_cli_refuses_in_one_line_and_writes_nothing(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "needs at least 3 x p5.48xlarge" in err
     assert spec.read_text() == before
+
+
+# ---- a mixture of experts: FLOPs from the active parameters ---------------------------
+
+#: Mixtral-8x7B-like: 46.7B in all, 12.9B active per token
+MOE_TOTAL, MOE_ACTIVE = 46.7, 12.9
+
+
+def test_a_mixture_of_experts_record_counts_its_active_flops(cat: Catalog, tmp_path) -> None:
+    """MFU from 6 x the active parameters: counted from the total, a MoE's MFU of 0.40 came
+    out 1.45 (and was refused as implausible)."""
+    tps = 4 * _tps(0.40, MOE_ACTIVE)
+    rec = _rec(
+        params_billion=MOE_TOTAL,
+        active_params_billion=MOE_ACTIVE,
+        nodes=4,
+        world_size=32,
+        tokens_per_s=tps,
+    )
+    assert record_mfu(cat, rec) == pytest.approx(0.40, rel=1e-3)
+    # a record without the field takes the spec's active size when it ran the spec's model
+    plain = _write(
+        tmp_path / "moe.jsonl",
+        _rec(params_billion=MOE_TOTAL, nodes=4, world_size=32, tokens_per_s=tps),
+    )
+    (m,) = measure(cat, [plain], {"h100": "nvidia"}, (MOE_TOTAL, MOE_ACTIVE))
+    assert m.mfu == pytest.approx(0.40, rel=1e-3) and m.params_billion == MOE_TOTAL
+    assert "1.45" in _refusal(cat, plain)  # the total's FLOPs: not a training step
+    # a proxy of another size keeps its own count
+    proxy = _rec(params_billion=8.03, nodes=1)
+    assert record_mfu(cat, proxy) == pytest.approx(0.40, rel=1e-3)
+
+
+def test_the_trial_records_the_active_size_of_the_spec_model(monkeypatch) -> None:
+    from accelstack.trial import runner
+
+    monkeypatch.setenv("ACCELSTACK_TRIAL_PARAMS_BILLION", str(MOE_TOTAL))
+    monkeypatch.setenv("ACCELSTACK_TRIAL_ACTIVE_PARAMS_BILLION", str(MOE_ACTIVE))
+    timer = runner._Timer()
+    assert runner._active_params(timer) == MOE_ACTIVE  # not counted: the spec's model
+    timer.params = MOE_TOTAL * 1e9
+    assert runner._active_params(timer) == MOE_ACTIVE  # counted, the spec's size
+    timer.params = 1e6  # a proxy model: its own count is its FLOPs
+    assert runner._active_params(timer) is None
+    assert "active_params_billion" in runner.RECORD_FIELDS

@@ -78,13 +78,14 @@ def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def record_mfu(catalog: Catalog, rec: dict[str, Any]) -> float:
-    """tokens/s x FLOPs per token / (chips x peak)."""
+    """tokens/s x FLOPs per token / (chips x peak); a mixture of experts' FLOPs from its
+    active parameters (`active_params_billion`), its memory fit from the total."""
     inst = catalog.instance(str(rec["instance_type"]))
     fam = catalog.families[inst.family]
     precision = str(rec.get("precision") or "bf16")
     peak = fam.peak_tflops[precision] * 1e12
     flops = training_flops(
-        float(rec["params_billion"]),
+        float(rec.get("active_params_billion") or rec["params_billion"]),
         1.0,
         rec.get("layers"),
         rec.get("hidden_size"),
@@ -264,15 +265,31 @@ def check_agreement(catalog: Catalog, recs: Sequence[tuple[Path, int, dict[str, 
     )
 
 
+def with_active(rec: dict[str, Any], moe: tuple[float, float] | None) -> dict[str, Any]:
+    """The record with the spec's active size (`moe`: total, active) when it ran the spec's
+    mixture of experts (its params_billion within 1% of the total) and names none itself."""
+    if moe is None or rec.get("active_params_billion"):
+        return rec
+    total, active = moe
+    if abs(float(rec["params_billion"]) - total) > 0.01 * total:
+        return rec
+    return {**rec, "active_params_billion": active}
+
+
 def measure(
-    catalog: Catalog, files: Sequence[Path], pools: dict[str, str] | None = None
+    catalog: Catalog,
+    files: Sequence[Path],
+    pools: dict[str, str] | None = None,
+    moe: tuple[float, float] | None = None,
 ) -> list[Measured]:
     """One Measured per (instance type, model size, precision) over every record; each
     record checked first (`check_record`), then each group's agreement (`check_agreement`);
-    the mean is kept with its spread (`mfu_spread`)."""
+    the mean is kept with its spread (`mfu_spread`). `moe`: the spec's (total, active)
+    parameters of a mixture of experts (`with_active`)."""
     groups: dict[tuple[str, float, str], list[tuple[Path, int, dict[str, Any]]]] = {}
     for f in files:
-        for n, rec in read_records(f):
+        for n, raw in read_records(f):
+            rec = with_active(raw, moe)
             check_record(catalog, rec, (f, n), pools or {})
             key = (str(rec["instance_type"]), float(rec["params_billion"]), rec.get("precision"))
             groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, n, rec))
