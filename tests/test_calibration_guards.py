@@ -198,3 +198,59 @@ def test_the_trial_records_the_active_size_of_the_spec_model(monkeypatch) -> Non
     timer.params = 1e6  # a proxy model: its own count is its FLOPs
     assert runner._active_params(timer) is None
     assert "active_params_billion" in runner.RECORD_FIELDS
+
+
+# ---- the FP8 band of a curve extrapolated at the BF16 throughput ----------------------
+
+
+def _trn_fp8(cat: Catalog, itype: str, mfu: float) -> dict[str, Any]:
+    """A one-node FP8 record on `itype` at `mfu` of its FP8 peak."""
+    inst = cat.instance(itype)
+    peak = cat.families[inst.family].peak_tflops["fp8"] * 1e12 * inst.chips
+    return _rec(
+        pool="trn",
+        instance_type=itype,
+        device_kind="neuron",
+        world_size=inst.chips,
+        precision="fp8",
+        tokens_per_s=mfu * peak / (6 * 8.03e9),
+    )
+
+
+@pytest.mark.parametrize(("itype", "mfu"), [("trn2.48xlarge", 0.6), ("trn3.48xlarge", 0.45)])
+def test_the_fp8_band_keeps_the_curves_conservative_factor(
+    cat: Catalog, tmp_path, itype: str, mfu: float
+) -> None:
+    """trn2/trn3 FP8 are the trn1 BF16 curve x 667/1299 (x 671/2517): the band took the trn1
+    BF16 best against the FP8 peak, so MFU 0.6 on trn2 (780 TFLOPS, above trn2's BF16 peak of
+    667 by 17%: a 3.2x FP8 gain over the best BF16 record) and 0.45 on trn3 (4.3x) passed."""
+    from accelstack.cost.calibrate import fp8_speedup
+
+    curve = cat.mfu_curve(cat.instance(itype).family, "fp8")
+    gain, pair = fp8_speedup(cat)
+    assert 1.2 < gain < 1.35 and "torchtitan-llama3.1-8b" in pair  # Tables 1 and 3
+    _, hi, why = mfu_band(cat, itype, "fp8")
+    _, bf16_hi, _ = mfu_band(cat, "trn1.32xlarge", "bf16")
+    assert hi < bf16_hi * curve.factor * gain * 1.5  # not the BF16 best at the FP8 peak
+    assert "conservative factor" in why and "fp8_speedup_pairs" in why
+    rec = _trn_fp8(cat, itype, mfu)
+    assert record_mfu(cat, rec) == pytest.approx(mfu, rel=1e-6)
+    with pytest.raises(SpecError) as exc:
+        measure(cat, [_write(tmp_path / "r.jsonl", rec)])
+    assert f"MFU {mfu:g} " in str(exc.value) and "outside the plausible" in str(exc.value)
+    # a measurement with the largest public FP8 gain over the estimate is still accepted
+    est = estimate_training(
+        cat,
+        itype,
+        1,
+        Workload.model_validate(
+            {
+                "model": {"params_billion": 8.03},
+                "tokens_billion": 1,
+                "precision": "fp8",
+                "entrypoint": "t.py",
+            }
+        ),
+    )
+    ok = _trn_fp8(cat, itype, est.mfu * gain)
+    assert measure(cat, [_write(tmp_path / "ok.jsonl", ok)])

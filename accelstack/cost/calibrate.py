@@ -30,7 +30,9 @@ from typing import Any
 import yaml
 
 from accelstack.catalog import Catalog
+from accelstack.catalog.records import TrainingRecord
 from accelstack.catalog.sizing import memory_fit
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.cost.estimate import training_flops
 from accelstack.cost.mfu import implied_mfu
 from accelstack.errors import CatalogError, Problem, SpecError
@@ -176,32 +178,67 @@ def release_tolerance(catalog: Catalog) -> tuple[float, str]:
     return max(gaps)
 
 
+def fp8_speedup(catalog: Catalog) -> tuple[float, str]:
+    """The largest throughput gain FP8 gives over BF16 in the public record pairs of one
+    stack, model and scale (throughput.yaml calibration.fp8_speedup_pairs)."""
+    by_id = {r.id: r for r in catalog.records}
+    gains = []
+    for a, b in catalog.throughput.calibration.fp8_speedup_pairs:
+        ra, rb = by_id[a], by_id[b]
+        gain = (implied_mfu(catalog, rb) * _peak(catalog, rb)) / (
+            implied_mfu(catalog, ra) * _peak(catalog, ra)
+        )
+        gains.append((gain, f"{a} vs {b}"))
+    return max(gains)
+
+
+def _peak(catalog: Catalog, rec: TrainingRecord) -> float:
+    return catalog.families[rec.family].peak_tflops[rec.precision]
+
+
+def _best(catalog: Catalog, curve: MfuCurve, family: str) -> tuple[float, str]:
+    """The best public MFU of the curve's records (an extrapolated curve: its source
+    curve's, or held out of it), at this curve's peak: x the conservative factor and, where
+    the factor withholds a faster precision's gain, x the largest public FP8 gain (at most
+    the peak ratio) - a measurement may show a speed-up the estimate does not credit, but
+    not more than any public pair did."""
+    by_id = {r.id: r for r in catalog.records}
+    src = curve.from_curve
+    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
+    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
+    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
+    if curve.factor >= 1:
+        return best, ""
+    gain, _ = fp8_speedup(catalog)
+    gain = min(gain, 1 / curve.factor)
+    return best * curve.factor * gain, (
+        f" x {curve.factor:g} (its conservative factor) x {gain:.2f} (the largest public FP8 "
+        "gain, calibration.fp8_speedup_pairs):"
+    )
+
+
 def mfu_band(catalog: Catalog, instance_type: str, precision: str) -> tuple[float, float, str]:
     """(low, high, why): a plausible steady-state MFU on this family at this precision. Low:
     spreads.mfu_band's floor. High: the best public record of the family's curve or held out
-    of it (an
-    extrapolated curve: its source curve's, without the conservative factor: a measurement may
-    show the speed-up the estimate does not credit) x (1 + the release tolerance + the measured
-    spread + the curve's extra_spread), never above spreads.mfu_band's ceiling."""
+    of it (an extrapolated curve: its source curve's, at this curve's peak: `_best`) x (1 +
+    the release tolerance + the measured spread + the curve's extra_spread), never above
+    spreads.mfu_band's ceiling."""
     lo, hi = catalog.throughput.spreads.mfu_band
     family = catalog.instance(instance_type).family
     try:
         curve = catalog.mfu_curve(family, precision)
     except CatalogError:
         return lo, hi, "no curve for the family: the catalog's general band"
-    by_id = {r.id: r for r in catalog.records}
     src = curve.from_curve
-    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
-    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
-    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
+    best, scaled = _best(catalog, curve, family)
     tol, _ = release_tolerance(catalog)
     margin = tol + catalog.throughput.spreads.measured + curve.extra_spread
     top = min(hi, best * (1 + margin))
     whose = f"{src.family} {src.precision} (its source curve)" if src else f"{family} {precision}"
     extra = ", the extrapolated curve's spread" if curve.extra_spread else ""
     why = (
-        f"{family} {precision}: the best public record of {whose} {best:.3f} (records.yaml) "
-        f"+ {margin:.0%} (release tolerance, measured spread{extra})"
+        f"{family} {precision}: the best public record of {whose}{scaled} {best:.3f} "
+        f"(records.yaml) + {margin:.0%} (release tolerance, measured spread{extra})"
     )
     return lo, top, why
 
