@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from accelstack.catalog import Catalog
-from accelstack.catalog.sizing import training_state_bytes
+from accelstack.catalog.sizing import MemoryFit, memory_fit, training_state_bytes
 from accelstack.catalog.throughput import MfuCurve
 from accelstack.errors import CatalogError
 from accelstack.spec import Measured, Workload
@@ -128,6 +128,7 @@ class TrainingEstimate:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     params_billion: float = 0.0  # all parameters (the memory fit's and checkpoints' size)
     active_params_billion: float | None = None  # a mixture of experts: per token (FLOPs)
+    expert_parallel: int | None = None  # the memory fit's expert-parallel degree
 
     # ---- the step MFU ---------------------------------------------------------------
     @property
@@ -254,6 +255,20 @@ def batch_warning(workload: Workload, chips: int) -> str | None:
     )
 
 
+def workload_fit(catalog: Catalog, instance_type: str, workload: Workload) -> MemoryFit:
+    """The workload's memory fit on `instance_type` (all parameters; the experts across
+    workload.expert_parallel chips when set)."""
+    m = workload.model
+    return memory_fit(
+        catalog,
+        instance_type,
+        m.params_billion,
+        workload.precision,
+        m.expert_params_billion,
+        workload.expert_parallel,
+    )
+
+
 def estimate_training(
     catalog: Catalog,
     instance_type: str,
@@ -273,8 +288,6 @@ def estimate_training(
     and precision from `measured` (the spec's calibration), else the family's curve (at the
     centre of its stacks, or `stack`'s offset when named: used to reproduce records).
     """
-    from accelstack.catalog.sizing import memory_fit
-
     inst = catalog.instance(instance_type)
     fam = catalog.families[inst.family]
     if inst.chips <= 0:
@@ -297,7 +310,7 @@ def estimate_training(
         workload.sequence_length,
     )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured, private_pull)
-    fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
+    fit = workload_fit(catalog, instance_type, workload)
     warning = batch_warning(workload, chips)
     return TrainingEstimate(
         instance_type=instance_type,
@@ -313,6 +326,7 @@ def estimate_training(
         warnings=(warning,) if warning else (),
         params_billion=m.params_billion,
         active_params_billion=m.active_params_billion,
+        expert_parallel=workload.expert_parallel,
     )
 
 

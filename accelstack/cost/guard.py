@@ -481,6 +481,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "precision": e.precision,
         "params_billion": e.params_billion,  # all parameters: the memory fit's size
         "active_params_billion": e.active_params_billion,  # a mixture of experts: FLOPs' size
+        "expert_parallel": e.expert_parallel,  # the memory fit's expert-parallel degree
         "peak_tflops_per_chip": e.peak_tflops_per_chip,
         "steady_state_tokens_per_second_per_chip": e.steady_state_tokens_per_second_per_chip,
         "steady_state_tokens_per_second_per_chip_range": lohi(e.steady_state_tokens_range),
