@@ -607,10 +607,16 @@ class RunCost:
     # the workload pool's instance rate: low/high factors when it is an estimate
     # (price_ranges.yaml), (1, 1) for an observed rate
     price_factors: Range = (1.0, 1.0)
+    # everything but the workload pool per hour with its estimated rates at their spans'
+    # low and high (price_ranges.yaml: other pools, FSx, ...); None: no span
+    other_hourly_range: Range | None = None
 
-    def _run(self, wall: float, billed: float | None, price: float = 1.0) -> float:
+    def _run(
+        self, wall: float, billed: float | None, price: float = 1.0, other: float | None = None
+    ) -> float:
         pool_hours = wall if billed is None else billed
-        other = self.stack_hourly_usd - self.pool_hourly_usd
+        if other is None:
+            other = self.stack_hourly_usd - self.pool_hourly_usd
         return other * wall + self.pool_hourly_usd * price * pool_hours + self.extra_usd
 
     @property
@@ -623,7 +629,8 @@ class RunCost:
         lo_w, hi_w = self.wall_hours_range or (self.wall_hours, self.wall_hours)
         lo_b, hi_b = self.billed_pool_hours_range or (None, None)
         lo_p, hi_p = self.price_factors
-        return (self._run(lo_w, lo_b, lo_p), self._run(hi_w, hi_b, hi_p))
+        lo_o, hi_o = self.other_hourly_range or (None, None)
+        return (self._run(lo_w, lo_b, lo_p, lo_o), self._run(hi_w, hi_b, hi_p, hi_o))
 
     @property
     def pool_run_usd(self) -> float:
