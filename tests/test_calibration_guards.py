@@ -153,3 +153,104 @@ def test_cli_refuses_in_one_line_and_writes_nothing(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "needs at least 3 x p5.48xlarge" in err
     assert spec.read_text() == before
+
+
+# ---- a mixture of experts: FLOPs from the active parameters ---------------------------
+
+#: Mixtral-8x7B-like: 46.7B in all, 12.9B active per token
+MOE_TOTAL, MOE_ACTIVE = 46.7, 12.9
+
+
+def test_a_mixture_of_experts_record_counts_its_active_flops(cat: Catalog, tmp_path) -> None:
+    """MFU from 6 x the active parameters: counted from the total, a MoE's MFU of 0.40 came
+    out 1.45 (and was refused as implausible)."""
+    tps = 4 * _tps(0.40, MOE_ACTIVE)
+    rec = _rec(
+        params_billion=MOE_TOTAL,
+        active_params_billion=MOE_ACTIVE,
+        nodes=4,
+        world_size=32,
+        tokens_per_s=tps,
+    )
+    assert record_mfu(cat, rec) == pytest.approx(0.40, rel=1e-3)
+    # a record without the field takes the spec's active size when it ran the spec's model
+    plain = _write(
+        tmp_path / "moe.jsonl",
+        _rec(params_billion=MOE_TOTAL, nodes=4, world_size=32, tokens_per_s=tps),
+    )
+    (m,) = measure(cat, [plain], {"h100": "nvidia"}, (MOE_TOTAL, MOE_ACTIVE))
+    assert m.mfu == pytest.approx(0.40, rel=1e-3) and m.params_billion == MOE_TOTAL
+    assert "1.45" in _refusal(cat, plain)  # the total's FLOPs: not a training step
+    # a proxy of another size keeps its own count
+    proxy = _rec(params_billion=8.03, nodes=1)
+    assert record_mfu(cat, proxy) == pytest.approx(0.40, rel=1e-3)
+
+
+def test_the_trial_records_the_active_size_of_the_spec_model(monkeypatch) -> None:
+    from accelstack.trial import runner
+
+    monkeypatch.setenv("ACCELSTACK_TRIAL_PARAMS_BILLION", str(MOE_TOTAL))
+    monkeypatch.setenv("ACCELSTACK_TRIAL_ACTIVE_PARAMS_BILLION", str(MOE_ACTIVE))
+    timer = runner._Timer()
+    assert runner._active_params(timer) == MOE_ACTIVE  # not counted: the spec's model
+    timer.params = MOE_TOTAL * 1e9
+    assert runner._active_params(timer) == MOE_ACTIVE  # counted, the spec's size
+    timer.params = 1e6  # a proxy model: its own count is its FLOPs
+    assert runner._active_params(timer) is None
+    assert "active_params_billion" in runner.RECORD_FIELDS
+
+
+# ---- the FP8 band of a curve extrapolated at the BF16 throughput ----------------------
+
+
+def _trn_fp8(cat: Catalog, itype: str, mfu: float) -> dict[str, Any]:
+    """A one-node FP8 record on `itype` at `mfu` of its FP8 peak."""
+    inst = cat.instance(itype)
+    peak = cat.families[inst.family].peak_tflops["fp8"] * 1e12 * inst.chips
+    return _rec(
+        pool="trn",
+        instance_type=itype,
+        device_kind="neuron",
+        world_size=inst.chips,
+        precision="fp8",
+        tokens_per_s=mfu * peak / (6 * 8.03e9),
+    )
+
+
+@pytest.mark.parametrize(("itype", "mfu"), [("trn2.48xlarge", 0.6), ("trn3.48xlarge", 0.45)])
+def test_the_fp8_band_keeps_the_curves_conservative_factor(
+    cat: Catalog, tmp_path, itype: str, mfu: float
+) -> None:
+    """trn2/trn3 FP8 are the trn1 BF16 curve x 667/1299 (x 671/2517): the band took the trn1
+    BF16 best against the FP8 peak, so MFU 0.6 on trn2 (780 TFLOPS, above trn2's BF16 peak of
+    667 by 17%: a 3.2x FP8 gain over the best BF16 record) and 0.45 on trn3 (4.3x) passed."""
+    from accelstack.cost.calibrate import fp8_speedup
+
+    curve = cat.mfu_curve(cat.instance(itype).family, "fp8")
+    gain, pair = fp8_speedup(cat)
+    assert 1.2 < gain < 1.35 and "torchtitan-llama3.1-8b" in pair  # Tables 1 and 3
+    _, hi, why = mfu_band(cat, itype, "fp8")
+    _, bf16_hi, _ = mfu_band(cat, "trn1.32xlarge", "bf16")
+    assert hi < bf16_hi * curve.factor * gain * 1.5  # not the BF16 best at the FP8 peak
+    assert "conservative factor" in why and "fp8_speedup_pairs" in why
+    rec = _trn_fp8(cat, itype, mfu)
+    assert record_mfu(cat, rec) == pytest.approx(mfu, rel=1e-6)
+    with pytest.raises(SpecError) as exc:
+        measure(cat, [_write(tmp_path / "r.jsonl", rec)])
+    assert f"MFU {mfu:g} " in str(exc.value) and "outside the plausible" in str(exc.value)
+    # a measurement with the largest public FP8 gain over the estimate is still accepted
+    est = estimate_training(
+        cat,
+        itype,
+        1,
+        Workload.model_validate(
+            {
+                "model": {"params_billion": 8.03},
+                "tokens_billion": 1,
+                "precision": "fp8",
+                "entrypoint": "t.py",
+            }
+        ),
+    )
+    ok = _trn_fp8(cat, itype, est.mfu * gain)
+    assert measure(cat, [_write(tmp_path / "ok.jsonl", ok)])

@@ -116,3 +116,77 @@ def test_active_parameters_do_not_recompile_neuron_graphs() -> None:
     d["workload"]["model"]["params_billion"] = 9.0
     other = resolve(parse_spec(d, "t"))
     assert precompile_key(other, other.workload_pool) != precompile_key(plain, plain.workload_pool)
+
+
+# ---- expert parallelism: a degree of its own in the memory fit ------------------------
+
+
+def test_expert_parallelism_shards_the_experts_across_its_group_only() -> None:
+    """DeepSeek-V3's published layout (EP64 across 8 nodes, arXiv 2412.19437 sec. 3.2): the
+    experts' weights and gradients over 64 chips, the optimizer state and the rest over all
+    2,048; 36 p5 nodes at least (20 with every byte over every chip, as before)."""
+    plain = estimate_training(CAT, "p5.48xlarge", 256, _dsv3())
+    ep64 = estimate_training(CAT, "p5.48xlarge", 256, _dsv3(expert_parallel=64))
+    assert (plain.min_nodes, ep64.min_nodes) == (20, 36)
+    assert ep64.expert_parallel == 64
+    # the throughput, and so the GPU-hours check, does not depend on the degree
+    assert ep64.compute_hours == pytest.approx(plain.compute_hours)
+    lo = ep64.chips * ep64._compute_hours(ep64.pick.high) / ep64.goodput_range[1]
+    hi = ep64.chips * ep64._compute_hours(ep64.pick.low) / ep64.goodput_range[0]
+    assert lo <= DSV3_GPU_HOURS <= hi
+    # a wider group needs fewer nodes for the experts, but at least the nodes it spans
+    assert estimate_training(CAT, "p5.48xlarge", 256, _dsv3(expert_parallel=256)).min_nodes == 32
+
+
+def _ep_spec(ep: int, **model: Any) -> dict[str, Any]:
+    d = _spec(**model)
+    d["workload"]["expert_parallel"] = ep
+    d["storage"]["fsx_lustre_gib"] = 38400
+    return d
+
+
+@pytest.mark.parametrize(
+    ("ep", "model", "message"),
+    [
+        (64, {}, "64 needs workload.model.active_params_billion: a dense model has no experts"),
+        (
+            48,
+            {"params_billion": 671, "active_params_billion": 37},
+            "48 does not divide the workload pool's 512 chips (64 x p5.48xlarge): "
+            "expert-parallel groups must tile the job (nearest: 32 or 64)",
+        ),
+        (
+            16,
+            {"params_billion": 671, "active_params_billion": 37},
+            "expert_parallel 16 puts 148 GiB of expert state on each chip, over the 64 GiB "
+            "usable per chip of p5.48xlarge: use at least 37",
+        ),
+    ],
+)
+def test_a_bad_expert_parallel_degree_is_refused_in_one_line(
+    ep: int, model: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SpecError) as exc:  # spec rules, then the stack's (the memory fit)
+        resolve(parse_spec(_ep_spec(ep, **model), "stacks/t.yaml"))
+    text = str(exc.value).strip()
+    assert len(text.splitlines()) == 1
+    assert "workload.expert_parallel" in text and message in text
+
+
+def test_expert_parallel_flows_into_resolve_compare_and_json() -> None:
+    stack = resolve(parse_spec(_ep_spec(64, params_billion=671, active_params_billion=37), "t"))
+    assert stack.workload_memory_fit is not None
+    assert stack.workload_memory_fit.min_nodes == 36  # 64 p5 in the preset: it fits
+    (c,) = compare(stack, ["p5.48xlarge"], chips=8 * 64).candidates
+    assert c.min_nodes == 36
+    # a type whose chips cannot hold the experts' shard at this degree is not a candidate
+    (t,) = compare(stack, ["trn1.32xlarge"], chips=8 * 64).candidates
+    assert t.reason is not None and "expert_parallel 64 puts 37 GiB" in t.reason
+    doc = json.loads(verdict_json(check_budget(stack)))
+    assert doc["training"]["expert_parallel"] == 64 and doc["training"]["min_nodes"] == 36
+    # a pool smaller than the fit is refused by the memory-fit rule, naming the minimum
+    d = _ep_spec(64, params_billion=671, active_params_billion=37)
+    d["pools"][0]["nodes"] = 32
+    with pytest.raises(SpecError) as exc:
+        resolve(parse_spec(d, "t"))
+    assert "use at least 36 nodes" in str(exc.value)

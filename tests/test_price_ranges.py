@@ -122,3 +122,69 @@ def test_price_span_makes_a_pick_too_close_to_call() -> None:
         if c.instance_type == "trn2.48xlarge" and o.option == "capacity-block"
     )
     assert row.instance_rate_range == pytest.approx((23.51 * 0.87, 23.51 * 1.40))
+
+
+# ---- every estimated rate, not only the workload pool's ---------------------------------
+
+
+def test_every_estimated_service_rate_has_a_sourced_span() -> None:
+    cat = load_catalog()
+    for r in cat.service_rates:
+        span = cat.price_span(r.item or "", "service", r.estimate)
+        if not r.estimate:
+            assert span is None
+            continue
+        assert span is not None, (r.region, r.item)
+        assert 0 < span[0] <= 1 <= span[1] and span[2]
+    assert {r.item for r in cat.service_rates if r.estimate} >= {
+        "fsx-lustre-persistent2-1000",
+        "container-insights-node",
+    }
+
+
+def _mixed_on_p5() -> dict:
+    """mixed-trn2-p5 with the job on the p5 pool: the trn2 pool (an estimated on-demand
+    rate, -10%/+30%) and FSx (an estimated service rate) are not the workload pool."""
+    d = _spec("mixed-trn2-p5")
+    d["workload"]["pool"] = "h100"
+    return d
+
+
+def test_other_pools_and_services_carry_their_spans_into_the_run_range() -> None:
+    """Before, `run_usd_range` varied only the workload pool's rate: the trn2 pool beside the
+    p5 job and every estimated service were priced at one figure at both ends."""
+    from accelstack.cost.pricing import price_stack
+
+    stack = resolve(parse_spec(_mixed_on_p5(), "t"))
+    cost = price_stack(stack)
+    trn2 = next(i for i in cost.items if i.pool == "trn2" and i.unit == "instance-hour")
+    assert trn2.estimate and trn2.span == pytest.approx((0.90, 1.30))
+    v = check_budget(stack)
+    assert v.run.price_factors == (1.0, 1.0)  # p5 on-demand: observed
+    other = v.run.stack_hourly_usd - v.run.pool_hourly_usd
+    o_lo, o_hi = v.run.other_hourly_range or (other, other)
+    assert o_lo < other - 0.09 * trn2.hourly_usd and o_hi > other + 0.29 * trn2.hourly_usd
+    lo, hi = v.run.run_usd_range
+    f_lo, f_hi = dataclasses.replace(v.run, other_hourly_range=None).run_usd_range
+    lo_w, hi_w = v.run.wall_hours_range or (0, 0)
+    assert lo == pytest.approx(f_lo - (other - o_lo) * lo_w)
+    assert hi == pytest.approx(f_hi + (o_hi - other) * hi_w)
+    doc = json.loads(verdict_json(v))
+    h = doc["hourly_usd_range"]
+    assert h["low"] < doc["hourly_usd"] < h["high"]
+    row = next(i for i in doc["items"] if i["pool"] == "trn2" and i["unit"] == "instance-hour")
+    assert row["hourly_usd_range"] == pytest.approx(
+        {"low": trn2.hourly_usd * 0.90, "high": trn2.hourly_usd * 1.30}
+    )
+
+
+def test_an_estimated_service_rate_without_a_span_fails_closed() -> None:
+    from accelstack.cost.pricing import price_stack
+
+    cat = load_catalog()
+    bare = cat.model_copy(
+        update={"price_ranges": tuple(r for r in cat.price_ranges if r.option != "service")}
+    )
+    stack = resolve(parse_spec(_spec("llama3-70b-p5"), "t", bare), bare)
+    with pytest.raises(CatalogError, match="no price range for the estimated service rate of "):
+        price_stack(stack)

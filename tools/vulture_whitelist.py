@@ -54,6 +54,7 @@ iam_source  # scale.yaml image_delivery private_registry
 sequence_source  # throughput.yaml
 min_steps_source  # throughput.yaml calibration
 release_pairs_source  # throughput.yaml calibration
+fp8_speedup_source  # throughput.yaml calibration
 documentation_networks  # placeholders.yaml shape (catalog/sections.py checks it)
 example_accounts  # placeholders.yaml shape
 replace_on_change  # replacements.yaml shape

@@ -239,6 +239,8 @@ class Defaults(_Frozen):
     training_service_account: str
     hours_per_month: int
     training_bytes_per_param: dict[str, float]
+    # of those, an expert parameter's bytes kept on its expert-parallel group only
+    expert_parallel_bytes_per_param: dict[str, float] = Field(default_factory=dict)
     usable_memory_fraction: float = Field(gt=0, le=1)
     s3_assumed_gib: float = Field(gt=0)
     vpc_cni_warm_enis: int = Field(ge=0)

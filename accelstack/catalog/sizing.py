@@ -9,7 +9,7 @@ accelerator of the job (ZeRO-3 / FSDP), against usable accelerator memory
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from accelstack.catalog import Catalog
 
@@ -21,20 +21,71 @@ class MemoryFit:
     usable_gib_per_node: float
     min_nodes: int
     bytes_per_param: float
+    expert_parallel: int | None = None  # experts sharded across this many chips
+    expert_shard_gib: float = 0.0  # each chip's share of the experts' state
+    usable_gib_per_chip: float = 0.0
+
+    @property
+    def experts_overflow(self) -> bool:
+        """The experts' shard alone fills a chip: no node count holds the model."""
+        return (
+            self.expert_parallel is not None and self.expert_shard_gib >= self.usable_gib_per_chip
+        )
 
     def fits(self, nodes: int) -> bool:
-        return nodes >= self.min_nodes
+        return nodes >= self.min_nodes and not self.experts_overflow
 
 
 def memory_fit(
-    catalog: Catalog, instance_type: str, params_billion: float, precision: str
+    catalog: Catalog,
+    instance_type: str,
+    params_billion: float,
+    precision: str,
+    expert_billion: float = 0.0,
+    expert_parallel: int | None = None,
 ) -> MemoryFit:
+    """Training state sharded across every chip; with `expert_parallel` the weights and
+    gradients of the experts (`expert_billion`; defaults.expert_parallel_bytes_per_param)
+    across that many chips and the rest (their optimizer state too) across every chip."""
     inst = catalog.instance(instance_type)
     bpp = catalog.defaults.training_bytes_per_param[precision]
     required_gib = params_billion * 1e9 * bpp / 2**30
     usable = inst.accelerator_memory_gib * catalog.defaults.usable_memory_fraction
     min_nodes = math.ceil(required_gib / usable) if usable > 0 else 0
-    return MemoryFit(instance_type, required_gib, usable, max(min_nodes, 1), bpp)
+    fit = MemoryFit(instance_type, required_gib, usable, max(min_nodes, 1), bpp)
+    ep_bpp = catalog.defaults.expert_parallel_bytes_per_param.get(precision, bpp)
+    if expert_parallel is None or expert_billion <= 0 or inst.chips <= 0:
+        return fit
+    return _expert_fit(fit, inst.chips, expert_billion * 1e9 * ep_bpp / 2**30, expert_parallel)
+
+
+def _expert_fit(fit: MemoryFit, chips: int, expert_gib: float, ep: int) -> MemoryFit:
+    """Per chip: the experts' weights and gradients / ep + the rest of the state / every
+    chip <= usable per chip; at least the nodes one expert-parallel group spans."""
+    per_chip = fit.usable_gib_per_node / chips
+    shard = expert_gib / ep
+    room = per_chip - shard
+    rest = fit.required_gib - expert_gib
+    group = math.ceil(ep / chips)
+    need = math.ceil(rest / (chips * room)) if room > 0 else group
+    return replace(
+        fit,
+        min_nodes=max(need, group, 1),
+        expert_parallel=ep,
+        expert_shard_gib=shard,
+        usable_gib_per_chip=per_chip,
+    )
+
+
+def experts_overflow_note(fit: MemoryFit) -> str:
+    """Why no node count holds the model: the experts' shard fills a chip."""
+    experts = fit.expert_shard_gib * (fit.expert_parallel or 1)
+    need = math.floor(experts / fit.usable_gib_per_chip) + 1
+    return (
+        f"expert_parallel {fit.expert_parallel} puts {fit.expert_shard_gib:,.0f} GiB of expert "
+        f"state on each chip, over the {fit.usable_gib_per_chip:,.0f} GiB usable per chip of "
+        f"{fit.instance_type}: use at least {need}, dividing the job's chips"
+    )
 
 
 # ---------------------------------------------------------------------------------------

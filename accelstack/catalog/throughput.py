@@ -175,6 +175,11 @@ class Calibration(_Frozen):
     # releases: the largest relative gap between them is the tolerance
     release_pairs: tuple[tuple[str, str], ...] = Field(min_length=1)
     release_pairs_source: str = Field(min_length=1)
+    # pairs of public records (BF16, FP8) of one stack, model and scale: the largest FP8
+    # throughput gain among them bounds what a measurement on a curve extrapolated at the BF16
+    # throughput (factor < 1) may show
+    fp8_speedup_pairs: tuple[tuple[str, str], ...] = Field(min_length=1)
+    fp8_speedup_source: str = Field(min_length=1)
 
 
 class Throughput(_Frozen):

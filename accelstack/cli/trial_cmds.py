@@ -72,7 +72,10 @@ def calibrate(
     # records are read
     stack = resolve(load_spec(spec, catalog), catalog)
     pools = {p.name: p.device.name for p in stack.pools}
-    measured = measure(catalog, records, pools)
+    model = stack.workload.model
+    active = model.active_params_billion
+    moe = (model.params_billion, active) if active is not None else None
+    measured = measure(catalog, records, pools, moe)
     if not dry_run:
         calibrate_spec(spec, measured, catalog)
     if fmt == "json":

@@ -30,7 +30,9 @@ from typing import Any
 import yaml
 
 from accelstack.catalog import Catalog
+from accelstack.catalog.records import TrainingRecord
 from accelstack.catalog.sizing import memory_fit
+from accelstack.catalog.throughput import MfuCurve
 from accelstack.cost.estimate import training_flops
 from accelstack.cost.mfu import implied_mfu
 from accelstack.errors import CatalogError, Problem, SpecError
@@ -78,13 +80,14 @@ def read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def record_mfu(catalog: Catalog, rec: dict[str, Any]) -> float:
-    """tokens/s x FLOPs per token / (chips x peak)."""
+    """tokens/s x FLOPs per token / (chips x peak); a mixture of experts' FLOPs from its
+    active parameters (`active_params_billion`), its memory fit from the total."""
     inst = catalog.instance(str(rec["instance_type"]))
     fam = catalog.families[inst.family]
     precision = str(rec.get("precision") or "bf16")
     peak = fam.peak_tflops[precision] * 1e12
     flops = training_flops(
-        float(rec["params_billion"]),
+        float(rec.get("active_params_billion") or rec["params_billion"]),
         1.0,
         rec.get("layers"),
         rec.get("hidden_size"),
@@ -175,32 +178,67 @@ def release_tolerance(catalog: Catalog) -> tuple[float, str]:
     return max(gaps)
 
 
+def fp8_speedup(catalog: Catalog) -> tuple[float, str]:
+    """The largest throughput gain FP8 gives over BF16 in the public record pairs of one
+    stack, model and scale (throughput.yaml calibration.fp8_speedup_pairs)."""
+    by_id = {r.id: r for r in catalog.records}
+    gains = []
+    for a, b in catalog.throughput.calibration.fp8_speedup_pairs:
+        ra, rb = by_id[a], by_id[b]
+        gain = (implied_mfu(catalog, rb) * _peak(catalog, rb)) / (
+            implied_mfu(catalog, ra) * _peak(catalog, ra)
+        )
+        gains.append((gain, f"{a} vs {b}"))
+    return max(gains)
+
+
+def _peak(catalog: Catalog, rec: TrainingRecord) -> float:
+    return catalog.families[rec.family].peak_tflops[rec.precision]
+
+
+def _best(catalog: Catalog, curve: MfuCurve, family: str) -> tuple[float, str]:
+    """The best public MFU of the curve's records (an extrapolated curve: its source
+    curve's, or held out of it), at this curve's peak: x the conservative factor and, where
+    the factor withholds a faster precision's gain, x the largest public FP8 gain (at most
+    the peak ratio) - a measurement may show a speed-up the estimate does not credit, but
+    not more than any public pair did."""
+    by_id = {r.id: r for r in catalog.records}
+    src = curve.from_curve
+    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
+    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
+    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
+    if curve.factor >= 1:
+        return best, ""
+    gain, _ = fp8_speedup(catalog)
+    gain = min(gain, 1 / curve.factor)
+    return best * curve.factor * gain, (
+        f" x {curve.factor:g} (its conservative factor) x {gain:.2f} (the largest public FP8 "
+        "gain, calibration.fp8_speedup_pairs):"
+    )
+
+
 def mfu_band(catalog: Catalog, instance_type: str, precision: str) -> tuple[float, float, str]:
     """(low, high, why): a plausible steady-state MFU on this family at this precision. Low:
     spreads.mfu_band's floor. High: the best public record of the family's curve or held out
-    of it (an
-    extrapolated curve: its source curve's, without the conservative factor: a measurement may
-    show the speed-up the estimate does not credit) x (1 + the release tolerance + the measured
-    spread + the curve's extra_spread), never above spreads.mfu_band's ceiling."""
+    of it (an extrapolated curve: its source curve's, at this curve's peak: `_best`) x (1 +
+    the release tolerance + the measured spread + the curve's extra_spread), never above
+    spreads.mfu_band's ceiling."""
     lo, hi = catalog.throughput.spreads.mfu_band
     family = catalog.instance(instance_type).family
     try:
         curve = catalog.mfu_curve(family, precision)
     except CatalogError:
         return lo, hi, "no curve for the family: the catalog's general band"
-    by_id = {r.id: r for r in catalog.records}
     src = curve.from_curve
-    fam, precs = (src.family, (src.precision,)) if src else (family, curve.precisions)
-    held = [r for r in catalog.records if r.held_out and r.family == fam and r.precision in precs]
-    best = max(implied_mfu(catalog, r) for r in (*(by_id[i] for i in curve.records), *held))
+    best, scaled = _best(catalog, curve, family)
     tol, _ = release_tolerance(catalog)
     margin = tol + catalog.throughput.spreads.measured + curve.extra_spread
     top = min(hi, best * (1 + margin))
     whose = f"{src.family} {src.precision} (its source curve)" if src else f"{family} {precision}"
     extra = ", the extrapolated curve's spread" if curve.extra_spread else ""
     why = (
-        f"{family} {precision}: the best public record of {whose} {best:.3f} (records.yaml) "
-        f"+ {margin:.0%} (release tolerance, measured spread{extra})"
+        f"{family} {precision}: the best public record of {whose}{scaled} {best:.3f} "
+        f"(records.yaml) + {margin:.0%} (release tolerance, measured spread{extra})"
     )
     return lo, top, why
 
@@ -264,15 +302,31 @@ def check_agreement(catalog: Catalog, recs: Sequence[tuple[Path, int, dict[str, 
     )
 
 
+def with_active(rec: dict[str, Any], moe: tuple[float, float] | None) -> dict[str, Any]:
+    """The record with the spec's active size (`moe`: total, active) when it ran the spec's
+    mixture of experts (its params_billion within 1% of the total) and names none itself."""
+    if moe is None or rec.get("active_params_billion"):
+        return rec
+    total, active = moe
+    if abs(float(rec["params_billion"]) - total) > 0.01 * total:
+        return rec
+    return {**rec, "active_params_billion": active}
+
+
 def measure(
-    catalog: Catalog, files: Sequence[Path], pools: dict[str, str] | None = None
+    catalog: Catalog,
+    files: Sequence[Path],
+    pools: dict[str, str] | None = None,
+    moe: tuple[float, float] | None = None,
 ) -> list[Measured]:
     """One Measured per (instance type, model size, precision) over every record; each
     record checked first (`check_record`), then each group's agreement (`check_agreement`);
-    the mean is kept with its spread (`mfu_spread`)."""
+    the mean is kept with its spread (`mfu_spread`). `moe`: the spec's (total, active)
+    parameters of a mixture of experts (`with_active`)."""
     groups: dict[tuple[str, float, str], list[tuple[Path, int, dict[str, Any]]]] = {}
     for f in files:
-        for n, rec in read_records(f):
+        for n, raw in read_records(f):
+            rec = with_active(raw, moe)
             check_record(catalog, rec, (f, n), pools or {})
             key = (str(rec["instance_type"]), float(rec["params_billion"]), rec.get("precision"))
             groups.setdefault((key[0], key[1], str(key[2] or "bf16")), []).append((f, n, rec))

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
-from accelstack.catalog.sizing import MemoryFit
+from accelstack.catalog.sizing import MemoryFit, experts_overflow_note
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, VerdictError
@@ -402,6 +402,8 @@ def evaluate(
         return Candidate(instance_type, f"not available: {reason}")
     sizing = sizing or sizing_for(stack, None, None)
     fit = _memory_fit(stack, instance_type)
+    if fit.experts_overflow:
+        return Candidate(instance_type, f"not available: {experts_overflow_note(fit)}")
     nodes, note = _size(stack, instance_type, fit.min_nodes, sizing)
     if nodes == 0:
         return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from accelstack.catalog import Catalog
-from accelstack.catalog.sizing import training_state_bytes
+from accelstack.catalog.sizing import MemoryFit, memory_fit, training_state_bytes
 from accelstack.catalog.throughput import MfuCurve
 from accelstack.errors import CatalogError
 from accelstack.spec import Measured, Workload
@@ -128,6 +128,7 @@ class TrainingEstimate:
     warnings: tuple[str, ...] = field(default_factory=tuple)
     params_billion: float = 0.0  # all parameters (the memory fit's and checkpoints' size)
     active_params_billion: float | None = None  # a mixture of experts: per token (FLOPs)
+    expert_parallel: int | None = None  # the memory fit's expert-parallel degree
 
     # ---- the step MFU ---------------------------------------------------------------
     @property
@@ -254,6 +255,20 @@ def batch_warning(workload: Workload, chips: int) -> str | None:
     )
 
 
+def workload_fit(catalog: Catalog, instance_type: str, workload: Workload) -> MemoryFit:
+    """The workload's memory fit on `instance_type` (all parameters; the experts across
+    workload.expert_parallel chips when set)."""
+    m = workload.model
+    return memory_fit(
+        catalog,
+        instance_type,
+        m.params_billion,
+        workload.precision,
+        m.expert_params_billion,
+        workload.expert_parallel,
+    )
+
+
 def estimate_training(
     catalog: Catalog,
     instance_type: str,
@@ -273,8 +288,6 @@ def estimate_training(
     and precision from `measured` (the spec's calibration), else the family's curve (at the
     centre of its stacks, or `stack`'s offset when named: used to reproduce records).
     """
-    from accelstack.catalog.sizing import memory_fit
-
     inst = catalog.instance(instance_type)
     fam = catalog.families[inst.family]
     if inst.chips <= 0:
@@ -297,7 +310,7 @@ def estimate_training(
         workload.sequence_length,
     )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured, private_pull)
-    fit = memory_fit(catalog, instance_type, m.params_billion, workload.precision)
+    fit = workload_fit(catalog, instance_type, workload)
     warning = batch_warning(workload, chips)
     return TrainingEstimate(
         instance_type=instance_type,
@@ -313,6 +326,7 @@ def estimate_training(
         warnings=(warning,) if warning else (),
         params_billion=m.params_billion,
         active_params_billion=m.active_params_billion,
+        expert_parallel=workload.expert_parallel,
     )
 
 
@@ -348,6 +362,32 @@ def scaling(
     return eff, (low, high)
 
 
+def precision_mix(dense: float, attention: float, ratio: float) -> float:
+    """Share of the precision's peak a step reaches when the dense FLOPs run at it and the
+    attention FLOPs at the BF16 rate (`ratio`: the precision's peak / BF16's)."""
+    return (dense + attention) / (dense + attention * ratio)
+
+
+def attention_precision_factor(catalog: Catalog, family: str, workload: Workload) -> float:
+    """FP8 step MFU at a long sequence relative to the reference sequence: the linears run
+    at FP8, attention (flash attention) at the BF16 rate, and its share of the FLOPs grows
+    with the sequence (12 L H S per token). 1 for BF16, at or below the reference length,
+    or where the spec lacks layers/hidden_size."""
+    peaks = catalog.families[family].peak_tflops
+    bf16 = peaks.get("bf16")
+    own = peaks.get(workload.precision)
+    m, seq = workload.model, workload.sequence_length
+    ref_seq = catalog.throughput.scaling.reference_sequence
+    if not (bf16 and own and own > bf16 and m.layers and m.hidden_size and seq):
+        return 1.0
+    if seq <= ref_seq:
+        return 1.0
+    dense = 6.0 * m.compute_params_billion * 1e9
+    at = 12.0 * m.layers * m.hidden_size
+    ratio = own / bf16
+    return precision_mix(dense, at * seq, ratio) / precision_mix(dense, at * ref_seq, ratio)
+
+
 def mfu_for(
     catalog: Catalog,
     instance_type: str,
@@ -368,6 +408,13 @@ def mfu_for(
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
     curve = catalog.mfu_curve(inst.family, workload.precision)
     ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
+    mix = attention_precision_factor(catalog, inst.family, workload)
+    if mix < 1.0:
+        ref, lo = ref * mix, lo * mix  # the high end: attention at the low precision too
+        source += (
+            f"; long-sequence attention at the BF16 rate (x{mix:.3f} against "
+            f"{catalog.throughput.scaling.reference_sequence:,} tokens)"
+        )
     used = stack if stack in curve.stacks else None
     moe = workload.model.active_params_billion
     if moe is not None:
@@ -560,10 +607,16 @@ class RunCost:
     # the workload pool's instance rate: low/high factors when it is an estimate
     # (price_ranges.yaml), (1, 1) for an observed rate
     price_factors: Range = (1.0, 1.0)
+    # everything but the workload pool per hour with its estimated rates at their spans'
+    # low and high (price_ranges.yaml: other pools, FSx, ...); None: no span
+    other_hourly_range: Range | None = None
 
-    def _run(self, wall: float, billed: float | None, price: float = 1.0) -> float:
+    def _run(
+        self, wall: float, billed: float | None, price: float = 1.0, other: float | None = None
+    ) -> float:
         pool_hours = wall if billed is None else billed
-        other = self.stack_hourly_usd - self.pool_hourly_usd
+        if other is None:
+            other = self.stack_hourly_usd - self.pool_hourly_usd
         return other * wall + self.pool_hourly_usd * price * pool_hours + self.extra_usd
 
     @property
@@ -576,7 +629,8 @@ class RunCost:
         lo_w, hi_w = self.wall_hours_range or (self.wall_hours, self.wall_hours)
         lo_b, hi_b = self.billed_pool_hours_range or (None, None)
         lo_p, hi_p = self.price_factors
-        return (self._run(lo_w, lo_b, lo_p), self._run(hi_w, hi_b, hi_p))
+        lo_o, hi_o = self.other_hourly_range or (None, None)
+        return (self._run(lo_w, lo_b, lo_p, lo_o), self._run(hi_w, hi_b, hi_p, hi_o))
 
     @property
     def pool_run_usd(self) -> float:

@@ -201,6 +201,7 @@ def check_budget(
         None if billed is None else (billed_hours(stack, lo) or lo, billed_hours(stack, hi) or hi),
         data.usd,
         pool_price_factors(stack),
+        cost.other_hourly_usd_range(pool),
     )
     b = stack.budget
     checks: tuple[LimitCheck, ...] = (
@@ -448,6 +449,7 @@ def _item_dict(i: LineItem) -> dict[str, Any]:
         "unit": i.unit,
         "unit_usd": i.unit_usd,
         "hourly_usd": round(i.hourly_usd, 6),
+        "hourly_usd_range": lohi(i.hourly_usd_range),
         "estimate": i.estimate,
         "source": i.source,
         "as_of": i.as_of,
@@ -481,6 +483,7 @@ def _training_dict(e: TrainingEstimate, r: RunCost) -> dict[str, Any]:
         "precision": e.precision,
         "params_billion": e.params_billion,  # all parameters: the memory fit's size
         "active_params_billion": e.active_params_billion,  # a mixture of experts: FLOPs' size
+        "expert_parallel": e.expert_parallel,  # the memory fit's expert-parallel degree
         "peak_tflops_per_chip": e.peak_tflops_per_chip,
         "steady_state_tokens_per_second_per_chip": e.steady_state_tokens_per_second_per_chip,
         "steady_state_tokens_per_second_per_chip_range": lohi(e.steady_state_tokens_range),
@@ -522,6 +525,8 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "workload_pool": v.pool,
         "region": c.region,
         "hourly_usd": round(c.hourly_usd, 6),
+        # every estimated rate at its span's low and high (price_ranges.yaml)
+        "hourly_usd_range": lohi(c.hourly_usd_range),
         "monthly_usd": round(c.monthly_usd, 4),
         "estimate": c.estimate,
         "items": [_item_dict(i) for i in c.items],

@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from accelstack.catalog import Catalog
 from accelstack.catalog.records import TrainingRecord
 from accelstack.catalog.throughput import MfuCurve
-from accelstack.cost.estimate import TrainingEstimate, estimate_training, training_flops
+from accelstack.cost.estimate import (
+    TrainingEstimate,
+    attention_precision_factor,
+    estimate_training,
+    training_flops,
+)
 from accelstack.errors import CatalogError
 from accelstack.spec import Workload
 
@@ -78,9 +83,11 @@ def implied_mfu(catalog: Catalog, rec: TrainingRecord) -> float:
 
 
 def scale_efficiency(catalog: Catalog, rec: TrainingRecord) -> float:
-    return catalog.throughput.scaling.efficiency(
+    """Scaling at the record's scale, x the long-sequence attention term of FP8 runs."""
+    eff = catalog.throughput.scaling.efficiency(
         record_nodes(catalog, rec), rec.tokens_per_chip, sequence=rec.sequence_per_rank
     )
+    return eff * attention_precision_factor(catalog, rec.family, record_workload(rec))
 
 
 def fit_sequence(catalog: Catalog) -> tuple[float, float, float]:

@@ -196,6 +196,12 @@ class LineItem:
     pool: str | None = None
     option: str | None = None
     assumption: str | None = None
+    # (low, high) factors of an estimated rate (price_ranges.yaml); (1, 1) when observed
+    span: tuple[float, float] = (1.0, 1.0)
+
+    @property
+    def hourly_usd_range(self) -> tuple[float, float]:
+        return (self.hourly_usd * self.span[0], self.hourly_usd * self.span[1])
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,22 @@ class StackCost:
 
     def pool_hourly_usd(self, pool: str) -> float:
         return sum(i.hourly_usd for i in self.items if i.pool == pool)
+
+    @property
+    def hourly_usd_range(self) -> tuple[float, float]:
+        """The stack's hourly cost with every estimated rate at its span's low and high."""
+        return (
+            sum(i.hourly_usd_range[0] for i in self.items),
+            sum(i.hourly_usd_range[1] for i in self.items),
+        )
+
+    def other_hourly_usd_range(self, pool: str) -> tuple[float, float]:
+        """The same, over everything but `pool` (the workload pool, spanned on its own)."""
+        other = [i for i in self.items if i.pool != pool]
+        return (
+            sum(i.hourly_usd_range[0] for i in other),
+            sum(i.hourly_usd_range[1] for i in other),
+        )
 
     def pool_estimate(self, pool: str) -> bool:
         return any(i.estimate for i in self.items if i.pool == pool)
@@ -289,6 +311,13 @@ def _num(value: Any, what: str, res: ResourceLike) -> float:
     return float(value)
 
 
+def _span(ctx: PricingContext, key: str, option: str, rate: Rate) -> tuple[float, float]:
+    """An estimated rate's (low, high) factors from price_ranges.yaml (`option` "service"
+    for a service item); an estimate no row covers fails closed (CatalogError)."""
+    span = ctx.catalog.price_span(key, option, rate.estimate)
+    return (1.0, 1.0) if span is None else (span[0], span[1])
+
+
 def _service(ctx: PricingContext, item: str, res: ResourceLike) -> Rate:
     try:
         return ctx.catalog.service_rate(ctx.region, item)
@@ -314,6 +343,7 @@ def _monthly_item(
 ) -> LineItem:
     rate = _service(ctx, item, res)
     hourly = quantity * rate.usd / ctx.hours_per_month
+    span = _span(ctx, item, "service", rate)
     return LineItem(
         resource=res.name,
         type=res.type,
@@ -328,6 +358,7 @@ def _monthly_item(
         as_of=rate.as_of,
         pool=pool,
         assumption=assumption,
+        span=span,
     )
 
 
@@ -356,6 +387,7 @@ def _hourly_item(
         source=rate.source,
         as_of=rate.as_of,
         assumption=assumption,
+        span=_span(ctx, item, "service", rate),
     )
 
 
@@ -409,6 +441,7 @@ def _instance_item(
         pool=pool,
         option=option,
         assumption=note or None,
+        span=_span(ctx, instance_type, rate.option or option, rate),
     )
 
 

@@ -58,6 +58,7 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
         "ACCELSTACK_TRIAL_DEVICE_KIND": p.device.name,
     }
     optional = {
+        "ACCELSTACK_TRIAL_ACTIVE_PARAMS_BILLION": wl.model.active_params_billion,
         "ACCELSTACK_TRIAL_LAYERS": wl.model.layers,
         "ACCELSTACK_TRIAL_HIDDEN_SIZE": wl.model.hidden_size,
         "ACCELSTACK_TRIAL_SEQUENCE_LENGTH": wl.sequence_length,

@@ -27,6 +27,7 @@ from accelstack.catalog.ipbudget import (
     private_subnet_cidr,
     usable_ips,
 )
+from accelstack.catalog.sizing import experts_overflow_note
 from accelstack.errors import Problem, shown
 from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
@@ -339,6 +340,9 @@ def _workload_fit(stack: Stack) -> Iterator[Finding]:
     pool, wl = stack.workload_pool, stack.spec.workload
     fit = stack.workload_memory_fit
     if fit is None or fit.fits(pool.nodes):
+        return
+    if fit.experts_overflow:  # no node count helps: the expert-parallel degree must grow
+        yield "workload.expert_parallel", experts_overflow_note(fit)
         return
     at = f"pools[{stack.pools.index(pool)}]"
     yield (

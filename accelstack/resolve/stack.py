@@ -502,7 +502,15 @@ def _memory_fit(spec: Spec, p: Pool, cat: Catalog) -> MemoryFit | None:
     wl = spec.workload
     if wl.precision not in cat.defaults.training_bytes_per_param:
         return None
-    return memory_fit(cat, p.instance_type, wl.model.params_billion, wl.precision)
+    m = wl.model
+    return memory_fit(
+        cat,
+        p.instance_type,
+        m.params_billion,
+        wl.precision,
+        m.expert_params_billion,
+        wl.expert_parallel,
+    )
 
 
 def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:

@@ -39,3 +39,43 @@ def _active_params(ctx: Context) -> Iterator[Finding]:
         f"{m.active_params_billion:g} is more than params_billion {m.params_billion:g}: the "
         "active parameters per token are part of all of them (set params_billion to the total)",
     )
+
+
+@rule(
+    "expert-parallel",
+    "workload.expert_parallel needs a mixture of experts and divides the workload pool's chips",
+)
+def _expert_parallel(ctx: Context) -> Iterator[Finding]:
+    wl = ctx.spec.workload
+    ep = wl.expert_parallel
+    if ep is None:
+        return
+    if wl.model.active_params_billion is None:
+        yield (
+            "workload.expert_parallel",
+            f"{ep} needs workload.model.active_params_billion: a dense model has no experts "
+            "to shard (set the active parameters per token, or remove expert_parallel)",
+        )
+        return
+    yield from _expert_parallel_pool(ctx, ep)
+
+
+def _expert_parallel_pool(ctx: Context, ep: int) -> Iterator[Finding]:
+    wl, pool = ctx.spec.workload, ctx.spec.workload_pool
+    inst = ctx.catalog.instances.get(pool.instance_type)
+    if (
+        inst is None
+        or inst.chips <= 0
+        or wl.precision not in (ctx.catalog.defaults.training_bytes_per_param)
+    ):
+        return  # the pool's own rules report an unknown or unaccelerated type
+    chips = pool.nodes * inst.chips
+    if chips % ep:
+        below = max(d for d in range(1, ep) if chips % d == 0)
+        above = [d for d in range(ep + 1, chips + 1) if chips % d == 0]
+        near = f"{below} or {above[0]}" if above else str(below)
+        yield (
+            "workload.expert_parallel",
+            f"{ep} does not divide the workload pool's {chips:,} chips ({pool.nodes} x "
+            f"{pool.instance_type}): expert-parallel groups must tile the job (nearest: {near})",
+        )

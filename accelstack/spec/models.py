@@ -441,6 +441,15 @@ class Model(Strict):
         """Parameters a token passes through: the active ones of a mixture of experts."""
         return self.active_params_billion or self.params_billion
 
+    @property
+    def expert_params_billion(self) -> float:
+        """The experts' parameters the memory fit shards across workload.expert_parallel:
+        all but the active ones (assumption: the active parameters stand for the shared,
+        non-expert part; the routed experts active per token are a small share of the total)."""
+        if self.active_params_billion is None:
+            return 0.0
+        return self.params_billion - self.active_params_billion
+
     name: Text | None = Field(None, max_length=64, description="label for reports")
     params_billion: float = Field(
         gt=0, le=10_000, description="parameters, in billions (a mixture of experts: all of them)"
@@ -481,6 +490,15 @@ class Workload(Strict):
         le=1024,
         description="context parallelism degree: each rank holds sequence_length / this of a "
         "sequence (the estimate's sequence term; unset: 1)",
+    )
+    expert_parallel: int | None = Field(
+        None,
+        ge=1,
+        le=65_536,
+        description="expert parallelism degree of a mixture of experts (needs "
+        "model.active_params_billion; divides the workload pool's chips): the memory fit "
+        "shards the experts across this many chips and the rest across every chip (FSDP/ZeRO); "
+        "unset: all of the state across every chip",
     )
     entrypoint: Text = Field(min_length=1, max_length=1024, description="script torchrun runs")
     args: tuple[Text, ...] = Field(

@@ -71,6 +71,7 @@ RECORD_FIELDS = (
     "tokens_per_step",
     "tokens_per_s",
     "params_billion",
+    "active_params_billion",
     "params_source",
     "model",
     "device_kind",
@@ -158,6 +159,17 @@ def _env_num(name: str, kind: type = int) -> Any:
         return None
 
 
+def _active_params(timer: _Timer) -> float | None:
+    """The spec's active size of a mixture of experts, when the model that ran is the spec's
+    (not counted, or counted within 1% of its total): the FLOPs calibrate counts."""
+    active: float | None = _env_num("ACCELSTACK_TRIAL_ACTIVE_PARAMS_BILLION", float)
+    total: float | None = _env_num("ACCELSTACK_TRIAL_PARAMS_BILLION", float)
+    if active is None or not timer.params:
+        return active
+    same = total is not None and abs(timer.params / 1e9 - total) <= 0.01 * total
+    return active if same else None
+
+
 def _framework() -> dict[str, str]:
     out = {}
     for dist in FRAMEWORK_DISTRIBUTIONS:
@@ -198,6 +210,7 @@ def build_record(timer: _Timer) -> dict[str, Any]:
             if timer.params
             else _env_num("ACCELSTACK_TRIAL_PARAMS_BILLION", float)
         ),
+        "active_params_billion": _active_params(timer),
         "params_source": timer.params_source if timer.params else "spec",
         "model": timer.model or os.environ.get("ACCELSTACK_TRIAL_MODEL", ""),
         "device_kind": _device_kind(),
