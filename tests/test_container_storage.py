@@ -262,3 +262,11 @@ def test_switching_container_storage_rolls_that_pool(before: str | None, after: 
         "mixed-trn2-p5", {"file": "b", "plan": base}, {"file": "h", "plan": head}, accelerated
     )
     assert [r["name"] for r in doc["rolls"]] == ["mixed-trn2-p5-h100-ng"]
+
+
+def test_plan_prints_the_large_pool_warning(tmp_path: Path, capsys: Any) -> None:
+    """`plan` (and `check`, through the same list) carries the warning of the resolved stack."""
+    f = _write(tmp_path, without_field("llama3-405b-p5"))
+    assert main(["plan", str(f), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [w for w in doc["warnings"] if w.startswith("pools[0].container_storage: unset: 64")]
