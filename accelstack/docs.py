@@ -26,6 +26,7 @@ from pydantic_core import PydanticUndefined
 
 from accelstack.catalog import CATALOG_DIR, Catalog, load_catalog
 from accelstack.files import write_text_atomic
+from accelstack.resolve import advice
 from accelstack.resolve import rules as stack_rules
 from accelstack.spec import rules as spec_rules
 from accelstack.spec.models import Spec
@@ -128,6 +129,17 @@ def _rules_section() -> list[str]:
         "|---|---|",
     ]
     lines += [f"| `{r.name}` | {r.summary} |" for r in stack_rules.STACK_RULES]
+    lines += [
+        "",
+        "## Warnings on the resolved stack",
+        "",
+        "Printed by `validate`, `check` and `plan`, never refused; each is one function in",
+        "`accelstack/resolve/advice.py`.",
+        "",
+        "| warning | warns when |",
+        "|---|---|",
+    ]
+    lines += [f"| `{r.name}` | {r.summary} |" for r in advice.STACK_WARNINGS]
     return [*lines, ""]
 
 

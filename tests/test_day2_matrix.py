@@ -97,6 +97,15 @@ class NotApplicable(Exception):
     pass
 
 
+def _container_storage(data: Data) -> None:
+    """Move the pool's container storage between the NVMe RAID0 and the root volume."""
+    pool = _pool(data)
+    if "container_storage" not in pool:
+        raise NotApplicable("no NVMe instance store")
+    raid0 = pool["container_storage"] == "instance_store_raid0"
+    pool["container_storage"] = "root_volume" if raid0 else "instance_store_raid0"
+
+
 def _nodes(delta: int) -> Callable[[Data], None]:
     def edit(data: Data) -> None:
         if _pool(data)["nodes"] + delta < 1:
@@ -123,6 +132,7 @@ SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None
     "FSx tier change": (None, _fsx_tier),
     "reservation id change": (None, _reservation),
     "purchase option change": (None, _purchase),
+    "container storage switch": (None, _container_storage),
 }
 EDITS = [*SPEC_EDITS, "label edit", "AMI bump", "stack file removed"]
 

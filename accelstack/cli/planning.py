@@ -51,10 +51,12 @@ def ceiling_for(flag: Path | None, root: Path) -> Ceiling | None:
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
     """Warnings `check` prints per stack: those of `validate` (preview types, estimated
     offerings, extended-support Kubernetes). Deploy-rule violations are errors, not warnings:
-    `_check_one` reports them with the budget verdict."""
+    `_check_one` reports them with the budget verdict. Then the warnings on the resolved
+    stack (accelstack/resolve/advice.py)."""
     from accelstack.cli.specfiles import spec_warnings
+    from accelstack.resolve.advice import stack_warnings as resolved_warnings
 
-    return spec_warnings(stack.spec, stack.catalog)
+    return spec_warnings(stack.spec, stack.catalog) + resolved_warnings(stack)
 
 
 def violations_of(plan: Plan, stack: Stack) -> list[Violation]:

@@ -66,10 +66,11 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     resolves (the rules on the resolved stack: names, addresses, tags, memory fit, sizes),
     under its own name and under each project stack that deploys it by another name."""
     from accelstack.resolve import resolve
+    from accelstack.resolve.advice import stack_warnings
 
     try:
         spec = load_spec(path, catalog)
-        resolve(spec, catalog)
+        stack = resolve(spec, catalog)
         for name in _deployment_names(path, spec):
             resolve(spec, catalog, name=name)
         _refuse_no_budget(spec, path)
@@ -84,7 +85,7 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         "pools": [
             {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
         ],
-        "warnings": spec_warnings(spec, catalog),
+        "warnings": spec_warnings(spec, catalog) + stack_warnings(stack),
     }
 
 

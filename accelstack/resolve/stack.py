@@ -79,7 +79,8 @@ class ResolvedPool:
     #: purchase.placement_group): the pool launches into it; None: none named
     placement_group_name: str | None = None
     #: nodeadm `spec.instance.localStorage.strategy` (container storage on the NVMe instance
-    #: store, catalog scale.yaml instance_store); None: the root volume
+    #: store, catalog scale.yaml instance_store) when the spec asks for it (pool
+    #: container_storage: instance_store_raid0); None: the root volume (also when unset)
     local_storage: str | None = None
     #: The public SSM parameter (a moving alias) the pool's AMI comes from: the EKS-optimized
     #: AL2023 image for orchestration eks, the DLAMI for orchestration ec2.
@@ -453,6 +454,16 @@ def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
     return zid
 
 
+def _local_storage(p: Pool, cat: Catalog) -> str | None:
+    """nodeadm's local-storage strategy for the pool: only where its spec asks for the
+    instance store (the spec rule `pool-container-storage` refuses it on a type without one).
+    Unset keeps the root volume, so a spec written before the setting existed boots with the
+    user data it did and upgrading accelstack rolls none of its nodes."""
+    if p.container_storage != "instance_store_raid0":
+        return None
+    return cat.scale.instance_store.strategy_for(p.instance_type)
+
+
 def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
     """One pool with its catalog rows; the workload pool runs the spec's framework, every
     other pool its family's default."""
@@ -488,7 +499,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         placement_group_name=p.purchase.placement_group,
-        local_storage=cat.scale.instance_store.strategy_for(p.instance_type),
+        local_storage=_local_storage(p, cat),
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,

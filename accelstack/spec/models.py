@@ -253,6 +253,15 @@ class Pool(Strict):
         description="extra running nodes beyond `nodes`, so a job restarts on a spare while "
         "node auto repair replaces a failed node (billed like the others)",
     )
+    container_storage: Literal["instance_store_raid0", "root_volume"] | None = Field(
+        None,
+        description="where containerd and kubelet keep images and state (orchestration eks): "
+        "'instance_store_raid0' (nodeadm spec.instance.localStorage.strategy RAID0: one "
+        "array of the type's NVMe instance-store disks, for types with two or more, catalog "
+        "scale.yaml instance_store) or 'root_volume' (the gp3 root volume). Unset: the root "
+        "volume, as specs written before this setting boot; `new` and `init` write "
+        "instance_store_raid0 where the type allows it. Changing it rolls the pool's nodes once",
+    )
 
 
 class SystemNodes(Strict):

@@ -265,6 +265,46 @@ def _fit_logical_cores(
         notes.append(f"pools.{pool['name']}.logical_cores: dropped (family default)")
 
 
+#: The pool setting for container storage (spec Pool.container_storage) and the value a new
+#: stack gets where its type has the NVMe instance-store disks for it
+STORAGE_KEY, INSTANCE_STORE = "container_storage", "instance_store_raid0"
+
+
+def _fit_container_storage(
+    pool: dict[str, Any], catalog: Catalog, instance_type: str, notes: list[str]
+) -> None:
+    """Drop instance-store container storage the new type cannot hold (too few NVMe disks);
+    a type that has them gets it back from `_new_stack_storage`."""
+    if pool.get(STORAGE_KEY) != INSTANCE_STORE:
+        return
+    if catalog.scale.instance_store.strategy_for(instance_type) is None:
+        pool.pop(STORAGE_KEY)
+        notes.append(
+            f"pools.{pool['name']}.{STORAGE_KEY}: dropped ({instance_type} has too few NVMe "
+            "instance-store disks; the root volume)"
+        )
+
+
+def _new_stack_storage(out: dict[str, Any], catalog: Catalog) -> list[str]:
+    """A new stack's EKS pools keep container storage on the NVMe instance store where the
+    type has the disks for it, written into the file: the spec's unset default is the root
+    volume (what specs written before the setting boot with), and a new stack has no nodes
+    yet to roll. A value already there is kept."""
+    if out.get("orchestration", "eks") != "eks":
+        return []
+    notes = []
+    for pool in out.get("pools") or []:
+        itype = str(pool.get("instance_type"))
+        if STORAGE_KEY in pool or catalog.scale.instance_store.strategy_for(itype) is None:
+            continue
+        _put_back(pool, STORAGE_KEY, INSTANCE_STORE, "nodes")
+        notes.append(
+            f"pools.{pool.get('name')}.{STORAGE_KEY}: {INSTANCE_STORE} (containerd on a RAID0 "
+            f"of {itype}'s NVMe disks; docs/scale.md)"
+        )
+    return notes
+
+
 def _retype(
     out: dict[str, Any],
     pool: dict[str, Any],
@@ -296,6 +336,7 @@ def _retype(
         notes += _drop_precompile_without_phase(catalog, wl, instance_type)
     _fit_efa(pool, catalog, old_type, instance_type, notes, refuse)
     _fit_logical_cores(pool, catalog, instance_type, notes)
+    _fit_container_storage(pool, catalog, instance_type, notes)
 
 
 def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) -> Spec:
@@ -339,6 +380,7 @@ def retarget(
         raise SpecError(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
+    notes += _new_stack_storage(out, catalog)
     spec = _validated(out, catalog, source, name)
     return Retargeted(out, spec, notes, carried)
 

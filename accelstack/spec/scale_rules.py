@@ -164,3 +164,37 @@ def _ultraserver_placement(ctx: Context) -> Iterator[Finding]:
             "(https://docs.aws.amazon.com/eks/latest/userguide/device-management-neuron.html): "
             f"use {us.placement.min_kubernetes} or later",
         )
+
+
+def _storage_refusal(ctx: Context, instance_type: str) -> str | None:
+    """Why `instance_store_raid0` cannot be honoured (None: it can)."""
+    if ctx.spec.orchestration != "eks":
+        return (
+            "'instance_store_raid0' is an EKS node setting (nodeadm's localStorage); standalone "
+            "nodes (orchestration ec2) boot the DLAMI without nodeadm and keep the root volume: "
+            "allowed here: root_volume, or leave it unset"
+        )
+    store = ctx.catalog.scale.instance_store
+    if store.strategy_for(instance_type) is not None:
+        return None
+    row = store.types.get(instance_type)
+    has = f"{row.disks} NVMe instance-store disk" if row else "no NVMe instance store"
+    return (
+        f"'instance_store_raid0' needs at least {store.raid0_min_disks} NVMe instance-store "
+        f"disks and {instance_type} has {has} (catalog scale.yaml instance_store, EC2 "
+        "DescribeInstanceTypes): allowed here: root_volume, or leave it unset"
+    )
+
+
+@rule(
+    "pool-container-storage",
+    "container_storage instance_store_raid0 only on EKS pools of a type with enough NVMe "
+    "instance-store disks for nodeadm's RAID0",
+)
+def _container_storage(ctx: Context) -> Iterator[Finding]:
+    for f in ctx.known_pools:
+        if f.pool.container_storage != "instance_store_raid0":
+            continue
+        why = _storage_refusal(ctx, f.pool.instance_type)
+        if why is not None:
+            yield (f"{f.at}.container_storage", why)
