@@ -53,6 +53,7 @@ def test_every_reporting_command_takes_one_format_option(command: str) -> None:
     from typer.main import get_command
 
     group: Any = get_command(app)
+    group.load_all()  # the root group imports command modules lazily
     for part in command.split():
         group = group.commands[part]
     options = {o for p in group.params for o in getattr(p, "opts", [])}
