@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import yaml
 from accelstack.cli import app, main
 from accelstack.jsonout import dumps, finite
 
+from . import factories
 from .conftest import PRESETS, STACKS
 
 REPORTING = ("validate", "plan", "check", "diff", "price", "compare", "render", "preflight")
@@ -34,7 +34,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def over_budget(tmp_path: Path) -> Path:
-    data = copy.deepcopy(yaml.safe_load((STACKS / "trn1-multinode.yaml").read_text()))
+    data = factories.preset("trn1-multinode")
     data["budget"] = {"max_run_usd": 100.0}
     path = tmp_path / "stacks" / "trn1-multinode.yaml"
     path.parent.mkdir(exist_ok=True)
