@@ -51,6 +51,12 @@ def _every_command_path() -> list[list[str]]:
     return paths
 
 
+def test_every_command_module_is_in_the_table() -> None:
+    """A new `cli/*_cmds.py` module is reachable only through `COMMANDS`."""
+    found = {f"accelstack.cli.{p.stem}" for p in (ROOT / "accelstack" / "cli").glob("*_cmds.py")}
+    assert found == set(COMMAND_MODULES)
+
+
 def test_the_table_lists_the_real_commands_in_order() -> None:
     eager: Any = typer.main.get_command(_eager_app())
     assert [name for name, _, _ in COMMANDS] == list(eager.commands)
