@@ -227,6 +227,7 @@ def test_nodes_needed_follow_memory_fit(catalog: Catalog) -> None:
     assert "memory fit sets 3" in by["p5.48xlarge"].sizing_note
 
 
+@pytest.mark.slow  # 40 examples, each comparing every candidate by brute force
 @settings(max_examples=40, deadline=None)
 @given(
     preset=st.sampled_from(["llama3-70b-p5", "trn1-multinode", "mixed-trn2-p5"]),
