@@ -19,6 +19,8 @@ from accelstack.cost.estimate import estimate_training
 from accelstack.errors import SpecError
 from accelstack.spec import Workload
 
+from . import factories
+
 #: one H100's BF16 peak x 8 chips, / 6N FLOPs per token of an 8.03B model (seq 128, no L/H)
 PEAK_8 = 8 * 989e12
 
@@ -139,9 +141,7 @@ def test_records_that_agree_are_kept_with_their_spread(cat: Catalog, tmp_path) -
 
 
 def test_cli_refuses_in_one_line_and_writes_nothing(tmp_path, capsys) -> None:
-    from .conftest import STACKS
-
-    d = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    d = factories.preset("llama3-70b-p5")
     d["name"] = "calib"
     d["budget"] = {"max_hourly_usd": 1000}
     (tmp_path / "stacks").mkdir()

@@ -16,6 +16,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
 
+from . import factories
 from .conftest import STACKS
 
 CR = "cr-0123456789abcdef0"
@@ -75,7 +76,7 @@ def test_price_bills_the_whole_window_up_front() -> None:
 
 
 def _cb_spec(nodes: int) -> dict[str, Any]:
-    d: dict[str, Any] = yaml.safe_load((STACKS / "p5e-capacity-block.yaml").read_text())
+    d: dict[str, Any] = factories.preset("p5e-capacity-block")
     d["pools"][0]["nodes"] = nodes
     d.pop("budget", None)
     return d
@@ -126,7 +127,7 @@ def test_64_nodes_fit_one_block() -> None:
 def test_validate_warns_when_the_batch_cannot_feed_every_rank(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    d = yaml.safe_load((STACKS / "llama3-70b-trn2.yaml").read_text())
+    d = factories.preset("llama3-70b-trn2")
     d["pools"][0]["nodes"] = 64  # 1,024 chips
     d["workload"]["global_batch_size"] = 256
     d["budget"] = {"unlimited": True, "reason": "the warning, not the price, is under test"}
@@ -139,7 +140,7 @@ def test_validate_warns_when_the_batch_cannot_feed_every_rank(
 
 
 def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
-    d = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    d = factories.preset("llama3-70b-p5")
     d["calibration"] = [
         {
             "instance_type": "p5.48xlarge",

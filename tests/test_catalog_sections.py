@@ -19,7 +19,7 @@ from accelstack.catalog.sections import FILES, SECTIONS
 from accelstack.errors import CatalogError, MissingPrice, SpecError
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 
 def bundled(name: str) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def test_a_capacity_block_rate_override_changes_the_comparison(tmp_path: Path) -
 
     d = overlay_of(tmp_path, {"prices.yaml": _cb_rate()})
     cat = load_catalog(overlay=d)
-    data = yaml.safe_load((STACKS / "p5e-capacity-block.yaml").read_text())
+    data = factories.preset("p5e-capacity-block")
     stack = resolve(parse_spec(data, "p5e-capacity-block.yaml", cat), cat)
     cb = compare(stack, ["p5e.48xlarge"], options=["capacity-block"]).candidates[0].options[0]
     assert cb.instance_rate_usd == 12.34
@@ -248,7 +248,7 @@ def test_a_missing_price_says_what_to_add_to_the_overlay() -> None:
 
 
 def test_a_spec_on_an_unpriced_option_says_what_to_add_to_the_overlay() -> None:
-    data = yaml.safe_load((STACKS / "p5e-capacity-block.yaml").read_text())
+    data = factories.preset("p5e-capacity-block")
     data["pools"][0]["purchase"] = {"option": "spot"}
     with pytest.raises(SpecError) as err:
         parse_spec(data, "p5e-capacity-block.yaml")

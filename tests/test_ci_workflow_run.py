@@ -132,6 +132,7 @@ def _ci_script(root: Path) -> None:
     assert os.access(root / "ci" / "accelstack-ci.sh", os.X_OK)
 
 
+@pytest.mark.slow  # runs the CI job's shell script in an init project (subprocesses)
 def test_the_pull_request_job_runs_in_an_init_project(project: Path, tmp_path: Path) -> None:
     _ci_script(project)
     values = {"GITHUB_BASE_REF": "main", "PR_NUMBER": "7", "github.token": "t"}
@@ -143,6 +144,7 @@ def test_the_pull_request_job_runs_in_an_init_project(project: Path, tmp_path: P
     assert "gh pr comment 7 --body-file accelstack-diff.md" in log, log
 
 
+@pytest.mark.slow  # runs the deploy jobs' shell scripts in an init project (subprocesses)
 def test_the_deploy_jobs_run_in_an_init_project(project: Path, tmp_path: Path) -> None:
     before = git(project, "rev-parse", "main").strip()
     values = {"github.event.before": before, "matrix.stack": "trn1-finetune"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import yaml
 from accelstack.cli import app, main
 from accelstack.jsonout import dumps, finite
 
+from . import factories
 from .conftest import PRESETS, STACKS
 
 REPORTING = ("validate", "plan", "check", "diff", "price", "compare", "render", "preflight")
@@ -34,7 +34,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def over_budget(tmp_path: Path) -> Path:
-    data = copy.deepcopy(yaml.safe_load((STACKS / "trn1-multinode.yaml").read_text()))
+    data = factories.preset("trn1-multinode")
     data["budget"] = {"max_run_usd": 100.0}
     path = tmp_path / "stacks" / "trn1-multinode.yaml"
     path.parent.mkdir(exist_ok=True)
@@ -53,6 +53,7 @@ def test_every_reporting_command_takes_one_format_option(command: str) -> None:
     from typer.main import get_command
 
     group: Any = get_command(app)
+    group.load_all()  # the root group imports command modules lazily
     for part in command.split():
         group = group.commands[part]
     options = {o for p in group.params for o in getattr(p, "opts", [])}

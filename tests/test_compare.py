@@ -8,7 +8,6 @@ from functools import lru_cache
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +27,7 @@ from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
 from accelstack.spec.retarget import retarget
 
+from . import factories
 from .conftest import STACKS
 
 CR = "cr-0123456789abcdef0"
@@ -36,7 +36,7 @@ TN_IMAGE = "registry.example/torchneuron:2.14.3-neuronx-sdk2.33.0"
 
 
 def data_of(preset: str) -> dict[str, Any]:
-    return yaml.safe_load((STACKS / f"{preset}.yaml").read_text())  # type: ignore[no-any-return]
+    return factories.preset(preset)
 
 
 @lru_cache(maxsize=8)
@@ -227,6 +227,7 @@ def test_nodes_needed_follow_memory_fit(catalog: Catalog) -> None:
     assert "memory fit sets 3" in by["p5.48xlarge"].sizing_note
 
 
+@pytest.mark.slow  # 40 examples, each comparing every candidate by brute force
 @settings(max_examples=40, deadline=None)
 @given(
     preset=st.sampled_from(["llama3-70b-p5", "trn1-multinode", "mixed-trn2-p5"]),

@@ -7,18 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.cost.compare import compare, retarget_stack
 from accelstack.resolve import Stack, ami_parameter, resolve
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 
 def stack_of(preset: str, **pool: Any) -> Stack:
-    data = yaml.safe_load((STACKS / f"{preset}.yaml").read_text())
+    data = factories.preset(preset)
     data["pools"][0].update(pool)
     return resolve(parse_spec(data, f"{preset}.yaml"))
 

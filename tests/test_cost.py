@@ -27,25 +27,15 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
 from .conftest import PRESETS, STACKS, preset_ids
+from .factories import eks_spec
 
 NG = "aws:eks/nodeGroup:NodeGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
-BASE: dict[str, Any] = {
-    "name": "demo",
-    "region": "us-east-2",
-    "cluster": {
-        "public_access_cidrs": ["203.0.113.0/24"],
-        "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
-    },
-    "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-    "workload": {
-        "model": {"params_billion": 8},
-        "tokens_billion": 10,
-        "entrypoint": "t.py",
-        "image": "registry.example/train:1",  # the trn2 path (TorchNeuron) has no public image
-    },
-}
+BASE: dict[str, Any] = eks_spec(
+    # the trn2 path (TorchNeuron) has no public image
+    edits={"workload.entrypoint": "t.py", "workload.image": "registry.example/train:1"}
+)
 
 
 def stack_of(data: dict[str, Any] | None = None, **changes: Any) -> Stack:

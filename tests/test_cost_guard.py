@@ -21,13 +21,14 @@ from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
+from . import factories
 from .conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
 
 GOLDEN = Path(__file__).parent / "golden" / "cost"
 
 
 def preset_data(name: str) -> dict[str, Any]:
-    return yaml.safe_load((STACKS / f"{name}.yaml").read_text())  # type: ignore[no-any-return]
+    return factories.preset(name)
 
 
 def over(budget: dict[str, float], name: str = "trn1-multinode") -> Stack:

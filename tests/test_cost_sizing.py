@@ -14,7 +14,6 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.cost.compare import (
     MAX_EXTRA_NODE_HOURS,
@@ -27,11 +26,11 @@ from accelstack.cost.formats import comparison_dict
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 
 def _stack(preset: str, **workload: Any) -> Stack:
-    d = yaml.safe_load((STACKS / f"{preset}.yaml").read_text())
+    d = factories.preset(preset)
     d["budget"] = {}
     d["workload"].update(workload)
     return resolve(parse_spec(d, "t"))

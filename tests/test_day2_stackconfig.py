@@ -75,6 +75,7 @@ def test_new_force_over_a_stack_keeps_pins_secrets_and_salt(
     ]
 
 
+@pytest.mark.slow  # writes a whole init project (the wheel included)
 def test_init_force_over_a_project_keeps_the_stack_file_keys(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

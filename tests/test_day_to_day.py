@@ -14,6 +14,7 @@ import yaml
 from accelstack.cli import main
 from accelstack.spec.yamlsafe import load_yaml_text
 
+from . import factories
 from .conftest import ROOT, STACKS
 
 
@@ -84,7 +85,7 @@ def test_the_boundary_maps_botocore_setup_errors() -> None:
 
 
 def _write(tmp_path: Path, edit: Any) -> Path:
-    data = yaml.safe_load((STACKS / "trn1-finetune.yaml").read_text())
+    data = factories.preset("trn1-finetune")
     text = yaml.safe_dump(data, sort_keys=False)
     path = tmp_path / "stacks" / "trn1-finetune.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,7 +139,7 @@ def test_price_with_stack_uses_the_stacks_names(
 def test_existing_subnets_must_cover_the_pool_zones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    data = yaml.safe_load((STACKS / "mixed-trn2-p5.yaml").read_text())
+    data = factories.preset("mixed-trn2-p5")
     data["network"] = {
         "mode": "existing",
         "vpc_id": "vpc-0123456789abcdef0",

@@ -12,6 +12,7 @@ from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.errors import did_you_mean, edit_distance
 
+from . import factories
 from .conftest import STACKS
 
 
@@ -69,7 +70,7 @@ def test_unsupported_type_lists_the_supported_ones(
 ) -> None:
     import yaml
 
-    data = yaml.safe_load((STACKS / "trn1-finetune.yaml").read_text())
+    data = factories.preset("trn1-finetune")
     data["pools"][0]["instance_type"] = "p4d.24xlarge"
     spec = tmp_path / "trn1-finetune.yaml"  # type: ignore[operator]
     spec.write_text(yaml.safe_dump(data))

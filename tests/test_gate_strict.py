@@ -11,7 +11,7 @@ import yaml
 
 from accelstack.cli import main
 
-from .conftest import STACKS
+from . import factories
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -21,7 +21,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def _copy(tmp_path: Path, name: str, edit: object = None) -> Path:
-    data = yaml.safe_load((STACKS / f"{name}.yaml").read_text())
+    data = factories.preset(name)
     if callable(edit):
         edit(data)
     path = tmp_path / f"{name}.yaml"

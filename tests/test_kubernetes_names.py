@@ -64,6 +64,7 @@ def test_the_longest_allowed_name_renders_manifests_the_webhooks_admit() -> None
     assert check_stack(resolve_unchecked(_spec("llama3-70b-p5", "a" * 38), load_catalog()))
 
 
+@pytest.mark.slow  # renders 20 stacks of up to 1,000 nodes and admits every manifest
 def test_the_rule_is_exact_over_name_lengths_and_node_counts() -> None:
     """For stack names of every length and pools of 2 to 1,000 nodes: the rule refuses the
     stack exactly when some rendered manifest breaks a restated admission rule."""

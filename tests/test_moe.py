@@ -9,7 +9,6 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.cost.compare import compare
@@ -19,7 +18,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 CAT = load_catalog()
 #: DeepSeek-V3 technical report (arXiv 2412.19437), abstract: "2.788M H800 GPU hours for its
@@ -79,9 +78,9 @@ def test_deepseek_v3_gpu_hours_is_the_documented_check(capsys: pytest.CaptureFix
 
 
 def _spec(**model: Any) -> dict[str, Any]:
-    d = yaml.safe_load((STACKS / "llama3-405b-p5.yaml").read_text())
-    d["workload"]["model"].update(model)
-    return d
+    return factories.preset(
+        "llama3-405b-p5", {f"workload.model.{key}": value for key, value in model.items()}
+    )
 
 
 def test_more_active_than_total_is_refused_in_one_line() -> None:
@@ -108,7 +107,7 @@ def test_active_parameters_do_not_recompile_neuron_graphs() -> None:
     change the FLOPs accounting."""
     from accelstack.render.pods import precompile_key
 
-    d = yaml.safe_load((STACKS / "trn1-standalone.yaml").read_text())
+    d = factories.preset("trn1-standalone")
     plain = resolve(parse_spec(d, "t"))
     d["workload"]["model"]["active_params_billion"] = 1.0
     moe = resolve(parse_spec(d, "t"))

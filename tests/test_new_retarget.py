@@ -15,6 +15,7 @@ from accelstack.cli import main
 from accelstack.spec import load_spec, read_yaml
 from accelstack.spec.retarget import retarget
 
+from . import factories
 from .conftest import PRESETS, STACKS
 
 
@@ -118,7 +119,7 @@ def test_retargeting_back_to_trainium_restores_compile_cache_and_precompile(
     tmp_path: Path, capsys: Any
 ) -> None:
     # trn1 runs the XLA path, whose pre-compile phase trn1-multinode uses
-    preset = yaml.safe_load((STACKS / "trn1-multinode.yaml").read_text())
+    preset = factories.preset("trn1-multinode")
     assert preset["workload"]["precompile_steps"] == 10 and "compile_cache" in preset
     code, out = new(
         capsys, tmp_path, "on-p5", "--from", "trn1-multinode", "--instance-type", "p5.48xlarge"

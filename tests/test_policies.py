@@ -16,6 +16,7 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from policies import budget_policies as bp
 
+from . import factories
 from .conftest import STACKS
 
 
@@ -242,7 +243,7 @@ def test_budget_from_config_accelstack_spec_reports_the_specs_limits(
 ) -> None:
     import yaml
 
-    data = yaml.safe_load((STACKS / "llama3-70b-trn2.yaml").read_text())
+    data = factories.preset("llama3-70b-trn2")
     data["name"] = "tight"
     data["budget"]["max_hourly_usd"] = 100
     spec = tmp_path / "tight.yaml"

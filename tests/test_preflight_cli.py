@@ -22,6 +22,7 @@ from moto.server import ThreadedMotoServer
 from accelstack.cli import main
 from accelstack.preflight import AwsClients
 
+from . import factories
 from .conftest import ROOT, STACKS
 from .helpers_preflight import FAKE_ENV, SESSION, fake_aws_env, quota
 
@@ -50,7 +51,7 @@ def moto_server() -> Iterator[str]:
 
 
 def spec_copy(tmp_path: Path, name: str, edit: Any) -> Path:
-    data = yaml.safe_load((STACKS / "trn1-multinode.yaml").read_text())
+    data = factories.preset("trn1-multinode")
     data["name"] = name
     edit(data)
     path = tmp_path / f"{name}.yaml"

@@ -17,14 +17,11 @@ from accelstack.errors import CatalogError
 from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 
 def _spec(preset: str, budget: dict[str, float] | None = None) -> dict:
-    d = yaml.safe_load((STACKS / f"{preset}.yaml").read_text())
-    if budget is not None:
-        d["budget"] = budget
-    return d
+    return factories.preset(preset, None if budget is None else {"budget": budget})
 
 
 def span_for(instance_type: str, option: str, estimate: bool) -> tuple[float, float, str] | None:

@@ -26,6 +26,7 @@ from accelstack.resolve.rules import (
 from accelstack.spec import load_spec, parse_spec
 from accelstack.spec.yamlsafe import MAX_DEPTH, MAX_DOCUMENT_BYTES
 
+from . import factories
 from .conftest import STACKS
 from .helpers_plan import plan_stack
 
@@ -75,7 +76,7 @@ def base_yaml(**extra: Any) -> str:
 
 
 def standalone_base() -> dict[str, Any]:
-    return yaml.safe_load((STACKS / "trn1-standalone.yaml").read_text())
+    return factories.preset("trn1-standalone")
 
 
 # ---------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from accelstack.render.pods import (
 )
 from accelstack.resolve import Stack
 
-from .conftest import PRESETS, STACKS
+from . import factories
+from .conftest import PRESETS
 from .helpers_render import preset_stack, variant
 
 EKS = [p.stem for p in PRESETS if preset_stack(p.stem).spec.orchestration == "eks"]
@@ -168,7 +169,7 @@ def test_render_warns_on_a_latest_image(tmp_path: Path, capsys: pytest.CaptureFi
     stack = variant("llama3-70b-p5", wl_image="myrepo/train:latest")
     (index,) = [a for a in render(stack) if a.path == "README.md"]
     assert "Warnings:" in index.content and "myrepo/train:latest" in index.content
-    spec = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    spec = factories.preset("llama3-70b-p5")
     spec["workload"]["image"] = "myrepo/train:latest"  # (validation refuses an untagged image)
     path = tmp_path / "llama3-70b-p5.yaml"
     path.write_text(yaml.safe_dump(spec))

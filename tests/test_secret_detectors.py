@@ -16,6 +16,7 @@ import yaml
 from accelstack.cli import main
 from accelstack.spec.secrets import redact, secret_kinds
 
+from . import factories
 from .conftest import STACKS
 from .helpers_git import git
 
@@ -36,11 +37,9 @@ SECRET_PART["GCP Service Account Key"] = "a1" * 20
 
 
 def _spec(tmp_path: Path, edit: Any) -> Path:
-    data = yaml.safe_load((STACKS / "trn1-finetune.yaml").read_text())
+    data = factories.preset("trn1-finetune")
     edit(data)
-    path = tmp_path / "trn1-finetune.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return factories.write_spec(tmp_path, data, "trn1-finetune")
 
 
 @pytest.mark.parametrize("kind", sorted(TOKENS))

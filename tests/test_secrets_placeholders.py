@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.cli import main
 from accelstack.errors import AccelstackError
@@ -19,6 +18,7 @@ from accelstack.files import WriteError
 from accelstack.render.artifacts import Artifact
 from accelstack.render.stage import render_lock, write_directory
 
+from . import factories
 from .conftest import ROOT, STACKS
 from .helpers_program import filled_copy
 
@@ -29,11 +29,9 @@ PASSWORD_URL = "https://trainer:hunter2secret@mlflow.internal/api"
 
 
 def _spec(tmp_path: Path, edit: Any) -> Path:
-    data = yaml.safe_load((STACKS / "trn1-finetune.yaml").read_text())
+    data = factories.preset("trn1-finetune")
     edit(data)
-    path = tmp_path / "trn1-finetune.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+    return factories.write_spec(tmp_path, data, "trn1-finetune")
 
 
 def _set(*keys: Any, value: Any) -> Any:

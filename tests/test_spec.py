@@ -13,23 +13,9 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
 
 from .conftest import PRESETS, preset_ids
+from .factories import eks_spec
 
-BASE: dict[str, Any] = {
-    "name": "demo",
-    "region": "us-east-2",
-    "cluster": {
-        "public_access_cidrs": ["203.0.113.0/24"],
-        "admin_principal_arns": ["arn:aws:iam::111122223333:role/deployer"],
-    },
-    "pools": [{"name": "trn2", "instance_type": "trn2.48xlarge", "nodes": 2}],
-    "workload": {
-        "model": {"params_billion": 8},
-        "tokens_billion": 10,
-        "entrypoint": "train.py",
-        # trn2 defaults to the native path, which has no public image (catalog)
-        "image": "registry.example/torchneuron:2.14.3",
-    },
-}
+BASE: dict[str, Any] = eks_spec()  # trn2.48xlarge x 2, no budget
 
 
 def validated(data: dict[str, Any], file: str = "stacks/demo.yaml") -> Any:

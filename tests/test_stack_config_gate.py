@@ -21,6 +21,7 @@ from accelstack.plan.diff import below_threshold
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
+from . import factories
 from .conftest import ROOT, STACKS
 from .helpers_git import git
 
@@ -178,7 +179,7 @@ def test_plan_with_stack_reads_its_config(
 
 
 def _p5(repo: Path, name: str, nodes: int) -> None:
-    data: dict[str, Any] = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    data: dict[str, Any] = factories.preset("llama3-70b-p5")
     data["name"] = name
     data["pools"][0]["nodes"] = nodes
     data["budget"] = {"max_hourly_usd": 5000, "max_monthly_usd": 4_000_000}
@@ -246,7 +247,7 @@ def test_cost_moves_on_two_stacks_are_not_netted(
 def _project(folder: Path, pins: dict[str, str], logical_cores: int | None = None) -> Path:
     (folder / "stacks").mkdir(parents=True)
     (folder / "Pulumi.yaml").write_text("name: proj\nruntime: python\n", encoding="utf-8")
-    data: dict[str, Any] = yaml.safe_load((STACKS / "llama3-70b-trn2.yaml").read_text())
+    data: dict[str, Any] = factories.preset("llama3-70b-trn2")
     if logical_cores is not None:
         data["pools"][0]["logical_cores"] = logical_cores
     spec = folder / "stacks" / "llama3-70b-trn2.yaml"

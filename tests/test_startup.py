@@ -83,6 +83,9 @@ def test_bench_startup_reports_every_target() -> None:
     text = "\n".join(bench.report(figures, 3))
     assert "< 0.3 s wall" in text and "< 0.8 s wall" in text
     assert "plan / sdk floor: 1.20x wall, 1.50x cpu (target < 1.5x)" in text
+    short = bench.report({n: dict(f) for n in ("python", "help")}, 3)
+    assert "help" in short[-1] and not any("sdk floor" in line for line in short)
+    assert set(bench.cases("x", "y", {"help"})) == {"python", "help"}
     assert Path(bench.__file__).parent == ROOT / "bench"
 
 

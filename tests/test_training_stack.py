@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.cost.estimate import estimate_training
@@ -17,7 +16,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, parse_spec
 
-from .conftest import STACKS
+from . import factories
 
 CAT = load_catalog()
 
@@ -61,9 +60,7 @@ def test_a_stack_without_records_on_the_curve_keeps_the_centre() -> None:
 
 
 def _spec(stack: str) -> dict[str, Any]:
-    d = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
-    d["workload"]["stack"] = stack
-    return d
+    return factories.preset("llama3-70b-p5", {"workload.stack": stack})
 
 
 def test_an_unknown_stack_is_refused_in_one_line() -> None:
@@ -80,7 +77,7 @@ def test_price_json_names_the_stack() -> None:
     doc = json.loads(verdict_json(v))
     assert doc["training"]["stack"] == "torchtitan"
     assert "stack torchtitan" in doc["training"]["mfu_source"]
-    plain = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    plain = factories.preset("llama3-70b-p5")
     assert (
         json.loads(verdict_json(check_budget(resolve(parse_spec(plain, "t")))))["training"]["stack"]
         is None

@@ -25,6 +25,7 @@ from accelstack.render.artifacts import manifest_kinds
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec, parse_spec
 
+from . import factories
 from .conftest import PRESETS, ROOT, STACKS, require_torch
 from .helpers_plan import plan_stack
 from .helpers_render import fabric_env, preset_stack, wait_then_end_sessions
@@ -219,7 +220,7 @@ def test_pytorchjob_controller_installs_the_training_operator() -> None:
 
 
 def _problems(tmp_path: Path, jobs: dict[str, Any], preset: str = "llama3-70b-p5") -> list[str]:
-    data = yaml.safe_load((STACKS / f"{preset}.yaml").read_text())
+    data = factories.preset(preset)
     data["jobs"] = jobs
     try:
         parse_spec(data, str(tmp_path / f"{data['name']}.yaml"))

@@ -24,6 +24,7 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from accelstack.trial import runner
 
+from . import factories
 from .conftest import ROOT, STACKS
 
 ENTRY = ROOT / "tests" / "fixtures" / "trial" / "tiny_train.py"
@@ -34,7 +35,7 @@ STEPS = 5
 
 def _spec_file(tmp: Path, name: str = "trialrun", params: float = 4160e-9) -> Path:
     """A p5 spec sized like the fixture's model (64 x 64 + 64 parameters), or `params`."""
-    d: dict[str, Any] = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    d: dict[str, Any] = factories.preset("llama3-70b-p5")
     d["name"] = name
     d["budget"] = {"max_hourly_usd": 100}  # one p5.48xlarge and the cluster around it
     d["pools"][0]["nodes"] = 1

@@ -65,6 +65,8 @@ PYTORCH_SOURCE  # tests/helpers_upstream.py: the source the restated PyTorchJob 
 denylist  # detect-secrets RegexBasedDetector: the plugin's patterns, read by the library
 _.preserve_quotes  # ruamel.yaml round-trip setting, read by ruamel
 model_ran  # accelstack.trial: called by the user's training script
+_.__call__  # accelstack/cli/lazy.py _Deferred: Python calls a metaclass's when the class is called
+_.__getattr__  # accelstack/cli/lazy.py _Deferred: Python's attribute lookup on the class
 node_role_arn  # components/nodegroup.py: a Pulumi component output
 _.node_role_arn
 

@@ -1,7 +1,8 @@
 """The `accelstack` command line.
 
-Commands live in small modules under `accelstack/cli/`; each exposes `register(app)`.
-Heavy imports (pulumi, boto3) happen inside the command functions so `--help` stays fast.
+Commands live in small modules under `accelstack/cli/`; each exposes `register(app)`. The
+root group (`accelstack.cli.lazy`) imports a command's module only when that command runs, and
+heavy imports (pulumi, boto3) happen inside the command functions, so `--help` stays fast.
 Errors (`accelstack.cli.boundary`): every `AccelstackError` prints one line per problem on
 stderr and exits with its code (2 bad input, 1 verdict); nothing is created. Any other
 exception is a bug: one line naming the command and its input, exit 1; `accelstack --debug`
@@ -17,14 +18,16 @@ from typing import Annotated
 
 import typer
 
-from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report, track
+from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report
 from accelstack.cli.catalog_names import ACCELERATORS
+from accelstack.cli.lazy import LazyGroup
 from accelstack.errors import AccelstackError
 
 
 def _click_errors() -> tuple[type[Exception], ...]:
     """Usage-error classes of whichever click typer runs on: its vendored copy (typer >= 0.24
-    no longer depends on click) and, when installed, click itself."""
+    no longer depends on click) and, when installed, click itself. Looked up when an exception
+    reaches `_run`: importing click costs `--help` a twentieth of a second."""
     found: list[type[Exception]] = []
     for module in ("typer._click.exceptions", "click.exceptions"):
         try:
@@ -32,9 +35,6 @@ def _click_errors() -> tuple[type[Exception], ...]:
         except ImportError:
             continue
     return tuple(found)
-
-
-_CLICK_ERRORS = _click_errors()
 
 
 def _version(value: bool) -> None:
@@ -54,21 +54,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
-)
-
-#: Command modules, each with `register(app)`. One line per module.
-COMMAND_MODULES: tuple[str, ...] = (
-    "accelstack.cli.spec_cmds",
-    "accelstack.cli.plan_cmds",
-    "accelstack.cli.render_cmds",
-    "accelstack.cli.cost_cmds",
-    "accelstack.cli.preflight_cmds",
-    "accelstack.cli.ami_cmds",
-    "accelstack.cli.diff_cmds",
-    "accelstack.cli.stacks_cmds",
-    "accelstack.cli.instances_cmds",
-    "accelstack.cli.init_cmds",
-    "accelstack.cli.trial_cmds",
+    cls=LazyGroup,  # each command's module is imported when that command runs
 )
 
 
@@ -108,15 +94,6 @@ def fail(exc: AccelstackError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
-def _register_all() -> None:
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod).register(app)
-    track(app)
-
-
-_register_all()
-
-
 def _usage_error(exc: Exception) -> int:
     """Usage errors: one line, exit 2, no traceback."""
     fmt = getattr(exc, "format_message", None)
@@ -137,8 +114,10 @@ def _run(argv: list[str] | None) -> int:
         return int(exc.exit_code or 0)
     except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except _CLICK_ERRORS as exc:
-        return _usage_error(exc)
+    except Exception as exc:
+        if isinstance(exc, _click_errors()):
+            return _usage_error(exc)
+        raise
     return rv if isinstance(rv, int) else 0
 
 

@@ -1,0 +1,197 @@
+"""The command group that imports a command's module only when that command runs.
+
+`accelstack --help` lists every command with its one-paragraph summary from `COMMANDS`, a
+static table, so it imports no command module (they pull in the spec model, YAML, the
+catalog). Running a command, asking for its own `--help` or completing its options resolves it
+through `LazyGroup.resolve_command`, which imports its module, lets it `register` onto a fresh
+Typer app exactly as before, and swaps the summaries for the real commands. Rendering the
+root's help imports typer's rich help module without the two rich modules it imports for
+features this CLI's help never uses (`import_help_renderer`).
+`tests/test_cli_lazy.py` holds the table equal to the real commands (names, order, summaries)
+and every `--help` equal to the eagerly built group's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+#: (command, module whose `register(app)` adds it, the first paragraph of its help), in the
+#: order `--help` lists them: the modules' order, each module's commands before its groups.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "validate",
+        "accelstack.cli.spec_cmds",
+        "Validate spec files: shape, catalog facts, cross-field rules and the rules on the\n"
+        "resolved stack.",
+    ),
+    ("schema", "accelstack.cli.spec_cmds", "Print the spec's JSON Schema (for editor validation)."),
+    (
+        "new",
+        "accelstack.cli.spec_cmds",
+        "Clone a preset into stacks/NAME.yaml (comments kept) and write Pulumi.NAME.yaml.",
+    ),
+    (
+        "plan",
+        "accelstack.cli.plan_cmds",
+        "Plan a spec offline: every resource, the cost report and the verdicts.",
+    ),
+    (
+        "check",
+        "accelstack.cli.plan_cmds",
+        "Validate, plan and price every stack: the GitOps gate.",
+    ),
+    (
+        "render",
+        "accelstack.cli.render_cmds",
+        "Render launch artifacts: node scripts, TrainJob (or the spec's job kind) and Job\n"
+        "manifests, the fabric acceptance job, README index.",
+    ),
+    (
+        "price",
+        "accelstack.cli.cost_cmds",
+        "Price the stack, estimate the training run, check the budget and the ceiling.",
+    ),
+    (
+        "compare",
+        "accelstack.cli.cost_cmds",
+        "Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.",
+    ),
+    (
+        "preflight",
+        "accelstack.cli.preflight_cmds",
+        "Check offerings, vCPU quotas, AMIs, reservations, the cache bucket and the\n"
+        "Kubernetes version in the account. Exit 1 when any check fails.",
+    ),
+    (
+        "diff",
+        "accelstack.cli.diff_cmds",
+        "What a change does to every stack: rolls, replacements, resources, cost.",
+    ),
+    (
+        "stacks",
+        "accelstack.cli.stacks_cmds",
+        "List the stacks a project deploys, as the program resolves them.",
+    ),
+    (
+        "instances",
+        "accelstack.cli.instances_cmds",
+        "List the instance types: chips, memory, EFA, regions, price per purchase option.",
+    ),
+    ("init", "accelstack.cli.init_cmds", "Start a deployable Pulumi project from a preset."),
+    (
+        "wheel",
+        "accelstack.cli.init_cmds",
+        "Write (or refresh) the accelstack wheel an `init` project installs.",
+    ),
+    (
+        "trial",
+        "accelstack.cli.trial_cmds",
+        "Render a STEPS-step benchmark job on NODES nodes of each accelerated pool of SPEC (and\n"
+        "its Kubernetes manifest on EKS stacks).",
+    ),
+    (
+        "calibrate",
+        "accelstack.cli.trial_cmds",
+        "Measured MFU per instance type and model from trial records, stored in SPEC.",
+    ),
+    ("prices", "accelstack.cli.cost_cmds", "Maintain the price catalog."),
+    (
+        "amis",
+        "accelstack.cli.ami_cmds",
+        "Pin AMI ids in the Pulumi stack config; upgrade them explicitly.",
+    ),
+)
+
+#: Command modules, each with `register(app)`, in registration order.
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for _, module, _ in COMMANDS))
+_MODULE_OF = {name: module for name, module, _ in COMMANDS}
+
+
+class Summary(TyperCommand):
+    """A command as `--help` lists it, before its module is imported."""
+
+
+def module_commands(module: str) -> dict[str, Any]:
+    """The click commands `module` registers, built as the eager app built them (each
+    command wrapped by `boundary.track` so that a failure names it)."""
+    from accelstack.cli.boundary import track
+
+    sub = typer.Typer()
+    importlib.import_module(module).register(sub)
+    track(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+class LazyGroup(TyperGroup):
+    """The root group: summaries first, real commands once resolved."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name, _, summary in COMMANDS:
+            self.commands.setdefault(name, Summary(name=name, help=summary))
+
+    def load(self, name: str) -> None:
+        """Replace the summaries of `name`'s module by its real commands."""
+        if isinstance(self.commands.get(name), Summary):
+            self.commands.update(module_commands(_MODULE_OF[name]))
+
+    def load_all(self) -> TyperGroup:
+        for module in COMMAND_MODULES:
+            self.commands.update(module_commands(module))
+        return self
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[str | None, Any, list[str]]:
+        if args and args[0] in _MODULE_OF:
+            self.load(args[0])
+        return super().resolve_command(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        import_help_renderer()
+        super().format_help(ctx, formatter)
+
+
+#: rich modules that typer's help renderer imports for Markdown help text and for rich
+#: tracebacks: this CLI's help is in rich markup mode and the boundary prints tracebacks,
+#: so `--help` never uses them (a third of the renderer's import time).
+_UNUSED_BY_HELP = (("rich.markdown", "Markdown"), ("rich.traceback", "Traceback"))
+
+
+class _Deferred(type):
+    """Metaclass of a stand-in for a rich class: calling the stand-in or reading one of its
+    attributes imports the real class's module and uses the real class."""
+
+    def real(cls) -> Any:
+        return getattr(importlib.import_module(cls.__module__), cls.__name__)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls.real()(*args, **kwargs)
+
+    def __getattr__(cls, attr: str) -> Any:
+        return getattr(cls.real(), attr)
+
+
+def import_help_renderer() -> None:
+    """Import `typer.rich_utils` with stand-ins for the rich classes `--help` does not use;
+    the stand-in modules leave `sys.modules` at once, so a later import gets the real ones."""
+    from typer.core import HAS_RICH
+
+    if not HAS_RICH or "typer.rich_utils" in sys.modules:
+        return
+    stand_ins: dict[str, types.ModuleType] = {}
+    for module, name in _UNUSED_BY_HELP:
+        if module not in sys.modules:
+            stand_ins[module] = types.ModuleType(module)
+            setattr(stand_ins[module], name, _Deferred(name, (), {"__module__": module}))
+    sys.modules.update(stand_ins)
+    try:
+        importlib.import_module("typer.rich_utils")
+    finally:
+        for module, stand_in in stand_ins.items():
+            if sys.modules.get(module) is stand_in:
+                del sys.modules[module]
