@@ -115,6 +115,14 @@ class Network(pulumi.ComponentResource):
             self._existing(name, args)
         else:
             self._create(name, args, child)
+
+    def finish(self, node_security_group_id: pulumi.Input[str] | None = None) -> None:
+        """The network's last child, then its outputs (every child is registered before
+        `register_outputs`): the nodes (the EKS cluster security group every node group
+        carries) reach the ECR endpoints on TCP 443, the only ingress of the endpoints'
+        security group; nothing without the endpoints. Called once, when the cluster (which
+        needs the network's subnets) exists; a standalone stack (no endpoints) gives None."""
+        self._admit_https_from(node_security_group_id)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -123,12 +131,11 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def admit_https_from(self, node_security_group_id: pulumi.Input[str]) -> None:
-        """Let the nodes (the EKS cluster security group every node group carries) reach the
-        ECR endpoints on TCP 443: the only ingress of the endpoints' security group. Called
-        once the cluster exists; nothing without the endpoints."""
+    def _admit_https_from(self, node_security_group_id: pulumi.Input[str] | None) -> None:
         if self._endpoints_sg is None:
             return
+        if node_security_group_id is None:
+            raise ValueError(f"{self._name}: the ECR endpoints need the nodes' security group")
         aws.vpc.SecurityGroupIngressRule(
             f"{self._name}-ecr-endpoints-https",
             security_group_id=self._endpoints_sg.id,
@@ -396,7 +403,7 @@ def _ecr_endpoints(
     """The ECR api and dkr interface endpoints the inventory declares: private DNS on (nodes
     resolve the regional ECR names to them), one network interface in the private subnet of
     each zone in use, behind a security group that admits HTTPS from the nodes' security
-    group only (`Network.admit_https_from`, once the cluster exists)
+    group only (`Network.finish`, once the cluster exists)
     (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html)."""
     if not args.ecr_endpoints:
         return None
