@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +164,11 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = [
             pulumi.Output.from_input(s) for s in args.existing_public_subnet_ids
         ]
+        # only when the spec asks (network.ecr_endpoints): the VPC may have them already
+        check_children(name, *args.ecr_endpoints)
+        child = pulumi.ResourceOptions(parent=self)
+        self._endpoints_sg = _ecr_endpoints(name, args, self.vpc_id, self.private_subnet_ids, child)
+        _cache_rules(args, child)
 
     def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
         if not args.nat_gateways:
@@ -187,7 +192,9 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(args, vpc, tables, child)
-        self._endpoints_sg = _ecr_endpoints(name, args, vpc, private, child)
+        self._endpoints_sg = _ecr_endpoints(
+            name, args, vpc.id, {z: sn.id for z, sn in private.items()}, child
+        )
         _cache_rules(args, child)
         self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
@@ -396,8 +403,8 @@ def _secondary_subnets(
 def _ecr_endpoints(
     name: str,
     args: NetworkArgs,
-    vpc: aws.ec2.Vpc,
-    private: dict[str, aws.ec2.Subnet],
+    vpc_id: pulumi.Input[str],
+    private: Mapping[str, pulumi.Input[str]],
     child: pulumi.ResourceOptions,
 ) -> aws.ec2.SecurityGroup | None:
     """The ECR api and dkr interface endpoints the inventory declares: private DNS on (nodes
@@ -409,7 +416,7 @@ def _ecr_endpoints(
         return None
     sg = aws.ec2.SecurityGroup(
         f"{name}-ecr-endpoints-sg",
-        vpc_id=vpc.id,
+        vpc_id=vpc_id,
         description="ECR interface endpoints: HTTPS from the nodes only",
         tags={**args.tags, "Name": f"{name}-ecr-endpoints"},
         opts=child,
@@ -417,8 +424,8 @@ def _ecr_endpoints(
     for declared in args.ecr_endpoints:
         aws.ec2.VpcEndpoint(
             declared.name,
-            vpc_id=vpc.id,
-            subnet_ids=[private[z].id for z in declared.subnet_zones],
+            vpc_id=vpc_id,
+            subnet_ids=[private[z] for z in declared.subnet_zones],
             security_group_ids=[sg.id],
             tags={**args.tags, "Name": declared.name},
             opts=child,

@@ -611,10 +611,18 @@ def _with_profile(
         steps=(max(flat) + 1) if flat else 1,
         step_minutes=facts.staging.step_minutes(biggest),
         system_nodes=system,
-        private_registry=stack.spec.network.mode == "create"
-        and stack.catalog.scale.image_delivery.nat_bound(nodes),
+        private_registry=_private_registry(stack.spec.network, stack.catalog, nodes),
     )
     return replace(stack, profile=profile, system_nodes=system), steps
+
+
+def _private_registry(net: Network, cat: Catalog, nodes: int) -> bool:
+    """The private registry path (ECR endpoints, pull-through cache): a created VPC gets it
+    once the pull is NAT-bound (scale.yaml image_delivery); an existing VPC only when the spec
+    asks (network.ecr_endpoints), since it may have the endpoints already."""
+    if net.mode == "existing":
+        return net.ecr_endpoints
+    return cat.scale.image_delivery.nat_bound(nodes)
 
 
 def _reservation_parts(

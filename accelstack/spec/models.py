@@ -337,6 +337,14 @@ class Network(Strict):
         description="one NAT gateway for every zone (cheaper hourly, but cross-zone traffic "
         "pays inter-AZ data charges); default: one per zone in use",
     )
+    ecr_endpoints: bool = Field(
+        False,
+        description="existing VPC: create the ECR api/dkr interface endpoints (private DNS, "
+        "in the private subnets' zones, HTTPS from the nodes only) and the ECR Public "
+        "pull-through cache rule, as a created VPC gets them for large pools (catalog "
+        "scale.yaml image_delivery); off by default, since the VPC may have them already; "
+        "private DNS needs the VPC's DNS support and hostnames on",
+    )
 
 
 def key_prefix(v: str | None) -> str | None:

@@ -308,6 +308,23 @@ def _pool_placement_groups(ctx: Context) -> Iterator[Finding]:
             )
 
 
+@rule("network-ecr-endpoints", "network.ecr_endpoints only for an existing VPC of an EKS stack")
+def _network_ecr_endpoints(ctx: Context) -> Iterator[Finding]:
+    """A created VPC gets the ECR endpoints when its pull is NAT-bound (catalog scale.yaml
+    image_delivery); the setting asks for them in an existing VPC."""
+    net = ctx.spec.network
+    if not net.ecr_endpoints:
+        return
+    if net.mode != "existing":
+        yield (
+            "network.ecr_endpoints",
+            "applies to an existing VPC (mode: existing); a created VPC gets the ECR endpoints "
+            "when its image pull is NAT-bound",
+        )
+    elif ctx.spec.orchestration != "eks":
+        yield ("network.ecr_endpoints", "applies to EKS stacks (the nodes' security group)")
+
+
 @rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
 def _pool_lnc(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
