@@ -365,8 +365,9 @@ def s3_endpoint(stack: Stack) -> Billable | None:
 
 
 def ecr_endpoints(stack: Stack) -> tuple[Billable, ...]:
-    """The ECR api and dkr interface endpoints of a created network whose stack's profile asks
-    for the private registry path (scale.yaml image_delivery.private_registry): private DNS
+    """The ECR api and dkr interface endpoints of a network whose stack's profile asks for the
+    private registry path (scale.yaml image_delivery.private_registry; an existing VPC only
+    with network.ecr_endpoints): private DNS
     on, one subnet in every zone in use, each zone billed per hour."""
     if not stack.profile.private_registry:
         return ()

@@ -354,3 +354,10 @@ def cache_prefix(stack: str, upstream: str) -> str:
 def ecr_endpoint(network_component: str, service: str) -> str:
     """The network's interface endpoint for the ECR service `service` (ecr.api, ecr.dkr)."""
     return f"{network_component}-{service.replace('.', '-')}"
+
+
+def placement_group(pool_component: str, launch_template_role: str) -> str:
+    """The cluster placement group a pool creates for its launch template
+    `launch_template_role`:
+    `<pool>-pg` for `lt` (the name a pool always had), `<pool>-pg-<n>` for `lt-<n>`."""
+    return f"{pool_component}-pg{launch_template_role.removeprefix('lt')}"

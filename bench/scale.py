@@ -1,7 +1,7 @@
 """Benchmark the offline plan as a pool grows: 16, 256 and 2,048 nodes of p5.48xlarge and
 trn2.48xlarge (the presets llama3-70b-p5 / llama3-70b-trn2, budget opened).
 
-Usage: .venv/bin/python bench/scale.py [--runs N]
+Usage: .venv/bin/python bench/scale.py [--runs N] [--placement-groups one|per-launch]
 The plan's resources grow with node groups (450 nodes each), not nodes, so the 2,048-node plan
 must take at most TARGET x the 16-node plan; exit 1 if not. The ratio compares the least CPU
 time of N interleaved runs (one process; `time.process_time`, all threads): on a shared machine
@@ -33,9 +33,10 @@ PRESETS = ("llama3-70b-p5", "llama3-70b-trn2")
 TARGET = 1.3
 
 
-def sized(preset: str, nodes: int) -> Stack:
+def sized(preset: str, nodes: int, placement: str = "one") -> Stack:
     data = copy.deepcopy(read_yaml(ROOT / "stacks" / f"{preset}.yaml"))
     data["pools"][0]["nodes"] = nodes
+    data["pools"][0]["placement_groups"] = placement
     data["budget"] = {"max_hourly_usd": 1e9, "max_monthly_usd": 1e12, "max_run_usd": 1e12}
     return resolve(parse_spec(data, f"{preset}.yaml"))
 
@@ -60,13 +61,16 @@ def measure(stacks: dict[int, Stack], runs: int) -> dict[int, tuple[float, float
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=25)
+    # per-launch: a launch template and placement group per two node groups (docs/scale.md)
+    ap.add_argument("--placement-groups", choices=("one", "per-launch"), default="one")
     args = ap.parse_args()
     run_plan(sized(PRESETS[0], SIZES[0]), build, guard=False)  # imports, caches: not measured
     head = f"{'preset':18} {'nodes':>6} {'resources':>9} {'node groups':>11}"
     print(f"{head} {'min CPU s':>9} {'median wall s':>13}  ratio (CPU)")
     ok = True
     for preset in PRESETS:
-        figures = measure({n: sized(preset, n) for n in SIZES}, args.runs)
+        stacks = {n: sized(preset, n, args.placement_groups) for n in SIZES}
+        figures = measure(stacks, args.runs)
         base = figures[SIZES[0]][0]
         for nodes, (low, median, count, groups) in figures.items():
             print(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,14 @@ class Network(pulumi.ComponentResource):
             self._existing(name, args)
         else:
             self._create(name, args, child)
+
+    def finish(self, node_security_group_id: pulumi.Input[str] | None = None) -> None:
+        """The network's last child, then its outputs (every child is registered before
+        `register_outputs`): the nodes (the EKS cluster security group every node group
+        carries) reach the ECR endpoints on TCP 443, the only ingress of the endpoints'
+        security group; nothing without the endpoints. Called once, when the cluster (which
+        needs the network's subnets) exists; a standalone stack (no endpoints) gives None."""
+        self._admit_https_from(node_security_group_id)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -123,12 +131,11 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def admit_https_from(self, node_security_group_id: pulumi.Input[str]) -> None:
-        """Let the nodes (the EKS cluster security group every node group carries) reach the
-        ECR endpoints on TCP 443: the only ingress of the endpoints' security group. Called
-        once the cluster exists; nothing without the endpoints."""
+    def _admit_https_from(self, node_security_group_id: pulumi.Input[str] | None) -> None:
         if self._endpoints_sg is None:
             return
+        if node_security_group_id is None:
+            raise ValueError(f"{self._name}: the ECR endpoints need the nodes' security group")
         aws.vpc.SecurityGroupIngressRule(
             f"{self._name}-ecr-endpoints-https",
             security_group_id=self._endpoints_sg.id,
@@ -157,6 +164,11 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = [
             pulumi.Output.from_input(s) for s in args.existing_public_subnet_ids
         ]
+        # only when the spec asks (network.ecr_endpoints): the VPC may have them already
+        check_children(name, *args.ecr_endpoints)
+        child = pulumi.ResourceOptions(parent=self)
+        self._endpoints_sg = _ecr_endpoints(name, args, self.vpc_id, self.private_subnet_ids, child)
+        _cache_rules(args, child)
 
     def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
         if not args.nat_gateways:
@@ -180,7 +192,9 @@ class Network(pulumi.ComponentResource):
         nats = _nat_gateways(args, public, igw, self)
         tables = _private_routing(name, args, vpc, private, nats, child)
         _s3_gateway_endpoint(args, vpc, tables, child)
-        self._endpoints_sg = _ecr_endpoints(name, args, vpc, private, child)
+        self._endpoints_sg = _ecr_endpoints(
+            name, args, vpc.id, {z: sn.id for z, sn in private.items()}, child
+        )
         _cache_rules(args, child)
         self.secondary_subnet_ids = _secondary_subnets(name, args, vpc, tables, child)
         self.private_subnet_ids = {z: s.id for z, s in private.items()}
@@ -389,20 +403,20 @@ def _secondary_subnets(
 def _ecr_endpoints(
     name: str,
     args: NetworkArgs,
-    vpc: aws.ec2.Vpc,
-    private: dict[str, aws.ec2.Subnet],
+    vpc_id: pulumi.Input[str],
+    private: Mapping[str, pulumi.Input[str]],
     child: pulumi.ResourceOptions,
 ) -> aws.ec2.SecurityGroup | None:
     """The ECR api and dkr interface endpoints the inventory declares: private DNS on (nodes
     resolve the regional ECR names to them), one network interface in the private subnet of
     each zone in use, behind a security group that admits HTTPS from the nodes' security
-    group only (`Network.admit_https_from`, once the cluster exists)
+    group only (`Network.finish`, once the cluster exists)
     (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html)."""
     if not args.ecr_endpoints:
         return None
     sg = aws.ec2.SecurityGroup(
         f"{name}-ecr-endpoints-sg",
-        vpc_id=vpc.id,
+        vpc_id=vpc_id,
         description="ECR interface endpoints: HTTPS from the nodes only",
         tags={**args.tags, "Name": f"{name}-ecr-endpoints"},
         opts=child,
@@ -410,8 +424,8 @@ def _ecr_endpoints(
     for declared in args.ecr_endpoints:
         aws.ec2.VpcEndpoint(
             declared.name,
-            vpc_id=vpc.id,
-            subnet_ids=[private[z].id for z in declared.subnet_zones],
+            vpc_id=vpc_id,
+            subnet_ids=[private[z] for z in declared.subnet_zones],
             security_group_ids=[sg.id],
             tags={**args.tags, "Name": declared.name},
             opts=child,

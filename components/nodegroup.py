@@ -417,10 +417,9 @@ class AcceleratorNodeGroup(pulumi.ComponentResource):
         parts = args.pool.node_groups
         # each launch template targets the reservation of the first node group launching from it
         reservation = {p.launch_template: p.reservation_id for p in reversed(parts)}
-        lts = {  # one launch template per reservation behind the pool
-            role: _pool_launch_template(
-                self, name, args, ami, security_groups, lt, reservation[role]
-            )
+        shared = _shared_template_inputs(args, security_groups)
+        lts = {  # one per reservation behind the pool, or per placement group of a large pool
+            role: _pool_launch_template(self, name, args, ami, shared, lt, reservation[role], role)
             for role, lt in args.groups.launch_templates.items()
         }
         by_step: dict[int, list[pulumi.Resource]] = {
@@ -461,33 +460,42 @@ def _efa_security_group(
     return sg
 
 
-def _placement(parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str]) -> Any:
-    """The existing placement group the pool's reservation lives in, or a cluster placement
-    group for the pool when `pool.placement_group`."""
+def _placement(
+    parent: pulumi.Resource, name: str, pool: ResolvedPool, tags: dict[str, str], lt_role: str
+) -> Any:
+    """The existing placement group the pool's reservation lives in, or, when
+    `pool.placement_group`, a cluster placement group for the launch template `lt_role`:
+    `<pool>-pg` for `lt`, `<pool>-pg-<n>` for `lt-<n>` (resolve gives each launch bucket's
+    node groups of a large pool a launch template of their own, scale.yaml placement)."""
     if pool.placement_group_name is not None:
         return {"group_name": pool.placement_group_name}
     if not pool.placement_group:
         return None
     pg = aws.ec2.PlacementGroup(
-        f"{name}-pg", strategy="cluster", tags=tags, opts=pulumi.ResourceOptions(parent=parent)
+        naming.placement_group(name, lt_role),
+        strategy="cluster",
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return {"group_name": pg.name}
 
 
-def _pool_launch_template(
-    parent: pulumi.Resource,
-    name: str,
-    args: AcceleratorNodeGroupArgs,
-    ami: pulumi.Input[str],
-    security_groups: list[pulumi.Input[str]],
-    declared: Billable,
-    reservation_id: str | None,
-) -> aws.ec2.LaunchTemplate:
-    """One of the pool's launch templates (one per reservation behind the pool): its name and
-    priced inputs (root volume, a Capacity Block's instance type) as the inventory declares
-    them, plus the EKS AMI, nodeadm user data, EFA interfaces and the reservation."""
+@dataclass(frozen=True)
+class _TemplateInputs:
+    """What every launch template of a pool carries alike, built once per pool."""
+
+    user_data: pulumi.Output[str]
+    #: the EFA interfaces with their security groups (None without EFA)
+    interfaces: pulumi.Output[list[Any]] | None
+    security_groups: list[pulumi.Input[str]]
+
+
+def _shared_template_inputs(
+    args: AcceleratorNodeGroupArgs, security_groups: list[pulumi.Input[str]]
+) -> _TemplateInputs:
+    """The pool's nodeadm user data and EFA interfaces, each one Output for all of the pool's
+    launch templates (a large pool has one per placement group)."""
     pool, c = args.pool, args.cluster
-    placement = _placement(parent, name, pool, args.tags)
     labels, taints = registration_labels(pool), node_taints(pool)
     user_data = pulumi.Output.all(
         c.name, c.endpoint, c.certificate_authority, c.service_cidr
@@ -498,18 +506,43 @@ def _pool_launch_template(
             )
         )
     )
-    interfaces: list[Any] = [
-        {**nic, "security_groups": security_groups} for nic in efa_network_interfaces(pool)
-    ]
+    nics = efa_network_interfaces(pool)
+    interfaces = (
+        pulumi.Output.all(*security_groups).apply(
+            lambda ids: [{**nic, "security_groups": list(ids)} for nic in nics]
+        )
+        if nics
+        else None
+    )
+    return _TemplateInputs(user_data, interfaces, security_groups)
+
+
+def _pool_launch_template(
+    parent: pulumi.Resource,
+    name: str,
+    args: AcceleratorNodeGroupArgs,
+    ami: pulumi.Input[str],
+    shared: _TemplateInputs,
+    declared: Billable,
+    reservation_id: str | None,
+    lt_role: str,
+) -> aws.ec2.LaunchTemplate:
+    """One of the pool's launch templates (one per reservation behind the pool, or per
+    placement group of a large pool): its name and priced inputs (root volume, a Capacity
+    Block's instance type) as the inventory declares them, plus the EKS AMI, the pool's
+    nodeadm user data and EFA interfaces, its placement and the reservation."""
+    pool = args.pool
+    placement = _placement(parent, name, pool, args.tags, lt_role)
+    interfaces = shared.interfaces
     return aws.ec2.LaunchTemplate(
         declared.name,
         description=f"accelstack pool {pool.name}",
         image_id=ami,
-        user_data=user_data,
+        user_data=shared.user_data,
         update_default_version=True,
         metadata_options=EKS_NODE_IMDS,
-        network_interfaces=interfaces or None,
-        vpc_security_group_ids=None if interfaces else security_groups,
+        network_interfaces=interfaces,
+        vpc_security_group_ids=None if interfaces is not None else shared.security_groups,
         placement=placement,
         capacity_reservation_specification=capacity_reservation(pool, reservation_id),
         instance_market_options=market_options(pool),

@@ -318,7 +318,7 @@ def build(stack: Stack) -> dict[str, Any]:
         ClusterArgs.from_stack(stack, all_private, partition, account_id),
         opts=top,
     )
-    network.admit_https_from(cluster.cluster_security_group_id)
+    network.finish(cluster.cluster_security_group_id)  # its last child, then its outputs
     ref = _cluster_ref(cluster, network, (stack, account_id, partition))
     system = SystemNodeGroup(
         naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top

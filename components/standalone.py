@@ -671,6 +671,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
         StandaloneClusterArgs.from_stack(stack, network, account_id, partition),
         opts=top,
     )
+    network.finish()  # its outputs: a standalone network has no ECR endpoints
     outputs: dict[str, Any] = {
         "region": stack.region,
         "vpcId": network.vpc_id,

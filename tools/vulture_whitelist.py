@@ -46,6 +46,7 @@ system_nodes_source  # scale.yaml large_cluster
 reservation_source  # scale.yaml placement
 max_nodes_per_group_source  # scale.yaml placement
 ultraserver_blocks_source  # scale.yaml placement
+per_launch_source  # scale.yaml placement
 nat_gateway_source  # scale.yaml image_delivery
 node_pull_source  # scale.yaml image_delivery
 endpoint_source  # scale.yaml image_delivery private_registry

@@ -221,6 +221,9 @@ class PlacementFacts(_Frozen):
     capacity_block_source: str
     max_nodes_per_group_source: str
     ultraserver_blocks_source: str
+    #: why a pool's `placement_groups: per-launch` puts the node groups one launch bucket
+    #: starts at once in a placement group of their own (ScaleFacts.node_groups_per_placement_group)
+    per_launch_source: str
 
 
 class InstanceStoreDisks(_Frozen):
@@ -301,6 +304,14 @@ class ScaleFacts(_Frozen):
         group but the system one, each full."""
         lim = self.limits
         return (lim.node_groups_per_cluster.value - 1) * lim.nodes_per_node_group.value
+
+    @property
+    def node_groups_per_placement_group(self) -> int:
+        """How many node groups of a `placement_groups: per-launch` pool share one created
+        cluster placement group: the full groups that fit in one launch bucket (they launch
+        at once), at least one (scale.yaml placement.per_launch_source)."""
+        bucket = self.large_cluster.staging.launch_bucket
+        return max(1, bucket // self.limits.nodes_per_node_group.value)
 
 
 def split_nodes(nodes: int, per_group: int) -> tuple[int, ...]:

@@ -765,7 +765,10 @@ def price_vpc_endpoint(res: ResourceLike, ctx: PricingContext) -> list[LineItem]
             unit="endpoint-az-hour",
             category="network",
             what=f"interface endpoint in {n:g} zone(s)",
-            assumption="data processed not included (prices.yaml vpc-endpoint-interface-data)",
+            # the ECR endpoints carry API calls and manifests only; image layers come from S3
+            # through the gateway endpoint, which carries no charge (scale.yaml
+            # image_delivery.private_registry.endpoint_source)
+            assumption="data processed not counted: image layers come through the S3 gateway",
         )
     ]
 

@@ -75,6 +75,9 @@ class ResolvedPool:
     procs_per_node: int  # torchrun --nproc_per_node: one process per core
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    #: spec placement_groups 'per-launch': a created placement group (and launch template) per
+    #: launch bucket's node groups (catalog scale.yaml placement)
+    placement_per_launch: bool = False
     #: The existing cluster placement group the pool's reservation lives in (spec
     #: purchase.placement_group): the pool launches into it; None: none named
     placement_group_name: str | None = None
@@ -499,6 +502,7 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
         placement_group_name=p.purchase.placement_group,
+        placement_per_launch=p.placement_groups == "per-launch",
         local_storage=_local_storage(p, cat),
         framework=cat.frameworks.get(fw_name),
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
@@ -569,7 +573,8 @@ def with_node_groups(stack: Stack) -> Stack:
     limit (full groups first: growing a pool adds groups after the ones it has) and the
     created VPC's address plan, which says which subnet each group takes addresses from."""
     per_group = stack.catalog.scale.limits.nodes_per_node_group.value
-    parts = {p.name: _reservation_parts(p, per_group) for p in stack.pools}
+    per_pg = stack.catalog.scale.node_groups_per_placement_group
+    parts = {p.name: _reservation_parts(p, per_group, per_pg) for p in stack.pools}
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
@@ -625,21 +630,40 @@ def _with_profile(
         steps=(max(flat) + 1) if flat else 1,
         step_minutes=facts.staging.step_minutes(biggest),
         system_nodes=system,
-        private_registry=stack.spec.network.mode == "create"
-        and stack.catalog.scale.image_delivery.nat_bound(nodes),
+        private_registry=_private_registry(stack.spec.network, stack.catalog, nodes),
     )
     return replace(stack, profile=profile, system_nodes=system), steps
 
 
-def _reservation_parts(pool: ResolvedPool, per_group: int) -> list[tuple[int, str | None, str]]:
+def _private_registry(net: Network, cat: Catalog, nodes: int) -> bool:
+    """The private registry path (ECR endpoints, pull-through cache): a created VPC gets it
+    once the pull is NAT-bound (scale.yaml image_delivery); an existing VPC only when the spec
+    asks (network.ecr_endpoints), since it may have the endpoints already."""
+    if net.mode == "existing":
+        return net.ecr_endpoints
+    return cat.scale.image_delivery.nat_bound(nodes)
+
+
+def _reservation_parts(
+    pool: ResolvedPool, per_group: int, per_placement_group: int = 1
+) -> list[tuple[int, str | None, str]]:
     """(nodes, reservation id, launch template role) of each node group: every reservation
     behind the pool in order (its own launch template targets it: `lt`, `lt-2`, ...), each
-    split into groups of at most `per_group`; a pool on no reservation is one run of groups."""
+    split into groups of at most `per_group`; a pool on no reservation is one run of groups.
+    A pool in created cluster placement groups `per-launch` gives every `per_placement_group`
+    node groups (by index, so growing never moves a group) a launch template, and so a
+    placement group, of their own (scale.yaml placement); the first keeps `lt`."""
     runs = pool.reservations or ((None, pool.running_nodes),)
-    return [
+    parts = [
         (n, rid, naming.launch_template_role(k))
         for k, (rid, total) in enumerate(runs)
         for n in split_nodes(total, per_group)
+    ]
+    if not (pool.placement_group and pool.placement_per_launch):
+        return parts
+    return [
+        (n, rid, naming.launch_template_role(i // per_placement_group))
+        for i, (n, rid, _) in enumerate(parts)
     ]
 
 

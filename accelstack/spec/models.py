@@ -234,6 +234,14 @@ class Pool(Strict):
         description="interface type on network cards 1..N-1: 'efa' (EFA + ENA) or "
         "'efa-only' (saves IP addresses); card 0 is always 'efa'",
     )
+    placement_groups: Literal["one", "per-launch"] = Field(
+        "one",
+        description="cluster placement groups accelstack creates for an EFA pool on no "
+        "reservation: 'one' for the whole pool, or 'per-launch': the node groups one "
+        "account launch bucket starts at once (2 x 450 nodes) share a placement group and "
+        "launch template of their own, for on-demand pools of more than 900 nodes (catalog "
+        "scale.yaml placement; plans more slowly, docs/scale.md)",
+    )
     root_volume_gib: int | None = Field(None, ge=50, le=16384, description="gp3 root volume")
     availability_zone: Text | None = Field(
         None,
@@ -337,6 +345,14 @@ class Network(Strict):
         False,
         description="one NAT gateway for every zone (cheaper hourly, but cross-zone traffic "
         "pays inter-AZ data charges); default: one per zone in use",
+    )
+    ecr_endpoints: bool = Field(
+        False,
+        description="existing VPC: create the ECR api/dkr interface endpoints (private DNS, "
+        "in the private subnets' zones, HTTPS from the nodes only) and the ECR Public "
+        "pull-through cache rule, as a created VPC gets them for large pools (catalog "
+        "scale.yaml image_delivery); off by default, since the VPC may have them already; "
+        "private DNS needs the VPC's DNS support and hostnames on",
     )
 
 

@@ -283,6 +283,48 @@ def _pool_reservation_placement(ctx: Context) -> Iterator[Finding]:
             )
 
 
+@rule(
+    "pool-placement-groups",
+    "placement_groups per-launch only where accelstack creates the pool's placement group",
+)
+def _pool_placement_groups(ctx: Context) -> Iterator[Finding]:
+    """accelstack creates a cluster placement group for an EFA pool on no reservation only;
+    a reservation's pool launches where its capacity is (catalog scale.yaml `placement`)."""
+    for f in ctx.known_pools:
+        if f.pool.placement_groups != "per-launch":
+            continue
+        purchase = f.pool.purchase
+        if purchase.reservation_id or purchase.reservations:
+            yield (
+                f"{f.at}.placement_groups",
+                f"'per-launch' applies to pools on no reservation; purchase option "
+                f"'{purchase.option}' launches where its reservation is (allowed: one)",
+            )
+        elif f.pool.efa is False or not f.inst.efa_supported:
+            yield (
+                f"{f.at}.placement_groups",
+                "'per-launch' applies to EFA pools, which get cluster placement groups; EFA is "
+                "off for this pool (allowed: one)",
+            )
+
+
+@rule("network-ecr-endpoints", "network.ecr_endpoints only for an existing VPC of an EKS stack")
+def _network_ecr_endpoints(ctx: Context) -> Iterator[Finding]:
+    """A created VPC gets the ECR endpoints when its pull is NAT-bound (catalog scale.yaml
+    image_delivery); the setting asks for them in an existing VPC."""
+    net = ctx.spec.network
+    if not net.ecr_endpoints:
+        return
+    if net.mode != "existing":
+        yield (
+            "network.ecr_endpoints",
+            "applies to an existing VPC (mode: existing); a created VPC gets the ECR endpoints "
+            "when its image pull is NAT-bound",
+        )
+    elif ctx.spec.orchestration != "eks":
+        yield ("network.ecr_endpoints", "applies to EKS stacks (the nodes' security group)")
+
+
 @rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
 def _pool_lnc(ctx: Context) -> Iterator[Finding]:
     for f in ctx.known_pools:
