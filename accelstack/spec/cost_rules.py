@@ -1,4 +1,4 @@
-"""Cross-field rules of the run estimate (registered into `RULES` after accelstack.spec.rules):
+"""Cross-field rules of the run estimate (`SPEC_RULES` runs them after accelstack.spec.rules):
 the training stack a spec names must be one the catalog knows (throughput.yaml
 training_stacks), so the estimate never silently falls back to another stack's figure."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from accelstack.errors import allowed, did_you_mean, shown
-from accelstack.spec.rules import Context, Finding, rule
+from accelstack.spec.rules import Context, Finding, Rule, rule
 
 
 @rule(
@@ -39,3 +39,10 @@ def _active_params(ctx: Context) -> Iterator[Finding]:
         f"{m.active_params_billion:g} is more than params_billion {m.params_billion:g}: the "
         "active parameters per token are part of all of them (set params_billion to the total)",
     )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (
+    _training_stack,
+    _active_params,
+)
