@@ -30,8 +30,8 @@ from accelstack.catalog.purchase import OptionLists
 from accelstack.catalog.sizing import MemoryFit
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
-from accelstack.errors import CatalogError, VerdictError
-from accelstack.resolve import Stack, resolve, resolve_unchecked
+from accelstack.errors import CatalogError, Problem, VerdictError
+from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
 from accelstack.spec import Spec
 from accelstack.spec.retarget import retarget_spec
 
@@ -385,6 +385,34 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
     )
 
 
+def _rule_refusal(problems: Sequence[Problem]) -> str:
+    """A stack rule's refusal of a candidate: its YAML path and message (the spec's file is not
+    the candidate's), and how many more there are."""
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"stack rule: {first.path}: {first.message}{more}"
+
+
+def _buyable(
+    stack: Stack, instance_type: str, nodes: int, priced: Sequence[str]
+) -> tuple[list[str], tuple[str, ...]]:
+    """The priced options a candidate of this size can buy, and "option: why" for the others:
+    a Capacity Block over its limits, or a candidate the stack rules refuse (`resolve` would
+    refuse the spec `new` writes for it)."""
+    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
+    refused = [f"capacity-block: {cb_why}"] if cb_why else []
+    buyable = []
+    for o in priced:
+        if cb_why and o == "capacity-block":
+            continue
+        problems = check_stack(retarget_stack(stack, instance_type, nodes, o))
+        if problems:
+            refused.append(f"{o}: {_rule_refusal(problems)}")
+        else:
+            buyable.append(o)
+    return buyable, tuple(refused)
+
+
 def evaluate(
     stack: Stack,
     instance_type: str,
@@ -404,9 +432,7 @@ def evaluate(
     if nodes == 0:
         return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
     priced = [o for o in options if stack.catalog.has_rate(stack.region, instance_type, o)]
-    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
-    refused = (f"capacity-block: {cb_why}",) if cb_why else ()
-    buyable = [o for o in priced if not (cb_why and o == "capacity-block")]
+    buyable, refused = _buyable(stack, instance_type, nodes, priced)
     if not buyable:
         why = f"; {'; '.join(refused)}" if refused else ""
         return Candidate(
