@@ -28,7 +28,7 @@ from accelstack.catalog import CATALOG_DIR, Catalog, load_catalog
 from accelstack.files import write_text_atomic
 from accelstack.resolve import advice
 from accelstack.resolve import rules as stack_rules
-from accelstack.spec import rules as spec_rules
+from accelstack.spec import ruleset as spec_ruleset
 from accelstack.spec.models import Spec
 
 
@@ -106,13 +106,13 @@ def _rules_section() -> list[str]:
     lines = [
         "## Rules",
         "",
-        "Checked after the shape, against the catalog; each is one function in",
-        "`accelstack/spec/rules.py`, and each problem is one line naming the YAML path.",
+        "Checked after the shape, against the catalog; each is one function of a module that",
+        "`accelstack/spec/ruleset.py` lists, and each problem is one line naming the YAML path.",
         "",
         "| rule | refuses unless |",
         "|---|---|",
     ]
-    lines += [f"| `{r.name}` | {r.summary} |" for r in spec_rules.RULES]
+    lines += [f"| `{r.name}` | {r.summary} |" for r in spec_ruleset.SPEC_RULES]
     lines += [
         "",
         "## Rules on the resolved stack",
@@ -166,10 +166,12 @@ def _link(source: str) -> str:
 
 def deploy_rules_table() -> str:
     """The deploy rules, in the order they report (accelstack/plan/rules/)."""
-    from accelstack.plan.rules import registry  # the package registers every rule module
+    from accelstack.plan.rules import ruleset
 
     lines = ["| rule | document it encodes | what it checks |", "|---|---|---|"]
-    lines += [f"| `{r.name}` | {_link(r.source)} | {_cell(r.summary)} |" for r in registry.RULES]
+    lines += [
+        f"| `{r.name}` | {_link(r.source)} | {_cell(r.summary)} |" for r in ruleset.DEPLOY_RULES
+    ]
     return "\n".join(lines)
 
 

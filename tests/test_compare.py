@@ -11,12 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS, Catalog, load_catalog
+from accelstack.catalog.purchase import FILE, load_table, option_lists
 from accelstack.catalog.sizing import memory_fit
 from accelstack.cli import main
 from accelstack.cost.compare import (
-    COMPARE_OPTIONS,
-    DEFAULT_OPTIONS,
     cheapest_target,
     compare,
     render,
@@ -29,6 +28,11 @@ from accelstack.spec.retarget import retarget
 
 from . import factories
 from .conftest import STACKS
+
+# The bundled table's option lists (compare reads them from the stack's catalog).
+_BUNDLED_OPTIONS = option_lists(load_table(CATALOG_DIR / FILE, PURCHASE_OPTIONS).purchase_options)
+COMPARE_OPTIONS = _BUNDLED_OPTIONS.comparable
+DEFAULT_OPTIONS = _BUNDLED_OPTIONS.compare_default
 
 CR = "cr-0123456789abcdef0"
 

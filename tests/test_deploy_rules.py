@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from accelstack.plan import Plan, PlannedResource
-from accelstack.plan.rules import RULES, Violation, deploy_rule, evaluate
+from accelstack.plan.rules import DEPLOY_RULES, Violation, deploy_rule, evaluate, ruleset
 from accelstack.resolve import Stack
 from tests.conftest import ROOT, planned_preset, preset_ids
 
@@ -62,27 +62,30 @@ def assert_line(v: Violation, resource_name: str) -> None:
 
 
 def test_framework_builds_violations_from_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("accelstack.plan.rules.registry.RULES", list(RULES))
-
     @deploy_rule("test-rule", "https://example.invalid/doc", "a test")
     def _body(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
         yield ("aws:x:Y 'n'", "is wrong")
 
     plan, stack = preset("trn1-finetune")
+    assert "test-rule" not in {
+        v.rule for v in evaluate(plan, stack)
+    }  # decorating registers nothing
+    monkeypatch.setattr(ruleset, "DEPLOY_RULES", DEPLOY_RULES.plus(_body))
+
     found = [v for v in evaluate(plan, stack) if v.rule == "test-rule"]
     assert found == [
         Violation("test-rule", "aws:x:Y 'n'", "is wrong", "https://example.invalid/doc")
     ]
     assert found[0].line() == "aws:x:Y 'n': is wrong [test-rule; https://example.invalid/doc]"
-    with pytest.raises(ValueError, match="twice"):
-        deploy_rule("test-rule", "x", "y")(_body)
+    with pytest.raises(ValueError, match="deploy rule 'test-rule' is registered twice"):
+        ruleset.DEPLOY_RULES.plus(deploy_rule("test-rule", "x", "y")(_body.body))
 
 
 def test_every_rule_names_a_source_and_a_summary() -> None:
-    assert RULES, "no deploy rules registered"
-    for info in RULES:
+    assert DEPLOY_RULES, "no deploy rules registered"
+    for info in DEPLOY_RULES:
         assert info.source and info.summary and info.name == info.name.lower()
-    assert len({r.name for r in RULES}) == len(RULES)
+    assert len(set(DEPLOY_RULES.names)) == len(DEPLOY_RULES)
 
 
 def test_plan_records_dependencies_and_options() -> None:
@@ -383,13 +386,12 @@ def test_cli_plan_and_check_print_one_line_per_violation_and_exit_1(
     import shutil
 
     from accelstack.cli import main
-    from accelstack.plan.rules import registry as rules
-
-    monkeypatch.setattr(rules, "RULES", list(rules.RULES))
 
     @deploy_rule("always-fails", "https://example.invalid/doc", "test")
     def _fails(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
         yield (f"stack '{plan.stack}'", "is refused for the test")
+
+    monkeypatch.setattr(ruleset, "DEPLOY_RULES", DEPLOY_RULES.plus(_fails))
 
     spec = ROOT / "stacks" / "trn1-finetune.yaml"
     assert main(["plan", str(spec)]) == 1

@@ -7,8 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from accelstack.plan.diff import below_threshold, diff_document, diff_sides, stack_diff
-from accelstack.plan.diff_report import render_json, render_markdown, render_text
+from accelstack.plan.diff_report import (
+    change_lines,
+    render_json,
+    render_markdown,
+    render_quiet,
+    render_text,
+)
 from accelstack.plan.diffmodel import (
     CostDelta,
     DiffDocument,
@@ -17,6 +25,7 @@ from accelstack.plan.diffmodel import (
     ResourceChange,
     SideCost,
     StackDiff,
+    StackRoll,
     StatefulChange,
 )
 
@@ -103,3 +112,28 @@ def test_formatters_render_the_typed_document_as_its_json_form() -> None:
     assert render_markdown(doc, comment=True) == render_markdown(data, comment=True)
     assert "GATE INPUTS CHANGED" in render_text(doc)
     assert not below_threshold(doc, 1e9, None)  # gate change, rolls, stateful, orphaned
+
+
+def test_the_json_form_reads_back_into_the_same_typed_document() -> None:
+    doc = _document()
+    data = json.loads(json.dumps(doc.to_dict()))
+    assert DiffDocument.from_dict(data) == doc
+    assert DiffDocument.from_dict(data).to_dict() == data
+
+
+def test_text_and_markdown_read_the_dataclasses_not_the_json_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The formatters read the typed model; only `render_json` writes the JSON form."""
+    doc = _document()
+    text, md = render_text(doc), render_markdown(doc, comment=True)
+    quiet, lines = render_quiet(doc), change_lines(doc.stacks[0])
+
+    def refused(self: object) -> dict[str, Any]:
+        raise AssertionError(f"{type(self).__name__}.to_dict called by a text formatter")
+
+    for cls in (DiffDocument, StackDiff, ResourceChange, StatefulChange, StackRoll):
+        monkeypatch.setattr(cls, "to_dict", refused)
+    assert render_text(doc) == text and render_markdown(doc, comment=True) == md
+    assert render_quiet(doc) == quiet and change_lines(doc.stacks[0]) == lines
+    assert "GATE INPUTS CHANGED" in text and lines[0].startswith("changes against the base: ")

@@ -13,9 +13,10 @@ from accelstack import docs
 from accelstack.catalog import Catalog
 from accelstack.cli import main
 from accelstack.cli.catalog_names import ACCELERATED_TYPES
-from accelstack.plan.rules import registry
+from accelstack.plan.rules import registry, ruleset
 from accelstack.resolve import rules as stack_rules
-from accelstack.spec import rules as spec_rules
+from accelstack.rulebook import RuleSet
+from accelstack.spec import ruleset as spec_ruleset
 
 from .conftest import ROOT
 
@@ -26,36 +27,40 @@ def test_every_generated_file_is_current() -> None:
 
 def test_plan_md_lists_every_deploy_rule() -> None:
     text = (ROOT / "docs" / "plan.md").read_text(encoding="utf-8")
-    missing = [r.name for r in registry.RULES if f"| `{r.name}` |" not in text]
+    missing = [r.name for r in ruleset.DEPLOY_RULES if f"| `{r.name}` |" not in text]
     assert missing == []
-    assert len(registry.RULES) >= 33
+    assert len(ruleset.DEPLOY_RULES) >= 33
 
 
 def _stale_names() -> set[str]:
     return {p.relative_to(ROOT).as_posix() for p in docs.stale()}
 
 
-def _fake_check(plan: object, stack: object) -> Iterator[registry.Violation]:
+def _fake_body(plan: object, stack: object) -> Iterator[tuple[str, str]]:
     yield from ()
+
+
+FAKE = registry.DeployRule("brand-new-rule", "https://example.invalid/doc", "new", _fake_body)
 
 
 def test_a_deploy_rule_added_without_regenerating_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fake = registry.RuleInfo("brand-new-rule", "https://example.invalid/doc", "new", _fake_check)
-    monkeypatch.setattr(registry, "RULES", [*registry.RULES, fake])
+    monkeypatch.setattr(ruleset, "DEPLOY_RULES", ruleset.DEPLOY_RULES.plus(FAKE))
     assert _stale_names() == {"docs/plan.md"}
 
 
 def test_a_spec_or_stack_rule_added_without_regenerating_is_caught(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    first, *rest = spec_rules.RULES
-    monkeypatch.setattr(spec_rules, "RULES", [dataclasses.replace(first, summary="new"), *rest])
+    first, *rest = spec_ruleset.SPEC_RULES
+    changed = RuleSet("spec", [dataclasses.replace(first, summary="new"), *rest])
+    monkeypatch.setattr(spec_ruleset, "SPEC_RULES", changed)
     assert _stale_names() == {"docs/spec.md"}
     monkeypatch.undo()
     first, *rest = stack_rules.STACK_RULES
-    monkeypatch.setattr(stack_rules, "STACK_RULES", [*rest, dataclasses.replace(first, name="n")])
+    moved = RuleSet("stack", [*rest, dataclasses.replace(first, name="n")])
+    monkeypatch.setattr(stack_rules, "STACK_RULES", moved)
     assert _stale_names() == {"docs/spec.md"}
 
 
@@ -85,7 +90,6 @@ def test_check_mode_names_the_stale_file_and_exits_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert docs.main(["docs", "--check"]) == 0
-    fake = registry.RuleInfo("brand-new-rule", "https://example.invalid/doc", "new", _fake_check)
-    monkeypatch.setattr(registry, "RULES", [*registry.RULES, fake])
+    monkeypatch.setattr(ruleset, "DEPLOY_RULES", ruleset.DEPLOY_RULES.plus(FAKE))
     assert docs.main(["docs", "--check"]) == 1
     assert "docs/plan.md is stale: run `make docs`" in capsys.readouterr().err

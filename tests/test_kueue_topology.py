@@ -18,7 +18,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.render.artifacts import render_manifest
 from accelstack.spec import Spec
-from accelstack.spec.rules import check_rules
+from accelstack.spec.ruleset import check_rules
 
 from .helpers_plan import plan_stack
 from .helpers_upstream import model_problems

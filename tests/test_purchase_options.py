@@ -3,6 +3,7 @@ allows, validated like the rest of the catalog, and read by every layer."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -11,9 +12,14 @@ import yaml
 
 from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS, Catalog, load_catalog
 from accelstack.catalog.purchase import FILE
-from accelstack.cost.compare import COMMITMENT_YEARS, COMPARE_OPTIONS, DEFAULT_OPTIONS
+from accelstack.cli import main
+from accelstack.cost.compare import compare
 from accelstack.cost.pricing import PricingContext, _billed_option, _market_option
 from accelstack.errors import CatalogError
+from accelstack.resolve import Stack, resolve
+from accelstack.spec import parse_spec
+
+from .conftest import STACKS
 
 
 def test_one_row_per_option_of_the_spec_in_order(catalog: Catalog) -> None:
@@ -24,10 +30,59 @@ def test_one_row_per_option_of_the_spec_in_order(catalog: Catalog) -> None:
 
 
 def test_compare_reads_its_options_from_the_table(catalog: Catalog) -> None:
-    rows = catalog.purchase_options
-    assert tuple(n for n, r in rows.items() if r.comparable) == COMPARE_OPTIONS
-    assert set(DEFAULT_OPTIONS) <= set(COMPARE_OPTIONS)
-    assert all(rows[n].commitment_years == y for n, y in COMMITMENT_YEARS.items())
+    rows, lists = catalog.purchase_options, catalog.option_lists
+    assert lists.comparable == tuple(n for n, r in rows.items() if r.comparable)
+    assert lists.compare_default == ("on-demand", "capacity-block")
+    assert set(lists.compare_default) <= set(lists.comparable)
+    assert dict(lists.commitment_years) == {"savings-plan-1y": 1, "savings-plan-3y": 3}
+    assert lists.needs_reservation == ("capacity-block", "reservation")
+    assert catalog.option_lists is lists  # computed once per catalog
+
+
+#: An overlay of purchase_options.yaml: spot compared by default, the 3-year plan not at all.
+OVERLAY = {
+    "purchase_options": {
+        "spot": {"compare_default": True},
+        "savings-plan-3y": {"comparable": False},
+    }
+}
+
+
+def _p5_stack(catalog: Catalog) -> Stack:
+    data = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
+    return resolve(parse_spec(data, "llama3-70b-p5.yaml", catalog), catalog)
+
+
+def test_an_overlay_of_the_table_changes_compares_options(tmp_path: Path) -> None:
+    """compare's option lists come from the loaded catalog, never the bundled file alone."""
+    d = tmp_path / "overlay"
+    d.mkdir()
+    (d / FILE).write_text(yaml.safe_dump(OVERLAY))
+    bundled, overlaid = load_catalog(), load_catalog(overlay=d)
+    assert overlaid.option_lists.compare_default == ("on-demand", "spot", "capacity-block")
+    assert compare(_p5_stack(bundled), ["p5.48xlarge"]).options == ("on-demand", "capacity-block")
+    stack = _p5_stack(overlaid)
+    cmp = compare(stack, ["p5.48xlarge"])
+    assert cmp.options == ("on-demand", "spot", "capacity-block")
+    assert "spot" in {o.option for o in cmp.candidates[0].options}
+    assert compare(_p5_stack(bundled), ["p5.48xlarge"], options=["savings-plan-3y"]).options
+    with pytest.raises(CatalogError, match=r"'savings-plan-3y' \(allowed: on-demand, spot, "):
+        compare(stack, ["p5.48xlarge"], options=["savings-plan-3y"])
+
+
+def test_the_compare_command_reads_the_overlay_of_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "overlay"
+    d.mkdir()
+    (d / FILE).write_text(yaml.safe_dump(OVERLAY))
+    spec = str(STACKS / "llama3-70b-p5.yaml")
+    args = ["compare", spec, "--instance-types", "p5.48xlarge", "--format", "json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["options"] == ["on-demand", "capacity-block"]
+    monkeypatch.setenv("ACCELSTACK_CATALOG_DIR", str(d))
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["options"] == ["on-demand", "spot", "capacity-block"]
 
 
 @pytest.mark.parametrize("option", PURCHASE_OPTIONS)

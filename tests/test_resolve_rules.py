@@ -18,8 +18,7 @@ from accelstack.catalog import Catalog
 from accelstack.cli import main
 from accelstack.errors import SpecError
 from accelstack.resolve import STACK_RULES, Stack, resolve, resolve_unchecked
-from accelstack.spec import load_spec, read_yaml
-from accelstack.spec.rules import RULES
+from accelstack.spec import SPEC_RULES, load_spec, read_yaml
 from accelstack.stackconfig import resolve_deployment
 
 from .conftest import STACKS
@@ -191,7 +190,7 @@ CASE_PRICES: dict[str, list[dict[str, Any]]] = {
 def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None:
     names = [r.name for r in STACK_RULES]
     assert sorted(names) == sorted(CASES)
-    assert not set(names) & {r.name for r in RULES}
+    assert not set(names) & set(SPEC_RULES.names)
 
 
 @pytest.mark.parametrize("rule", sorted(CASES))

@@ -15,7 +15,7 @@ import pytest
 from accelstack.catalog.ipbudget import AddressPlan
 from accelstack.components.standalone import StandaloneCluster
 from accelstack.plan import Plan, PlannedResource
-from accelstack.plan.rules import RULES, Violation, evaluate
+from accelstack.plan.rules import DEPLOY_RULES, Violation, evaluate
 from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import load_spec, parse_spec, read_yaml
 
@@ -71,7 +71,7 @@ def assert_one_line(v: Violation, resource: str, document: str) -> None:
 
 
 def test_rules_are_registered_with_their_documents() -> None:
-    names = {r.name: r for r in RULES}
+    names = {r.name: r for r in DEPLOY_RULES}
     assert set(names) >= MINE
     for name in MINE:
         assert names[name].source.startswith("https://"), name

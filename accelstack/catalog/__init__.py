@@ -20,8 +20,8 @@ from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
 from accelstack.catalog.price_ranges import PriceRange, span_in
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
+from accelstack.catalog.purchase import OptionLists, load_table, option_lists
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
-from accelstack.catalog.purchase import load_table
 from accelstack.catalog.records import LeftOut, TrainingRecord
 from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
@@ -50,13 +50,13 @@ PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
 ]
 PURCHASE_OPTIONS: tuple[str, ...] = get_args(PurchaseOption)
-#: What each option means to every layer (purchase_options.yaml, bundled): capacity type,
-#: markets, price key, billing, limits, with sources.
-PURCHASE_TABLE = load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS)
 #: Options billed at another option's rate (AWS bills an on-demand capacity reservation at the
-#: on-demand rate): derived from the table's price keys.
+#: on-demand rate), from the bundled table's price keys: the guard's text marks them. What an
+#: option means to compare comes from the loaded catalog instead (`Catalog.option_lists`).
 RATE_ALIASES: dict[str, str] = {
-    n: r.price_key for n, r in PURCHASE_TABLE.purchase_options.items() if r.rate_alias
+    n: r.price_key
+    for n, r in load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS).purchase_options.items()
+    if r.rate_alias
 }
 Precision = Literal["bf16", "fp16", "fp8"]
 
@@ -587,6 +587,12 @@ class Catalog(_Frozen):
 
     def has_rate(self, region: str, instance_type: str, option: str) -> bool:
         return (region, instance_type, self.purchase(option).price_key) in self._rate_index
+
+    @cached_property
+    def option_lists(self) -> OptionLists:
+        """The purchase options `compare` accepts, compares by default, and commits to, from
+        this catalog's purchase_options rows (computed once per catalog)."""
+        return option_lists(self.purchase_options)
 
     def purchase(self, option: str) -> PurchaseOptionFacts:
         """The purchase_options.yaml row of an option (the spec allows only these)."""

@@ -4,6 +4,8 @@ these rows; none keeps its own map from an option to a capacity type, market or 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -46,6 +48,31 @@ class PurchaseOptionFacts(BaseModel):
     def rate_alias(self) -> str | None:
         """The option whose rate this one is billed at, when not its own."""
         return None if self.price_key == self.name else self.price_key
+
+
+@dataclass(frozen=True)
+class OptionLists:
+    """The options by what `compare` and `new --cheapest` do with them, in the table's order,
+    from the loaded catalog's rows (a user's overlay of purchase_options.yaml included)."""
+
+    comparable: tuple[str, ...]  # `compare --options` accepts these (`comparable`)
+    compare_default: tuple[str, ...]  # compared unless asked otherwise (`compare_default`)
+    commitment_years: Mapping[str, int]  # a savings plan's term (`commitment_years`)
+    needs_reservation: tuple[str, ...]  # bought only with a reservation id
+
+    def order(self, option: str) -> int:
+        """The option's place among the comparable ones (ties rank by it); others last."""
+        known = self.comparable
+        return known.index(option) if option in known else len(known)
+
+
+def option_lists(rows: Mapping[str, PurchaseOptionFacts]) -> OptionLists:
+    return OptionLists(
+        comparable=tuple(n for n, r in rows.items() if r.comparable),
+        compare_default=tuple(n for n, r in rows.items() if r.compare_default),
+        commitment_years={n: r.commitment_years for n, r in rows.items() if r.commitment_years},
+        needs_reservation=tuple(n for n, r in rows.items() if r.needs_reservation),
+    )
 
 
 class PurchaseTable(BaseModel):

@@ -34,17 +34,18 @@ from typing import Any, Protocol
 
 import yaml
 
-from accelstack.catalog import PURCHASE_TABLE
+from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS
+from accelstack.catalog.purchase import FILE as PURCHASE_FILE
+from accelstack.catalog.purchase import load_table
 from accelstack.errors import AccelstackError
 from accelstack.files import check_target, write_text_atomic
 
 #: The options whose rates are fetched (catalog purchase_options `refreshed`), and a savings
 #: plan's term in seconds (the Savings Plans API's `durations` filter: 365-day years).
-OPTIONS = tuple(n for n, row in PURCHASE_TABLE.purchase_options.items() if row.refreshed)
+_BUNDLED = load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS).purchase_options
+OPTIONS = tuple(n for n, row in _BUNDLED.items() if row.refreshed)
 YEAR_SECONDS = {
-    n: row.commitment_years * 31_536_000
-    for n, row in PURCHASE_TABLE.purchase_options.items()
-    if row.commitment_years
+    n: row.commitment_years * 31_536_000 for n, row in _BUNDLED.items() if row.commitment_years
 }
 ROW_RE = re.compile(r"^(?P<indent>\s*)- \{(?P<body>.*)\}\s*$")
 FIELD_ORDER = ("region", "type", "option", "usd", "as_of", "estimate", "source", "note")

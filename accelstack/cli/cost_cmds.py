@@ -105,8 +105,8 @@ def compare(
       accelstack compare stacks/llama3-70b-trn2.yaml --deadline-hours 240 --format markdown
     """
     from accelstack.catalog import load_catalog
-    from accelstack.cost.compare import DEFAULT_OPTIONS, render
     from accelstack.cost.compare import compare as run_compare
+    from accelstack.cost.compare import render
     from accelstack.cost.formats import comparison_dict, comparison_markdown
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
@@ -117,7 +117,7 @@ def compare(
     if types:
         for t in types:
             catalog.instance(t)  # unknown type: exit 2 with did-you-mean
-    opts = _split(options) or list(DEFAULT_OPTIONS)
+    opts = _split(options) or None  # None: the catalog's compare_default options
     result = run_compare(stack, types, deadline_hours, opts, chips)
     if fmt == "json":
         echo_json(comparison_dict(result))

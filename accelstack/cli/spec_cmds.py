@@ -139,13 +139,10 @@ def schema(
         typer.echo(text, nl=False)
 
 
-def _cheapest_options(options: str) -> tuple[str, ...]:
+def _cheapest_options(options: str, catalog: Catalog) -> tuple[str, ...]:
     """The purchase options --cheapest may pick from; reservation-bound ones are refused."""
-    from accelstack.catalog import PURCHASE_TABLE
-
     wanted = tuple(o.strip() for o in options.split(",") if o.strip())
-    rows = PURCHASE_TABLE.purchase_options
-    reserved = [n for n, row in rows.items() if row.needs_reservation]
+    reserved = catalog.option_lists.needs_reservation
     if any(o in reserved for o in wanted):
         raise SpecError(
             [
@@ -171,7 +168,7 @@ def _pick_cheapest(
     """(instance_type, nodes, note) of the cheapest fit; sets the pool's purchase in `data`."""
     from accelstack.cost.compare import cheapest_target
 
-    wanted = _cheapest_options(options)
+    wanted = _cheapest_options(options, catalog)
     instance_type, nodes, option = cheapest_target(
         source_spec, catalog, deadline_hours=deadline_hours, options=wanted
     )

@@ -22,29 +22,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from accelstack.catalog import PURCHASE_TABLE, Catalog, load_catalog
+from accelstack.catalog import Catalog, load_catalog
+from accelstack.catalog.purchase import OptionLists
 from accelstack.catalog.sizing import MemoryFit, experts_overflow_note
 from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
-from accelstack.errors import CatalogError, VerdictError
-from accelstack.resolve import Stack, resolve, resolve_unchecked
+from accelstack.errors import CatalogError, Problem, VerdictError
+from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
 from accelstack.spec import Spec
 from accelstack.spec.retarget import retarget_spec
 
-_ROWS = PURCHASE_TABLE.purchase_options
-#: Options `--options` accepts (catalog purchase_options `comparable`; "reservation" is billed
-#: at the on-demand rate, so it adds nothing).
-COMPARE_OPTIONS: tuple[str, ...] = tuple(n for n, row in _ROWS.items() if row.comparable)
-#: Compared unless asked otherwise (`compare_default`: spot, interruptions, and savings plans,
-#: commitments, are opt-in).
-DEFAULT_OPTIONS: tuple[str, ...] = tuple(n for n, row in _ROWS.items() if row.compare_default)
-#: Savings-plan term per option, in years (`commitment_years`).
-COMMITMENT_YEARS: dict[str, int] = {
-    n: row.commitment_years for n, row in _ROWS.items() if row.commitment_years
-}
+# The options `--options` accepts (purchase_options `comparable`; "reservation" is billed at the
+# on-demand rate, so it adds nothing), those compared unless asked otherwise (`compare_default`:
+# spot, interruptions, and savings plans, commitments, are opt-in) and each savings plan's term
+# come from the stack's catalog, a user's overlay included: `Stack.option_lists`.
 HOURS_PER_YEAR = 8760
 
 
@@ -168,9 +162,10 @@ class Comparison:
     cheapest: Pick | None
     fastest: Pick | None  # fastest of all rows, budget or not
     sizing: Sizing = Sizing("chips")
-    options: tuple[str, ...] = DEFAULT_OPTIONS
+    options: tuple[str, ...] = ()
     spot_assumption: str = ""
     fastest_within_budget: Pick | None = None
+    commitments: tuple[str, ...] = ()  # the options that are savings plans (not ranked)
 
 
 def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) -> Stack:
@@ -211,7 +206,7 @@ def _availability(stack: Stack, instance_type: str) -> str | None:
     fam = cat.family_of(instance_type)
     if stack.workload.precision not in fam.peak_tflops:
         return f"no {stack.workload.precision} peak figure for {fam.accelerator}"
-    if not any(cat.has_rate(stack.region, instance_type, o) for o in COMPARE_OPTIONS):
+    if not any(cat.has_rate(stack.region, instance_type, o) for o in stack.option_lists.comparable):
         return f"no price for {instance_type} in {stack.region} in the catalog"
     return None
 
@@ -365,7 +360,7 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
     interruption overhead that check_budget applies)."""
     v = check_budget(retarget_stack(stack, instance_type, nodes, opt))
     rate = stack.catalog.instance_rate(stack.region, instance_type, opt)
-    years = COMMITMENT_YEARS.get(opt)
+    years = stack.option_lists.commitment_years.get(opt)
     return OptionRun(
         option=opt,
         hourly_usd=v.cost.hourly_usd,
@@ -390,13 +385,44 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
     )
 
 
+def _rule_refusal(problems: Sequence[Problem]) -> str:
+    """A stack rule's refusal of a candidate: its YAML path and message (the spec's file is not
+    the candidate's), and how many more there are."""
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"stack rule: {first.path}: {first.message}{more}"
+
+
+def _buyable(
+    stack: Stack, instance_type: str, nodes: int, priced: Sequence[str]
+) -> tuple[list[str], tuple[str, ...]]:
+    """The priced options a candidate of this size can buy, and "option: why" for the others:
+    a Capacity Block over its limits, or a candidate the stack rules refuse (`resolve` would
+    refuse the spec `new` writes for it)."""
+    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
+    refused = [f"capacity-block: {cb_why}"] if cb_why else []
+    buyable = []
+    for o in priced:
+        if cb_why and o == "capacity-block":
+            continue
+        problems = check_stack(retarget_stack(stack, instance_type, nodes, o))
+        if problems:
+            refused.append(f"{o}: {_rule_refusal(problems)}")
+        else:
+            buyable.append(o)
+    return buyable, tuple(refused)
+
+
 def evaluate(
     stack: Stack,
     instance_type: str,
-    options: Sequence[str] = DEFAULT_OPTIONS,
+    options: Sequence[str] | None = None,
     sizing: Sizing | None = None,
 ) -> Candidate:
-    """Every priced option of one candidate type, sized per `sizing`."""
+    """Every priced option of one candidate type (`options`, else the catalog's defaults),
+    sized per `sizing`."""
+    if options is None:
+        options = stack.option_lists.compare_default
     reason = _availability(stack, instance_type)
     if reason is not None:
         return Candidate(instance_type, f"not available: {reason}")
@@ -408,9 +434,7 @@ def evaluate(
     if nodes == 0:
         return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
     priced = [o for o in options if stack.catalog.has_rate(stack.region, instance_type, o)]
-    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
-    refused = (f"capacity-block: {cb_why}",) if cb_why else ()
-    buyable = [o for o in priced if not (cb_why and o == "capacity-block")]
+    buyable, refused = _buyable(stack, instance_type, nodes, priced)
     if not buyable:
         why = f"; {'; '.join(refused)}" if refused else ""
         return Candidate(
@@ -447,10 +471,6 @@ def evaluate(
         refused=refused,
         warnings=warnings,
     )
-
-
-def _order(option: str) -> int:
-    return COMPARE_OPTIONS.index(option) if option in COMPARE_OPTIONS else len(COMPARE_OPTIONS)
 
 
 def _pick_of(c: Candidate, o: OptionRun, sizing: Sizing, spot_source: str) -> Pick:
@@ -494,14 +514,18 @@ def _fits(o: OptionRun, deadline_hours: float | None) -> bool:
     return o.fits_budget and not late
 
 
-def _cost_key(row: tuple[Candidate, OptionRun]) -> tuple[float, float, str, int]:
-    c, o = row
-    return (o.run_usd, o.wall_hours, c.instance_type, _order(o.option))
+Row = tuple[Candidate, OptionRun]
+Key = tuple[float, float, str, int]
 
 
-def _time_key(row: tuple[Candidate, OptionRun]) -> tuple[float, float, str, int]:
-    c, o = row
-    return (o.wall_hours, o.run_usd, c.instance_type, _order(o.option))
+def _cost_key(lists: OptionLists) -> Callable[[Row], Key]:
+    """Lowest run cost; ties by wall hours, type name, then the option's table order."""
+    return lambda r: (r[1].run_usd, r[1].wall_hours, r[0].instance_type, lists.order(r[1].option))
+
+
+def _time_key(lists: OptionLists) -> Callable[[Row], Key]:
+    """Lowest wall hours; ties by run cost, type name, then the option's table order."""
+    return lambda r: (r[1].wall_hours, r[1].run_usd, r[0].instance_type, lists.order(r[1].option))
 
 
 def side(c: Candidate, o: OptionRun) -> Side:
@@ -526,7 +550,10 @@ def side(c: Candidate, o: OptionRun) -> Side:
 
 
 def _runner_up(
-    candidates: Sequence[Candidate], pick_type: str, deadline_hours: float | None
+    candidates: Sequence[Candidate],
+    pick_type: str,
+    deadline_hours: float | None,
+    lists: OptionLists,
 ) -> tuple[Candidate, OptionRun] | None:
     """The cheapest row of another type that meets the deadline: within budget when one is,
     else the cheapest over budget (the break-even still says how far ahead the pick is)."""
@@ -536,7 +563,8 @@ def _runner_up(
         if r[0].instance_type != pick_type
         and (deadline_hours is None or r[1].wall_hours <= deadline_hours + 1e-9)
     ]
-    return min(rows, key=lambda r: (not r[1].fits_budget, *_cost_key(r))) if rows else None
+    cost = _cost_key(lists)
+    return min(rows, key=lambda r: (not r[1].fits_budget, *cost(r))) if rows else None
 
 
 def pick(
@@ -544,6 +572,8 @@ def pick(
     deadline_hours: float | None,
     sizing: Sizing | None = None,
     spot_source: str = "",
+    *,
+    lists: OptionLists,
 ) -> tuple[Pick | None, Pick | None]:
     """(cheapest, fastest within budget) among ranked options within budget and deadline.
 
@@ -556,32 +586,37 @@ def pick(
     fits = [r for r in _rows(candidates) if _fits(r[1], deadline_hours)]
     if not fits:
         return None, None
-    best = min(fits, key=_cost_key)
+    best = min(fits, key=_cost_key(lists))
     cheapest = _pick_of(*best, sizing, spot_source)
-    runner = _runner_up(candidates, best[0].instance_type, deadline_hours)
+    runner = _runner_up(candidates, best[0].instance_type, deadline_hours, lists)
     if runner is not None:
         pair = break_even(side(*best), side(*runner), runner[1].fits_budget)
         cheapest = dataclasses.replace(cheapest, break_even=pair)
-    fastest = min(fits, key=_time_key)
+    fastest = min(fits, key=_time_key(lists))
     return cheapest, _pick_of(*fastest, sizing, spot_source)
 
 
 def fastest_of_all(
-    candidates: Sequence[Candidate], sizing: Sizing | None = None, spot_source: str = ""
+    candidates: Sequence[Candidate],
+    sizing: Sizing | None = None,
+    spot_source: str = "",
+    *,
+    lists: OptionLists,
 ) -> Pick | None:
     """The fastest ranked row, whether or not it fits the budget or the deadline."""
     rows = _rows(candidates)
     if not rows:
         return None
-    return _pick_of(*min(rows, key=_time_key), sizing or Sizing("chips"), spot_source)
+    return _pick_of(*min(rows, key=_time_key(lists)), sizing or Sizing("chips"), spot_source)
 
 
-def check_options(options: Sequence[str]) -> tuple[str, ...]:
-    """The options, each one `compare` knows; CatalogError (exit 2) naming the allowed ones."""
+def check_options(options: Sequence[str], lists: OptionLists) -> tuple[str, ...]:
+    """The options, each one `compare` knows (the catalog's `comparable` rows); CatalogError
+    (exit 2) naming the allowed ones."""
     for opt in options:
-        if opt not in COMPARE_OPTIONS:
+        if opt not in lists.comparable:
             raise CatalogError(
-                f"unknown purchase option '{opt}' (allowed: {', '.join(COMPARE_OPTIONS)})"
+                f"unknown purchase option '{opt}' (allowed: {', '.join(lists.comparable)})"
             )
     return tuple(dict.fromkeys(options))
 
@@ -590,27 +625,30 @@ def compare(
     stack: Stack,
     instance_types: Sequence[str] | None = None,
     deadline_hours: float | None = None,
-    options: Sequence[str] = DEFAULT_OPTIONS,
+    options: Sequence[str] | None = None,
     chips: int | None = None,
 ) -> Comparison:
-    """Every candidate on equal work (chip budget or deadline), its options, the two picks."""
+    """Every candidate on equal work (chip budget or deadline), its options (`options`, else
+    the catalog's `compare_default` rows), the two picks."""
     types = tuple(instance_types) if instance_types else stack.catalog.compare_candidates()
-    opts = check_options(options)
+    lists = stack.option_lists
+    opts = check_options(lists.compare_default if options is None else options, lists)
     sizing = sizing_for(stack, chips, deadline_hours)
     cands = tuple(evaluate(stack, t, opts, sizing) for t in types)
     spot = stack.defaults.spot_interruption.source
-    cheapest, within = pick(cands, deadline_hours, sizing, spot)
+    cheapest, within = pick(cands, deadline_hours, sizing, spot, lists=lists)
     return Comparison(
         stack.name,
         stack.region,
         cands,
         deadline_hours,
         cheapest,
-        fastest_of_all(cands, sizing, spot),
+        fastest_of_all(cands, sizing, spot, lists=lists),
         sizing,
         opts,
         spot if "spot" in opts else "",
         within,
+        tuple(o for o in opts if o in lists.commitment_years),
     )
 
 
@@ -619,7 +657,7 @@ def cheapest_target(
     catalog: Catalog | None = None,
     instance_types: Sequence[str] | None = None,
     deadline_hours: float | None = None,
-    options: Sequence[str] = DEFAULT_OPTIONS,
+    options: Sequence[str] | None = None,
     chips: int | None = None,
 ) -> tuple[str, int, str]:
     """(instance_type, nodes, option) of the cheapest run within budget and deadline.
@@ -628,7 +666,7 @@ def cheapest_target(
     """
     cat = catalog or load_catalog()
     stack = resolve(spec, cat)
-    result = compare(stack, instance_types, deadline_hours, check_options(options), chips)
+    result = compare(stack, instance_types, deadline_hours, options, chips)
     if result.cheapest is None:
         why = f" and a {deadline_hours:g} h deadline" if deadline_hours is not None else ""
         raise VerdictError(
@@ -644,7 +682,7 @@ def header_lines(cmp: Comparison) -> list[str]:
     lines = [f"sizing: {cmp.sizing.describe()}", f"options: {', '.join(cmp.options)}"]
     if cmp.spot_assumption:
         lines.append(f"spot: wall hours x interruption overhead; {cmp.spot_assumption}")
-    if any(o in COMMITMENT_YEARS for o in cmp.options):
+    if cmp.commitments:
         lines.append(
             "savings plans: commitments (workload-pool rate x 8,760 h x term), "
             "not the run's price; never ranked"

@@ -9,10 +9,17 @@ from typing import Any
 
 from accelstack.jsonout import dumps
 from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
-from accelstack.plan.diffmodel import DiffDocument, StackDiff
+from accelstack.plan.diffmodel import (
+    Action,
+    DiffDocument,
+    ResourceChange,
+    SideCost,
+    StackDiff,
+    StatefulChange,
+)
 from accelstack.plan.rolls import roll_line
 
-_ACTIONS = ("replaced", "removed", "changed", "added")
+_ACTIONS: tuple[Action, ...] = ("replaced", "removed", "changed", "added")
 #: GitHub refuses a comment body over 65,536 characters; past this, the per-stack resource
 #: lists are left out (the summary, the stateful list and the table stay).
 COMMENT_LIMIT = 60_000
@@ -22,8 +29,13 @@ Doc = DiffDocument | dict[str, Any]
 
 
 def as_dict(doc: Doc) -> dict[str, Any]:
-    """The document's JSON form (what every formatter reads)."""
+    """The document's JSON form (what `render_json` writes)."""
     return doc.to_dict() if isinstance(doc, DiffDocument) else doc
+
+
+def as_document(doc: Doc) -> DiffDocument:
+    """The typed document (what the text and markdown formatters read)."""
+    return doc if isinstance(doc, DiffDocument) else DiffDocument.from_dict(doc)
 
 
 def render_json(doc: Doc, comment: bool) -> str:
@@ -43,21 +55,21 @@ def _pct(p: float | None) -> str:
     return "new" if p is None else f"{p:+.1f}%"
 
 
-def _cost_of(stack: dict[str, Any], side: str, key: str) -> float | None:
-    c = stack["cost"][side]
-    return None if c is None else float(c[key])
+def _cost_of(stack: StackDiff, side: str, key: str) -> float | None:
+    c: SideCost | None = getattr(stack.cost, side)
+    return None if c is None else c.get(key)
 
 
-def _verdict(stack: dict[str, Any], side: str) -> str:
-    c = stack["cost"][side]
+def _verdict(stack: StackDiff, side: str) -> str:
+    c: SideCost | None = getattr(stack.cost, side)
     if c is None:
-        return "error" if side == "head" and stack["errors"] else "-"
-    return "within budget" if c["ok"] else "OVER BUDGET"
+        return "error" if side == "head" and stack.errors else "-"
+    return "within budget" if c.ok else "OVER BUDGET"
 
 
-def _why(r: dict[str, Any]) -> str:
-    keys = r.get("replace_keys") or r.get("keys") or []
-    tag = " [protected]" if r.get("protect") else (" [stateful]" if r.get("stateful") else "")
+def _why(r: ResourceChange) -> str:
+    keys = r.replace_keys or r.keys or ()
+    tag = " [protected]" if r.protect else (" [stateful]" if r.stateful else "")
     return (f" ({', '.join(keys)})" if keys else "") + tag
 
 
@@ -83,142 +95,147 @@ def _value(v: Any) -> str:
     return "(none)" if v is None else str(v)
 
 
-def _res_cost(r: dict[str, Any]) -> str:
+def _res_cost(r: ResourceChange) -> str:
     """` ($a -> $b/month)` when the resource is priced on either side."""
-    m = r.get("monthly_usd") or {}
-    if m.get("base") is None and m.get("head") is None:
+    m = r.monthly_usd
+    if m.base is None and m.head is None:
         return ""
-    return f" ({_usd(m.get('base'))} -> {_usd(m.get('head'))}/month)"
+    return f" ({_usd(m.base)} -> {_usd(m.head)}/month)"
 
 
-def _roll_lines(doc: dict[str, Any]) -> list[str]:
-    return [f"{r['stack']}: {roll_line(r)}" for r in doc.get("rolls", [])]
+def _roll_lines(doc: DiffDocument) -> list[str]:
+    return [f"{r.stack}: {roll_line(r.roll.to_dict())}" for r in doc.rolls]
 
 
-def _orphan_lines(doc: dict[str, Any]) -> list[str]:
+def _orphan_lines(doc: DiffDocument) -> list[str]:
     """A stack gone from the head: not destroyed, still billing, and how to destroy it."""
     return [
-        f"{o['stack']}: {o['file']} is gone, but the stack is NOT destroyed and keeps billing "
-        f"({_usd(o['monthly_usd'])}/month); to destroy it: `{o['destroy'][0]}`, then "
-        f"`{o['destroy'][1]}`"
-        for o in doc.get("orphaned", [])
+        f"{o.stack}: {o.file} is gone, but the stack is NOT destroyed and keeps billing "
+        f"({_usd(o.monthly_usd)}/month); to destroy it: `{o.destroy[0]}`, then "
+        f"`{o.destroy[1]}`"
+        for o in doc.orphaned
     ]
 
 
-def _stateful_line(r: dict[str, Any]) -> str:
-    return f"{r['stack']}: {r['type']} {r['name']} is {r['action'].upper()}{_why(r)}"
+def _stateful_line(s: StatefulChange) -> str:
+    r = s.resource
+    return f"{s.stack}: {r.type} {r.name} is {s.action.upper()}{_why(r)}"
 
 
-def _summary_line(doc: dict[str, Any]) -> str:
-    t = doc["totals"]
+def _summary_line(doc: DiffDocument) -> str:
+    t = doc.totals
     return (
-        f"monthly {_usd(t['base_monthly_usd'])} -> {_usd(t['head_monthly_usd'])} "
-        f"({_signed(t['delta_monthly_usd'])}, {_pct(t['delta_monthly_percent'])}); "
-        f"hourly {_signed(t['delta_hourly_usd'])}; training run {_signed(t['delta_run_usd'], 0)}"
+        f"monthly {_usd(t.base.monthly_usd)} -> {_usd(t.head.monthly_usd)} "
+        f"({_signed(t.delta.monthly_usd)}, {_pct(t.delta_monthly_percent)}); "
+        f"hourly {_signed(t.delta.hourly_usd)}; training run {_signed(t.delta.run_usd, 0)}"
     )
 
 
-def _counts(stack: dict[str, Any]) -> str:
-    res = stack["resources"]
-    return ", ".join(f"{len(res[a])} {a}" for a in _ACTIONS if res[a]) or "no resource changes"
+def _counts(stack: StackDiff) -> str:
+    res = stack.resources
+    return (
+        ", ".join(f"{len(res.of(a))} {a}" for a in _ACTIONS if res.of(a)) or "no resource changes"
+    )
 
 
-def _text_stack(s: dict[str, Any]) -> list[str]:
-    lines = [f"stack {s['stack']} ({s['status']}): {_counts(s)}"]
-    for line in s["errors"]:
-        lines.append(f"  error: {line}")
-    for line in s.get("base_errors", []):
-        lines.append(f"  base error: {line}")
-    d = s["cost"]["delta"]
+def _resource_lines(s: StackDiff) -> list[str]:
+    lines = []
+    for action in _ACTIONS:
+        for r in s.resources.of(action):
+            lines.append(f"  {action:<8} {r.type}  {r.name}{_why(r)}{_res_cost(r)}")
+            lines += [
+                f"             {line}" for c in r.changes or () for line in readable_change(c)
+            ]
+    return lines
+
+
+def _text_stack(s: StackDiff) -> list[str]:
+    lines = [f"stack {s.stack} ({s.status}): {_counts(s)}"]
+    lines += [f"  error: {line}" for line in s.errors]
+    lines += [f"  base error: {line}" for line in s.base_errors]
+    d = s.cost.delta
     for key, label, digits in (("hourly_usd", "hourly", 2), ("monthly_usd", "monthly", 2)):
         old, new = _cost_of(s, "base", key), _cost_of(s, "head", key)
-        lines.append(f"  {label}: {_usd(old)} -> {_usd(new)} ({_signed(d[key], digits)})")
+        lines.append(f"  {label}: {_usd(old)} -> {_usd(new)} ({_signed(getattr(d, key), digits)})")
     old, new = _cost_of(s, "base", "run_usd"), _cost_of(s, "head", "run_usd")
-    lines.append(f"  training run: {_usd(old, 0)} -> {_usd(new, 0)} ({_signed(d['run_usd'], 0)})")
+    lines.append(f"  training run: {_usd(old, 0)} -> {_usd(new, 0)} ({_signed(d.run_usd, 0)})")
     lines.append(f"  verdict: base {_verdict(s, 'base')}; head {_verdict(s, 'head')}")
-    lines += [f"  input    {_change(c)}" for c in s.get("inputs", [])]
-    if s["status"] in ("changed", "error"):
-        for action in _ACTIONS:
-            for r in s["resources"][action]:
-                lines.append(f"  {action:<8} {r['type']}  {r['name']}{_why(r)}{_res_cost(r)}")
-                lines += [
-                    f"             {line}"
-                    for c in r.get("changes", [])
-                    for line in readable_change(c)
-                ]
+    lines += [f"  input    {_change(c)}" for c in s.inputs]
+    if s.status in ("changed", "error"):
+        lines += _resource_lines(s)
     return lines
 
 
 def render_text(document: Doc) -> str:
-    doc = as_dict(document)
-    lines = [f"accelstack diff {doc['base']} -> {doc['head']}"]
-    if doc.get("gate_changes"):
+    doc = as_document(document)
+    lines = [f"accelstack diff {doc.base} -> {doc.head}"]
+    if doc.gate_changes:
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
-        lines += [f"  ! {line}" for line in doc["gate_changes"]]
-    if doc.get("rolls"):
+        lines += [f"  ! {line}" for line in doc.gate_changes]
+    if doc.rolls:
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
-    if doc.get("orphaned"):
+    if doc.orphaned:
         lines.append("STACKS REMOVED FROM THE REPOSITORY (not destroyed: they keep billing):")
         lines += [f"  ! {line}" for line in _orphan_lines(doc)]
-    if doc["stateful"]:
+    if doc.stateful:
         lines.append("STATEFUL RESOURCES REPLACED OR REMOVED (data is lost unless moved first):")
-        lines += [f"  ! {_stateful_line(r)}" for r in doc["stateful"]]
-    for s in doc["stacks"]:
+        lines += [f"  ! {_stateful_line(r)}" for r in doc.stateful]
+    for s in doc.stacks:
         lines += _text_stack(s)
-    if doc["unchanged"]:
-        lines.append(f"unchanged specs: {', '.join(doc['unchanged'])}")
-    lines.append(f"total: {_summary_line(doc)}" if doc["stacks"] else "no stack changed")
+    if doc.unchanged:
+        lines.append(f"unchanged specs: {', '.join(doc.unchanged)}")
+    lines.append(f"total: {_summary_line(doc)}" if doc.stacks else "no stack changed")
     return "\n".join(lines) + "\n"
 
 
-def check_verdict(stack: dict[str, Any]) -> str:
+def check_verdict(stack: StackDiff) -> str:
     """What `accelstack check` says of the head side: pass, FAIL (budget or rules), error."""
-    head = stack["cost"]["head"]
+    head = stack.cost.head
     if head is None:
-        return "error" if stack["errors"] else "removed"
-    rules = len(head.get("violations") or [])
-    if head["ok"] and not rules:
+        return "error" if stack.errors else "removed"
+    rules = len(head.violations)
+    if head.ok and not rules:
         return "pass"
-    why = ([] if head["ok"] else ["over budget"]) + ([f"{rules} rule(s)"] if rules else [])
+    why = ([] if head.ok else ["over budget"]) + ([f"{rules} rule(s)"] if rules else [])
     return f"FAIL ({', '.join(why)})"
 
 
-def _md_table(doc: dict[str, Any]) -> list[str]:
+def _md_table(doc: DiffDocument) -> list[str]:
     lines = [
         "| stack | status | hourly | monthly | training run | verdict (base → head) | check |",
         "|---|---|---|---|---|---|---|",
     ]
-    for s in doc["stacks"]:
-        d = s["cost"]["delta"]
-        hourly = f"{_usd(_cost_of(s, 'head', 'hourly_usd'))} ({_signed(d['hourly_usd'])})"
-        monthly = f"{_usd(_cost_of(s, 'head', 'monthly_usd'))} ({_signed(d['monthly_usd'])})"
+    for s in doc.stacks:
+        d = s.cost.delta
+        hourly = f"{_usd(_cost_of(s, 'head', 'hourly_usd'))} ({_signed(d.hourly_usd)})"
+        monthly = f"{_usd(_cost_of(s, 'head', 'monthly_usd'))} ({_signed(d.monthly_usd)})"
         lines.append(
-            f"| `{s['stack']}` | {s['status']} | {hourly} | {monthly} | "
-            f"{_signed(d['run_usd'], 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} | "
+            f"| `{s.stack}` | {s.status} | {hourly} | {monthly} | "
+            f"{_signed(d.run_usd, 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} | "
             f"{check_verdict(s)} |"
         )
     return lines
 
 
-def _md_details(s: dict[str, Any]) -> list[str]:
-    rows = [(a, r) for a in _ACTIONS for r in s["resources"][a]]
-    if not rows and not s["errors"] and not s.get("base_errors"):
+def _md_details(s: StackDiff) -> list[str]:
+    rows = [(a, r) for a in _ACTIONS for r in s.resources.of(a)]
+    if not rows and not s.errors and not s.base_errors:
         return []
-    lines = [f"<details><summary><code>{s['stack']}</code>: {_counts(s)}</summary>", ""]
-    lines += [f"- error: {e}" for e in s["errors"]]
-    lines += [f"- base error: {e}" for e in s.get("base_errors", [])]
+    lines = [f"<details><summary><code>{s.stack}</code>: {_counts(s)}</summary>", ""]
+    lines += [f"- error: {e}" for e in s.errors]
+    lines += [f"- base error: {e}" for e in s.base_errors]
     for a, r in rows[:200]:
-        lines.append(f"- **{a}** `{r['type']}` `{r['name']}`{_why(r)}{_res_cost(r)}")
-        lines += [f"  - `{line}`" for c in r.get("changes", []) for line in readable_change(c)]
+        lines.append(f"- **{a}** `{r.type}` `{r.name}`{_why(r)}{_res_cost(r)}")
+        lines += [f"  - `{line}`" for c in r.changes or () for line in readable_change(c)]
     if len(rows) > 200:
         lines.append(f"- ... and {len(rows) - 200} more (see `accelstack diff --format json`)")
     return [*lines, "", "</details>"]
 
 
-def _md_inputs(doc: dict[str, Any]) -> list[str]:
+def _md_inputs(doc: DiffDocument) -> list[str]:
     """The edited inputs (spec values and stack config), before -> after, per stack."""
-    rows = [(s["stack"], c) for s in doc["stacks"] for c in s.get("inputs", [])]
+    rows = [(s.stack, c) for s in doc.stacks for c in s.inputs]
     if not rows:
         return []
     lines = ["| stack | input | before | after |", "|---|---|---|---|"]
@@ -236,56 +253,56 @@ def _cell(v: Any) -> str:
 
 def render_quiet(document: Doc) -> str:
     """The body that replaces an earlier comment once the change is below every threshold."""
-    doc = as_dict(document)
-    t = doc["totals"]
+    doc = as_document(document)
     return (
         f"{COMMENT_MARKER}\n{QUIET_MARKER}\n"
-        f"accelstack diff `{doc['base']}` → `{doc['head']}`: below every cost threshold, nothing "
-        f"stateful replaced and no accelerated node rolls (monthly {_signed(t['delta_monthly_usd'])})."
+        f"accelstack diff `{doc.base}` → `{doc.head}`: below every cost threshold, nothing "
+        f"stateful replaced and no accelerated node rolls "
+        f"(monthly {_signed(doc.totals.delta.monthly_usd)})."
         " An earlier cost comment on this pull request no longer applies.\n"
     )
 
 
 def render_markdown(document: Doc, comment: bool = False) -> str:
     """Markdown; `comment`: with the hidden marker CI uses to update its own PR comment."""
-    doc = as_dict(document)
+    doc = as_document(document)
     lines = [COMMENT_MARKER] if comment else []
-    lines.append(f"### accelstack diff `{doc['base']}` → `{doc['head']}`")
+    lines.append(f"### accelstack diff `{doc.base}` → `{doc.head}`")
     lines.append("")
-    if doc.get("gate_changes"):
+    if doc.gate_changes:
         lines.append("> [!CAUTION]")
         lines.append(
             "> **Gate inputs changed** (the ceiling or catalog overlay the gate judges by):"
         )
-        lines += [f"> - {line}" for line in doc["gate_changes"]]
+        lines += [f"> - {line}" for line in doc.gate_changes]
         lines.append("")
-    if doc.get("rolls"):
+    if doc.rolls:
         lines.append("> [!WARNING]")
         lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
         lines += [f"> - {line}" for line in _roll_lines(doc)]
         lines.append("")
-    if doc.get("orphaned"):
+    if doc.orphaned:
         lines.append("> [!CAUTION]")
         lines.append("> **Stacks removed from the repository** (not destroyed: they keep billing):")
         lines += [f"> - {line}" for line in _orphan_lines(doc)]
         lines.append("")
-    if doc["stateful"]:
+    if doc.stateful:
         lines.append("> [!CAUTION]")
         lines.append("> **Stateful resources are replaced or removed** (their data is lost):")
-        lines += [f"> - {_stateful_line(r)}" for r in doc["stateful"]]
+        lines += [f"> - {_stateful_line(r)}" for r in doc.stateful]
         lines.append("")
-    if not doc["stacks"]:
+    if not doc.stacks:
         lines.append("No stack changed.")
     else:
         lines.append(f"**Cost:** {_summary_line(doc)}")
         lines += ["", *_md_table(doc), ""]
         lines += _md_inputs(doc)
-        details = [line for s in doc["stacks"] for line in _md_details(s)]
+        details = [line for s in doc.stacks for line in _md_details(s)]
         if sum(len(line) + 1 for line in lines + details) > COMMENT_LIMIT:
             details = ["Resource lists left out (too long for a comment): see the CI log."]
         lines += details
-    if doc["unchanged"]:
-        lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc['unchanged'])}"]
+    if doc.unchanged:
+        lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc.unchanged)}"]
     return "\n".join(lines) + "\n"
 
 
@@ -293,15 +310,17 @@ def change_lines(stack: StackDiff | dict[str, Any], base: str | None = None) -> 
     """One stack's changes (a `stack_diff`, or its JSON form) against `base`, for `plan
     --against`: node rolls first, then stateful replacements and removals, the edited
     inputs, and the resource counts."""
-    s = stack.to_dict() if isinstance(stack, StackDiff) else stack
-    base = base or s.get("base", "the base")
-    lines = [f"changes against {base}: {_counts(s)}"]
-    lines += [f"  ! {roll_line(r)}" for r in s.get("rolls", [])]
+    if not isinstance(stack, StackDiff):
+        base = base or stack.get("base", "the base")
+        stack = StackDiff.from_dict(stack)
+    s = stack
+    lines = [f"changes against {base or 'the base'}: {_counts(s)}"]
+    lines += [f"  ! {roll_line(r.to_dict())}" for r in s.rolls]
     for action in ("replaced", "removed"):
-        for r in s["resources"][action]:
-            if r["stateful"]:
-                lines.append(f"  ! {r['type']} {r['name']} is {action.upper()}{_why(r)}")
-    lines += [f"  input {_change(c)}" for c in s.get("inputs", [])]
-    d = s["cost"]["delta"]
-    lines.append(f"  monthly {_signed(d['monthly_usd'])}; training run {_signed(d['run_usd'], 0)}")
+        for r in s.resources.of(action):
+            if r.stateful:
+                lines.append(f"  ! {r.type} {r.name} is {action.upper()}{_why(r)}")
+    lines += [f"  input {_change(c)}" for c in s.inputs]
+    d = s.cost.delta
+    lines.append(f"  monthly {_signed(d.monthly_usd)}; training run {_signed(d.run_usd, 0)}")
     return lines

@@ -21,6 +21,10 @@ ValueChange = dict[str, Any]
 COST_KEYS = ("hourly_usd", "monthly_usd", "run_usd")
 
 
+def _maybe_tuple(v: Any) -> tuple[Any, ...] | None:
+    return None if v is None else tuple(v)
+
+
 @dataclass(frozen=True)
 class SideCost:
     """One side's priced verdict of one stack (its budget verdict and deploy-rule lines)."""
@@ -76,6 +80,11 @@ class CostPair:
     def to_dict(self) -> dict[str, float | None]:
         return {"base": self.base, "head": self.head}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> CostPair:
+        d = d or {}
+        return cls(d.get("base"), d.get("head"))
+
 
 @dataclass(frozen=True)
 class ResourceChange:
@@ -106,6 +115,19 @@ class ResourceChange:
         out["monthly_usd"] = self.monthly_usd.to_dict()
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ResourceChange:
+        return cls(
+            type=d["type"],
+            name=d["name"],
+            stateful=bool(d.get("stateful")),
+            protect=bool(d.get("protect")),
+            keys=_maybe_tuple(d.get("keys")),
+            replace_keys=_maybe_tuple(d.get("replace_keys")),
+            changes=_maybe_tuple(d.get("changes")),
+            monthly_usd=CostPair.from_dict(d.get("monthly_usd")),
+        )
+
 
 @dataclass(frozen=True)
 class ResourceChanges:
@@ -126,6 +148,13 @@ class ResourceChanges:
             a: [r.to_dict() for r in self.of(a)]
             for a in ("added", "changed", "replaced", "removed")
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ResourceChanges:
+        def rows(action: str) -> tuple[ResourceChange, ...]:
+            return tuple(ResourceChange.from_dict(r) for r in d.get(action) or ())
+
+        return cls(rows("added"), rows("changed"), rows("replaced"), rows("removed"))
 
 
 @dataclass(frozen=True)
@@ -175,6 +204,10 @@ class CostDelta:
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in COST_KEYS}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], prefix: str = "") -> CostDelta:
+        return cls(*(d[f"{prefix}{k}"] for k in COST_KEYS))
+
     def any(self) -> bool:
         return any(getattr(self, k) for k in COST_KEYS)
 
@@ -191,6 +224,15 @@ class StackCost:
             "head": self.head.to_dict() if self.head else None,
             "delta": self.delta.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StackCost:
+        base, head = d.get("base"), d.get("head")
+        return cls(
+            SideCost.from_dict(base) if base is not None else None,
+            SideCost.from_dict(head) if head is not None else None,
+            CostDelta.from_dict(d["delta"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -221,6 +263,21 @@ class StackDiff:
             "cost": self.cost.to_dict(),
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StackDiff:
+        """The JSON form read back (`diff --format json`); lists left out read as empty."""
+        return cls(
+            stack=d["stack"],
+            status=d["status"],
+            file=d.get("file"),
+            errors=tuple(d.get("errors") or ()),
+            base_errors=tuple(d.get("base_errors") or ()),
+            inputs=tuple(d.get("inputs") or ()),
+            rolls=tuple(NodeRoll.from_dict(r) for r in d.get("rolls") or ()),
+            resources=ResourceChanges.from_dict(d["resources"]),
+            cost=StackCost.from_dict(d["cost"]),
+        )
+
 
 @dataclass(frozen=True)
 class StackRoll:
@@ -231,6 +288,10 @@ class StackRoll:
 
     def to_dict(self) -> dict[str, Any]:
         return {"stack": self.stack, **self.roll.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StackRoll:
+        return cls(d["stack"], NodeRoll.from_dict(d))
 
 
 @dataclass(frozen=True)
@@ -243,6 +304,10 @@ class StatefulChange:
 
     def to_dict(self) -> dict[str, Any]:
         return {"stack": self.stack, "action": self.action, **self.resource.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StatefulChange:
+        return cls(d["stack"], d["action"], ResourceChange.from_dict(d))
 
 
 @dataclass(frozen=True)
@@ -262,6 +327,11 @@ class OrphanedStack:
             "destroy": list(self.destroy),
         }
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> OrphanedStack:
+        first, then = d["destroy"]
+        return cls(d["stack"], d.get("file"), d["monthly_usd"], (first, then))
+
 
 @dataclass(frozen=True)
 class Totals:
@@ -278,6 +348,11 @@ class Totals:
             out |= {f"{side}_{k}": v for k, v in getattr(self, side).to_dict().items()}
         out["delta_monthly_percent"] = self.delta_monthly_percent
         return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Totals:
+        base, head, delta = (CostDelta.from_dict(d, f"{s}_") for s in ("base", "head", "delta"))
+        return cls(base, head, delta, d.get("delta_monthly_percent"))
 
 
 @dataclass(frozen=True)
@@ -312,3 +387,20 @@ class DiffDocument:
             "ok": self.ok,
             "gate_changes": list(self.gate_changes),
         }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DiffDocument:
+        """The JSON form read back (`diff --format json`); lists left out read as empty."""
+        return cls(
+            base=d["base"],
+            head=d["head"],
+            rolls=tuple(StackRoll.from_dict(r) for r in d.get("rolls") or ()),
+            orphaned=tuple(OrphanedStack.from_dict(o) for o in d.get("orphaned") or ()),
+            stateful=tuple(StatefulChange.from_dict(s) for s in d.get("stateful") or ()),
+            stacks=tuple(StackDiff.from_dict(s) for s in d.get("stacks") or ()),
+            unchanged=tuple(d.get("unchanged") or ()),
+            totals=Totals.from_dict(d["totals"]),
+            ok=bool(d.get("ok", True)),
+            gate_changes=tuple(d.get("gate_changes") or ()),
+            version=int(d.get("version", 2)),
+        )

@@ -1,10 +1,11 @@
 """Rules on the resolved stack: what needs derived values is checked on the facts `resolve`
 computed, never re-derived from the raw spec.
 
-Each rule is one small function registered with `@stack_rule(name, summary)`: it receives the
-resolved `Stack` and yields `(yaml_path, message)` pairs. `STACK_RULES` is the ordered registry
-(docs/spec.md lists it beside the spec rules); `check_stack` runs every rule and names the spec
-file in each `Problem`. `accelstack.resolve.resolve` runs them right after building the stack,
+Each rule is one small function decorated with `@stack_rule(name, summary)`: it receives the
+resolved `Stack` and yields `(yaml_path, message)` pairs. The decorator registers nothing: the
+rules are listed in `MODULE_RULES` at the end, and `STACK_RULES`, the ordered registry
+(docs/spec.md lists it beside the spec rules), is built from it; `check_stack` runs every rule
+and names the spec file in each `Problem`. `accelstack.resolve.resolve` runs them right after building the stack,
 so every `Stack` the CLI, the policy pack or the Pulumi program holds has passed them. The spec
 rules (accelstack/spec/rules.py) run before, on the raw spec: what needs no derived value.
 
@@ -36,11 +37,13 @@ from accelstack.spec.scale_rules import first_url
 
 Finding = rulebook.Finding  # (YAML path, message)
 Check = Callable[[Stack], Iterator[Finding]]
-StackRule = rulebook.Rule
+StackRule = rulebook.Rule[Stack]
 
-#: The rules on the resolved stack, in report order (docs/spec.md lists them)
-STACK_RULES: list[rulebook.Rule[Stack]] = []
-stack_rule = rulebook.registrar(STACK_RULES)
+
+def stack_rule(name: str, summary: str) -> Callable[[Check], StackRule]:
+    """`@stack_rule(name, summary)`: the function becomes a stack rule; list it in
+    `MODULE_RULES`."""
+    return rulebook.rule(name, summary)
 
 
 def check_stack(stack: Stack) -> list[Problem]:
@@ -421,3 +424,22 @@ def _standalone_document_size(stack: Stack) -> Iterator[Finding]:
             f"the launch script through an SSM document ({limit:,} bytes), which leaves "
             f"{room:,} for them once JSON-escaped: pass a config file instead",
         )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[StackRule, ...] = (
+    _subnet_ip_budget,
+    _pool_addresses,
+    _existing_subnets,
+    _generated_names,
+    _kubernetes_names,
+    _neuron_allocation,
+    _bucket_names,
+    _tag_count,
+    _workload_fit,
+    _workload_size,
+    _standalone_document_size,
+)
+
+#: The rules on the resolved stack, in report order (docs/spec.md lists them)
+STACK_RULES: rulebook.RuleSet[StackRule] = rulebook.RuleSet("stack", MODULE_RULES)

@@ -32,6 +32,7 @@ from accelstack.catalog.ipbudget import (
     pool_group_demands,
     system_demand,
 )
+from accelstack.catalog.purchase import OptionLists
 from accelstack.catalog.scale import (
     ClusterProfile,
     NodeGroupPart,
@@ -299,6 +300,12 @@ class Stack:
     def training_namespace(self) -> str:
         """The namespace the training pods run in."""
         return self.catalog.defaults.training_namespace
+
+    @property
+    def option_lists(self) -> OptionLists:
+        """The purchase options by role (`compare`'s, its defaults, commitments), from the
+        catalog the stack was resolved with, a user's overlay included."""
+        return self.catalog.option_lists
 
     @property
     def workload_memory_fit(self) -> MemoryFit | None:

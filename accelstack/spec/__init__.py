@@ -1,14 +1,10 @@
 """The spec stage: one YAML file per stack (`stacks/NAME.yaml`), validated in two passes:
-shape (`models`), then cross-field rules against the catalog (`rules`); `loader` reads files
+shape (`models`), then cross-field rules against the catalog (`ruleset.SPEC_RULES`, the rules of
+`rules` and its sibling modules, listed explicitly); `loader` reads files
 and turns every failure into one-line problems; `retarget` rewrites a spec for another
 instance type (`accelstack new`). The rules that need derived values run on the resolved
 stack (accelstack/resolve/rules.py); accelstack/docs.py renders docs/spec.md from both."""
 
-from accelstack.spec import (
-    cost_rules,  # noqa: F401  (registers its rules into RULES)
-    rules_resilience,  # noqa: F401  (registers its rules into RULES)
-    scale_rules,  # noqa: F401  (registers its rules after these)
-)
 from accelstack.spec.loader import load_spec, parse_spec, read_yaml, translate
 from accelstack.spec.models import (
     BUCKET_RE,
@@ -30,14 +26,15 @@ from accelstack.spec.models import (
     Workload,
     json_schema,
 )
-from accelstack.spec.rules import RULES, Rule, check_rules
+from accelstack.spec.rules import Rule
+from accelstack.spec.ruleset import SPEC_RULES, check_rules
 
 __all__ = [
     "BUCKET_RE",
     "NAME_RE",
     "POOL_RE",
     "RESERVED_ENV_NAMES",
-    "RULES",
+    "SPEC_RULES",
     "Budget",
     "Cluster",
     "CompileCache",

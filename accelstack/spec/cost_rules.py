@@ -1,4 +1,4 @@
-"""Cross-field rules of the run estimate (registered into `RULES` after accelstack.spec.rules):
+"""Cross-field rules of the run estimate (`SPEC_RULES` runs them after accelstack.spec.rules):
 the training stack a spec names must be one the catalog knows (throughput.yaml
 training_stacks), so the estimate never silently falls back to another stack's figure."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from accelstack.errors import allowed, did_you_mean, shown
-from accelstack.spec.rules import Context, Finding, rule
+from accelstack.spec.rules import Context, Finding, Rule, rule
 
 
 @rule(
@@ -79,3 +79,11 @@ def _expert_parallel_pool(ctx: Context, ep: int) -> Iterator[Finding]:
             f"{ep} does not divide the workload pool's {chips:,} chips ({pool.nodes} x "
             f"{pool.instance_type}): expert-parallel groups must tile the job (nearest: {near})",
         )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (
+    _training_stack,
+    _active_params,
+    _expert_parallel,
+)

@@ -18,9 +18,8 @@ from pydantic_core import ErrorDetails
 from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.projectfile import regular_file
-from accelstack.spec import secrets as _secrets  # noqa: F401  (registers its rule)
 from accelstack.spec.models import Spec
-from accelstack.spec.rules import check_rules
+from accelstack.spec.ruleset import check_rules
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 
 # ---------------------------------------------------------------------------------------

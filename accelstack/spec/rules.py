@@ -1,8 +1,9 @@
 """Cross-field rules: what the spec's shape cannot say, checked against the catalog.
 
-Each rule is one small function registered with `@rule(name, summary)`: it receives a
-`Context` and yields `(yaml_path, message)` pairs. `RULES` is the ordered registry (docs/spec.md
-lists it); `check_rules` runs every rule and turns what they yield into `Problem` lines.
+Each rule is one small function decorated with `@rule(name, summary)`: it receives a
+`Context` and yields `(yaml_path, message)` pairs. The decorator registers nothing: this
+module's rules are listed in `MODULE_RULES` at its end, and `SPEC_RULES`
+(accelstack/spec/ruleset.py) lists every spec module's tuple in report order.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from accelstack.catalog import (
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.sections import overlay_hint, service_row
 from accelstack.clock import today
-from accelstack.errors import CatalogError, Problem, allowed, did_you_mean, shown
+from accelstack.errors import CatalogError, allowed, did_you_mean, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
 from accelstack.spec.models import (
     FSX_MOUNT_PATH,
@@ -88,15 +89,10 @@ class Context:
 Check = Callable[[Context], Iterator[Finding]]
 Rule = rulebook.Rule
 
-#: The spec rules, in report order (docs/spec.md lists them)
-RULES: list[rulebook.Rule[Context]] = []
-rule = rulebook.registrar(RULES)
 
-
-def check_rules(spec: Spec, catalog: Catalog, file: str) -> list[Problem]:
-    return [
-        Problem(file, path, msg) for path, msg in rulebook.findings(RULES, Context(spec, catalog))
-    ]
+def rule(name: str, summary: str) -> Callable[[Check], Rule[Context]]:
+    """`@rule(name, summary)`: the function becomes a spec rule; list it in `MODULE_RULES`."""
+    return rulebook.rule(name, summary)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1095,3 +1091,60 @@ def _jobs_kueue(ctx: Context) -> Iterator[Finding]:
             f"Kueue {queues[0].version} as installed does not admit {kind} ({integration}); "
             f"it admits {', '.join(queues[0].integrations)}: use jobs.controller trainer",
         )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (
+    _region,
+    _zone,
+    _subnet_addresses,
+    _pool_unique,
+    _pool_reserved,
+    _pool_type,
+    _pool_preview,
+    _pool_efa,
+    _pool_reservation,
+    _pool_reservation_placement,
+    _pool_lnc,
+    _pool_cache,
+    _pool_offered,
+    _pool_priced,
+    _system_nodes,
+    _k8s_version,
+    _api_access,
+    _admin_arns,
+    _cluster_admin,
+    _ssh_access,
+    _network_mode,
+    _subnets_unique,
+    _vpc_cidr,
+    _compile_cache,
+    _fsx,
+    _fsx_priced,
+    _workload_pool,
+    _workload_framework,
+    _workload_precompile,
+    _workload_precision,
+    _calibration_types,
+    _workload_entrypoint,
+    _workload_env,
+    _model_shape,
+    _standalone,
+    _tags_identity,
+    _workload_fsx,
+    _framework_retired,
+    _framework_family,
+    _image_required,
+    _image_sdk,
+    _lnc_family,
+    _precompile_path,
+    _capacity_block_limits,
+    _capacity_block_account_limit,
+    _calibration_band,
+    _jobs_eks,
+    _jobs_controller,
+    _jobs_version,
+    _jobs_kind,
+    _jobs_topology,
+    _jobs_kueue,
+)

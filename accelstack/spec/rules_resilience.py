@@ -1,4 +1,4 @@
-"""Cross-field rules for durable checkpoints and spare nodes (registered into `RULES`).
+"""Cross-field rules for durable checkpoints and spare nodes (listed in `MODULE_RULES`).
 
 The checkpoint target: a full checkpoint (parameters x bytes per parameter at the workload's
 precision) must be written within `checkpoint.write_minutes` on the FSx file system the spec
@@ -18,7 +18,7 @@ from accelstack.catalog.sizing import (
     training_state_bytes,
 )
 from accelstack.errors import shown
-from accelstack.spec.rules import Context, Finding, rule
+from accelstack.spec.rules import Context, Finding, Rule, rule
 
 
 def _state_bytes(ctx: Context) -> float | None:
@@ -143,3 +143,13 @@ def _spare_nodes(ctx: Context) -> Iterator[Finding]:
                 f"{pool.nodes + pool.spare_nodes} is beyond the {option}'s {size} instances "
                 f"(purchase.instances, default: nodes); spares there cannot launch",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (
+    _fsx_size,
+    _write_time,
+    _bucket_region,
+    _checkpoint_eks,
+    _spare_nodes,
+)

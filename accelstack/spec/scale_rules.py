@@ -1,8 +1,8 @@
 """Rules for large pools: node groups per cluster, EC2 Fleet capacity (standalone), whole
 UltraServers (the addresses of a created VPC are checked on the resolved stack's address plan:
 `pool-addresses` in accelstack/resolve/rules.py). Each limit is a catalog fact (scale.yaml) and
-each message names it, its source and a fix that works. Registered after the rules of
-`accelstack.spec.rules` (the package imports this module)."""
+each message names it, its source and a fix that works. `SPEC_RULES` runs them after the rules
+of `accelstack.spec.rules`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from accelstack.catalog.scale import Limit
 from accelstack.errors import shown
-from accelstack.spec.rules import Context, Finding, PoolFacts, rule
+from accelstack.spec.rules import Context, Finding, PoolFacts, Rule, rule
 
 
 def first_url(text: str) -> str:
@@ -198,3 +198,14 @@ def _container_storage(ctx: Context) -> Iterator[Finding]:
         why = _storage_refusal(ctx, f.pool.instance_type)
         if why is not None:
             yield (f"{f.at}.container_storage", why)
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (
+    _node_groups,
+    _fleet_capacity,
+    _ultraserver,
+    _reservations,
+    _ultraserver_placement,
+    _container_storage,
+)

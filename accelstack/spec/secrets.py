@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from accelstack.spec.rules import Context, Finding, rule
+from accelstack.spec.rules import Context, Finding, Rule, rule
 
 #: detect-secrets plugins not used: noisy on ordinary values (paths, model ids, CIDRs).
 SKIPPED_PLUGINS = frozenset(
@@ -174,3 +174,7 @@ def secret_findings(data: Any, where: str = "") -> Iterator[Finding]:
 @rule("no-credentials", "no spec value looks like a credential (detect-secrets)")
 def _no_credentials(ctx: Context) -> Iterator[Finding]:
     yield from secret_findings(ctx.spec.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[Rule[Context], ...] = (_no_credentials,)

@@ -4,54 +4,22 @@ charts do not (each rule names the document it encodes).
 
 One implementation, two entry points: `accelstack plan` / `accelstack check` call `evaluate`
 on the offline plan, and the CrossGuard pack (`policies/`) calls it on `pulumi preview`'s
-resources. A rule is a small function registered with `@deploy_rule(name, source, summary)`;
-its body yields `(resource, message)` pairs and the framework builds the `Violation`s.
+resources. A rule is a small function decorated with `@deploy_rule(name, source, summary)`;
+its body yields `(resource, message)` pairs and the framework builds the `Violation`s. The
+decorator registers nothing: each module lists its rules in `MODULE_RULES`, and `DEPLOY_RULES`
+(`ruleset`) lists the modules' tuples in report order.
 
 Pure Python: never imports Pulumi.
 """
 
-from accelstack.plan.rules import (  # the rule modules register themselves on import
-    access,
-    amis,
-    identity,
-    jobs,
-    names,
-    network,
-    nodegroups,
-    plugins,
-    resilience,
-    security,
-    standalone,
-    storage,
-)
-from accelstack.plan.rules.registry import (
-    RULES,
-    DeployRule,
-    RuleInfo,
-    Violation,
-    deploy_rule,
-    evaluate,
-    ref,
-)
+from accelstack.plan.rules.registry import DeployRule, Violation, deploy_rule, ref
+from accelstack.plan.rules.ruleset import DEPLOY_RULES, evaluate
 
 __all__ = [
-    "RULES",
+    "DEPLOY_RULES",
     "DeployRule",
-    "RuleInfo",
     "Violation",
-    "access",
-    "amis",
     "deploy_rule",
     "evaluate",
-    "identity",
-    "jobs",
-    "names",
-    "network",
-    "nodegroups",
-    "plugins",
     "ref",
-    "resilience",
-    "security",
-    "standalone",
-    "storage",
 ]

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import ACCESS_POLICY_ASSOCIATION as ASSOCIATION
 from accelstack.tokens import CLUSTER
 
@@ -89,3 +89,10 @@ def _after_access(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"may reach the API before the deployer's access exists (does not wait for "
                 f"{', '.join(missing)}): Unauthorized on the first `pulumi up`",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _endpoint,
+    _after_access,
+)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import get_in, rid
-from accelstack.plan.rules.registry import deploy_rule
+from accelstack.plan.rules.registry import DeployRule, deploy_rule
 from accelstack.tokens import ADDON, CLUSTER, FLEET, INSTANCE, LAUNCH_TEMPLATE, SSM_PARAMETER_LOOKUP
 
 if TYPE_CHECKING:
@@ -93,3 +93,11 @@ def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"{name} version is {r.inputs.get('addonVersion')!r}; the catalog pins "
                 f"{pins[name]} for Kubernetes {stack.kubernetes_version}",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _ami_pinned,
+    _upgrade_policy,
+    _addon_pinned,
+)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.nodegroups import launch_template_of
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import ADDON, CLUSTER, NODE_GROUP, ROLE
 from accelstack.tokens import POD_IDENTITY_ASSOCIATION as ASSOCIATION
 from accelstack.tokens import ROLE_POLICY_ATTACHMENT as ATTACHMENT
@@ -135,3 +135,12 @@ def _creator_admin(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"bootstrapClusterCreatorAdminPermissions is {got!r} but "
                 f"cluster.creator_admin is {wanted}: set it explicitly from the spec",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _hop_limit,
+    _cni,
+    _trust_conditions,
+    _creator_admin,
+)

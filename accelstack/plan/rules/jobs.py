@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan
 from accelstack.plan.rules.nodegroups import launch_template_of
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import ADDON, NODE_GROUP
 from accelstack.tokens import HELM_RELEASE as RELEASE
 
@@ -108,3 +108,11 @@ def _network_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
             f"the vpc-cni add-on's configuration values lack {json.dumps(missing)}: the network "
             "policy agent is off and the jobs' NetworkPolicies admit everything",
         )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _hugepages,
+    _controller,
+    _network_policy,
+)

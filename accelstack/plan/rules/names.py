@@ -19,7 +19,7 @@ from accelstack.catalog.limits import (
 )
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules._res import rid
-from accelstack.plan.rules.registry import deploy_rule
+from accelstack.plan.rules.registry import DeployRule, deploy_rule
 from accelstack.tokens import BUCKET, NODE_GROUP, ROLE
 
 if TYPE_CHECKING:
@@ -118,3 +118,12 @@ def _tag_count(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"{len(merged)} tags after merging the provider's default tags; AWS allows "
                 f"{limit}: drop {len(merged) - limit} from the spec's tags",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _role_names,
+    _nodegroup_names,
+    _bucket_names,
+    _tag_count,
+)

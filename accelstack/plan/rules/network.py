@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from accelstack import naming
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import rid
-from accelstack.plan.rules.registry import deploy_rule
+from accelstack.plan.rules.registry import DeployRule, deploy_rule
 from accelstack.tokens import ADDON, CIDR_BLOCK, LAUNCH_TEMPLATE, NODE_GROUP, ROUTE, SUBNET, VPC
 from accelstack.tokens import EGRESS_RULE as EGRESS
 from accelstack.tokens import INGRESS_RULE as INGRESS
@@ -293,3 +293,13 @@ def _ip_budget(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"{', '.join(g for g, _ in groups)} need {need}: use fewer nodes or "
                 "'efa-only' interfaces",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _fsx_egress,
+    _s3_endpoint,
+    _endpoint_ingress,
+    _nat_per_zone,
+    _ip_budget,
+)

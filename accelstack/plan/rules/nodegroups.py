@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.plan import updates
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
 
 if TYPE_CHECKING:
@@ -119,3 +119,10 @@ def resize_refusals(inputs: dict[str, Any], ignore: list[str], per_group: int) -
                 f"{DESIRED_SIZE} at {want}"
             )
     return out
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _capacity_block,
+    _resize,
+)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelstack.naming import POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import HELM_RELEASE as RELEASE
 from accelstack.tokens import NODE_GROUP
 
@@ -150,3 +150,12 @@ def _labelled(plan: Plan, chart: HelmChart, pools: set[str]) -> Iterator[tuple[s
                 f"lacks labels {lacking} that the {chart.name} chart's default node affinity "
                 f"requires: no device plugin pod, no device resource ({chart.values_source})",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _pinned,
+    _values_keys,
+    _config_checks,
+    _serves,
+)

@@ -1,5 +1,6 @@
-"""The deploy-rule registry: `Violation`, `@deploy_rule` and `evaluate`. The rule modules
-beside this one register into it; the package's `__init__` imports them all."""
+"""What a deploy rule is: `Violation`, `DeployRule` and the `@deploy_rule` decorator. The rule
+modules beside this one list their rules in `MODULE_RULES`; `DEPLOY_RULES`
+(accelstack/plan/rules/ruleset.py) lists those tuples and `evaluate` runs them."""
 
 from __future__ import annotations
 
@@ -24,45 +25,35 @@ class Violation:
         return f"{self.resource}: {self.message} [{self.rule}; {self.source}]"
 
 
-#: A rule as registered: the plan and the stack in, the violations out.
-DeployRule = Callable[[Plan, "Stack"], Iterator[Violation]]
 #: A rule body: yields (resource, message) pairs.
 RuleBody = Callable[[Plan, "Stack"], Iterable[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
-class RuleInfo:
+class DeployRule:
+    """A deploy rule: its body's pairs become `Violation`s naming the rule and its source."""
+
     name: str
     source: str
     summary: str
-    check: DeployRule
+    body: RuleBody
 
+    def check(self, plan: Plan, stack: Stack) -> Iterator[Violation]:
+        for resource, message in self.body(plan, stack):
+            yield Violation(rule=self.name, resource=resource, message=message, source=self.source)
 
-RULES: list[RuleInfo] = []
+    def __call__(self, plan: Plan, stack: Stack) -> Iterator[Violation]:
+        return self.check(plan, stack)
 
 
 def deploy_rule(name: str, source: str, summary: str) -> Callable[[RuleBody], DeployRule]:
-    """Register a rule body; the registered check turns its pairs into `Violation`s."""
+    """`@deploy_rule(name, source, summary)`: the body becomes a `DeployRule` (still callable).
+    It registers nothing: list the rule in its module's `MODULE_RULES`."""
 
-    def register(body: RuleBody) -> DeployRule:
-        if any(r.name == name for r in RULES):
-            raise ValueError(f"deploy rule {name!r} is registered twice")
+    def make(body: RuleBody) -> DeployRule:
+        return DeployRule(name=name, source=source, summary=summary, body=body)
 
-        def check(plan: Plan, stack: Stack) -> Iterator[Violation]:
-            for resource, message in body(plan, stack):
-                yield Violation(rule=name, resource=resource, message=message, source=source)
-
-        check.__name__ = body.__name__
-        check.__doc__ = body.__doc__
-        RULES.append(RuleInfo(name=name, source=source, summary=summary, check=check))
-        return check
-
-    return register
-
-
-def evaluate(plan: Plan, stack: Stack) -> list[Violation]:
-    """Every rule, in registration order; the violations in the order the rules yield them."""
-    return [v for info in RULES for v in info.check(plan, stack)]
+    return make
 
 
 def ref(r: PlannedResource) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
 from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.rules.nodegroups import launch_template_of
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import NODE_GROUP
 
 if TYPE_CHECKING:
@@ -96,3 +96,11 @@ def _stable_tags(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                     "propagate them through the Auto Scaling group instead",
                 )
                 break
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _node_repair,
+    _reserved_capacity,
+    _stable_tags,
+)

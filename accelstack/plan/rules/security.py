@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from accelstack.plan.document import Plan
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import (
     BUCKET,
     BUCKET_V2,
@@ -126,3 +126,11 @@ def _s3_blocked(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     missing = unblocked_buckets([(r.type, r.name) for r in plan.resources])
     if missing:
         yield (f"stack '{plan.stack}'", missing)
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _no_open_ingress,
+    _imdsv2,
+    _s3_blocked,
+)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from accelstack.naming import POOL_TAG, STACK_TAG
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import get_in, rid
-from accelstack.plan.rules.registry import deploy_rule
+from accelstack.plan.rules.registry import DeployRule, deploy_rule
 from accelstack.tokens import FLEET, INSTANCE, LAUNCH_TEMPLATE
 from accelstack.tokens import SSM_ASSOCIATION as ASSOCIATION
 from accelstack.tokens import SSM_DOCUMENT as DOCUMENT
@@ -112,3 +112,10 @@ def _delivery(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"no SSM association targets tag:{STACK_TAG}={stack.name} and "
                 f"tag:{POOL_TAG}={pool.name}",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (
+    _one_request,
+    _delivery,
+)

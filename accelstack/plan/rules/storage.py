@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from accelstack import tokens
 from accelstack.plan.document import Plan
-from accelstack.plan.rules.registry import deploy_rule, ref
+from accelstack.plan.rules.registry import DeployRule, deploy_rule, ref
 from accelstack.tokens import LUSTRE
 
 if TYPE_CHECKING:
@@ -37,3 +37,7 @@ def _fsx_after_rules(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
                 f"does not wait for its security-group rules ({', '.join(late)}); "
                 "add them to depends_on",
             )
+
+
+#: This module's rules, in report order (the kind's RuleSet lists this tuple).
+MODULE_RULES: tuple[DeployRule, ...] = (_fsx_after_rules,)
