@@ -34,6 +34,7 @@ KINDS = {
     "rule": Kind("SPEC_RULES", "accelstack/spec/ruleset.py", "Rule[Context]"),
     "stack_rule": Kind("STACK_RULES", "accelstack/resolve/rules.py", "StackRule"),
     "deploy_rule": Kind("DEPLOY_RULES", "accelstack/plan/rules/ruleset.py", "DeployRule"),
+    "stack_warning": Kind("STACK_WARNINGS", "accelstack/resolve/advice.py", "Rule[Stack]"),
 }
 
 

@@ -1,22 +1,26 @@
 """Warnings on the resolved stack: what is valid and deploys, but costs a large cluster time a
-one-line change would save. Each is one small function registered with
-`@stack_warning(name, summary)` (the `rulebook` shape of the stack rules in
-accelstack/resolve/rules.py): it receives the resolved `Stack` and yields `(yaml_path,
+one-line change would save. Each is one small function made a rule by
+`@stack_warning(name, summary)` and listed in `STACK_WARNINGS` (the `rulebook.RuleSet` shape of
+the stack rules in accelstack/resolve/rules.py): it receives the resolved `Stack` and yields `(yaml_path,
 message)` pairs. Nothing here refuses: `validate`, `check` and `plan` print them as warnings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from accelstack import rulebook
 from accelstack.resolve.stack import Stack
 
 Finding = rulebook.Finding  # (YAML path, message)
 
-#: The warnings on the resolved stack, in report order (docs/spec.md lists them)
-STACK_WARNINGS: list[rulebook.Rule[Stack]] = []
-stack_warning = rulebook.registrar(STACK_WARNINGS)
+
+def stack_warning(
+    name: str, summary: str
+) -> Callable[[Callable[[Stack], Iterator[Finding]]], rulebook.Rule[Stack]]:
+    """`@stack_warning(name, summary)`: the function becomes a warning rule; list it in
+    `STACK_WARNINGS`."""
+    return rulebook.rule(name, summary)
 
 
 def stack_warnings(stack: Stack) -> list[str]:
@@ -50,3 +54,10 @@ def _root_volume_images(stack: Stack) -> Iterator[Finding]:
             "docs/scale.md), which rolls the pool's nodes once, or root_volume to keep the "
             "root volume and silence this",
         )
+
+
+#: The warnings on the resolved stack, in report order (docs/spec.md lists them)
+STACK_WARNINGS: rulebook.RuleSet[rulebook.Rule[Stack]] = rulebook.RuleSet(
+    "stack warning",
+    (_root_volume_images,),
+)

@@ -1105,6 +1105,8 @@ MODULE_RULES: tuple[Rule[Context], ...] = (
     _pool_efa,
     _pool_reservation,
     _pool_reservation_placement,
+    _pool_placement_groups,
+    _network_ecr_endpoints,
     _pool_lnc,
     _pool_cache,
     _pool_offered,
