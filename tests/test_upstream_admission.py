@@ -17,7 +17,7 @@ from accelstack.catalog import load_catalog
 from accelstack.render import render
 from accelstack.render.trial import render_trial
 from accelstack.spec import Spec
-from accelstack.spec.rules import check_rules
+from accelstack.spec.ruleset import check_rules
 
 from .conftest import STACKS
 from .helpers_admission import (
