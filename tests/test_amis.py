@@ -159,6 +159,7 @@ def test_the_gpu_dlami_ami_id_parameter_has_an_offline_answer() -> None:
     DLAMI parameter ends in /ami-id, not /image_id)."""
     data = yaml.safe_load((ROOT / "stacks" / "p5e-capacity-block.yaml").read_text())
     data["orchestration"] = "ec2"
+    data["pools"][0].pop("container_storage")  # an EKS node setting, refused on ec2
     from accelstack.spec import parse_spec
 
     stack = resolve(parse_spec(data, "p5e-capacity-block.yaml"))
