@@ -292,6 +292,8 @@ def test_quota_reservation_pool_is_not_counted() -> None:
 def ec2_mode(d: dict[str, Any]) -> None:
     d["orchestration"] = "ec2"
     d.pop("cluster", None)
+    for pool in d["pools"]:
+        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
 
 
 def test_ami_parameters_follow_orchestration() -> None:

@@ -67,6 +67,8 @@ def p5_standalone(data: dict[str, Any]) -> None:
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "p5e-capacity-block.yaml")))
     data["orchestration"] = "ec2"
+    for pool in data["pools"]:
+        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
 
 
 def finetune_standalone(data: dict[str, Any]) -> None:
@@ -74,6 +76,8 @@ def finetune_standalone(data: dict[str, Any]) -> None:
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "trn1-finetune.yaml")))
     data["orchestration"] = "ec2"
+    for pool in data["pools"]:
+        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
 
 
 @cache
@@ -481,6 +485,8 @@ def trn2_standalone_lnc1(data: dict[str, Any]) -> None:
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "llama3-70b-trn2.yaml")))
     data["orchestration"] = "ec2"
+    for pool in data["pools"]:
+        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
     data["pools"][0]["logical_cores"] = 1
 
 
