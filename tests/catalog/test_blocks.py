@@ -16,8 +16,8 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
 
-from . import factories
-from .conftest import STACKS
+from .. import factories
+from ..conftest import STACKS
 
 CR = "cr-0123456789abcdef0"
 

@@ -17,7 +17,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import parse_spec, read_yaml
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 #: The service items an EKS stack of a created network is priced with (accelstack/cost/pricing.py
 #: rules: control plane in standard and extended support, NAT gateway and its address, the

@@ -17,8 +17,8 @@ from accelstack.errors import AccelstackError, CatalogError
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
-from .conftest import PRESETS, ROOT, preset_ids
-from .helpers_plan import plan_stack
+from ..conftest import PRESETS, ROOT, preset_ids
+from ..helpers_plan import plan_stack
 
 #: Not an AWS type: a row of trn2's family at half the size, under a name the bundled catalog
 #: does not have yet.

@@ -17,7 +17,7 @@ from accelstack.errors import CatalogError
 from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
 
-from . import factories
+from .. import factories
 
 
 def _spec(preset: str, budget: dict[str, float] | None = None) -> dict:

@@ -41,7 +41,7 @@ BY_ID = {r.id: r for r in CATALOG.records}
 
 @pytest.mark.parametrize("rec", [r for r in CATALOG.records if not r.held_out], ids=lambda r: r.id)
 def test_every_record_is_reproduced_within_20_percent(rec: TrainingRecord) -> None:
-    """Every record the fit sees (held-out ones: tests/test_sequence_term.py, inside the
+    """Every record the fit sees (held-out ones: tests/cost/test_mfu_sequence.py, inside the
     printed range)."""
     got = reproduce(CATALOG, rec)
     assert got == pytest.approx(rec.reported.value, rel=TOLERANCE), (

@@ -5,11 +5,11 @@ layers come through the S3 gateway endpoint) reads as counted when it is not."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from accelstack.spec import read_yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from ..conftest import ROOT
+
 CATALOG = ROOT / "accelstack" / "catalog"
 
 

@@ -22,8 +22,8 @@ from accelstack.render.artifacts import render
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec, read_yaml
 
-from .conftest import ROOT, STACKS, compare_golden
-from .helpers_plan import plan_stack
+from ..conftest import ROOT, STACKS, compare_golden
+from ..helpers_plan import plan_stack
 
 OPEN_BUDGET = {"max_hourly_usd": 1e9, "max_monthly_usd": 1e12, "max_run_usd": 1e12}
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -177,7 +177,7 @@ def existing_vpc(nodes: int) -> Any:
 def test_an_existing_vpc_512_node_pool_is_split_and_preflight_names_the_quota() -> None:
     from accelstack.preflight import check_limits
 
-    from .helpers_preflight import make_clients, quota, stack_from, stubbed
+    from ..helpers_preflight import make_clients, quota, stack_from, stubbed
 
     stack = stack_from("llama3-70b-p5", existing_vpc(512))
     assert [(g.role, g.nodes) for g in stack.pools[0].node_groups] == [("ng", 450), ("ng-2", 62)]
@@ -215,7 +215,7 @@ def test_preflight_counts_an_existing_subnets_free_addresses(
 
     from accelstack.preflight import check_subnets
 
-    from .helpers_preflight import fake_aws_env, make_clients, stack_from, with_zone
+    from ..helpers_preflight import fake_aws_env, make_clients, stack_from, with_zone
 
     fake_aws_env(monkeypatch)
     with mock_aws():
@@ -431,7 +431,7 @@ def test_preflight_judges_each_reservation_behind_a_pool() -> None:
 
     from accelstack.preflight import check_reservations
 
-    from .helpers_preflight import make_clients, stubbed
+    from ..helpers_preflight import make_clients, stubbed
 
     a, b = "cr-0a1b2c3d4e5f67890", "cr-0b1b2c3d4e5f67890"
     stack = stack_of(blocks((a, 8), (b, 8)))
@@ -681,7 +681,7 @@ def test_the_instance_store_table_is_describe_instance_types() -> None:
     snapshot of it)."""
     from moto import mock_aws
 
-    from .helpers_preflight import fake_aws_env
+    from ..helpers_preflight import fake_aws_env
 
     facts = load_catalog().scale.instance_store
     with pytest.MonkeyPatch.context() as mp:

@@ -19,7 +19,7 @@ from accelstack.catalog.sections import FILES, SECTIONS
 from accelstack.errors import CatalogError, MissingPrice, SpecError
 from accelstack.spec import parse_spec
 
-from . import factories
+from .. import factories
 
 
 def bundled(name: str) -> dict[str, Any]:

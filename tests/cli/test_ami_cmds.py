@@ -19,9 +19,9 @@ from accelstack.plan.lookups import fake_ami
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
+from tests.conftest import ROOT
 from tests.helpers_plan import plan_stack
 
-ROOT = Path(__file__).resolve().parent.parent
 NEURON = "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
 EKS_NEURON = (
     "/aws/service/eks/optimized-ami/1.35/amazon-linux-2023/x86_64/neuron/recommended/image_id"

@@ -14,8 +14,8 @@ import yaml
 from accelstack.cli import main
 from accelstack.spec.yamlsafe import load_yaml_text
 
-from . import factories
-from .conftest import ROOT, STACKS
+from .. import factories
+from ..conftest import ROOT, STACKS
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

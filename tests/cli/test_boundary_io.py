@@ -28,7 +28,7 @@ from accelstack.render.output import MANIFEST
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 
-from .conftest import ROOT, STACKS
+from ..conftest import ROOT, STACKS
 
 TINY = STACKS / "trn1-finetune.yaml"
 MULTI = STACKS / "trn1-multinode.yaml"

@@ -16,7 +16,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 from tests.helpers_plan import plan_stack
 from tests.helpers_program import fill
-from tests.test_plan import preset_plan
+from tests.plan.test_plan import preset_plan
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -12,8 +12,8 @@ from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.errors import did_you_mean, edit_distance
 
-from . import factories
-from .conftest import STACKS
+from .. import factories
+from ..conftest import STACKS
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

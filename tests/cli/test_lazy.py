@@ -20,7 +20,7 @@ from accelstack import cli
 from accelstack.cli.boundary import track
 from accelstack.cli.lazy import COMMAND_MODULES, COMMANDS, LazyGroup, Summary
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def _eager_app() -> typer.Typer:

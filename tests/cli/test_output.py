@@ -12,8 +12,8 @@ import yaml
 from accelstack.cli import app, main
 from accelstack.jsonout import dumps, finite
 
-from . import factories
-from .conftest import PRESETS, STACKS
+from .. import factories
+from ..conftest import PRESETS, STACKS
 
 REPORTING = ("validate", "plan", "check", "diff", "price", "compare", "render", "preflight")
 

@@ -14,8 +14,8 @@ import yaml
 
 from accelstack.cli import main
 
-from .conftest import STACKS
-from .helpers_git import git
+from ..conftest import STACKS
+from ..helpers_git import git
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

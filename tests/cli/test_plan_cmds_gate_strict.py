@@ -11,7 +11,7 @@ import yaml
 
 from accelstack.cli import main
 
-from . import factories
+from .. import factories
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

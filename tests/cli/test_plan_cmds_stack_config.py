@@ -21,9 +21,9 @@ from accelstack.plan.diff import below_threshold
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
-from . import factories
-from .conftest import ROOT, STACKS
-from .helpers_git import git
+from .. import factories
+from ..conftest import ROOT, STACKS
+from ..helpers_git import git
 
 SCRIPT = ROOT / "examples" / "ci" / "accelstack-ci.sh"
 

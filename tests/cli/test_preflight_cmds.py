@@ -22,9 +22,9 @@ from moto.server import ThreadedMotoServer
 from accelstack.cli import main
 from accelstack.preflight import AwsClients
 
-from . import factories
-from .conftest import ROOT, STACKS
-from .helpers_preflight import FAKE_ENV, SESSION, fake_aws_env, quota
+from .. import factories
+from ..conftest import ROOT, STACKS
+from ..helpers_preflight import FAKE_ENV, SESSION, fake_aws_env, quota
 
 
 @pytest.fixture(autouse=True)

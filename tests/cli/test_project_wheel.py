@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from .conftest import ROOT
-from .helpers_program import fill
-from .helpers_wheel import build_wheel
+from ..conftest import ROOT
+from ..helpers_program import fill
+from ..helpers_wheel import build_wheel
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from accelstack.cli import main
 from accelstack.errors import allowed
 from accelstack.spec import load_spec
 
-from .conftest import PRESETS, ROOT, STACKS
+from ..conftest import PRESETS, ROOT, STACKS
 
 TN_IMAGE = "registry.example/torchneuron:2.14.3-neuronx-sdk2.33.0"
 CUDA_IMAGE = "registry.example/pytorch-cuda:2.9.0"

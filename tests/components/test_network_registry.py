@@ -20,8 +20,8 @@ from accelstack.plan.rules import evaluate
 from accelstack.resolve import Stack
 from accelstack.spec import read_yaml
 
-from .helpers_plan import plan_stack
-from .test_scale import STACKS, existing_vpc, stack_of
+from ..catalog.test_scale import STACKS, existing_vpc, stack_of
+from ..helpers_plan import plan_stack
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

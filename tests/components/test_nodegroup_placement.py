@@ -16,8 +16,8 @@ from accelstack.plan import Plan
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import Stack
 
-from .helpers_plan import plan_stack
-from .test_scale import sized, stack_of
+from ..catalog.test_scale import sized, stack_of
+from ..helpers_plan import plan_stack
 
 PG = "aws:ec2/placementGroup:PlacementGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

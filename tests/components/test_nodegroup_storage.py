@@ -28,10 +28,10 @@ from accelstack.spec import parse_spec, read_yaml
 from accelstack.spec.retarget import retarget
 from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
 
-from .conftest import STACKS
-from .helpers_plan import plan_stack
+from ..conftest import STACKS, TESTS_DIR
+from ..helpers_plan import plan_stack
 
-FIXTURES = Path(__file__).parent / "fixtures" / "upgrade"
+FIXTURES = TESTS_DIR / "fixtures" / "upgrade"
 RELEASED = sorted(p.stem for p in FIXTURES.glob("*.json"))
 KEY = "container_storage"
 

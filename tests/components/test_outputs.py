@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from .helpers_plan import plan_stack
-from .test_scale import sized, stack_of
+from ..catalog.test_scale import sized, stack_of
+from ..helpers_plan import plan_stack
 
 
 class _Order:

@@ -34,9 +34,9 @@ from accelstack.render import render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
 
-from .conftest import ROOT, STACKS, compare_golden
-from .helpers_plan import plan_stack
-from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS
+from ..conftest import ROOT, STACKS, compare_golden
+from ..helpers_plan import plan_stack
+from ..helpers_render import SHELLCHECK, SHELLCHECK_ARGS
 
 PRESET = "trn1-standalone"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -19,7 +19,7 @@ from accelstack.cost.estimate import estimate_training
 from accelstack.errors import SpecError
 from accelstack.spec import Workload
 
-from . import factories
+from .. import factories
 
 #: one H100's BF16 peak x 8 chips, / 6N FLOPs per token of an 8.03B model (seq 128, no L/H)
 PEAK_8 = 8 * 989e12

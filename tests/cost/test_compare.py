@@ -27,8 +27,8 @@ from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
 from accelstack.spec.retarget import retarget
 
-from . import factories
-from .conftest import STACKS
+from .. import factories
+from ..conftest import STACKS
 
 CR = "cr-0123456789abcdef0"
 

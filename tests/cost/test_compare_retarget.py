@@ -13,7 +13,7 @@ from accelstack.cost.compare import compare, retarget_stack
 from accelstack.resolve import Stack, ami_parameter, resolve
 from accelstack.spec import parse_spec
 
-from . import factories
+from .. import factories
 
 
 def stack_of(preset: str, **pool: Any) -> Stack:

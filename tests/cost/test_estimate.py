@@ -16,7 +16,7 @@ from accelstack.errors import CatalogError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, load_spec, parse_spec
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 WL: dict[str, Any] = {
     "model": {"params_billion": 70, "layers": 80, "hidden_size": 8192},

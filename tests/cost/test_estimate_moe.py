@@ -18,7 +18,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, parse_spec
 
-from . import factories
+from .. import factories
 
 CAT = load_catalog()
 #: DeepSeek-V3 technical report (arXiv 2412.19437), abstract: "2.788M H800 GPU hours for its

@@ -16,7 +16,7 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, parse_spec
 
-from . import factories
+from .. import factories
 
 CAT = load_catalog()
 

@@ -26,7 +26,7 @@ from accelstack.cost.formats import comparison_dict
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec
 
-from . import factories
+from .. import factories
 
 
 def _stack(preset: str, **workload: Any) -> Stack:

@@ -21,10 +21,10 @@ from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
-from . import factories
-from .conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
+from .. import factories
+from ..conftest import PRESETS, ROOT, STACKS, TESTS_DIR, compare_golden, preset_ids
 
-GOLDEN = Path(__file__).parent / "golden" / "cost"
+GOLDEN = TESTS_DIR / "golden" / "cost"
 
 
 def preset_data(name: str) -> dict[str, Any]:
@@ -337,7 +337,7 @@ def test_cli_plan_prints_the_price(capsys: pytest.CaptureFixture[str]) -> None:
 def test_report_warns_that_savings_plans_are_commitments(capsys) -> None:
     from accelstack.cli import main
 
-    stack_file = Path(__file__).resolve().parents[1] / "stacks" / "llama3-70b-trn2.yaml"
+    stack_file = ROOT / "stacks" / "llama3-70b-trn2.yaml"
     assert main(["price", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "savings plans commit to this hourly spend for 1 or 3 years" in out

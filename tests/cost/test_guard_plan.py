@@ -12,7 +12,7 @@ from accelstack.cost.pricing import FREE, PRICERS, covered, price_plan, price_st
 from accelstack.plan import Plan
 from accelstack.resolve import Stack
 
-from .conftest import PRESETS, planned_preset, preset_ids
+from ..conftest import PRESETS, planned_preset, preset_ids
 
 
 def planned(preset: Path) -> tuple[Stack, Plan]:
@@ -63,7 +63,7 @@ def test_policy_pack_passes_every_preset_plan(preset: Path) -> None:
     """The CrossGuard policies on the real plan's resources: within budget, no findings."""
     from policies import budget_policies as bp
 
-    from .test_policies import FakeParent, FakeResource, StackArgs, run
+    from ..policypack.test_policies import FakeParent, FakeResource, StackArgs, run
 
     stack, plan = planned(preset)
     res = [

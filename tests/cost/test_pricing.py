@@ -26,8 +26,8 @@ from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
 
-from .conftest import PRESETS, STACKS, preset_ids
-from .factories import eks_spec
+from ..conftest import PRESETS, STACKS, preset_ids
+from ..factories import eks_spec
 
 NG = "aws:eks/nodeGroup:NodeGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -21,7 +21,7 @@ from accelstack.plan.diff import (
 )
 from accelstack.plan.diff_report import render_markdown, render_text
 
-from .helpers_git import git, two_commits
+from ..helpers_git import git, two_commits
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

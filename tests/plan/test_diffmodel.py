@@ -20,7 +20,7 @@ from accelstack.plan.diffmodel import (
     StatefulChange,
 )
 
-from .test_day2_diff import BUCKET, accelerated, pool
+from .test_diff_report import BUCKET, accelerated, pool
 
 PRICED = {"estimate": False, "ok": True, "verdict": "ok", "violations": [], "items": {}}
 

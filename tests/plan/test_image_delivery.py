@@ -19,8 +19,8 @@ from accelstack.plan.document import PlannedResource
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import Stack
 
-from .helpers_plan import plan_stack
-from .test_scale import existing_vpc, sized, stack_of
+from ..catalog.test_scale import existing_vpc, sized, stack_of
+from ..helpers_plan import plan_stack
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -18,11 +18,11 @@ from accelstack.errors import VerdictError
 from accelstack.plan import Plan, PlanError, PlannedResource, fake_ami, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
+from tests.components.test_components import EFA_COUNTS, small_spec
 from tests.conftest import PRESETS, ROOT, compare_golden, planned_preset, preset_ids
-from tests.test_components import EFA_COUNTS, small_spec
 
-from .helpers_plan import plan_stack
-from .helpers_program import filled_copy
+from ..helpers_plan import plan_stack
+from ..helpers_program import filled_copy
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -253,7 +253,7 @@ def test_cluster_settings() -> None:
     addons = {r.inputs["addonName"] for r in plan.of_type("aws:eks/addon:Addon")}
     core = {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent"}
     core |= {"eks-node-monitoring-agent"}  # feeds node auto repair
-    # this preset has FSx; metrics are on by default (tests/test_metrics_addon.py)
+    # this preset has FSx; metrics are on by default (tests/render/test_metrics.py)
     assert addons == core | {"aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
     without_fsx = preset_plan("trn1-multinode")
     assert {r.inputs["addonName"] for r in without_fsx.of_type("aws:eks/addon:Addon")} == core | {
@@ -515,7 +515,7 @@ def test_program_exception_fails_cleanly(tiny_stack: Stack) -> None:
 
     with pytest.raises(
         PlanError,
-        match=r"^trn1-finetune: the program failed: ValueError: boom \(at tests/test_plan\.py:\d+ in build\)$",
+        match=r"^trn1-finetune: the program failed: ValueError: boom \(at tests/plan/test_plan\.py:\d+ in build\)$",
     ):
         run_plan(tiny_stack, build=build)
 
@@ -617,7 +617,7 @@ def test_the_pulumi_program_builds_what_the_plan_shows(
     import pulumi
 
     # config accelstack:spec names the spec; the Pulumi stack is the spec's own (same name), so
-    # resources keep the spec's names (tests/test_stack_names.py: other stack names)
+    # resources keep the spec's names (tests/resolve/test_stack_names.py: other stack names)
     stack = resolve(load_spec(ROOT / "stacks" / "trn1-multinode.yaml"))
     filled_copy(ROOT / "stacks" / "trn1-multinode.yaml", tmp_path)  # placeholders filled in
     monkeypatch.chdir(tmp_path)

@@ -19,8 +19,8 @@ from accelstack.plan.rules import RULES, Violation, evaluate
 from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import load_spec, parse_spec, read_yaml
 
-from .conftest import STACKS
-from .helpers_plan import plan_stack
+from ..conftest import STACKS
+from ..helpers_plan import plan_stack
 
 MINE = {"ami-pinned", "standalone-one-request", "standalone-delivery-ssm", "fsx-client-egress"}
 FLEET = "aws:ec2/fleet:Fleet"
@@ -176,7 +176,7 @@ def test_limits_come_from_botocore_models() -> None:
 
 def test_a_40_character_eks_stack_name_is_refused_a_39_accepted() -> None:
     """`<stack>-system-node-role` + 8: 39 characters make 64, 40 make 65 (a one-node stack:
-    with a fabric test, the kubernetes-names rule allows 37, tests/test_kubernetes_names.py)."""
+    with a fabric test, the kubernetes-names rule allows 37, tests/resolve/test_k8snames.py)."""
     ok, long = "p" * 37 + "-x", "p" * 38 + "-x"
     validated(renamed("trn1-finetune", ok, "h"), f"{ok}.yaml")
     with pytest.raises(
@@ -206,7 +206,7 @@ def test_pool_role_and_node_group_names_both_edges() -> None:
     46 is refused. Bypassing validation, `<stack>-<pool>-ng` + 8 <= 63 (stack + pool <= 51):
     51 passes the node-group rule, 52 fails it. (A 39-character stack: with 40,
     `<stack>-system-node-role` is already 65; a one-node stack, which has no fabric test
-    whose pod names would bind first: tests/test_kubernetes_names.py)"""
+    whose pod names would bind first: tests/resolve/test_k8snames.py)"""
     stack_name = "p" * 37 + "-x"  # 39 characters
     ok = resolve(parse_spec(renamed("trn1-finetune", stack_name, "h" * 6), f"{stack_name}.yaml"))
     plan = plan_stack(ok, guard=False)

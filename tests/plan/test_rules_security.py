@@ -12,7 +12,7 @@ from accelstack.plan import Plan, PlannedResource
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import Stack
 
-from .conftest import planned_preset
+from ..conftest import planned_preset
 
 SG = "aws:ec2/securityGroup:SecurityGroup"
 RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

@@ -16,8 +16,8 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from policies import budget_policies as bp
 
-from . import factories
-from .conftest import STACKS
+from .. import factories
+from ..conftest import STACKS
 
 
 @dataclass

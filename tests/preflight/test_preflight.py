@@ -37,7 +37,7 @@ from accelstack.preflight import (
     run_preflight,
 )
 
-from .helpers_preflight import (
+from ..helpers_preflight import (
     FAKE_ENV,
     SESSION,
     fake_aws_env,

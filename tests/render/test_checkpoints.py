@@ -28,8 +28,8 @@ from accelstack.render import render_manifest, render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS, require_torch
-from .helpers_render import wait_then_end_sessions
+from ..conftest import ROOT, STACKS, require_torch
+from ..helpers_render import wait_then_end_sessions
 
 require_torch()
 

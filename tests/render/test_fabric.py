@@ -19,9 +19,9 @@ from accelstack.render.artifacts import render_fabric_test
 from accelstack.render.fabric import expected_busbw_gbs, fabric_threshold
 from accelstack.trial import fabric
 
-from .conftest import ROOT
-from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS, preset_stack, variant
-from .helpers_upstream import model_problems
+from ..conftest import ROOT
+from ..helpers_render import SHELLCHECK, SHELLCHECK_ARGS, preset_stack, variant
+from ..helpers_upstream import model_problems
 
 FIX = ROOT / "tests" / "fixtures" / "fabric"
 NCCL = (FIX / "nccl-tests-2x8.txt").read_text()

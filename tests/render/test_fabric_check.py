@@ -11,7 +11,7 @@ import pytest
 
 from accelstack.render import render_node_script
 
-from .helpers_render import fabric_env, fake_sysroot, preset_stack, run_script
+from ..helpers_render import fabric_env, fake_sysroot, preset_stack, run_script
 
 STANDALONE = {"ACCELSTACK_ORCHESTRATOR": "standalone", "ACCELSTACK_NNODES": "1"}
 #: (preset, what the catalog says: EFA interfaces, accelerators)

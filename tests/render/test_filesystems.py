@@ -15,7 +15,7 @@ import pytest
 from accelstack.cli import main
 from accelstack.render import stage
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 SPEC = str(STACKS / "trn1-finetune.yaml")
 

@@ -24,8 +24,8 @@ import yaml
 from accelstack.render import render_manifest
 from accelstack.render.artifacts import render_fabric_test
 
-from .conftest import PRESETS, ROOT
-from .helpers_render import preset_stack
+from ..conftest import PRESETS, ROOT
+from ..helpers_render import preset_stack
 
 pytestmark = pytest.mark.slow
 

@@ -20,8 +20,8 @@ from accelstack.render.artifacts import render_manifest
 from accelstack.spec import Spec
 from accelstack.spec.rules import check_rules
 
-from .helpers_plan import plan_stack
-from .helpers_upstream import model_problems
+from ..helpers_plan import plan_stack
+from ..helpers_upstream import model_problems
 from .test_trainjob import _jobs
 
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"  # topology_types.go:39

@@ -22,8 +22,8 @@ from accelstack.render import render
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec
 
-from .helpers_kueue import CQ, LQ, QUALIFIED, RF, TOPO, kueue_problems
-from .helpers_plan import plan_stack
+from ..helpers_kueue import CQ, LQ, QUALIFIED, RF, TOPO, kueue_problems
+from ..helpers_plan import plan_stack
 from .test_neuron_allocation import TRN2U_PRICE
 from .test_trainjob import _jobs
 from .test_ultraserver_dra import trn2u_stack
@@ -144,7 +144,7 @@ def stack_api(stack: Stack) -> str:
 
 @pytest.fixture(scope="module")
 def overlay(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
-    """The catalog with a user-supplied trn2u Capacity Block rate (tests/test_ultraserver_dra.py)."""
+    """The catalog with a user-supplied trn2u Capacity Block rate (tests/render/test_ultraserver_dra.py)."""
     d = tmp_path_factory.mktemp("overlay")
     trn2 = {**TRN2U_PRICE, "type": "trn2.48xlarge", "option": "on-demand"}
     (d / "prices.yaml").write_text(yaml.safe_dump({"instances": [TRN2U_PRICE, trn2]}))

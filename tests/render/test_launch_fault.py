@@ -4,7 +4,7 @@ group (tests/fixtures/render/crash_once.py); the job must still finish, because 
 give torchrun a restart budget (PET_MAX_RESTARTS, which torchrun reads for --max-restarts), a
 fresh rendezvous store per restart round (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: with the shared
 store, restarted workers read the failed round's peer addresses and the restart fails), and the
-PyTorchJob a backoffLimit that absorbs one restart of every pod (tests/test_render_pods.py).
+PyTorchJob a backoffLimit that absorbs one restart of every pod (tests/render/test_pods.py).
 The run takes the variables from the rendered indexed Job's pod environment.
 """
 
@@ -25,8 +25,8 @@ from accelstack.render import render_manifest, render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS, require_torch
-from .helpers_render import wait_then_end_sessions
+from ..conftest import ROOT, STACKS, require_torch
+from ..helpers_render import wait_then_end_sessions
 
 require_torch()
 

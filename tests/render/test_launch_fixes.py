@@ -10,7 +10,7 @@ import dataclasses
 
 from accelstack.plan.rules import evaluate
 
-from .test_deploy_rules import LT, assert_line, only, preset, with_inputs
+from ..plan.test_rules import LT, assert_line, only, preset, with_inputs
 
 
 def _lt_user_data(plan, name: str) -> str:  # type: ignore[no-untyped-def]
@@ -57,7 +57,7 @@ def test_controller_rule_fires_without_the_release() -> None:
 def test_neuron_pods_name_the_collectives_socket_interface() -> None:
     from accelstack.render import render_node_script
 
-    from .helpers_render import preset_stack
+    from ..helpers_render import preset_stack
 
     for name in ("llama3-70b-trn2", "trn1-multinode"):
         assert "export CCOM_SOCKET_IFNAME=eth0" in render_node_script(preset_stack(name))

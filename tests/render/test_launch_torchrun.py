@@ -23,8 +23,8 @@ from accelstack.catalog import load_catalog
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS, require_torch
-from .helpers_render import fabric_env, wait_then_end_sessions
+from ..conftest import ROOT, STACKS, require_torch
+from ..helpers_render import fabric_env, wait_then_end_sessions
 
 require_torch()
 

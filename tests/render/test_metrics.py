@@ -11,8 +11,8 @@ import yaml
 from accelstack.cost.pricing import price_plan, price_stack
 from accelstack.render import render_manifest
 
-from .helpers_plan import plan_stack
-from .helpers_render import preset_stack
+from ..helpers_plan import plan_stack
+from ..helpers_render import preset_stack
 from .test_trainjob import _jobs
 
 ADDON = "aws:eks/addon:Addon"
@@ -68,7 +68,7 @@ def _policy(stack: Any) -> dict[str, Any]:
 
 
 def test_network_policy_admits_no_scraper_with_metrics_on_or_off() -> None:
-    """The add-on reads node-level sources, never the job's pods (tests/test_network_policy.py):
+    """The add-on reads node-level sources, never the job's pods (tests/render/test_network_policy.py):
     the policy is the same with metrics on or off, the job's own pods only."""
     on = _policy(preset_stack("llama3-70b-p5"))["spec"]["ingress"]
     off = _policy(_jobs("llama3-70b-p5", metrics=False))["spec"]["ingress"]

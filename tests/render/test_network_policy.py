@@ -15,9 +15,9 @@ import pytest
 from accelstack.plan.rules import evaluate
 from accelstack.render import render
 
-from .helpers_admission import docs
-from .helpers_plan import plan_stack
-from .helpers_render import preset_stack
+from ..helpers_admission import docs
+from ..helpers_plan import plan_stack
+from ..helpers_render import preset_stack
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from accelstack.plan.rules import evaluate
 from accelstack.resolve import resolve, resolve_unchecked
 from accelstack.spec import parse_spec, read_yaml
 
-from .conftest import STACKS
-from .helpers_plan import plan_stack
+from ..conftest import STACKS
+from ..helpers_plan import plan_stack
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 OPEN_BUDGET = {"max_hourly_usd": 1e9, "max_monthly_usd": 1e12, "max_run_usd": 1e12}
@@ -41,7 +41,7 @@ TRN2U_PRICE = {
 @pytest.fixture(scope="module")
 def overlay(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A catalog overlay with a user-supplied trn2u Capacity Block rate (the bundled catalog
-    has none: prices fail closed) and one for the plain trn2 pool beside it, made as tests/test_catalog_overlay.py makes overlays."""
+    has none: prices fail closed) and one for the plain trn2 pool beside it, made as tests/catalog/test_overlay.py makes overlays."""
     d = tmp_path_factory.mktemp("overlay")
     trn2 = {**TRN2U_PRICE, "type": "trn2.48xlarge", "option": "on-demand"}
     (d / "prices.yaml").write_text(yaml.safe_dump({"instances": [TRN2U_PRICE, trn2]}))

@@ -24,9 +24,9 @@ from accelstack.render.pods import (
 )
 from accelstack.resolve import Stack
 
-from . import factories
-from .conftest import PRESETS
-from .helpers_render import preset_stack, variant
+from .. import factories
+from ..conftest import PRESETS
+from ..helpers_render import preset_stack, variant
 
 EKS = [p.stem for p in PRESETS if preset_stack(p.stem).spec.orchestration == "eks"]
 
@@ -119,7 +119,7 @@ def test_network_policy_admits_only_the_jobs_own_pods(kind: str) -> None:
     (np,) = [d for d in docs if d["kind"] == "NetworkPolicy"]
     selector = np["spec"]["podSelector"]["matchLabels"]
     assert np["spec"]["policyTypes"] == ["Ingress"]
-    # the job's own pods only (tests/test_network_policy.py)
+    # the job's own pods only (tests/render/test_network_policy.py)
     (rule,) = np["spec"]["ingress"]
     assert rule["from"] == [{"podSelector": {"matchLabels": selector}}]  # no namespace, no CIDR
     assert rule["ports"] == [{"protocol": "TCP"}]  # every TCP port: rendezvous + bootstrap

@@ -25,8 +25,8 @@ from accelstack.render.pods import precompile_key
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec
 
-from .conftest import ROOT, STACKS
-from .helpers_render import fabric_env, preset_stack, wait_then_end_sessions
+from ..conftest import ROOT, STACKS
+from ..helpers_render import fabric_env, preset_stack, wait_then_end_sessions
 
 ENTRY = ROOT / "tests" / "fixtures" / "render" / "entry.py"
 NEURON_SHIMS = ROOT / "tests" / "shims" / "neuron"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from accelstack.render import render_manifest, render_node_script, shquote
 
-from .helpers_render import run_script, unchecked_variant
+from ..helpers_render import run_script, unchecked_variant
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same YAML 1.1
 HOSTILE = [

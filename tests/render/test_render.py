@@ -28,9 +28,9 @@ from accelstack.render.pods import precompile_key
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
 
-from .conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
-from .helpers_plan import plan_stack
-from .helpers_render import (
+from ..conftest import PRESETS, ROOT, STACKS, compare_golden, preset_ids
+from ..helpers_plan import plan_stack
+from ..helpers_render import (
     SHELLCHECK,
     SHELLCHECK_ARGS,
     preset_stack,
@@ -39,7 +39,7 @@ from .helpers_render import (
     unchecked_variant,
     variant,
 )
-from .helpers_upstream import pytorchjob_problems
+from ..helpers_upstream import pytorchjob_problems
 
 GOLDEN = ROOT / "tests" / "golden" / "render"
 
@@ -210,7 +210,7 @@ def test_pytorchjob_matches_catalog(preset: str) -> None:
             want["vpc.amazonaws.com/efa"] = pool.instance.efa_interfaces
         limits, requests = c["resources"]["limits"], c["resources"]["requests"]
         assert {k: limits[k] for k in want} == want == {k: requests[k] for k in want}
-        assert "cpu" not in limits and requests["cpu"]  # tests/test_render_pods.py: sizes
+        assert "cpu" not in limits and requests["cpu"]  # tests/render/test_pods.py: sizes
         assert {
             "name": "pytorchjob-port",
             "containerPort": stack.spec.workload.rdzv_port,
@@ -486,7 +486,7 @@ def test_local_override_is_marked_and_production_value_kept() -> None:
 
 
 def test_render_errors() -> None:
-    # a leading '-' entrypoint and reserved env names are spec rules (tests/test_spec.py)
+    # a leading '-' entrypoint and reserved env names are spec rules (tests/spec/test_rules.py)
     with pytest.raises(AccelstackError, match="NUL"):
         render_node_script(unchecked_variant("trn1-multinode", args=("a\x00b",)))
     with pytest.raises(AccelstackError, match="not one of"):
@@ -529,7 +529,7 @@ def test_cli_render_writes_artifacts_and_index(
     assert rc == 0
     names = sorted(p.name for p in out.iterdir())
     assert names == [
-        ".accelstack-render.json",  # render's manifest (tests/test_reliability_io.py)
+        ".accelstack-render.json",  # render's manifest (tests/cli/test_boundary_io.py)
         "README.md",
         "fabric-test.yaml",  # 4 nodes with EFA: the fabric acceptance job
         "job.yaml",

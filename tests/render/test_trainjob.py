@@ -25,11 +25,11 @@ from accelstack.render.artifacts import manifest_kinds
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import Spec, load_spec, parse_spec
 
-from . import factories
-from .conftest import PRESETS, ROOT, STACKS, require_torch
-from .helpers_plan import plan_stack
-from .helpers_render import fabric_env, preset_stack, wait_then_end_sessions
-from .helpers_upstream import model_problems
+from .. import factories
+from ..conftest import PRESETS, ROOT, STACKS, require_torch
+from ..helpers_plan import plan_stack
+from ..helpers_render import fabric_env, preset_stack, wait_then_end_sessions
+from ..helpers_upstream import model_problems
 
 EKS = [p.stem for p in PRESETS if load_spec(p).orchestration == "eks"]
 

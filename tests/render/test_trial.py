@@ -16,9 +16,9 @@ from accelstack.errors import AccelstackError
 from accelstack.render.trial import WRAPPER, render_trial, trial_nodes
 from accelstack.trial import runner
 
-from .conftest import STACKS
-from .helpers_render import preset_stack
-from .helpers_upstream import model_problems
+from ..conftest import STACKS
+from ..helpers_render import preset_stack
+from ..helpers_upstream import model_problems
 from .test_trainjob import _jobs
 
 

@@ -2,7 +2,7 @@
 indexed Job, the fabric test and the trial claims its whole UltraServer node from a rendered
 ResourceClaimTemplate and requests no `aws.amazon.com/neuron` (the device plugin is off on
 those nodes, so such a pod would stay Pending); Kueue counts the claims. The stack is built
-through a catalog overlay with a user-supplied Capacity Block rate (tests/test_neuron_allocation.py)."""
+through a catalog overlay with a user-supplied Capacity Block rate (tests/render/test_neuron_allocation.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from accelstack.resolve import Stack, resolve
 from accelstack.resolve.queue import kueue_configuration
 from accelstack.spec import parse_spec
 
-from .helpers_upstream import model_problems
+from ..helpers_upstream import model_problems
 from .test_neuron_allocation import TRN2U_PRICE, mixed
 
 DEVICE_PLUGIN_RESOURCE = "aws.amazon.com/neuron"
@@ -225,7 +225,7 @@ def test_the_planned_stack_serves_what_the_pods_claim_and_request(catalog: Any) 
     """Under Pulumi mocks: the Kueue release's configuration maps the DeviceClass the claims
     name, the planned ClusterQueue covers that resource, and the EFA device plugin serves the
     UltraServer nodes (the pods still request vpc.amazonaws.com/efa)."""
-    from .helpers_plan import plan_stack
+    from ..helpers_plan import plan_stack
 
     stack = trn2u_stack(catalog, kueue=True)
     plan = plan_stack(stack, guard=False)

@@ -19,16 +19,16 @@ from accelstack.render.trial import render_trial
 from accelstack.spec import Spec
 from accelstack.spec.rules import check_rules
 
-from .conftest import STACKS
-from .helpers_admission import (
+from ..conftest import STACKS
+from ..helpers_admission import (
     TORCH_RESERVED_ENV,
     admission_problems,
     docs,
     trainer_webhook_problems,
     trainjobs,
 )
-from .helpers_render import preset_stack, variant
-from .helpers_upstream import model_problems
+from ..helpers_render import preset_stack, variant
+from ..helpers_upstream import model_problems
 
 TRAINER = "kubeflow/trainer@658725bdae5c7e3a0854d93ac6ff492e109a22ab"
 TRAINJOBS_CRD = f"{TRAINER} manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml"

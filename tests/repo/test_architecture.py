@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .helpers_wheel import build_wheel
+from ..conftest import ROOT
+from ..helpers_wheel import build_wheel
 
-ROOT = Path(__file__).resolve().parents[1]
 MAX_FUNCTION_LINES = 60
 
 

@@ -9,9 +9,9 @@ a new read fails here: put the fact on the `Stack` (accelstack/resolve/stack.py)
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from ..conftest import ROOT
+
 PACKAGE = ROOT / "accelstack"
 #: Where the spec meets the catalog: these build the resolved facts.
 RESOLVERS = ("accelstack/resolve/", "accelstack/inventory.py", "accelstack/catalog/")

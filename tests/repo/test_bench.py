@@ -8,7 +8,7 @@ from types import ModuleType
 
 from accelstack.spec import parse_spec
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def _bench(name: str) -> ModuleType:

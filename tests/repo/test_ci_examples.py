@@ -15,9 +15,9 @@ import yaml
 
 from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
 
-from .conftest import ROOT
-from .helpers_git import git, two_commits
-from .helpers_render import SHELLCHECK, SHELLCHECK_ARGS
+from ..conftest import ROOT
+from ..helpers_git import git, two_commits
+from ..helpers_render import SHELLCHECK, SHELLCHECK_ARGS
 
 CI = ROOT / "examples" / "ci"
 SCRIPT = CI / "accelstack-ci.sh"

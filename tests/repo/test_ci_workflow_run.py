@@ -19,8 +19,8 @@ import yaml
 
 from accelstack.cli import main
 
-from .conftest import ROOT
-from .helpers_git import GIT_ENV, git
+from ..conftest import ROOT
+from ..helpers_git import GIT_ENV, git
 
 WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
 

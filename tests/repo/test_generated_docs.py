@@ -17,7 +17,7 @@ from accelstack.plan.rules import registry
 from accelstack.resolve import rules as stack_rules
 from accelstack.spec import rules as spec_rules
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def test_every_generated_file_is_current() -> None:

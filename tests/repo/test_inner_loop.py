@@ -14,12 +14,12 @@ import pytest
 
 from tests import conftest
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 def test_a_helper_imported_from_another_test_module_carries_the_plan_marker() -> None:
     """test_launch_fixes plans through `preset`, imported from test_deploy_rules."""
-    from tests import test_launch_fixes
+    from tests.render import test_launch_fixes
 
     planning = conftest._planning_helpers(test_launch_fixes)
     assert "test_efa_nodes_allocate_the_huge_pages_their_pods_request" in planning
@@ -29,7 +29,7 @@ def test_a_helper_imported_from_another_test_module_carries_the_plan_marker() ->
 def test_collection_reads_each_modules_source_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The marker pass parses a module once, however many tests it holds (it parsed the file
     once per test, which made collecting the suite take 20 s)."""
-    from tests import test_deploy_rules
+    from tests.plan import test_rules
 
     calls: list[str] = []
     real = conftest._function_sources
@@ -41,7 +41,7 @@ def test_collection_reads_each_modules_source_once(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(conftest, "_function_sources", counting)
     items: Any = [
         SimpleNamespace(
-            module=test_deploy_rules,
+            module=test_rules,
             name=f"test_{i}",
             originalname=f"test_{i}",
             fixturenames=(),
@@ -50,7 +50,7 @@ def test_collection_reads_each_modules_source_once(monkeypatch: pytest.MonkeyPat
         for i in range(50)
     ]
     conftest.pytest_collection_modifyitems(pytest.Config.__new__(pytest.Config), items)
-    assert calls.count("tests.test_deploy_rules") == 1
+    assert calls.count("tests.plan.test_rules") == 1
 
 
 def test_no_test_module_imports_torch_at_collection() -> None:
@@ -59,10 +59,12 @@ def test_no_test_module_imports_torch_at_collection() -> None:
     top_level = re.compile(
         r"^(?:\w+ = )?pytest\.importorskip\(\s*\"torch\"|^import torch|^from torch"
     )
+    tests = ROOT / "tests"
     offenders = [
         p.name
-        for p in sorted((ROOT / "tests").glob("*.py"))
-        if any(top_level.match(line) for line in p.read_text(encoding="utf-8").splitlines())
+        for p in sorted(tests.rglob("*.py"))
+        if "fixtures" not in p.relative_to(tests).parts  # scripts torchrun runs, not collected
+        and any(top_level.match(line) for line in p.read_text(encoding="utf-8").splitlines())
     ]
     assert offenders == []
 

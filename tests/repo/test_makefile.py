@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 #: Where repository paths are named: code (comments and docstrings), templates, the catalog,
 #: the docs. Golden files are outputs, not references.
@@ -86,7 +86,7 @@ def test_no_ticket_words(path: Path) -> None:
 
 
 def test_test_files_are_named_after_code_not_tickets() -> None:
-    names = [p.name for p in (ROOT / "tests").glob("test_*.py")]
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
     assert [n for n in names if re.search(r"_\d+[a-z]?\.py$|issue|part_[a-z]\b", n)] == []
 
 
@@ -104,9 +104,10 @@ def test_the_ticket_check_finds_ticket_words() -> None:
 
 def test_the_plan_marker_follows_helpers_and_fixtures() -> None:
     """`make test-fast` skips what plans: found through the module's helpers and fixtures."""
-    from tests import conftest, test_deploy_rules, test_naming, test_plan, test_security_rules
+    from tests import conftest, test_naming
+    from tests.plan import test_plan, test_rules, test_rules_security
 
-    assert {"preset"} <= conftest._planning_helpers(test_deploy_rules)
-    assert {"trn1"} <= conftest._planning_helpers(test_security_rules)  # a fixture
+    assert {"preset"} <= conftest._planning_helpers(test_rules)
+    assert {"trn1"} <= conftest._planning_helpers(test_rules_security)  # a fixture
     assert "test_golden_plan" in conftest._planning_helpers(test_plan)
     assert conftest._planning_helpers(test_naming) == set()

@@ -16,7 +16,7 @@ import yaml
 
 from accelstack.catalog import CATALOG_DIR, limits, yamlread
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 HEAVY = ("accelstack.catalog", "accelstack.spec", "accelstack.resolve", "botocore", "pulumi")
 

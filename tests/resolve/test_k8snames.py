@@ -19,8 +19,8 @@ from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
 from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.spec import Spec, load_spec
 
-from .conftest import STACKS
-from .helpers_admission import admission_problems
+from ..conftest import STACKS
+from ..helpers_admission import admission_problems
 
 PRESETS = sorted(p.stem for p in STACKS.glob("*.yaml"))
 

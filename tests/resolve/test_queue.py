@@ -13,8 +13,8 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.resolve.queue import kueue_configuration, pods_ready_timeout_minutes
 
-from .helpers_plan import plan_stack
-from .test_trainjob import _jobs
+from ..helpers_plan import plan_stack
+from ..render.test_trainjob import _jobs
 
 
 def _config(plan: Any, chart: Any) -> dict[str, Any]:

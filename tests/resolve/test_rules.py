@@ -22,7 +22,7 @@ from accelstack.spec import load_spec, read_yaml
 from accelstack.spec.rules import RULES
 from accelstack.stackconfig import resolve_deployment
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 Edit = Callable[[dict[str, Any]], None]
 
@@ -275,7 +275,7 @@ def test_the_policy_pack_reports_a_stack_rule_as_one_line(
 
     from policies import budget_policies as bp
 
-    from .test_policies import StackArgs
+    from ..policypack.test_policies import StackArgs
 
     name = "a" * 30
     # no job controller: no fabric test, whose pod names would overflow too (kubernetes-names)

@@ -38,7 +38,7 @@ from accelstack.render import render
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
-from .conftest import PRESETS
+from ..conftest import PRESETS
 
 _COMMON: dict[str, Any] = {
     "deadline": None,

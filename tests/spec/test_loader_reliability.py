@@ -26,9 +26,9 @@ from accelstack.resolve.rules import (
 from accelstack.spec import load_spec, parse_spec
 from accelstack.spec.yamlsafe import MAX_DEPTH, MAX_DOCUMENT_BYTES
 
-from . import factories
-from .conftest import STACKS
-from .helpers_plan import plan_stack
+from .. import factories
+from ..conftest import STACKS
+from ..helpers_plan import plan_stack
 
 FILE = "stacks/demo.yaml"
 BASE: dict[str, Any] = {

@@ -18,9 +18,9 @@ from accelstack.files import WriteError
 from accelstack.render.artifacts import Artifact
 from accelstack.render.stage import render_lock, write_directory
 
-from . import factories
-from .conftest import ROOT, STACKS
-from .helpers_program import filled_copy
+from .. import factories
+from ..conftest import ROOT, STACKS
+from ..helpers_program import filled_copy
 
 AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"  # AWS's documented example key id
 GH_TOKEN = "ghp_" + "x" * 36

@@ -15,8 +15,8 @@ from accelstack.cli import main
 from accelstack.spec import load_spec, read_yaml
 from accelstack.spec.retarget import retarget
 
-from . import factories
-from .conftest import PRESETS, STACKS
+from .. import factories
+from ..conftest import PRESETS, STACKS
 
 
 def new(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> tuple[int, str]:

@@ -12,8 +12,8 @@ from accelstack.errors import SpecError
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec, parse_spec
 
-from .conftest import PRESETS, preset_ids
-from .factories import eks_spec
+from ..conftest import PRESETS, preset_ids
+from ..factories import eks_spec
 
 BASE: dict[str, Any] = eks_spec()  # trn2.48xlarge x 2, no budget
 

@@ -16,9 +16,9 @@ import yaml
 from accelstack.cli import main
 from accelstack.spec.secrets import redact, secret_kinds
 
-from . import factories
-from .conftest import STACKS
-from .helpers_git import git
+from .. import factories
+from ..conftest import STACKS
+from ..helpers_git import git
 
 TOKENS = {
     "Hugging Face Token": "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567",

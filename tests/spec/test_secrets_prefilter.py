@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from accelstack.spec import secrets
 
-from .conftest import PRESETS, ROOT
+from ..conftest import PRESETS, ROOT
 
 
 def _patterns() -> list[tuple[Any, Any]]:

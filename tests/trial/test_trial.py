@@ -24,8 +24,8 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 from accelstack.trial import runner
 
-from . import factories
-from .conftest import ROOT, STACKS
+from .. import factories
+from ..conftest import ROOT, STACKS
 
 ENTRY = ROOT / "tests" / "fixtures" / "trial" / "tiny_train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -264,7 +264,7 @@ def test_trial_cli_renders_one_node_per_pool(tmp_path: Path, capsys) -> None:
     names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     scripts = [n for n in names if n.startswith("trial-") and n.endswith(".sh")]
     assert len(scripts) == 2 and WRAPPER in names and "README.md" in names
-    # an EKS stack: each pool's trial also as a manifest (tests/test_trial_eks.py)
+    # an EKS stack: each pool's trial also as a manifest (tests/render/test_trial.py)
     assert [n for n in names if n.endswith(".yaml")] == ["trial-h100.yaml", "trial-trn2.yaml"]
     for name in scripts:
         text = (out / name).read_text()
