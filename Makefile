@@ -8,7 +8,7 @@ RUNTIME_STAMP = $(VENV)/.installed-runtime
 STAMP = $(VENV)/.installed-test
 SRC = accelstack components policies __main__.py tests bench tools
 PRESET ?= stacks/llama3-70b-trn2.yaml
-# checkov (the Kubernetes scanner of tests/test_k8s_scan.py) in its own virtualenv: it pins old
+# checkov (the Kubernetes scanner of tests/render/test_k8s_scan.py) in its own virtualenv: it pins old
 # boto3/botocore and others that the test extra must not be downgraded to
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV = $(CHECKOV_VENV)/bin/checkov
@@ -53,9 +53,9 @@ test: $(STAMP) $(CHECKOV)
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -n $(JOBS) -m "not plan and not slow"
 
-# The spec property test with many more examples than CI runs (tests/test_fuzz_spec.py)
+# The spec property test with many more examples than CI runs (tests/spec/test_fuzz.py)
 fuzz: $(STAMP)
-	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/test_fuzz_spec.py
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -q -p no:cacheprovider tests/spec/test_fuzz.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)

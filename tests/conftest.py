@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from accelstack.plan import Plan
     from accelstack.resolve import Stack
 
-ROOT = Path(__file__).resolve().parents[1]
+#: tests/ itself: its data (golden/, fixtures/, shims/) is found from here, wherever a test lives
+TESTS_DIR = Path(__file__).resolve().parent
+ROOT = TESTS_DIR.parent
 STACKS = ROOT / "stacks"
 PRESETS = sorted(STACKS.glob("*.yaml"))
 UPDATE_GOLDEN = os.environ.get("ACCELSTACK_UPDATE_GOLDEN") == "1"

@@ -85,7 +85,7 @@ def run_script(
         "ACCELSTACK_TORCHRUN": str(ARGV_SHIM_DIR / "torchrun"),
         "ACCELSTACK_ARGV_OUT": str(out),
         "ACCELSTACK_SKIP_PRECOMPILE": "1",
-        "ACCELSTACK_SKIP_FABRIC_CHECK": "1",  # tests/test_fabric_check.py covers the check
+        "ACCELSTACK_SKIP_FABRIC_CHECK": "1",  # tests/render/test_fabric_check.py covers the check
         "ACCELSTACK_CHECKPOINT_DIR": str(tmp / "checkpoints"),  # an EKS script needs one
         **env,
     }

@@ -173,7 +173,7 @@ def test_a_pool_behind_two_reservations_prices_from_its_plan_and_its_preview() -
     before `pulumi up`: each node group's own launch template is found through its property
     dependency, so the plan, the preview (policy pack) and the guard give the same figure.
     The plan's pricing refused this stack before ("its launch template is not in the plan")."""
-    from tests.test_scale import blocks, stack_of
+    from tests.catalog.test_scale import blocks, stack_of
 
     stack = stack_of(blocks(("cr-0a1b2c3d4e5f67890", 16), ("cr-0b1b2c3d4e5f67890", 8)))
     plan = plan_stack(stack, guard=False)

@@ -5,7 +5,7 @@
 Order matters: the scaling terms come from record pairs alone, the curves from steady-state
 records normalised by the scaling, the goodput's other-loss fraction from whole-run records
 reproduced through the curves. `--write` rewrites the fitted numbers in place (each fitted key
-is replaced on its own line, so comments stay); tests/test_records.py fails until the file
+is replaced on its own line, so comments stay); tests/catalog/test_records.py fails until the file
 holds the fit.
 """
 

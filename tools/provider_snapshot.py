@@ -8,7 +8,7 @@ change replaces) is not in the SDK either: it is a property of the bridged Terra
 which replacements.yaml cites field by field. What the installed SDK does carry is every input
 name (`pulumi.getter(name=...)` on each `<Resource>Args` property, nested `<Resource><Field>Args`
 classes included), so the snapshot records those with the SDK version and the requirement in
-pyproject.toml; tests/test_day2_provider.py fails when the pin moves and the snapshot does not,
+pyproject.toml; tests/plan/test_updates_provider.py fails when the pin moves and the snapshot does not,
 or when a table key is not an input of the pinned provider.
 """
 

@@ -1,5 +1,5 @@
 """The catalog's YAML parser: libyaml's safe loader (C) where PyYAML was built with it, else the
-pure-Python one. Both build the same documents (tests/test_inner_loop.py compares them on every
+pure-Python one. Both build the same documents (tests/repo/test_inner_loop.py compares them on every
 catalog file); the C one parses the catalog about ten times faster, which was a third of
 `accelstack validate`."""
 

@@ -7,7 +7,7 @@ through `LazyGroup.resolve_command`, which imports its module, lets it `register
 Typer app exactly as before, and swaps the summaries for the real commands. Rendering the
 root's help imports typer's rich help module without the two rich modules it imports for
 features this CLI's help never uses (`import_help_renderer`).
-`tests/test_cli_lazy.py` holds the table equal to the real commands (names, order, summaries)
+`tests/cli/test_lazy.py` holds the table equal to the real commands (names, order, summaries)
 and every `--help` equal to the eagerly built group's.
 """
 

@@ -401,7 +401,7 @@ def _workload_size(stack: Stack) -> Iterator[Finding]:
 #: Bytes of a standalone pool's SSM launch document besides workload.entrypoint/args/env: the
 #: install script (env file, run wrapper, node script's fixed text, FSx mount) as JSON, for the
 #: longest stack, pool and compile-cache names the spec allows, plus a margin.
-#: tests/test_reliability.py renders that worst case and checks it.
+#: tests/spec/test_loader_reliability.py renders that worst case and checks it.
 DOCUMENT_FIXED_BYTES = 20 * 1024  # measured worst case 16.3 KiB with the fabric self-check
 #: JSON (ensure_ascii) grows the shell-quoted user text at most 3 times: '"' and '\\' double,
 #: non-ASCII characters become \uXXXX (6 bytes for 2-3 UTF-8 bytes, 12 for 4).

@@ -33,7 +33,7 @@ SKIPPED_PLUGINS = frozenset(
 
 
 #: The detectors `_plugins()` runs, by class name: `MAYBE_CREDENTIAL` was written for these
-#: (tests/test_secret_prefilter.py fails when the library adds or drops one).
+#: (tests/spec/test_secrets_prefilter.py fails when the library adds or drops one).
 COVERED_DETECTORS = frozenset(
     {
         "AWSKeyDetector", "AnthropicKeyDetector", "ArtifactoryDetector", "AwsSecretKeyDetector",
@@ -51,7 +51,7 @@ COVERED_DETECTORS = frozenset(
 #: What every match of every covered detector contains (a necessary condition, far looser than
 #: any detector): a line that matches none of these cannot be reported, so it is not handed to
 #: the library, whose import (requests, urllib3, multiprocessing) costs `validate` a quarter of
-#: its time. tests/test_secret_prefilter.py generates matches of each detector's own patterns
+#: its time. tests/spec/test_secrets_prefilter.py generates matches of each detector's own patterns
 #: and holds every one of them flagged here.
 MAYBE_CREDENTIAL = re.compile(
     "|".join(

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shell steps of the accelstack CI examples (github-actions.yml, gitlab-ci.yml), in one
 # place so both CI systems run the same commands and a test can run them locally
-# (tests/test_ci_examples.py).
+# (tests/repo/test_ci_examples.py).
 #
 #   accelstack-ci.sh changed-stacks BASE HEAD  the specs of the stacks changed since BASE (merge
 #                                              base): a spec edited, or its Pulumi.<stack>.yaml

@@ -1,0 +1,84 @@
+"""The training stack as a spec setting: workload.stack selects the MFU
+curve's stack offset; unset means the centre with the stacks' spread; a stack without records
+on the curve keeps the centre and says so; an unknown stack is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from accelstack.catalog import load_catalog
+from accelstack.cost.estimate import estimate_training
+from accelstack.cost.guard import check_budget, verdict_json
+from accelstack.errors import SpecError
+from accelstack.resolve import resolve
+from accelstack.spec import Workload, parse_spec
+
+from .. import factories
+
+CAT = load_catalog()
+
+
+def _wl(precision: str = "fp8", stack: str | None = None) -> Workload:
+    body: dict[str, Any] = {
+        "model": {"params_billion": 70.6},
+        "tokens_billion": 100,
+        "precision": precision,
+        "entrypoint": "t.py",
+    }
+    if stack:
+        body["stack"] = stack
+    return Workload.model_validate(body)
+
+
+def test_a_named_stack_uses_its_offset_and_a_narrower_range() -> None:
+    """H100 FP8: NeMo rows sit ~0.09 above the centre, torchtitan Float8 ~0.09 below."""
+    centre = estimate_training(CAT, "p5.48xlarge", 1, _wl())
+    nemo = estimate_training(CAT, "p5.48xlarge", 1, _wl(stack="nemo"))
+    titan = estimate_training(CAT, "p5.48xlarge", 1, _wl(stack="torchtitan"))
+    curve = CAT.mfu_curve("h100", "fp8")
+    eff = centre.pick.scaling
+    assert nemo.mfu == pytest.approx(centre.mfu + curve.stacks["nemo"] * eff)
+    assert titan.mfu == pytest.approx(centre.mfu + curve.stacks["torchtitan"] * eff)
+    assert titan.mfu < centre.mfu < nemo.mfu
+    # unset: the centre with both stacks in its range; named: that stack only
+    assert centre.mfu_range[0] < titan.mfu < nemo.mfu < centre.mfu_range[1]
+    width = lambda e: e.mfu_range[1] - e.mfu_range[0]  # noqa: E731
+    assert width(nemo) < width(centre) and width(titan) < width(centre)
+    assert "stack nemo, offset +0.087" in nemo.mfu_source
+    assert nemo.pick.stack == "nemo" and centre.pick.stack is None
+
+
+def test_a_stack_without_records_on_the_curve_keeps_the_centre() -> None:
+    centre = estimate_training(CAT, "trn2.48xlarge", 1, _wl("bf16"))
+    tn = estimate_training(CAT, "trn2.48xlarge", 1, _wl("bf16", stack="torchneuron"))
+    assert tn.mfu == pytest.approx(centre.mfu) and tn.mfu_range == pytest.approx(centre.mfu_range)
+    assert "torchneuron has no record here: the centre, the stacks' spread" in tn.mfu_source
+    assert tn.pick.stack is None
+
+
+def _spec(stack: str) -> dict[str, Any]:
+    return factories.preset("llama3-70b-p5", {"workload.stack": stack})
+
+
+def test_an_unknown_stack_is_refused_in_one_line() -> None:
+    with pytest.raises(SpecError) as exc:
+        parse_spec(_spec("torchtitn"), "stacks/t.yaml")
+    text = str(exc.value)
+    assert "workload.stack" in text and "'torchtitn' is not a known training stack" in text
+    assert "did you mean 'torchtitan'" in text
+    assert len(text.strip().splitlines()) == 1
+
+
+def test_price_json_names_the_stack() -> None:
+    v = check_budget(resolve(parse_spec(_spec("torchtitan"), "t")))
+    doc = json.loads(verdict_json(v))
+    assert doc["training"]["stack"] == "torchtitan"
+    assert "stack torchtitan" in doc["training"]["mfu_source"]
+    plain = factories.preset("llama3-70b-p5")
+    assert (
+        json.loads(verdict_json(check_budget(resolve(parse_spec(plain, "t")))))["training"]["stack"]
+        is None
+    )

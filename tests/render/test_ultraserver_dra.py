@@ -1,0 +1,245 @@
+"""UltraServer (trn2u) jobs through the Neuron DRA driver: every pod of the training job, the
+indexed Job, the fabric test and the trial claims its whole UltraServer node from a rendered
+ResourceClaimTemplate and requests no `aws.amazon.com/neuron` (the device plugin is off on
+those nodes, so such a pod would stay Pending); Kueue counts the claims. The stack is built
+through a catalog overlay with a user-supplied Capacity Block rate (tests/render/test_neuron_allocation.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from accelstack.catalog import load_catalog
+from accelstack.render import RenderError, render
+from accelstack.render.artifacts import check_device_path, render_manifest
+from accelstack.render.trial import render_trial
+from accelstack.resolve import Stack, resolve
+from accelstack.resolve.queue import kueue_configuration
+from accelstack.spec import parse_spec
+
+from ..helpers_upstream import model_problems
+from .test_neuron_allocation import TRN2U_PRICE, mixed
+
+DEVICE_PLUGIN_RESOURCE = "aws.amazon.com/neuron"
+EFA = "vpc.amazonaws.com/efa"
+
+# The DRA claim as the Neuron docs define it for trn2u.48xlarge, restated with its source
+# (aws-neuron/aws-neuron-sdk@3afa0fdf deploy/eks/dra.rst): the DeviceClass (:459, and
+# aws-neuron/neuron-helm-charts@97e1b7d3 dra-driver-deviceclass.yaml:5), the node selector
+# (:462), ExactCount 1 (:463-464), the opaque config's driver and parameters (:468-472), the
+# modes 1, 2 or 4 (:439) and the exclusive-topology node label (:479).
+DOC_DEVICE_CLASS = "neuron.aws.com"
+DOC_SELECTOR = "device.attributes['neuron.aws.com'].resourceType == 'neuron_node'"
+DOC_PARAMETER_KEYS = {"apiVersion", "kind", "ultraserverMode"}
+DOC_PARAMETERS = {"apiVersion": "neuron.aws.com/v1", "kind": "UltraServerConfig"}
+DOC_MODES = {1, 2, 4}
+DOC_SERVER_LABEL = "neuron.amazonaws.com/ultraserver-server-id-4"
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    d = tmp_path_factory.mktemp("overlay")
+    trn2 = {**TRN2U_PRICE, "type": "trn2.48xlarge", "option": "on-demand"}
+    (d / "prices.yaml").write_text(yaml.safe_dump({"instances": [TRN2U_PRICE, trn2]}))
+    return load_catalog(overlay=d)
+
+
+def trn2u_stack(catalog: Any, **jobs: Any) -> Stack:
+    """Two trn2u UltraServers (8 nodes) as the workload pool."""
+    data = mixed(False)
+    data.setdefault("jobs", {})
+    data["jobs"] = {**(data["jobs"] or {}), **jobs}
+    return resolve(parse_spec(data, "llama3-70b-trn2.yaml", catalog), catalog)
+
+
+def _docs(text: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every pod spec in a rendered object (Job, TrainingRuntime, PyTorchJob)."""
+    out: list[dict[str, Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "containers" in node:
+                out.append(node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(doc.get("spec"))
+    return out
+
+
+def _check_claims(text: str, version: str) -> int:
+    """Every pod in `text` claims the file's ResourceClaimTemplate and requests no device-plugin
+    resource; returns how many pod specs were checked."""
+    docs = _docs(text)
+    templates = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaimTemplate"}
+    assert len(templates) == 1, [d["kind"] for d in docs]
+    (rct,) = templates.values()
+    kubernetes_validate.validate(rct, version, strict=True)
+    (req,) = rct["spec"]["spec"]["devices"]["requests"]
+    assert req["exactly"]["deviceClassName"] == DOC_DEVICE_CLASS
+    assert req["exactly"]["selectors"] == [{"cel": {"expression": DOC_SELECTOR}}]
+    assert (req["exactly"]["allocationMode"], req["exactly"]["count"]) == ("ExactCount", 1)
+    (cfg,) = rct["spec"]["spec"]["devices"]["config"]
+    assert cfg["requests"] == [req["name"]] and cfg["opaque"]["driver"] == DOC_DEVICE_CLASS
+    params = cfg["opaque"]["parameters"]
+    assert set(params) == DOC_PARAMETER_KEYS and params["ultraserverMode"] in DOC_MODES
+    assert {k: params[k] for k in DOC_PARAMETERS} == DOC_PARAMETERS
+    pods = [p for d in docs if d["kind"] != "ResourceClaimTemplate" for p in _pod_specs(d)]
+    assert pods
+    for pod in pods:
+        claims = {c["name"]: c["resourceClaimTemplateName"] for c in pod["resourceClaims"]}
+        assert claims == {req["name"]: rct["metadata"]["name"]}
+        for c in pod["containers"]:
+            res = c["resources"]
+            assert [x["name"] for x in res["claims"]] == [req["name"]]
+            for kind in ("limits", "requests"):
+                assert DEVICE_PLUGIN_RESOURCE not in res.get(kind, {}), (kind, res)
+                assert res[kind][EFA] == 16  # the EFA device plugin still serves EFA
+    return len(pods)
+
+
+def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
+    catalog: Any,
+) -> None:
+    stack = trn2u_stack(catalog)
+    version = stack.kubernetes_version
+    files = {a.path: a.content for a in render(stack)}
+    assert {"trainjob.yaml", "job.yaml", "fabric-test.yaml"} <= set(files)
+    for name in ("trainjob.yaml", "job.yaml", "fabric-test.yaml"):
+        assert _check_claims(files[name], version) >= 1, name
+        for d in _docs(files[name]):
+            if d["kind"] in ("TrainJob", "TrainingRuntime"):
+                assert model_problems(d) == [], (name, d["kind"])
+            elif d["kind"] in ("Job", "Service", "ConfigMap", "NetworkPolicy"):
+                kubernetes_validate.validate(d, version, strict=True)
+    # the TrainingRuntime's pod templates, as the Jobs JobSet creates from them
+    (rt,) = [d for d in _docs(files["trainjob.yaml"]) if d["kind"] == "TrainingRuntime"]
+    for rj in rt["spec"]["template"]["spec"]["replicatedJobs"]:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
+        kubernetes_validate.validate({**job, "spec": rj["template"]["spec"]}, version, True)
+    # the legacy PyTorchJob path carries the same pod template
+    assert _check_claims(render_manifest(stack, "pytorchjob"), version) >= 1
+
+
+def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: Any) -> None:
+    """8 nodes = 2 whole UltraServers: UltraServerConfig mode 4 (the UltraServer's size), no
+    same-server affinity (the job takes every node of the pool, whole UltraServers)."""
+    stack = trn2u_stack(catalog)
+    text = render_manifest(stack, "job")
+    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    cfg = rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
+    assert cfg["ultraserverMode"] == stack.workload_pool.ultraserver.instances == 4
+    (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
+    assert job["spec"]["completions"] == stack.workload_pool.nodes == 8
+    assert "affinity" not in job["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(("nodes", "mode", "together"), [(1, 1, False), (4, 4, True)])
+def test_trial_claims_one_node_or_one_whole_ultraserver(
+    catalog: Any, nodes: int, mode: int, together: bool
+) -> None:
+    stack = trn2u_stack(catalog)
+    arts = {a.path: a.content for a in render_trial(stack, 5, nodes=nodes)}
+    (text,) = [c for p, c in arts.items() if p.endswith(".yaml")]
+    assert _check_claims(text, stack.kubernetes_version) >= 1
+    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    assert (
+        rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["ultraserverMode"]
+        == mode
+    )
+    for pod in [
+        p for d in _docs(text) for p in _pod_specs(d) if d["kind"] != "ResourceClaimTemplate"
+    ]:
+        aff = pod.get("affinity", {}).get("podAffinity")
+        if together:
+            (term,) = aff["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert term["topologyKey"] == DOC_SERVER_LABEL
+        else:
+            assert aff is None
+
+
+def test_trial_refuses_node_counts_that_split_ultraservers(catalog: Any) -> None:
+    stack = trn2u_stack(catalog)
+    with pytest.raises(RenderError, match=r"a trial there takes 1, 4 or all 8 nodes"):
+        render_trial(stack, 5, nodes=2)
+
+
+def test_kueue_counts_the_claims(catalog: Any) -> None:
+    """Kueue (v0.19.2, KueueDRAIntegration on by default) counts a ResourceClaimTemplate's
+    devices only under a deviceClassMappings name; the ClusterQueue's quota for the pool is in
+    that name, one per node, and holds no device-plugin resource."""
+    from components.job_controller import cluster_queue_spec, flavor_name
+
+    stack = trn2u_stack(catalog, kueue=True)
+    chart = stack.catalog.charts["kueue"]
+    dra = stack.workload_pool.ultraserver.dra
+    conf = kueue_configuration(stack, chart)
+    assert conf["resources"]["deviceClassMappings"] == [
+        {"name": dra.kueue_resource, "deviceClassNames": [DOC_DEVICE_CLASS]}
+    ]
+    assert "waitForPodsReady" in conf
+    cq = cluster_queue_spec(stack, "training")
+    (group,) = cq["resourceGroups"]
+    assert dra.kueue_resource in group["coveredResources"]
+    assert DEVICE_PLUGIN_RESOURCE not in group["coveredResources"]
+    (flavor,) = [f for f in group["flavors"] if f["name"] == flavor_name(stack, "trn2")]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    assert quota[dra.kueue_resource] == str(stack.workload_pool.nodes)
+    # the job's pods are queued and claim what the quota covers
+    tj = [d for d in _docs(render_manifest(stack, "trainjob")) if d["kind"] == "TrainJob"]
+    assert tj[0]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == stack.queue_name
+
+
+def test_an_ultraserver_type_without_dra_facts_is_still_refused(catalog: Any) -> None:
+    """A catalog UltraServer row without its DRA claim facts: no manifest, one line naming
+    where the facts belong."""
+    pool = trn2u_stack(catalog).workload_pool
+    assert pool.ultraserver is not None
+    bare = dataclasses.replace(pool, ultraserver=pool.ultraserver.model_copy(update={"dra": None}))
+    with pytest.raises(RenderError, match=r"ultraservers\.trn2u\.48xlarge\.dra") as e:
+        check_device_path(trn2u_stack(catalog), bare)
+    assert "\n" not in str(e.value)
+
+
+def test_the_catalog_restates_the_docs(catalog: Any) -> None:
+    us = catalog.scale.ultraservers["trn2u.48xlarge"]
+    assert us.dra is not None
+    assert (us.dra.device_class, us.dra.selector) == (DOC_DEVICE_CLASS, DOC_SELECTOR)
+    assert (us.dra.config_api_version, us.dra.config_kind) == tuple(DOC_PARAMETERS.values())
+    assert set(us.dra.modes) == DOC_MODES and us.dra.server_label == DOC_SERVER_LABEL
+    assert "dra.rst" in us.dra.source
+
+
+def test_the_planned_stack_serves_what_the_pods_claim_and_request(catalog: Any) -> None:
+    """Under Pulumi mocks: the Kueue release's configuration maps the DeviceClass the claims
+    name, the planned ClusterQueue covers that resource, and the EFA device plugin serves the
+    UltraServer nodes (the pods still request vpc.amazonaws.com/efa)."""
+    from ..helpers_plan import plan_stack
+
+    stack = trn2u_stack(catalog, kueue=True)
+    plan = plan_stack(stack, guard=False)
+    releases = plan.of_type("kubernetes:helm.sh/v3:Release")
+    (kueue,) = [r for r in releases if r.name.endswith("-jobs-kueue")]
+    conf = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    dra = stack.workload_pool.ultraserver.dra
+    assert {"name": dra.kueue_resource, "deviceClassNames": [DOC_DEVICE_CLASS]} in conf[
+        "resources"
+    ]["deviceClassMappings"]
+    (cq,) = plan.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    assert dra.kueue_resource in cq.inputs["spec"]["resourceGroups"][0]["coveredResources"]
+    (efa,) = [r for r in releases if r.name.endswith("-efa")]
+    assert (
+        stack.workload_pool.instance_type
+        in efa.inputs["values"]["supportedInstanceLabels"]["values"]
+    )

@@ -1,0 +1,165 @@
+"""`resolve` is the only resolver: outside accelstack/resolve, the inventory and the catalog,
+code reads the resolved `Stack` and its pools, never the raw spec or the catalog through a
+stack (`stack.spec...`, `stack.catalog...`), and no fact `resolve` puts on the pool (memory
+fit, NeuronCores) is computed again.
+
+The reads that remain are listed below, each module with the most reads it may hold and why;
+a new read fails here: put the fact on the `Stack` (accelstack/resolve/stack.py) instead."""
+
+from __future__ import annotations
+
+import ast
+
+from ..conftest import ROOT
+
+PACKAGE = ROOT / "accelstack"
+#: Where the spec meets the catalog: these build the resolved facts.
+RESOLVERS = ("accelstack/resolve/", "accelstack/inventory.py", "accelstack/catalog/")
+
+_CANDIDATES = "asks the catalog about types the stack does not run (compare's candidates)"
+_EDIT = "builds a what-if stack as an edit of the stack's spec, resolved by resolve"
+_PRICES = "passes the catalog to the pricing and estimate functions, which read rates by region"
+#: module -> (most reads of `<stack>.spec` / `<stack>.catalog`, why)
+ALLOWED: dict[str, tuple[int, str]] = {
+    "accelstack/cost/compare.py": (
+        13,
+        f"{_EDIT} (retarget_spec); {_CANDIDATES}; the Capacity Block limits and node-group "
+        "limits deadline sizing holds candidates to",
+    ),
+    "accelstack/render/trial.py": (4, f"{_EDIT} (the trial stack); the trial's image"),
+    "accelstack/cost/guard.py": (
+        6,
+        f"{_PRICES}; Capacity Block windows and block counts; estimated rates' price spans",
+    ),
+    "accelstack/cost/pricing.py": (2, _PRICES),
+    "accelstack/cost/rundata.py": (2, _PRICES),
+    "accelstack/render/artifacts.py": (2, "the templates' `spec`; the chart rows they name"),
+    "accelstack/preflight/checks.py": (3, "compares catalog facts with what the account says"),
+    "accelstack/preflight/scale_checks.py": (2, "compares catalog limits with the account's"),
+    "accelstack/plan/lookups.py": (4, "the offline plan's mocks answer from the catalog"),
+    "accelstack/plan/rules/network.py": (1, "the system nodes' type row (address budget)"),
+    "accelstack/plan/rules/plugins.py": (1, "matches planned Helm releases to chart rows"),
+    "accelstack/cli/plan_cmds.py": (
+        1,
+        "`check --strict`'s placeholders are about the spec as written",
+    ),
+    "accelstack/cli/planning.py": (2, "spec warnings are about the spec as written"),
+    "accelstack/render/runbook.py": (1, "names the spec file the runbook edits"),
+}
+#: Calls that compute a fact `resolve` puts on the pool -> the modules allowed to call them
+RESOLVED_CALLS: dict[str, dict[str, str]] = {
+    "memory_fit": {
+        "accelstack/cost/estimate.py": "estimate_training also serves the MFU records, "
+        "which have no stack",
+        "accelstack/cost/calibrate.py": "a calibration record must fit the nodes it ran on; "
+        "a record has no stack",
+    },
+    "neuron_cores": {},
+}
+
+
+def _stack_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """`stack`, and every parameter or local annotated `Stack`."""
+    names = {"stack"}
+    for arg in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+        if arg.annotation is not None and ast.unparse(arg.annotation).strip("'\"") == "Stack":
+            names.add(arg.arg)
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and ast.unparse(node.annotation) == "Stack"
+        ):
+            names.add(node.target.id)
+    return names
+
+
+def _is_stack(node: ast.expr, names: set[str]) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in names or node.id.endswith("_stack")
+    if isinstance(node, ast.Attribute):  # self.stack, args.stack
+        return node.attr == "stack" or node.attr.endswith("_stack")
+    return False
+
+
+def stack_reads(source: str) -> list[tuple[int, str]]:
+    """(line, expression) of every read of `.spec` or `.catalog` on a stack."""
+    out = set()
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        names = _stack_names(fn)
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr in ("spec", "catalog")
+                and _is_stack(node.value, names)
+            ):
+                out.add((node.lineno, ast.unparse(node)))
+    return sorted(out)
+
+
+def _modules() -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if not rel.startswith(RESOLVERS):
+            out.append((rel, path.read_text(encoding="utf-8")))
+    return out
+
+
+def test_no_module_reads_the_spec_or_catalog_through_a_stack() -> None:
+    found = []
+    for rel, source in _modules():
+        reads = stack_reads(source)
+        most, _ = ALLOWED.get(rel, (0, ""))
+        if len(reads) > most:
+            where = ", ".join(f"{line}: {expr}" for line, expr in reads)
+            found.append(f"{rel} reads {len(reads)} (allowed {most}): {where}")
+    assert found == [], "read the resolved Stack instead (put the fact there):\n" + "\n".join(found)
+
+
+def test_the_allow_list_is_no_longer_than_needed() -> None:
+    """Each listed module still holds exactly as many reads as it is allowed (lower the
+    number, or drop the entry, when a read moves onto the Stack)."""
+    counts = {rel: len(stack_reads(source)) for rel, source in _modules()}
+    stale = {rel: (counts.get(rel), most) for rel, (most, _) in ALLOWED.items()}
+    assert {rel: c for rel, c in stale.items() if c[0] != c[1]} == {}
+
+
+def _calls(source: str, name: str) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == name)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+        )
+    ]
+
+
+def test_resolved_pool_facts_are_computed_only_by_resolve() -> None:
+    """The memory fit and the NeuronCores are fields of the resolved pool; consumers read
+    `pool.memory_fit`, `pool.neuron_cores`, `pool.procs_per_node`, `pool.cores_per_process`."""
+    found = []
+    for rel, source in _modules():
+        for name, allowed in RESOLVED_CALLS.items():
+            lines = _calls(source, name)
+            if lines and rel not in allowed:
+                found.append(f"{rel}:{lines[0]} calls {name}()")
+    assert found == []
+
+
+def test_the_checks_see_a_read() -> None:
+    """The scanners find what they are for (a check that found nothing proves nothing)."""
+    source = (
+        "def f(stack, other: Stack, pool):\n"
+        "    a = stack.spec.workload\n"
+        "    b = other.catalog.defaults\n"
+        "    c = self.stack.spec\n"
+        "    d = pool.spec.name\n"  # the pool's own spec row is not a stack read
+        "    return memory_fit(cat, 't', 1, 'bf16')\n"
+    )
+    assert [line for line, _ in stack_reads(source)] == [2, 3, 4]
+    assert _calls(source, "memory_fit") == [6]

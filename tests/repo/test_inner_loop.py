@@ -1,0 +1,102 @@
+"""The inner loop stays fast: collecting the suite does no per-test work that is per module,
+nothing heavy is imported at collection, and `make test-fast` leaves out what plans."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests import conftest
+
+from ..conftest import ROOT
+
+
+def test_a_helper_imported_from_another_test_module_carries_the_plan_marker() -> None:
+    """test_launch_fixes plans through `preset`, imported from test_deploy_rules."""
+    from tests.render import test_launch_fixes
+
+    planning = conftest._planning_helpers(test_launch_fixes)
+    assert "test_efa_nodes_allocate_the_huge_pages_their_pods_request" in planning
+    assert "_lt_user_data" not in planning  # reads a plan it is given; plans nothing
+
+
+def test_collection_reads_each_modules_source_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The marker pass parses a module once, however many tests it holds (it parsed the file
+    once per test, which made collecting the suite take 20 s)."""
+    from tests.plan import test_rules
+
+    calls: list[str] = []
+    real = conftest._function_sources
+
+    def counting(module: Any) -> dict[str, str]:
+        calls.append(module.__name__)
+        return real(module)
+
+    monkeypatch.setattr(conftest, "_function_sources", counting)
+    items: Any = [
+        SimpleNamespace(
+            module=test_rules,
+            name=f"test_{i}",
+            originalname=f"test_{i}",
+            fixturenames=(),
+            add_marker=lambda mark: None,
+        )
+        for i in range(50)
+    ]
+    conftest.pytest_collection_modifyitems(pytest.Config.__new__(pytest.Config), items)
+    assert calls.count("tests.plan.test_rules") == 1
+
+
+def test_no_test_module_imports_torch_at_collection() -> None:
+    """torch takes seconds to import: modules that need it call conftest.require_torch (finds
+    it, does not import it); the runs themselves are torchrun subprocesses."""
+    top_level = re.compile(
+        r"^(?:\w+ = )?pytest\.importorskip\(\s*\"torch\"|^import torch|^from torch"
+    )
+    tests = ROOT / "tests"
+    offenders = [
+        p.name
+        for p in sorted(tests.rglob("*.py"))
+        if "fixtures" not in p.relative_to(tests).parts  # scripts torchrun runs, not collected
+        and any(top_level.match(line) for line in p.read_text(encoding="utf-8").splitlines())
+    ]
+    assert offenders == []
+
+
+def test_make_runs_the_suite_on_every_cpu_and_the_fast_suite_without_plans() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, flags=re.M))
+    assert "-n $(JOBS)" in targets["test"] and "-n $(JOBS)" in targets["test-fast"]
+    assert '-m "not plan and not slow"' in targets["test-fast"]
+    assert re.search(r"^JOBS \?= auto$", makefile, flags=re.M)
+
+
+def test_lint_runs_the_dead_code_check() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    lint = re.search(r"^lint:.*\n((?:\t.*\n)+)", makefile, flags=re.M)
+    assert lint is not None and "$(VENV)/bin/vulture" in lint.group(1)
+
+
+@pytest.mark.slow
+def test_no_dead_code_and_a_new_dead_function_is_found(tmp_path: Path) -> None:
+    """vulture with the project's configuration passes on the tree, and reports a function
+    nothing calls (the check is not a no-op)."""
+    vulture = Path(sys.executable).parent / "vulture"
+    clean = subprocess.run([str(vulture)], cwd=ROOT, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stdout
+    (tmp_path / "mod.py").write_text(
+        "def used() -> int:\n    return 1\n\n\ndef dead() -> int:\n    return used()\n"
+    )
+    found = subprocess.run(
+        [str(vulture), str(tmp_path / "mod.py"), str(ROOT / "tools" / "vulture_whitelist.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert "unused function 'dead'" in found.stdout
