@@ -10,7 +10,7 @@ and each kind has one explicit `RuleSet` that lists those tuples in report order
 - rules on the resolved stack: `STACK_RULES` (accelstack/resolve/rules.py)
 - deploy rules: `DEPLOY_RULES` (accelstack/plan/rules/ruleset.py)
 
-tests/test_rule_registration.py parses every module and fails when a decorated function is in
+tests/repo/test_rule_registration.py parses every module and fails when a decorated function is in
 no `RuleSet`. Imports nothing of accelstack.
 """
 

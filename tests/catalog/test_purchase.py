@@ -19,7 +19,7 @@ from accelstack.errors import CatalogError
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 
 def test_one_row_per_option_of_the_spec_in_order(catalog: Catalog) -> None:

@@ -2,7 +2,7 @@
 lists them), and `evaluate`, which runs them on a plan.
 
 A rule module added here, or a rule added to a module's `MODULE_RULES`, is the whole
-registration: nothing registers on import (tests/test_rule_registration.py checks that every
+registration: nothing registers on import (tests/repo/test_rule_registration.py checks that every
 `@deploy_rule` function is listed)."""
 
 from __future__ import annotations

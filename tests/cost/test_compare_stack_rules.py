@@ -16,7 +16,7 @@ from accelstack.resolve import rules as stack_rules
 from accelstack.resolve.rules import Finding, stack_rule
 from accelstack.spec import parse_spec
 
-from .conftest import STACKS
+from ..conftest import STACKS
 
 
 @stack_rule("test-no-trn2-on-demand", "refuses on-demand trn2 for the test")
