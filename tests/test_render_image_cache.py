@@ -94,8 +94,8 @@ def test_trainjob_job_and_fabric_test_pull_through_the_cache_keeping_path_and_ta
     fabric = pod_images(files["fabric-test.yaml"])
     assert fabric and all(i.startswith(prefix + "hpc-cloud/nccl-tests:") for i in fabric)
     index = files["README.md"]
-    assert f"- `trainjob.yaml` pulls `{want}`" in index
-    assert f"- `fabric-test.yaml` pulls `{fabric[0]}`" in index
+    assert f"- `trainjob.yaml`: `{want}`" in index
+    assert f"- `fabric-test.yaml`: `{fabric[0]}`" in index
     pulled = [i for n, t in files.items() if n.endswith(".yaml") for i in pod_images(t)]
     assert pulled and not [i for i in pulled if i.startswith(UPSTREAM)]
 
@@ -130,7 +130,7 @@ def test_other_registries_are_pulled_as_written_with_one_line_saying_why(image: 
     cache_ = image_cache(stack, registry(stack))
     files = rendered(stack)
     assert set(pod_images(files["trainjob.yaml"])) == {image}
-    assert f"- `trainjob.yaml` pulls `{image}`" in files["README.md"]
+    assert f"- `trainjob.yaml`: `{image}`" in files["README.md"]
     notes = [w for w in render_warnings(stack, cache_) if image in w]
     assert len(notes) == 1 and "pulled as written" in notes[0] and "\n" not in notes[0]
     # the fabric test's own image is on ECR Public: still through the cache
