@@ -18,6 +18,7 @@ from accelstack.cli import main
 from accelstack.errors import SpecError
 from accelstack.inventory import registry_cache_rules
 from accelstack.render import render, render_warnings
+from accelstack.render.pods import precompile_key
 from accelstack.render.registry import image_cache
 from accelstack.render.trial import render_trial
 from accelstack.resolve import Stack
@@ -167,3 +168,15 @@ def test_the_cli_refuses_a_stack_without_a_cache_rule_and_writes_nothing(
     rc = main(["render", str(STACKS / "llama3-70b-p5.yaml"), "-o", str(out), "--registry", "x"])
     err = capsys.readouterr().err
     assert rc == 2 and "--registry" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_precompile_key_is_the_same_through_the_cache() -> None:
+    """The cached image is the upstream image: rendering with --registry does not make the
+    XLA path compile again (the pre-compile marker's key hashes the image's identity)."""
+    stack = trn1_pytorchjob()
+    cached = image_cache(stack, registry(stack)).apply(stack)
+    assert cached.image != stack.image
+    pool = stack.workload_pool
+    assert precompile_key(cached, pool) == precompile_key(stack, pool)
+    other = p5("nvcr.io/nvidia/pytorch:25.01-py3")
+    assert precompile_key(other, other.workload_pool) != precompile_key(p5(), p5().workload_pool)

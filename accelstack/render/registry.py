@@ -61,6 +61,20 @@ class ImageCache:
         return replace(stack, image=self.pull(stack.image))
 
 
+def upstream_image(stack: Stack, image: str) -> str:
+    """`image` as its upstream registry names it when it is a path of the stack's pull-through
+    cache (in any account's registry of the stack's region), else `image`: the identity of
+    what runs, the same with or without `--registry` (the pre-compile key hashes it)."""
+    m = re.fullmatch(REGISTRY_RE + r"/(.+)", image)
+    if m is None or m[2] != stack.region:
+        return image
+    for rule in registry_cache_rules(stack):
+        rest = m[3].removeprefix(f"{rule.prefix}/")
+        if rest != m[3]:
+            return f"{rule.upstream_url}/{rest}"
+    return image
+
+
 def _refuse(message: str) -> SpecError:
     return SpecError([Problem(OPTION, "", message)])
 
