@@ -24,6 +24,7 @@ from accelstack.render.trial import render_trial
 from accelstack.resolve import Stack
 
 from .helpers_admission import admission_problems
+from .helpers_plan import plan_stack
 from .test_scale import STACKS, sized, stack_of
 
 ACCOUNT = "123456789012"
@@ -180,3 +181,14 @@ def test_the_precompile_key_is_the_same_through_the_cache() -> None:
     assert precompile_key(cached, pool) == precompile_key(stack, pool)
     other = p5("nvcr.io/nvidia/pytorch:25.01-py3")
     assert precompile_key(other, other.workload_pool) != precompile_key(p5(), p5().workload_pool)
+
+
+def test_the_rendered_path_is_the_planned_image_cache_output() -> None:
+    """`--registry` with the host of the stack's `imageCache` output renders exactly
+    `<imageCache["public.ecr.aws"]>/<repo>:<tag>`: render and the program agree on the prefix."""
+    stack = p5()
+    path = plan_stack(stack, guard=False).outputs["imageCache"]["public.ecr.aws"]
+    host = path.split("/", 1)[0]
+    files = {a.path: a.content for a in render(stack, None, image_cache(stack, host))}
+    (image,) = set(pod_images(files["trainjob.yaml"]))
+    assert image == f"{path}/{stack.image.removeprefix(UPSTREAM)}"
