@@ -112,9 +112,27 @@ def test_a_pytorchjob_pulls_through_the_cache() -> None:
 def test_the_trial_manifest_pulls_through_the_cache() -> None:
     stack = p5()
     arts = render_trial(stack, 5, nodes=1, cache=image_cache(stack, registry(stack)))
-    (manifest,) = [a.content for a in arts if a.path.endswith(".yaml")]
-    (image,) = set(pod_images(manifest))
+    (manifest,) = [a for a in arts if a.path.endswith(".yaml")]
+    (image,) = set(pod_images(manifest.content))
     assert image == cached_prefix(stack) + stack.image.removeprefix(UPSTREAM)
+    (readme,) = [a.content for a in arts if a.path == "README.md"]
+    assert f"- `{manifest.path}`: `{image}`" in readme
+
+
+def test_the_trial_cli_says_which_image_is_pulled_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "llama3-405b-p5.yaml"  # the file name is the stack name
+    data = sized("llama3-405b-p5", 64)
+    data["workload"]["image"] = "nvcr.io/nvidia/pytorch:25.01-py3"
+    spec.write_text(yaml.safe_dump(data))
+    host = registry(p5())
+    rc = main(["trial", str(spec), "-o", str(tmp_path / "t"), "--registry", host])
+    out = capsys.readouterr().out
+    (note,) = [line for line in out.splitlines() if "pulled as written" in line]
+    assert note.startswith("warning: image nvcr.io/nvidia/pytorch:25.01-py3") and rc == 0
+    manifest = (tmp_path / "t" / "trial-h100.yaml").read_text()
+    assert set(pod_images(manifest)) == {"nvcr.io/nvidia/pytorch:25.01-py3"}
 
 
 def test_a_digest_is_kept() -> None:

@@ -43,7 +43,7 @@ def trial(
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
     from accelstack.render.registry import image_cache
-    from accelstack.render.trial import render_trial, trial_warnings
+    from accelstack.render.trial import render_trial, trial_pull_notes, trial_warnings
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
@@ -55,7 +55,7 @@ def trial(
     typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
     for art in artifacts:
         typer.echo(f"  {art.path}")
-    for warning in trial_warnings(stack):
+    for warning in [*trial_warnings(stack), *trial_pull_notes(stack, nodes, cache)]:
         typer.echo(f"warning: {warning}")
 
 

@@ -167,6 +167,28 @@ def trial_warnings(stack: Stack) -> list[str]:
     return out
 
 
+def trial_pulls(
+    stack: Stack, nodes: int = 1, cache: ImageCache | None = None
+) -> list[tuple[str, str]]:
+    """(trial manifest, image its pods pull) per accelerated pool of an EKS stack: the pool's
+    image (its framework's default unless workload.image), through `cache` if given."""
+    if stack.orchestration != "eks":
+        return []
+    out = []
+    for pool in trial_pools(stack):
+        image = trial_stack(stack, pool, 2, DEFAULT_RECORDS, trial_nodes(stack, pool, nodes)).image
+        out.append((f"trial-{pool}.yaml", cache.pull(image) if cache else image))
+    return out
+
+
+def trial_pull_notes(stack: Stack, nodes: int = 1, cache: ImageCache | None = None) -> list[str]:
+    """With `cache`: one line per trial image pulled as written, and why."""
+    if cache is None:
+        return []
+    images = dict.fromkeys(image for _, image in trial_pulls(stack, nodes, cache))
+    return [n for n in map(cache.note, images) if n]
+
+
 def render_trial(
     stack: Stack,
     steps: int,
@@ -191,9 +213,11 @@ def render_trial(
             arts.append(Artifact(f"trial-{pool}.yaml", f"{what}: `kubectl apply -f`", manifest))
     source = RUNNER_SOURCE.read_text(encoding="utf-8")
     arts.append(Artifact(WRAPPER, "times the steps, appends one record per node", source))
-    arts.append(
-        Artifact("README.md", "how to run the trial", _readme(stack, steps, records, nodes))
-    )
+    pulls = "".join(f"- `{f}`: `{i}`\n" for f, i in trial_pulls(stack, nodes, cache))
+    if pulls:
+        pulls = f"\nImages the trial manifests pull:\n{pulls}"
+    readme = _readme(stack, steps, records, nodes) + pulls
+    arts.append(Artifact("README.md", "how to run the trial", readme))
     return arts
 
 
