@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from accelstack.cli.imagecache import RegistryOpt
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.errors import Problem, SpecError
 
@@ -80,6 +81,7 @@ def render(
     bucket: _BucketOpt = None,
     fmt: FormatOpt = "text",
     force: _ForceOpt = False,
+    registry: RegistryOpt = None,
 ) -> None:
     """Render launch artifacts: node scripts, TrainJob (or the spec's job kind) and Job
     manifests, the fabric acceptance job, README index.
@@ -93,10 +95,13 @@ def render(
       accelstack render stacks/llama3-70b-trn2.yaml -o out/llama3
 
       accelstack render stacks/trn1-finetune.yaml -o out/ft --bucket team-neuron-cache
+
+      accelstack render stacks/llama3-405b-p5.yaml -o out/405b --registry 123456789012.dkr.ecr.us-east-1.amazonaws.com
     """
     from accelstack.catalog import load_catalog
     from accelstack.render import render as render_all
     from accelstack.render import render_warnings
+    from accelstack.render.registry import image_cache
     from accelstack.render.stage import write_directory
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
@@ -104,9 +109,10 @@ def render(
     _check_bucket(bucket)
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
-    artifacts = render_all(stack, bucket)
+    cache = image_cache(stack, registry) if registry is not None else None
+    artifacts = render_all(stack, bucket, cache)
     done = write_directory(output, artifacts, force)
-    _echo_written(output, artifacts, done, fmt, list(render_warnings(stack)))
+    _echo_written(output, artifacts, done, fmt, list(render_warnings(stack, cache)))
 
 
 def register(app: typer.Typer) -> None:

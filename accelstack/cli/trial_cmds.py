@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from accelstack.cli.imagecache import RegistryOpt
 from accelstack.cli.output import FormatOpt, echo_json
 
 
@@ -35,23 +36,26 @@ def trial(
             "--nodes", min=1, max=100_000, help="nodes per pool (at most the pool's own count)"
         ),
     ] = 1,
+    registry: RegistryOpt = None,
 ) -> None:
     """Render a STEPS-step benchmark job on NODES nodes of each accelerated pool of SPEC (and
     its Kubernetes manifest on EKS stacks)."""
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
-    from accelstack.render.trial import render_trial, trial_warnings
+    from accelstack.render.registry import image_cache
+    from accelstack.render.trial import render_trial, trial_pull_notes, trial_warnings
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
-    artifacts = render_trial(stack, steps, records, nodes=nodes)
+    cache = image_cache(stack, registry) if registry is not None else None
+    artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache)
     write_artifacts(output, artifacts, force)
     typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
     for art in artifacts:
         typer.echo(f"  {art.path}")
-    for warning in trial_warnings(stack):
+    for warning in [*trial_warnings(stack), *trial_pull_notes(stack, nodes, cache)]:
         typer.echo(f"warning: {warning}")
 
 

@@ -14,6 +14,11 @@ from accelstack.cost.pricing import StackCost
 from accelstack.resolve import Stack
 
 NAT_TYPE = "aws:ec2/natGateway:NatGateway"
+#: scale.yaml image_delivery.private_registry.endpoint_source
+PRIVATE_PULL_LINE = (
+    "NAT data: none for image pulls (the image is in the region's private ECR, pulled through "
+    "the stack's ECR endpoints, its layers from S3 through the gateway endpoint)"
+)
 
 
 @dataclass(frozen=True)
@@ -24,10 +29,14 @@ class RunData:
 
 
 def run_data(stack: Stack, cost: StackCost) -> RunData:
-    """The run's per-GB lines: NAT data for image pulls, and the inter-AZ note."""
+    """The run's per-GB lines: NAT data for image pulls, and the inter-AZ note. No NAT data
+    when the image comes from the region's private ECR through the stack's ECR endpoints
+    (`Stack.private_image_pull`): the layers come from S3 through the gateway endpoint."""
     lines: list[str] = []
     usd = 0.0
-    if any(i.type == NAT_TYPE for i in cost.items):
+    if stack.private_image_pull:
+        lines.append(PRIVATE_PULL_LINE)
+    elif any(i.type == NAT_TYPE for i in cost.items):
         g = stack.catalog.throughput.goodput
         rate = stack.catalog.service_rate(stack.region, "nat-gateway-data")
         nodes = sum(p.nodes for p in stack.pools)
@@ -38,7 +47,7 @@ def run_data(stack: Stack, cost: StackCost) -> RunData:
             f"${rate.usd:g}/GB = ${usd:,.2f} ({g.image_pull_source})"
         )
     lines.append(inter_az_note(stack))
-    return RunData(usd, bool(lines[:-1]), tuple(lines))
+    return RunData(usd, usd > 0, tuple(lines))
 
 
 def inter_az_note(stack: Stack) -> str:

@@ -33,6 +33,7 @@ from accelstack.render.pods import (
     python_env,
     torchrun_max_restarts,
 )
+from accelstack.render.registry import ImageCache
 from accelstack.render.runbook import stack_runbook_context
 from accelstack.resolve import ResolvedPool, Stack
 
@@ -440,10 +441,11 @@ FABRIC_ROOT_COMM_PORT = 63182
 FABRIC_SSH_PORT = 2222
 
 
-def render_fabric_test(stack: Stack) -> str | None:
+def render_fabric_test(stack: Stack, cache: ImageCache | None = None) -> str | None:
     """The fabric acceptance job (ConfigMap with the script and parser, NetworkPolicy,
     TrainingRuntime on the MPI runtime, TrainJob), or None where it does not apply: one node,
-    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack."""
+    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack. `cache`:
+    the tool's image is pulled through the stack's pull-through cache (`render --registry`)."""
     p = stack.workload_pool
     th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
     if th is None or tool is None or stack.job_controller != "trainer":
@@ -461,11 +463,18 @@ def render_fabric_test(stack: Stack) -> str | None:
         facts=stack.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
         ssh_port=FABRIC_SSH_PORT,
-        fabric_image=tool.image or stack.image,
+        fabric_image=fabric_image(stack, cache),
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
     ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
     return environment().get_template("fabric-test.yaml.j2").render(ctx)
+
+
+def fabric_image(stack: Stack, cache: ImageCache | None = None) -> str:
+    """The image the fabric test pulls: its tool's own, else the training image."""
+    tool = fabric_tool(stack, stack.workload_pool)
+    image = (tool.image if tool else None) or stack.image
+    return cache.pull(image) if cache else image
 
 
 def render_sbatch(stack: Stack, *, bucket: str | None = None) -> str:
@@ -498,7 +507,9 @@ def manifest_kinds(stack: Stack) -> list[ManifestKind]:
     return out
 
 
-def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Artifact]:
+def _eks_artifacts(
+    stack: Stack, p: ResolvedPool, bucket: str | None, cache: ImageCache | None = None
+) -> list[Artifact]:
     """The manifests (the one to apply first leads) and the node script they embed."""
     kinds = manifest_kinds(stack)
     out = [
@@ -510,7 +521,7 @@ def _eks_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> list[Ar
         )
         for i, kind in enumerate(kinds)
     ]
-    fabric = render_fabric_test(stack)
+    fabric = render_fabric_test(stack, cache)
     if fabric is not None:
         th = fabric_threshold(stack, p)
         assert th is not None
@@ -560,8 +571,25 @@ def _standalone_artifacts(stack: Stack, p: ResolvedPool, bucket: str | None) -> 
     return out
 
 
+def image_pulls(
+    stack: Stack, artifacts: list[Artifact], cache: ImageCache | None = None
+) -> list[tuple[str, str]]:
+    """(manifest, image its pods pull) for each rendered Kubernetes job."""
+    out = []
+    for a in artifacts:
+        if a.path == "fabric-test.yaml":
+            out.append((a.path, fabric_image(stack, cache)))
+        elif a.path.endswith(".yaml"):
+            out.append((a.path, stack.image))
+    return out
+
+
 def _index_artifact(
-    stack: Stack, p: ResolvedPool, artifacts: list[Artifact], bucket: str | None
+    stack: Stack,
+    p: ResolvedPool,
+    artifacts: list[Artifact],
+    bucket: str | None,
+    cache: ImageCache | None = None,
 ) -> Artifact:
     """README.md listing `artifacts`."""
     index = (
@@ -575,7 +603,8 @@ def _index_artifact(
             cache_url_var=CACHE_URL_VAR,
             namespace=stack.training_namespace,
             service_account=training_service_account(stack),
-            warnings=render_warnings(stack),
+            warnings=render_warnings(stack, cache),
+            pulls=image_pulls(stack, artifacts, cache),
             runbook=stack_runbook_context(stack) if stack.orchestration == "eks" else None,
         )
     )
@@ -587,18 +616,30 @@ def render_runbook(context: dict[str, object]) -> str:
     return environment().get_template("_runbook.md.j2").render(context)
 
 
-def render_warnings(stack: Stack) -> list[str]:
+def render_warnings(stack: Stack, cache: ImageCache | None = None) -> list[str]:
     """Things the rendered files cannot fix and the user should (printed by `render`, listed
-    in the index): a mutable image reference."""
-    return image_warnings(stack.image)
+    in the index): a mutable image reference; with `cache` (`render --registry`), each image
+    left as written and why."""
+    if cache is not None:
+        stack = cache.apply(stack)  # idempotent: a cached reference stays as it is
+    out = image_warnings(stack.image)
+    if cache is not None and stack.orchestration == "eks":
+        images = dict.fromkeys([stack.image, fabric_image(stack, cache)])
+        out += [n for n in map(cache.note, images) if n]
+    return out
 
 
-def render(stack: Stack, bucket: str | None = None) -> list[Artifact]:
-    """Every launch artifact for the stack's workload pool, with an index (README.md)."""
+def render(
+    stack: Stack, bucket: str | None = None, cache: ImageCache | None = None
+) -> list[Artifact]:
+    """Every launch artifact for the stack's workload pool, with an index (README.md).
+    `cache`: the jobs pull their images through the stack's pull-through cache."""
+    if cache is not None:
+        stack = cache.apply(stack)
     p = stack.workload_pool
     if stack.orchestration == "eks":
-        out = _eks_artifacts(stack, p, bucket)
+        out = _eks_artifacts(stack, p, bucket, cache)
     else:
         out = _standalone_artifacts(stack, p, bucket)
-    out.append(_index_artifact(stack, p, out, bucket))
+    out.append(_index_artifact(stack, p, out, bucket, cache))
     return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from accelstack.catalog import PythonEnv
 from accelstack.errors import AccelstackError
+from accelstack.render.registry import upstream_image
 from accelstack.resolve import ResolvedPool, Stack
 
 #: A digest reference (`repo@sha256:...`): immutable, never warned about.
@@ -100,7 +101,7 @@ def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
         "precompile_args": list(wl.precompile_args),
         "precompile_steps": wl.precompile_steps,
         "env": dict(sorted(wl.env.items())),
-        "image": stack.image,
+        "image": upstream_image(stack, stack.image),  # the same through the pull-through cache
         # the active parameters of a mixture of experts count FLOPs only: no graph changes
         "model": wl.model.model_dump(exclude={"active_params_billion"}),
         "sequence_length": wl.sequence_length,

@@ -26,6 +26,7 @@ from accelstack.render.artifacts import (
     render_manifest,
     render_node_script,
 )
+from accelstack.render.registry import ImageCache
 from accelstack.resolve import Stack, k8snames, resolve_unchecked
 from accelstack.spec import Spec
 
@@ -114,8 +115,16 @@ def eks_records_path(stack: Stack, records: str) -> str:
     return f"/tmp/{records}"
 
 
-def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int) -> str:
-    """The pool's trial as the stack's own job kind, beside (not instead of) the real job."""
+def trial_manifest(
+    stack: Stack,
+    pool: str,
+    steps: int,
+    records: str,
+    nodes: int,
+    cache: ImageCache | None = None,
+) -> str:
+    """The pool's trial as the stack's own job kind, beside (not instead of) the real job;
+    `cache`: its image pulled through the stack's pull-through cache (`trial --registry`)."""
     t = trial_stack(
         stack,
         pool,
@@ -124,6 +133,8 @@ def trial_manifest(stack: Stack, pool: str, steps: int, records: str, nodes: int
         nodes,
         wrapper=f"{SCRIPT_MOUNT_DIR}/{WRAPPER}",
     )
+    if cache is not None:
+        t = cache.apply(t)
     source = RUNNER_SOURCE.read_text(encoding="utf-8")
     return render_manifest(
         t,
@@ -156,12 +167,35 @@ def trial_warnings(stack: Stack) -> list[str]:
     return out
 
 
+def trial_pulls(
+    stack: Stack, nodes: int = 1, cache: ImageCache | None = None
+) -> list[tuple[str, str]]:
+    """(trial manifest, image its pods pull) per accelerated pool of an EKS stack: the pool's
+    image (its framework's default unless workload.image), through `cache` if given."""
+    if stack.orchestration != "eks":
+        return []
+    out = []
+    for pool in trial_pools(stack):
+        image = trial_stack(stack, pool, 2, DEFAULT_RECORDS, trial_nodes(stack, pool, nodes)).image
+        out.append((f"trial-{pool}.yaml", cache.pull(image) if cache else image))
+    return out
+
+
+def trial_pull_notes(stack: Stack, nodes: int = 1, cache: ImageCache | None = None) -> list[str]:
+    """With `cache`: one line per trial image pulled as written, and why."""
+    if cache is None:
+        return []
+    images = dict.fromkeys(image for _, image in trial_pulls(stack, nodes, cache))
+    return [n for n in map(cache.note, images) if n]
+
+
 def render_trial(
     stack: Stack,
     steps: int,
     records: str = DEFAULT_RECORDS,
     procs_per_node_override: int | None = None,
     nodes: int = 1,
+    cache: ImageCache | None = None,
 ) -> list[Artifact]:
     """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper, a README."""
     arts = []
@@ -175,13 +209,15 @@ def render_trial(
         what = f"{steps}-step trial on {n} node(s)"
         arts.append(Artifact(f"trial-{pool}.sh", what, script, True))
         if eks:
-            manifest = trial_manifest(stack, pool, steps, records, n)
+            manifest = trial_manifest(stack, pool, steps, records, n, cache)
             arts.append(Artifact(f"trial-{pool}.yaml", f"{what}: `kubectl apply -f`", manifest))
     source = RUNNER_SOURCE.read_text(encoding="utf-8")
     arts.append(Artifact(WRAPPER, "times the steps, appends one record per node", source))
-    arts.append(
-        Artifact("README.md", "how to run the trial", _readme(stack, steps, records, nodes))
-    )
+    pulls = "".join(f"- `{f}`: `{i}`\n" for f, i in trial_pulls(stack, nodes, cache))
+    if pulls:
+        pulls = f"\nImages the trial manifests pull:\n{pulls}"
+    readme = _readme(stack, steps, records, nodes) + pulls
+    arts.append(Artifact("README.md", "how to run the trial", readme))
     return arts
 
 
