@@ -11,7 +11,7 @@ from accelstack.cost.pricing import price_stack
 from accelstack.cost.rundata import run_data
 from accelstack.resolve import Stack
 
-from .test_scale import sized, stack_of
+from ..catalog.test_scale import sized, stack_of
 
 PRIVATE = "123456789012.dkr.ecr.us-east-2.amazonaws.com/team/train:2.9.0"
 

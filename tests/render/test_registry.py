@@ -23,9 +23,9 @@ from accelstack.render.registry import image_cache
 from accelstack.render.trial import render_trial
 from accelstack.resolve import Stack
 
-from .helpers_admission import admission_problems
-from .helpers_plan import plan_stack
-from .test_scale import STACKS, sized, stack_of
+from ..catalog.test_scale import STACKS, sized, stack_of
+from ..helpers_admission import admission_problems
+from ..helpers_plan import plan_stack
 
 ACCOUNT = "123456789012"
 UPSTREAM = "public.ecr.aws/"
