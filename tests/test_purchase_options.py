@@ -218,3 +218,13 @@ def test_no_module_level_statement_reads_the_purchase_table() -> None:
                 if name in loaders:
                     found.append(f"{path.name}:{node.lineno}: {name}")
     assert found == []
+
+
+def test_compares_help_names_no_fixed_option_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare --help` loads no catalog, so it names no option: an overlay may add or drop
+    comparable ones; it says where they come from and a wrong one lists them."""
+    assert main(["compare", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "compare_default" in shown and "comparable" in shown
+    for option in PURCHASE_OPTIONS:
+        assert option not in shown, option
