@@ -194,11 +194,10 @@ def test_the_scan_finds_a_rule_added_in_the_decorator_style() -> None:
 
 
 def test_a_new_module_is_told_to_make_its_tuple_and_list_it() -> None:
-    (d,) = decorated_rules("accelstack/plan/rules/quota.py", NEW_RULE)
+    new = "/".join(("accelstack", "plan", "rules", "quota.py"))  # a module not written yet
+    (d,) = decorated_rules(new, NEW_RULE)
     line = missing_line(d, False, False)
-    assert (
-        "end accelstack/plan/rules/quota.py with `MODULE_RULES: tuple[DeployRule, ...] = " in line
-    )
+    assert f"end {new} with `MODULE_RULES: tuple[DeployRule, ...] = " in line
     assert "(_brand_new,)`, and add `quota.MODULE_RULES` to DEPLOY_RULES in " in line
     assert line.endswith(
         "accelstack/plan/rules/ruleset.py (its place there is its place in the report)"
