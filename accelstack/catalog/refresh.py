@@ -72,7 +72,8 @@ def _option_lists() -> OptionLists:
 
 class AwsPriceSource:
     """The AWS calls. `ec2` maps a region to an EC2 client for that region; `years` a savings
-    plan's term (default: the loaded catalog's `commitment_years`)."""
+    plan's term (default: the `commitment_years` of the catalog in effect, read when first
+    needed)."""
 
     def __init__(
         self,
@@ -86,12 +87,16 @@ class AwsPriceSource:
         self.savingsplans = savingsplans
         self.ec2 = ec2
         self.today = today
-        self.years = _option_lists().commitment_years if years is None else years
+        self._years = years
+
+    @property
+    def years(self) -> Mapping[str, int]:
+        if self._years is None:
+            self._years = _option_lists().commitment_years
+        return self._years
 
     @classmethod
-    def from_boto3(
-        cls, today: str, years: Mapping[str, int] | None = None
-    ) -> AwsPriceSource:  # pragma: no cover - needs AWS
+    def from_boto3(cls, today: str) -> AwsPriceSource:  # pragma: no cover - needs AWS
         import boto3
 
         clients: dict[str, Any] = {}
@@ -106,7 +111,6 @@ class AwsPriceSource:
             boto3.client("savingsplans", region_name="us-east-1"),
             ec2,
             today,
-            years,
         )
 
     def quote(self, region: str, instance_type: str, option: str) -> Quote | None:
@@ -495,10 +499,10 @@ def refresh_file(
     rest, check = (CATALOG_DIR, load_catalog) if path else (target.parent, _load_overlay)
     checked = _check_loads(current, rest, check, f"{target}: cannot refresh a broken file")
     # the options of the catalog in effect: the overlay being refreshed, as it is now
-    lists = _option_lists() if path else checked.option_lists
+    refreshed = (_option_lists() if path else checked.option_lists).refreshed
     day = today or dt.date.today().isoformat()
-    src = source or AwsPriceSource.from_boto3(day, lists.commitment_years)
-    result = refresh_text(current, src, day, regions, types, lists.refreshed)
+    src = source or AwsPriceSource.from_boto3(day)
+    result = refresh_text(current, src, day, regions, types, refreshed)
     if not result.updated and not result.added and result.failed:
         first = next(iter(sorted(result.failed.items())))
         raise AccelstackError(
