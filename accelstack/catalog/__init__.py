@@ -19,8 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
 from accelstack.catalog.price_ranges import PriceRange, span_in
-from accelstack.catalog.purchase import FILE as PURCHASE_FILE
-from accelstack.catalog.purchase import OptionLists, load_table, option_lists
+from accelstack.catalog.purchase import OptionLists, option_lists
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.records import LeftOut, TrainingRecord
 from accelstack.catalog.resilience import ResilienceFacts
@@ -50,14 +49,6 @@ PurchaseOption = Literal[
     "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
 ]
 PURCHASE_OPTIONS: tuple[str, ...] = get_args(PurchaseOption)
-#: Options billed at another option's rate (AWS bills an on-demand capacity reservation at the
-#: on-demand rate), from the bundled table's price keys: the guard's text marks them. What an
-#: option means to compare comes from the loaded catalog instead (`Catalog.option_lists`).
-RATE_ALIASES: dict[str, str] = {
-    n: r.price_key
-    for n, r in load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS).purchase_options.items()
-    if r.rate_alias
-}
 Precision = Literal["bf16", "fp16", "fp8"]
 
 

@@ -34,19 +34,14 @@ from typing import Any, Protocol
 
 import yaml
 
-from accelstack.catalog import CATALOG_DIR, PURCHASE_OPTIONS
-from accelstack.catalog.purchase import FILE as PURCHASE_FILE
-from accelstack.catalog.purchase import load_table
+from accelstack.catalog.purchase import OptionLists
 from accelstack.errors import AccelstackError
 from accelstack.files import check_target, write_text_atomic
 
-#: The options whose rates are fetched (catalog purchase_options `refreshed`), and a savings
-#: plan's term in seconds (the Savings Plans API's `durations` filter: 365-day years).
-_BUNDLED = load_table(CATALOG_DIR / PURCHASE_FILE, PURCHASE_OPTIONS).purchase_options
-OPTIONS = tuple(n for n, row in _BUNDLED.items() if row.refreshed)
-YEAR_SECONDS = {
-    n: row.commitment_years * 31_536_000 for n, row in _BUNDLED.items() if row.commitment_years
-}
+#: A savings plan's term in seconds per year (the Savings Plans API's `durations` filter:
+#: 365-day years). Which options are fetched, and each plan's term in years, come from the
+#: loaded catalog's purchase_options (`refreshed`, `commitment_years`): `_option_lists`.
+YEAR = 31_536_000
 ROW_RE = re.compile(r"^(?P<indent>\s*)- \{(?P<body>.*)\}\s*$")
 FIELD_ORDER = ("region", "type", "option", "usd", "as_of", "estimate", "source", "note")
 
@@ -68,16 +63,37 @@ def _d(value: Any) -> float:
     return float(str(value))
 
 
+def _option_lists() -> OptionLists:
+    """The purchase options of the catalog in effect (a user's overlay included)."""
+    from accelstack.catalog import load_catalog
+
+    return load_catalog().option_lists
+
+
 class AwsPriceSource:
-    """The AWS calls. `ec2` maps a region to an EC2 client for that region."""
+    """The AWS calls. `ec2` maps a region to an EC2 client for that region; `years` a savings
+    plan's term (default: the `commitment_years` of the catalog in effect, read when first
+    needed)."""
 
     def __init__(
-        self, pricing: Any, savingsplans: Any, ec2: Callable[[str], Any], today: str
+        self,
+        pricing: Any,
+        savingsplans: Any,
+        ec2: Callable[[str], Any],
+        today: str,
+        years: Mapping[str, int] | None = None,
     ) -> None:
         self.pricing = pricing
         self.savingsplans = savingsplans
         self.ec2 = ec2
         self.today = today
+        self._years = years
+
+    @property
+    def years(self) -> Mapping[str, int]:
+        if self._years is None:
+            self._years = _option_lists().commitment_years
+        return self._years
 
     @classmethod
     def from_boto3(cls, today: str) -> AwsPriceSource:  # pragma: no cover - needs AWS
@@ -102,7 +118,7 @@ class AwsPriceSource:
             return self.on_demand(region, instance_type)
         if option == "spot":
             return self.spot(region, instance_type)
-        if option in YEAR_SECONDS:
+        if option in self.years:
             return self.savings_plan(region, instance_type, option)
         if option == "capacity-block":
             return self.capacity_block(region, instance_type)
@@ -191,7 +207,7 @@ class AwsPriceSource:
 
     # -- savings plans --------------------------------------------------------------------
     def savings_plan(self, region: str, instance_type: str, option: str) -> Quote | None:
-        seconds = YEAR_SECONDS[option]
+        seconds = self.years[option] * YEAR
         rates: set[float] = set()
         kwargs: dict[str, Any] = {
             "savingsPlanTypes": ["Compute"],
@@ -374,14 +390,17 @@ def _pairs_to_query(
 
 
 def _query_prices(
-    source: PriceSource, pairs: Sequence[tuple[str, str]], have: set[Key]
+    source: PriceSource,
+    pairs: Sequence[tuple[str, str]],
+    have: set[Key],
+    options: Sequence[str],
 ) -> tuple[dict[Key, Quote], dict[Key, str], dict[Key, Quote]]:
     """Quote every option of every pair: (updated, failed, added)."""
     updated: dict[Key, Quote] = {}
     failed: dict[Key, str] = {}
     added: dict[Key, Quote] = {}
     for region, itype in pairs:
-        for option in OPTIONS:
+        for option in options:
             key = (region, itype, option)
             try:
                 q = source.quote(region, itype, option)
@@ -441,13 +460,16 @@ def refresh_text(
     today: str,
     regions: Sequence[str] | None = None,
     types: Sequence[str] | None = None,
+    options: Sequence[str] | None = None,
 ) -> RefreshResult:
-    """Refresh the instance rows of prices.yaml text; returns the new text and what changed."""
+    """Refresh the instance rows of prices.yaml text; returns the new text and what changed.
+    `options`: the ones fetched (default: the loaded catalog's `refreshed` options)."""
     lines = text.splitlines(keepends=True)
     rows = _instance_rows(lines)
     have = {(r["region"], r["type"], r["option"]) for _, _, r in rows}
     pairs = _pairs_to_query(rows, regions, types)
-    updated, failed, added = _query_prices(source, pairs, have)
+    fetched = _option_lists().refreshed if options is None else options
+    updated, failed, added = _query_prices(source, pairs, have, fetched)
     _rewrite_rows(lines, rows, updated, failed, today)
     if added:
         indent = rows[0][1] if rows else "  "
@@ -475,10 +497,12 @@ def refresh_file(
     current = _read_prices(target)
     # an explicit file is checked as the bundled catalog's prices, the overlay's as an overlay
     rest, check = (CATALOG_DIR, load_catalog) if path else (target.parent, _load_overlay)
-    _check_loads(current, rest, check, f"{target}: cannot refresh a broken file")
+    checked = _check_loads(current, rest, check, f"{target}: cannot refresh a broken file")
+    # the options of the catalog in effect: the overlay being refreshed, as it is now
+    refreshed = (_option_lists() if path else checked.option_lists).refreshed
     day = today or dt.date.today().isoformat()
     src = source or AwsPriceSource.from_boto3(day)
-    result = refresh_text(current, src, day, regions, types)
+    result = refresh_text(current, src, day, regions, types, refreshed)
     if not result.updated and not result.added and result.failed:
         first = next(iter(sorted(result.failed.items())))
         raise AccelstackError(
@@ -534,8 +558,9 @@ def _check_loads(
     catalog_dir: Path,
     loader: Callable[..., Any],
     what: str = "refreshed prices do not load",
-) -> None:
-    """Validate a prices file (the current one, the rewritten one) with the catalog loader."""
+) -> Any:
+    """Validate a prices file (the current one, the rewritten one) with the catalog loader;
+    returns the catalog it loads."""
     import shutil
     import tempfile
 
@@ -545,7 +570,7 @@ def _check_loads(
             shutil.copy(f, base / f.name)
         (base / "prices.yaml").write_text(text)
         try:
-            loader(base)
+            return loader(base)
         except AccelstackError as exc:
             reason = str(exc).replace(f"{base}/", "")  # name the file, not the scratch copy
             raise AccelstackError(f"{what}: {reason}") from None

@@ -87,8 +87,9 @@ def compare(
         list[str] | None,
         typer.Option(
             "--options",
-            help="purchase options (comma-separate): on-demand, spot, savings-plan-1y, "
-            "savings-plan-3y, capacity-block; default on-demand,capacity-block",
+            help="purchase options (comma-separate): those the catalog's purchase_options "
+            "mark comparable, a wrong one lists them (docs/cost.md, Purchase options); "
+            "default: the ones it marks compare_default",
         ),
     ] = None,
     fmt: FormatMdOpt = "text",

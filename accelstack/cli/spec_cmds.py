@@ -53,11 +53,12 @@ def _deployment_names(path: Path, spec: Spec) -> list[str]:
 def _refuse_no_budget(spec: Spec, path: Path) -> None:
     """A spec with no limit and no `budget.unlimited` is refused, as `check` and the program
     refuse it (exit 1, the budget verdict), so `validate` never says ok to what cannot pass."""
-    from accelstack.cost.guard import NO_LIMIT
+    if spec.budget.has_limit or spec.budget.unlimited:
+        return
+    from accelstack.cost.guard import NO_LIMIT  # the pricing modules, only for the refusal
     from accelstack.errors import VerdictError
 
-    if not spec.budget.has_limit and not spec.budget.unlimited:
-        raise VerdictError(f"{path}: budget: {NO_LIMIT}")
+    raise VerdictError(f"{path}: budget: {NO_LIMIT}")
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:

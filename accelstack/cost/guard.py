@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from accelstack.catalog import RATE_ALIASES
 from accelstack.cost.ceiling import Ceiling
 from accelstack.cost.estimate import (
     FLOPS_CONVENTION,
@@ -299,8 +298,8 @@ def _line_item_lines(c: StackCost, refs: _SourceRefs) -> list[str]:
 
 def _quote_line(q: OptionQuote, refs: _SourceRefs) -> str:
     mark = "  <- chosen" if q.chosen else ""
-    if q.option in RATE_ALIASES:
-        mark = f" (billed at the {RATE_ALIASES[q.option]} rate){mark}"
+    if q.rate_alias:
+        mark = f" (billed at the {q.rate_alias} rate){mark}"
     if q.hourly_usd is None or q.rate is None:
         return f"  {q.option:<16} not priced: {q.reason}{mark}"
     return (

@@ -213,6 +213,7 @@ class OptionQuote:
     rate: Rate | None
     chosen: bool
     reason: str | None = None  # when not priced
+    rate_alias: str | None = None  # the option whose rate bills it, from the loaded catalog
 
 
 @dataclass(frozen=True)
@@ -957,20 +958,14 @@ def option_quotes(
     """The pool under every purchase option, side by side (reservation = on-demand rate)."""
     out = []
     for opt in PURCHASE_OPTIONS:
+        alias = catalog.purchase(opt).rate_alias
         if catalog.has_rate(region, instance_type, opt):
             rate = catalog.instance_rate(region, instance_type, opt)
-            out.append(OptionQuote(opt, nodes * rate.usd, rate, opt == chosen))
+            out.append(OptionQuote(opt, nodes * rate.usd, rate, opt == chosen, None, alias))
         else:
             billed = catalog.purchase(opt).price_key
-            out.append(
-                OptionQuote(
-                    opt,
-                    None,
-                    None,
-                    opt == chosen,
-                    f"no {billed} price for {instance_type} in {region}",
-                )
-            )
+            why = f"no {billed} price for {instance_type} in {region}"
+            out.append(OptionQuote(opt, None, None, opt == chosen, why, alias))
     return tuple(out)
 
 

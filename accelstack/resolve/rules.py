@@ -236,8 +236,10 @@ def _generated_names(stack: Stack) -> Iterator[Finding]:
 
 @stack_rule(
     "kubernetes-names",
-    "the job layer's generated names (JobSet pod and Job names, Services, hostnames, label "
-    "values) fit their 63-character limits at the most nodes each job runs on",
+    "the job layer's generated names fit their limits at the most nodes each job runs on: "
+    "JobSet pod and Job names, PyTorchJob pods and Services, Services and hostnames (DNS-1035 "
+    "labels) and label values at most 63 characters; the Kueue ClusterQueue, ResourceFlavor "
+    "and Topology names (DNS-1123 subdomains) at most 253 characters",
 )
 def _kubernetes_names(stack: Stack) -> Iterator[Finding]:
     """One finding for the name furthest over its limit, with the longest stack name that

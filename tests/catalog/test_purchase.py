@@ -132,3 +132,99 @@ def test_a_broken_table_is_one_line_naming_the_file(tmp_path: Path, change, mess
         load_catalog(base)
     line = str(err.value)
     assert "\n" not in line and line.startswith(str(path)) and message in line
+
+
+#: An overlay billing a reservation at the 1-year plan's rate and refreshing no spot rates.
+RATES_OVERLAY = {
+    "purchase_options": {
+        "reservation": {"price_key": "savings-plan-1y"},
+        "spot": {"refreshed": False},
+    }
+}
+
+
+def _rates_overlay(tmp_path: Path) -> Path:
+    d = tmp_path / "rates-overlay"
+    d.mkdir()
+    (d / FILE).write_text(yaml.safe_dump(RATES_OVERLAY))
+    return d
+
+
+def test_the_guards_billed_at_mark_reads_the_overlay_of_the_table(tmp_path: Path) -> None:
+    """The cost report's "(billed at the X rate)" mark is the loaded catalog's price_key."""
+    from accelstack.cost.guard import check_budget, render_report
+
+    bundled, overlaid = load_catalog(), load_catalog(overlay=_rates_overlay(tmp_path))
+    before = render_report(check_budget(_p5_stack(bundled)))
+    after = render_report(check_budget(_p5_stack(overlaid)))
+    mark = [ln for ln in after.splitlines() if ln.strip().startswith("reservation ")]
+    assert mark and all("(billed at the savings-plan-1y rate)" in ln for ln in mark)
+    assert "(billed at the on-demand rate)" in before
+    assert "(billed at the on-demand rate)" not in after
+
+
+def test_prices_refresh_fetches_the_overlays_refreshed_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accelstack.catalog.refresh import AwsPriceSource, refresh_text
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def quote(self, region: str, instance_type: str, option: str) -> None:
+            self.calls.append(option)
+
+    text = (CATALOG_DIR / "prices.yaml").read_text()
+    args = (["us-west-2"], ["trn1.32xlarge"])
+    refresh_text(text, bundled := Recorder(), "2026-11-26", *args)
+    assert "spot" in bundled.calls
+    monkeypatch.setenv("ACCELSTACK_CATALOG_DIR", str(_rates_overlay(tmp_path)))
+    refresh_text(text, overlaid := Recorder(), "2026-11-26", *args)
+    assert overlaid.calls and "spot" not in overlaid.calls
+    years = AwsPriceSource(None, None, lambda r: None, "2026-11-26").years
+    assert dict(years) == {"savings-plan-1y": 1, "savings-plan-3y": 3}
+
+
+def test_no_module_loads_the_purchase_table_at_import() -> None:
+    """Importing the cost guard, refresh and the CLI reads no purchase_options.yaml: every
+    reader asks the catalog in effect when it runs (so an overlay counts)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import accelstack.catalog as c, accelstack.catalog.purchase as p\n"
+        "import accelstack.cost.guard, accelstack.catalog.refresh, accelstack.cost.compare\n"
+        "import accelstack.cli.cost_cmds\n"
+        "print(p.load_table.cache_info().currsize, c._load.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "0"]
+
+
+def test_no_module_level_statement_reads_the_purchase_table() -> None:
+    """The same, for every module: no statement outside a function calls a table loader."""
+    import ast
+
+    loaders = {"load_table", "load_catalog", "_load", "_read", "catalog_file"}
+    found = []
+    for path in sorted((CATALOG_DIR.parent).rglob("*.py")):
+        for stmt in ast.parse(path.read_text()).body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            for node in ast.walk(stmt):
+                func = node.func if isinstance(node, ast.Call) else None
+                name = getattr(func, "id", getattr(func, "attr", None))
+                if name in loaders:
+                    found.append(f"{path.name}:{node.lineno}: {name}")
+    assert found == []
+
+
+def test_compares_help_names_no_fixed_option_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare --help` loads no catalog, so it names no option: an overlay may add or drop
+    comparable ones; it says where they come from and a wrong one lists them."""
+    assert main(["compare", "--help"]) == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "compare_default" in shown and "comparable" in shown
+    for option in PURCHASE_OPTIONS:
+        assert option not in shown, option

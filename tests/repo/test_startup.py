@@ -47,6 +47,15 @@ def test_help_loads_no_catalog_spec_or_aws_sdk() -> None:
     assert "pydantic" not in _modules_after(["--help"])
 
 
+def test_validate_of_a_priced_preset_imports_no_pricing() -> None:
+    """`validate` checks that a budget is set, never prices the stack: the cost guard and its
+    pricing modules (and the plan inventory they read) load only to refuse a spec without one."""
+    modules = _modules_after(["validate", str(ROOT / "stacks" / "llama3-70b-trn2.yaml")])
+    assert "accelstack.resolve" in modules  # it did validate
+    pricing = ("accelstack.cost.guard", "accelstack.cost.pricing", "accelstack.inventory")
+    assert sorted(m for m in pricing if m in modules) == []
+
+
 @pytest.mark.slow  # parses every catalog file with the pure-Python parser too
 def test_the_catalog_parser_builds_what_pyyaml_builds() -> None:
     """libyaml's loader (when PyYAML has it) gives the same documents on every catalog file."""

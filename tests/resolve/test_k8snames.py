@@ -156,3 +156,20 @@ def test_the_kueue_object_names_are_in_the_budget() -> None:
     planned = {f["name"] for f in group["flavors"]} | {stack.name, f"{stack.name}-topology"}
     assert planned <= set(budget)
     assert all("clusterqueue_types.go" in budget[n].rule for n in planned)
+
+
+def test_the_rules_summary_names_every_limit_it_checks() -> None:
+    """docs/spec.md shows the rule's summary: it names each kind of name and each limit the
+    budget holds (DNS-1035 labels and label values of 63, Kueue's DNS-1123 subdomains of 253)."""
+    from accelstack.resolve.rules import STACK_RULES
+
+    data = load_spec(STACKS / "trn1-multinode.yaml").model_dump()
+    data["jobs"] = {**data["jobs"], "controller": "pytorchjob", "kueue": True}
+    stack = resolve(Spec.model_validate(data), load_catalog())
+    (summary,) = [r.summary for r in STACK_RULES if r.name == "kubernetes-names"]
+    names = kubernetes_names(stack)
+    assert {n.limit for n in names} == {63, 253}
+    for limit in {n.limit for n in names}:
+        assert f"{limit} characters" in summary, limit
+    for words in ("DNS-1035", "DNS-1123 subdomain", "PyTorchJob", "ClusterQueue", "Topology"):
+        assert words in summary, words
