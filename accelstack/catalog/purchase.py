@@ -60,7 +60,6 @@ class OptionLists:
     commitment_years: Mapping[str, int]  # a savings plan's term (`commitment_years`)
     needs_reservation: tuple[str, ...]  # bought only with a reservation id
     refreshed: tuple[str, ...]  # `prices refresh` fetches their rates (`refreshed`)
-    rate_aliases: Mapping[str, str]  # option -> the option whose rate bills it (`price_key`)
 
     def order(self, option: str) -> int:
         """The option's place among the comparable ones (ties rank by it); others last."""
@@ -75,7 +74,6 @@ def option_lists(rows: Mapping[str, PurchaseOptionFacts]) -> OptionLists:
         commitment_years={n: r.commitment_years for n, r in rows.items() if r.commitment_years},
         needs_reservation=tuple(n for n, r in rows.items() if r.needs_reservation),
         refreshed=tuple(n for n, r in rows.items() if r.refreshed),
-        rate_aliases={n: r.rate_alias for n, r in rows.items() if r.rate_alias},
     )
 
 

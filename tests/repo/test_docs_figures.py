@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from ..conftest import ROOT
+
 DOCS = ROOT / "docs"
 
 #: A row of `bench/scale.py`'s table: preset, node count, resource count.
