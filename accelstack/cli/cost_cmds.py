@@ -63,6 +63,14 @@ def price(
         raise VerdictError(verdict.one_line())
 
 
+#: `compare --options`: the catalog holds the list, so the help names where, not which
+_OPTIONS_HELP = (
+    "purchase options (comma-separate): those the catalog's purchase_options mark comparable, "
+    "a wrong one lists them (docs/cost.md, Purchase options); default: the ones it marks "
+    "compare_default"
+)
+
+
 def compare(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
     instance_types: Annotated[
@@ -87,9 +95,7 @@ def compare(
         list[str] | None,
         typer.Option(
             "--options",
-            help="purchase options (comma-separate): those the catalog's purchase_options "
-            "mark comparable, a wrong one lists them (docs/cost.md, Purchase options); "
-            "default: the ones it marks compare_default",
+            help=_OPTIONS_HELP,
         ),
     ] = None,
     fmt: FormatMdOpt = "text",

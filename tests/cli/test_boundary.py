@@ -34,6 +34,11 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     for var in ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
         monkeypatch.delenv(var, raising=False)
+    # boto3's default session caches the credentials it first found: another test of this
+    # worker (moto's fake keys) may have created it, so the command starts from none
+    import boto3
+
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
 
 
 @pytest.mark.parametrize(

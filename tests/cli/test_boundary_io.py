@@ -619,7 +619,7 @@ def test_render_of_unencodable_text_creates_nothing(
 ) -> None:
     from accelstack.render import Artifact
 
-    def rendered(stack: Stack, bucket: Any) -> list[Artifact]:
+    def rendered(stack: Stack, bucket: Any, *_: Any) -> list[Artifact]:
         return [
             Artifact("README.md", "index", "ok\n"),
             Artifact("launch-x.sh", "script", "echo '\udc80'\n", executable=True),
@@ -638,7 +638,7 @@ def test_render_refuses_a_symlinked_folder_on_the_way(
 
     monkeypatch.setattr(
         "accelstack.render.render",
-        lambda stack, bucket: [Artifact("sub/run.sh", "script", "true\n", executable=True)],
+        lambda stack, bucket, *_: [Artifact("sub/run.sh", "script", "true\n", executable=True)],
     )
     out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
     out.mkdir()
