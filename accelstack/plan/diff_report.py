@@ -169,6 +169,8 @@ def _text_stack(s: StackDiff) -> list[str]:
 def render_text(document: Doc) -> str:
     doc = as_document(document)
     lines = [f"accelstack diff {doc.base} -> {doc.head}"]
+    if doc.planned_with is not None:
+        lines.append(doc.planned_with.line())
     if doc.gate_changes:
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
         lines += [f"  ! {line}" for line in doc.gate_changes]
@@ -260,7 +262,12 @@ def render_quiet(document: Doc) -> str:
         f"stateful replaced and no accelerated node rolls "
         f"(monthly {_signed(doc.totals.delta.monthly_usd)})."
         " An earlier cost comment on this pull request no longer applies.\n"
+        + (f"{_planned_line(doc)}\n" if doc.planned_with else "")
     )
+
+
+def _planned_line(doc: DiffDocument) -> str:
+    return f"_{doc.planned_with.line()}_" if doc.planned_with else ""
 
 
 def render_markdown(document: Doc, comment: bool = False) -> str:
@@ -269,6 +276,8 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc.base}` → `{doc.head}`")
     lines.append("")
+    if doc.planned_with is not None:
+        lines += [_planned_line(doc), ""]
     if doc.gate_changes:
         lines.append("> [!CAUTION]")
         lines.append(
