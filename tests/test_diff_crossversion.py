@@ -118,7 +118,12 @@ def test_a_wheel_only_upgrade_shows_what_the_new_version_changes(
     code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["planned_with"] == {"base": OLD, "head": NOW, "base_wheel": OLD_WHEEL}
+    assert doc["planned_with"] == {
+        "base": OLD,
+        "head": NOW,
+        "base_wheel": OLD_WHEEL,
+        "head_keeps": None,
+    }
     (stack,) = doc["stacks"]
     assert stack["inputs"] == []  # no spec or stack-config value changed
     (lt,) = stack["resources"]["changed"]
@@ -141,7 +146,7 @@ def test_a_wheel_only_upgrade_shows_what_the_new_version_changes(
 def test_without_a_wheel_change_one_version_plans_both_sides(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    name = Path(OLD_WHEEL).name
+    name = f"accelstack-{NOW}-py3-none-any.whl"
     _project(repo, name, _fake_wheel("raise SystemExit('never run')\n"))
     spec = repo / "stacks" / "trn1-finetune.yaml"
     spec.write_text(spec.read_text().replace("purpose: neuron-onboarding", "purpose: x"))
@@ -153,9 +158,32 @@ def test_without_a_wheel_change_one_version_plans_both_sides(
     doc = json.loads(out)
     assert render_text(doc).splitlines()[1] == both
     assert OLD not in out
-    assert doc["planned_with"] == {"base": NOW, "head": NOW, "base_wheel": None}
+    assert doc["planned_with"] == {
+        "base": NOW,
+        "head": NOW,
+        "base_wheel": None,
+        "head_keeps": None,
+    }
     assert f"_{both}_" in render_markdown(doc, comment=True).splitlines()
     assert f"_{both}_" in render_quiet(doc).splitlines()
+
+
+def test_a_head_that_keeps_another_version_than_the_running_one_is_named(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both refs keep 0.0.9 (no wheel change: the running accelstack plans both), but the
+    head deploys with 0.0.9: the line says so."""
+    _project(repo, Path(OLD_WHEEL).name, _fake_wheel("raise SystemExit('never run')\n"))
+    (repo / "README.md").write_text("a note\n", encoding="utf-8")
+    _commit(repo, "a note")
+    code, out, err = _run(capsys, "diff", "main", "pr", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["planned_with"]["head_keeps"] == OLD
+    assert render_text(doc).splitlines()[1] == (
+        f"both sides planned with accelstack {NOW} (the head keeps accelstack {OLD}, which "
+        "`pulumi up` runs: plan with that version to see what it deploys)"
+    )
 
 
 # ---- reading the old version's output -------------------------------------------------------------
@@ -226,3 +254,19 @@ def test_a_base_wheel_that_is_no_zip_is_one_line(
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert OLD_WHEEL in err and "is not a wheel" in err
+
+
+def test_a_base_that_keeps_two_wheels_is_one_line(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(repo, Path(OLD_WHEEL).name, b"one")
+    (repo / "wheels" / "accelstack-0.0.8-py3-none-any.whl").write_bytes(b"two")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "two wheels")
+    git(repo, "branch", "-f", "main")
+    _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
+    _commit(repo, "upgrade")
+    code, out, err = _run(capsys, "diff", "main", "pr")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert "keeps 2 accelstack wheels" in err and OLD_WHEEL in err

@@ -90,13 +90,15 @@ def running_version() -> str:
 
 def planned_with(base: KeptWheel | None, head: KeptWheel | None) -> PlannedWith:
     """Which accelstack plans each side: the base's kept wheel when it differs from the head's,
-    else the running accelstack for both."""
+    else the running accelstack for both (the head always: it is what CI installs from the
+    head's kept wheel; a head that keeps another version is named)."""
     from accelstack.plan.diffmodel import PlannedWith
 
     now = running_version()
+    keeps = head.version if head is not None and head.version != now else None
     if base is not None and base != head:
-        return PlannedWith(base.version, now, base.path)
-    return PlannedWith(now, now, None)
+        return PlannedWith(base.version, now, base.path, keeps)
+    return PlannedWith(now, now, None, keeps)
 
 
 def unpack(wheel: KeptWheel, ref: str, into: Path, cwd: Path | None = None) -> Path:

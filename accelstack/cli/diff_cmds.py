@@ -130,7 +130,8 @@ def diff(
     Compares the stacks of two git refs (two folders with --dirs: a folder never stands in
     for a ref of the same name), each resolved as the program does (its
     Pulumi.<stack>.yaml): node rolls and stateful replacements first, then resources with
-    before -> after values and monthly cost, and the verdicts. Below every threshold,
+    before -> after values and monthly cost, and the verdicts (a base that keeps another
+    accelstack wheel than the head is planned by its own version). Below every threshold,
     `github-comment` prints a "no longer applies" body for CI to update its earlier comment.
     Exit 0, or the exit code of a HEAD stack that does not plan.
 

@@ -359,26 +359,41 @@ class Totals:
 class PlannedWith:
     """Which accelstack version planned each side: `base_wheel` is the base's kept wheel when
     the base was planned by it (the pull request replaces the wheel), else None (both sides
-    planned by the running accelstack)."""
+    planned by the running accelstack). `head_keeps`: the version of the head's kept wheel
+    when it is not the running one (the head deploys with that one, not with what planned it)."""
 
     base: str
     head: str
     base_wheel: str | None = None
+    head_keeps: str | None = None
 
     def line(self) -> str:
         if self.base_wheel is None:
-            return f"both sides planned with accelstack {self.head}"
-        return (
-            f"base planned with accelstack {self.base} ({self.base_wheel}, the base's kept "
-            f"wheel), head with {self.head}: a change no input explains comes from the upgrade"
-        )
+            out = f"both sides planned with accelstack {self.head}"
+        else:
+            out = (
+                f"base planned with accelstack {self.base} ({self.base_wheel}, the base's kept "
+                f"wheel), head with {self.head}: a change no input explains comes from the "
+                "upgrade"
+            )
+        if self.head_keeps is not None:
+            out += (
+                f" (the head keeps accelstack {self.head_keeps}, which `pulumi up` runs: plan "
+                "with that version to see what it deploys)"
+            )
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"base": self.base, "head": self.head, "base_wheel": self.base_wheel}
+        return {
+            "base": self.base,
+            "head": self.head,
+            "base_wheel": self.base_wheel,
+            "head_keeps": self.head_keeps,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PlannedWith:
-        return cls(str(d["base"]), str(d["head"]), d.get("base_wheel"))
+        return cls(str(d["base"]), str(d["head"]), d.get("base_wheel"), d.get("head_keeps"))
 
 
 @dataclass(frozen=True)
