@@ -137,7 +137,9 @@ def test_a_wheel_only_upgrade_shows_what_the_new_version_changes(
     line = f"base planned with accelstack {OLD} ({OLD_WHEEL}, the base's kept wheel), head "
     text = render_text(doc).splitlines()
     assert text[1].startswith(line + f"with {NOW}")
-    assert "comes from the upgrade" in text[1]
+    assert "comes from the upgrade" in text[1]  # first: it explains the rolls below
+    assert text[2].startswith("NODES ROLL")
+    assert render_markdown(doc).splitlines()[2] == f"_{text[1]}_"
 
 
 # ---- no wheel change: one version names both sides -----------------------------------------------
@@ -156,7 +158,7 @@ def test_without_a_wheel_change_one_version_plans_both_sides(
     code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert render_text(doc).splitlines()[1] == both
+    assert render_text(doc).splitlines()[-1] == both  # last: the rolls and replacements first
     assert OLD not in out
     assert doc["planned_with"] == {
         "base": NOW,
@@ -180,7 +182,7 @@ def test_a_head_that_keeps_another_version_than_the_running_one_is_named(
     assert code == 0, err
     doc = json.loads(out)
     assert doc["planned_with"]["head_keeps"] == OLD
-    assert render_text(doc).splitlines()[1] == (
+    assert render_text(doc).splitlines()[-1] == (
         f"both sides planned with accelstack {NOW} (the head keeps accelstack {OLD}, which "
         "`pulumi up` runs: plan with that version to see what it deploys)"
     )
