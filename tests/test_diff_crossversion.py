@@ -272,3 +272,24 @@ def test_a_base_that_keeps_two_wheels_is_one_line(
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert "keeps 2 accelstack wheels" in err and OLD_WHEEL in err
+
+
+def test_the_old_version_inherits_no_accelstack_or_aws_setting(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The base's accelstack prints its document only when it sees none of our ACCELSTACK_*
+    or AWS_* variables but the pinned date (else output the diff refuses)."""
+    monkeypatch.setenv("ACCELSTACK_DEBUG", "1")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-key")
+    script = (
+        "import os, sys\n"
+        "seen = [k for k in os.environ if k.startswith(('ACCELSTACK_', 'AWS_'))]\n"
+        "seen.remove('ACCELSTACK_TODAY')  # kept: the date the test suite pins\n"
+        f"sys.stdout.write('leaked ' + ' '.join(seen) if seen else {json.dumps(_DOC)!r})\n"
+    )
+    _project(repo, Path(OLD_WHEEL).name, _fake_wheel(script))
+    _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
+    _commit(repo, "upgrade")
+    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["stacks"][0]["cost"]["base"]["monthly_usd"] == 1460.0
