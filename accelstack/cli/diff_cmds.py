@@ -16,8 +16,13 @@ from accelstack.errors import Problem, SpecError
 from accelstack.stackconfig import StackRef
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from accelstack.cost.ceiling import Ceiling
     from accelstack.plan.diffmodel import DiffDocument
+
+    #: Plans one base stack (ref, side label) into its diff side row.
+    BasePlanner = Callable[[StackRef, str], dict[str, Any]]
 
 DiffFormat = Literal["text", "json", "markdown", "github-comment"]
 NO_GATE = GateFiles(None, None)
@@ -28,10 +33,12 @@ def _plan_sides(
     head: tuple[str, dict[str, StackRef], Path],
     ceiling: Ceiling | None,
     gates: tuple[GateFiles, GateFiles] = (NO_GATE, NO_GATE),
+    base_planner: BasePlanner | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
     """Plan each changed stack on both sides; a stack whose deploy inputs are identical on
-    both (`deploy_fingerprint`: spec, stack file, project file, ceiling, overlay) is not
-    planned (both sides run the same accelstack and catalog)."""
+    both (`deploy_fingerprint`: spec, stack file, project file, program files, ceiling,
+    overlay) is not planned (both sides run the same accelstack and catalog). `base_planner`:
+    the base's own accelstack plans the base side (cli/crossversion.py)."""
     from accelstack.catalog import load_catalog
     from accelstack.cli.planning import planned_row
 
@@ -44,7 +51,10 @@ def _plan_sides(
     rows: list[dict[str, dict[str, Any]]] = [{}, {}]
     for i, (label, refs, _) in enumerate((base, head)):
         for name in sorted(refs.keys() - same):
-            rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
+            if i == 0 and base_planner is not None:
+                rows[i][name] = base_planner(refs[name], label)
+            else:
+                rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
     return rows[0], rows[1], sorted(same)
 
 
@@ -120,7 +130,8 @@ def diff(
     Compares the stacks of two git refs (two folders with --dirs: a folder never stands in
     for a ref of the same name), each resolved as the program does (its
     Pulumi.<stack>.yaml): node rolls and stateful replacements first, then resources with
-    before -> after values and monthly cost, and the verdicts. Below every threshold,
+    before -> after values and monthly cost, and the verdicts (a base that keeps another
+    accelstack wheel than the head is planned by its own version). Below every threshold,
     `github-comment` prints a "no longer applies" body for CI to update its earlier comment.
     Exit 0, or the exit code of a HEAD stack that does not plan.
 
@@ -145,7 +156,11 @@ def diff(
 def _diff_doc(
     base: str, head: str, specs: str, stack_name: str | None, ceiling: Path | None, dirs: bool
 ) -> tuple[DiffDocument, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The diff document of two refs (or folders), and the base and head sides' rows."""
+    """The diff document of two refs (or folders), and the base and head sides' rows; it
+    names the accelstack version that planned each side (`crossversion.planned_with`)."""
+    from dataclasses import replace
+
+    from accelstack.cli import crossversion as xv
     from accelstack.cli.planning import accelerated_types, ceiling_for
     from accelstack.plan.diff import diff_document
 
@@ -157,28 +172,49 @@ def _diff_doc(
         if stack_name is not None:
             sides = (_only(sides[0], stack_name), _only(sides[1], stack_name))
         if dirs:
+            planned_with = xv.planned_with(None, None)
             old, new, same = _plan_sides(*sides, ceiling_for(ceiling, sides[1][2]))
             gate: list[str] = []
         else:
-            old, new, same, gate = _plan_trusted(sides, base, ceiling, Path(tmp, "trusted"))
+            wheels = (xv.kept_wheel(base), xv.kept_wheel(head))
+            planned_with = xv.planned_with(*wheels)
+            site = (
+                xv.unpack(wheels[0], base, Path(tmp, "wheel"))
+                if wheels[0] != wheels[1] and wheels[0]
+                else None
+            )
+            old, new, same, gate = _plan_trusted(
+                sides, base, ceiling, Path(tmp, "trusted"), (site, planned_with.base)
+            )
     labels = (sides[0][0], sides[1][0])
-    return diff_document(old, new, labels, same, accelerated_types(), gate), old, new
+    doc = diff_document(old, new, labels, same, accelerated_types(), gate)
+    return replace(doc, planned_with=planned_with), old, new
 
 
 Side = tuple[str, dict[str, StackRef], Path]
 
 
 def _plan_trusted(
-    sides: tuple[Side, Side], base: str, ceiling: Path | None, into: Path
+    sides: tuple[Side, Side],
+    base: str,
+    ceiling: Path | None,
+    into: Path,
+    old_wheel: tuple[Path | None, str] = (None, ""),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str], list[str]]:
     """Both refs planned with the gate inputs trusted from outside the change: the ceiling and
-    catalog overlay of the CI setting, else the base ref's; their changes listed first."""
+    catalog overlay of the CI setting, else the base ref's; their changes listed first.
+    `old_wheel`: (the base's unpacked wheel, its version) when the base's own accelstack
+    plans the base side."""
+    from accelstack.cli.crossversion import old_planner
     from accelstack.cli.trust import overlay_in_force
 
     head_gate = head_files(ceiling, Path.cwd())
     trusted = base_files(head_gate, base, Path.cwd(), into)
+    site, version = old_wheel
+    planner = old_planner(site, trusted, version) if site is not None else None
     with overlay_in_force(trusted):
-        old, new, same = _plan_sides(*sides, ceiling_of(trusted), (trusted, head_gate))
+        gates = (trusted, head_gate)
+        old, new, same = _plan_sides(*sides, ceiling_of(trusted), gates, planner)
     return old, new, same, gate_changes(trusted, head_gate)
 
 

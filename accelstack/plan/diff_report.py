@@ -169,6 +169,7 @@ def _text_stack(s: StackDiff) -> list[str]:
 def render_text(document: Doc) -> str:
     doc = as_document(document)
     lines = [f"accelstack diff {doc.base} -> {doc.head}"]
+    lines += _versions(doc, top=True)
     if doc.gate_changes:
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
         lines += [f"  ! {line}" for line in doc.gate_changes]
@@ -186,7 +187,7 @@ def render_text(document: Doc) -> str:
     if doc.unchanged:
         lines.append(f"unchanged specs: {', '.join(doc.unchanged)}")
     lines.append(f"total: {_summary_line(doc)}" if doc.stacks else "no stack changed")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _versions(doc, top=False)) + "\n"
 
 
 def check_verdict(stack: StackDiff) -> str:
@@ -260,7 +261,23 @@ def render_quiet(document: Doc) -> str:
         f"stateful replaced and no accelerated node rolls "
         f"(monthly {_signed(doc.totals.delta.monthly_usd)})."
         " An earlier cost comment on this pull request no longer applies.\n"
+        + (f"{_planned_line(doc)}\n" if doc.planned_with else "")
     )
+
+
+def _planned_line(doc: DiffDocument) -> str:
+    return f"_{doc.planned_with.line()}_" if doc.planned_with else ""
+
+
+def _versions(doc: DiffDocument, top: bool, markdown: bool = False) -> list[str]:
+    """The line naming the versions that planned each side: first when the base was planned
+    by another version (it explains the changes below), else last."""
+    cross = doc.planned_with is not None and doc.planned_with.base_wheel is not None
+    if doc.planned_with is None or cross != top:
+        return []
+    if not markdown:
+        return [doc.planned_with.line()]
+    return [_planned_line(doc), ""] if top else ["", _planned_line(doc)]
 
 
 def render_markdown(document: Doc, comment: bool = False) -> str:
@@ -269,6 +286,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc.base}` → `{doc.head}`")
     lines.append("")
+    lines += _versions(doc, top=True, markdown=True)
     if doc.gate_changes:
         lines.append("> [!CAUTION]")
         lines.append(
@@ -303,7 +321,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
         lines += details
     if doc.unchanged:
         lines += ["", f"Unchanged specs: {', '.join(f'`{n}`' for n in doc.unchanged)}"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _versions(doc, top=False, markdown=True)) + "\n"
 
 
 def change_lines(stack: StackDiff | dict[str, Any], base: str | None = None) -> list[str]:

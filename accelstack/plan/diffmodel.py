@@ -356,6 +356,47 @@ class Totals:
 
 
 @dataclass(frozen=True)
+class PlannedWith:
+    """Which accelstack version planned each side: `base_wheel` is the base's kept wheel when
+    the base was planned by it (the pull request replaces the wheel), else None (both sides
+    planned by the running accelstack). `head_keeps`: the version of the head's kept wheel
+    when it is not the running one (the head deploys with that one, not with what planned it)."""
+
+    base: str
+    head: str
+    base_wheel: str | None = None
+    head_keeps: str | None = None
+
+    def line(self) -> str:
+        if self.base_wheel is None:
+            out = f"both sides planned with accelstack {self.head}"
+        else:
+            out = (
+                f"base planned with accelstack {self.base} ({self.base_wheel}, the base's kept "
+                f"wheel), head with {self.head}: a change no input explains comes from the "
+                "upgrade"
+            )
+        if self.head_keeps is not None:
+            out += (
+                f" (the head keeps accelstack {self.head_keeps}, which `pulumi up` runs: plan "
+                "with that version to see what it deploys)"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "head": self.head,
+            "base_wheel": self.base_wheel,
+            "head_keeps": self.head_keeps,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PlannedWith:
+        return cls(str(d["base"]), str(d["head"]), d.get("base_wheel"), d.get("head_keeps"))
+
+
+@dataclass(frozen=True)
 class DiffDocument:
     """The whole diff: what interrupts or loses something first (gate changes, node rolls,
     orphaned stacks, stateful changes), then the stacks, the unchanged ones and the totals.
@@ -372,6 +413,7 @@ class DiffDocument:
     ok: bool
     gate_changes: tuple[str, ...] = ()
     version: int = 2
+    planned_with: PlannedWith | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -386,7 +428,7 @@ class DiffDocument:
             "totals": self.totals.to_dict(),
             "ok": self.ok,
             "gate_changes": list(self.gate_changes),
-        }
+        } | ({"planned_with": self.planned_with.to_dict()} if self.planned_with else {})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DiffDocument:
@@ -403,4 +445,7 @@ class DiffDocument:
             ok=bool(d.get("ok", True)),
             gate_changes=tuple(d.get("gate_changes") or ()),
             version=int(d.get("version", 2)),
+            planned_with=PlannedWith.from_dict(d["planned_with"])
+            if d.get("planned_with")
+            else None,
         )
