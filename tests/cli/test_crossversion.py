@@ -16,9 +16,9 @@ import accelstack
 from accelstack.cli import main
 from accelstack.plan.diff_report import render_markdown, render_quiet, render_text
 
-from .conftest import STACKS
-from .helpers_git import git
-from .helpers_wheel import build_wheel
+from ..conftest import STACKS
+from ..helpers_git import git
+from ..helpers_wheel import build_wheel
 
 OLD = "0.0.9"
 OLD_WHEEL = f"wheels/accelstack-{OLD}-py3-none-any.whl"
