@@ -100,22 +100,6 @@ def _batch_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return [f"workload.global_batch_size: {warning}"] if warning else []
 
 
-def _registry_notes(spec: Spec, catalog: Catalog) -> list[str]:
-    """An existing VPC whose image pull would be NAT-bound gets no ECR endpoints unless the
-    spec asks (it may have them already): say so in one line."""
-    net = spec.network
-    if net.mode != "existing" or net.ecr_endpoints or spec.orchestration != "eks":
-        return []
-    nodes = sum(p.nodes + p.spare_nodes for p in spec.pools)
-    if not catalog.scale.image_delivery.nat_bound(nodes):
-        return []
-    return [
-        f"network.ecr_endpoints: {nodes} nodes pull their images through this VPC's NAT "
-        "unless it has ECR interface endpoints; set ecr_endpoints: true to create them "
-        "(docs/scale.md)"
-    ]
-
-
 def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
     """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
     estimated offerings, extended-support Kubernetes, a global batch that cannot give every
@@ -130,7 +114,6 @@ def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
         *_pool_notes(spec, catalog),
         *_kubernetes_notes(spec, catalog),
         *_batch_notes(spec, catalog),
-        *_registry_notes(spec, catalog),
         *placeholders,
     ]
 

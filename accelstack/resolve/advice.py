@@ -56,8 +56,29 @@ def _root_volume_images(stack: Stack) -> Iterator[Finding]:
         )
 
 
+@stack_warning(
+    "network-ecr-endpoints-nat",
+    "an existing VPC whose image pull is bound by the NAT gateway (scale.yaml image_delivery, "
+    "the stack's running nodes as resolve counts them for a created VPC) without "
+    "network.ecr_endpoints",
+)
+def _existing_vpc_nat_pull(stack: Stack) -> Iterator[Finding]:
+    """An existing VPC gets no ECR endpoints unless the spec asks (it may have them already);
+    say so when a created VPC of the same size would get them (`Stack.profile.nodes`)."""
+    net = stack.spec.network
+    if net.mode != "existing" or net.ecr_endpoints or stack.spec.orchestration != "eks":
+        return
+    nodes = stack.profile.nodes
+    if stack.catalog.scale.image_delivery.nat_bound(nodes):
+        yield (
+            "network.ecr_endpoints",
+            f"{nodes} nodes pull their images through this VPC's NAT unless it has ECR "
+            "interface endpoints; set ecr_endpoints: true to create them (docs/scale.md)",
+        )
+
+
 #: The warnings on the resolved stack, in report order (docs/spec.md lists them)
 STACK_WARNINGS: rulebook.RuleSet[rulebook.Rule[Stack]] = rulebook.RuleSet(
     "stack warning",
-    (_root_volume_images,),
+    (_root_volume_images, _existing_vpc_nat_pull),
 )

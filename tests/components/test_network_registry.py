@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from accelstack.catalog import load_catalog
-from accelstack.cli.specfiles import spec_warnings
 from accelstack.cost.pricing import price_plan, price_stack
 from accelstack.errors import SpecError
 from accelstack.plan import Plan
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import Stack
+from accelstack.resolve.advice import stack_warnings
 from accelstack.spec import read_yaml
 
 from ..catalog.test_scale import STACKS, existing_vpc, stack_of
@@ -74,14 +74,38 @@ def test_an_existing_vpc_gets_no_endpoints_unless_asked() -> None:
 
 
 def test_a_nat_bound_existing_vpc_without_the_setting_warns_in_one_line() -> None:
+    """The warning counts the nodes resolve counts for a created VPC's decision (pools,
+    spares and system nodes), so both sides of the threshold agree."""
     catalog = load_catalog()
     assert catalog.scale.image_delivery.nat_bound(64)
-    (line,) = [w for w in spec_warnings(stack_of(existing(64)).spec, catalog) if "ecr" in w]
-    assert line.startswith("network.ecr_endpoints: 64 nodes") and "\n" not in line
-    small = stack_of(existing(16)).spec
-    assert not [w for w in spec_warnings(small, catalog) if "ecr_endpoints" in w]
-    opted = stack_of(existing(64, ecr_endpoints=True)).spec
-    assert not [w for w in spec_warnings(opted, catalog) if "ecr_endpoints" in w]
+    stack = stack_of(existing(64))
+    (line,) = [w for w in stack_warnings(stack) if "ecr" in w]
+    assert (
+        line.startswith(f"network.ecr_endpoints: {stack.profile.nodes} nodes") and "\n" not in line
+    )
+    assert stack.profile.nodes >= 64
+    small = stack_of(existing(16))
+    assert not [w for w in stack_warnings(small) if "ecr_endpoints" in w]
+    opted = stack_of(existing(64, ecr_endpoints=True))
+    assert not [w for w in stack_warnings(opted) if "ecr_endpoints" in w]
+
+
+def test_the_warning_and_a_created_vpcs_decision_agree_at_the_threshold() -> None:
+    """Just over the threshold with the system nodes counted: a created VPC of that size gets
+    the private registry path, so an existing one without it is warned."""
+    catalog = load_catalog()
+    for pool_nodes in range(14, 24):
+        created = stack_of_created(pool_nodes)
+        stack = stack_of(existing(pool_nodes))
+        warned = bool([w for w in stack_warnings(stack) if "ecr_endpoints" in w])
+        assert warned == created.profile.private_registry, pool_nodes
+    assert catalog.scale.image_delivery.nat_bound(stack.profile.nodes)
+
+
+def stack_of_created(nodes: int) -> Stack:
+    data = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    data["pools"][0]["nodes"] = nodes
+    return stack_of(data)
 
 
 def test_the_setting_on_a_created_vpc_is_refused() -> None:
