@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -36,6 +38,12 @@ os.environ["ACCELSTACK_TODAY"] = "2026-11-22"
 # otherwise: every script the suite runs writes it into a temporary directory, never onto the
 # machine's /fsx (tests that check the cache path set their own).
 os.environ["ACCELSTACK_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelstack-neff-cache-")
+# The parsed-catalog cache (accelstack/catalog/cache.py) of the run in a temporary directory,
+# never the developer's ~/.cache: made once by the controlling process, which xdist's workers
+# (and the commands tests start) inherit, and removed when it exits.
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    os.environ["ACCELSTACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelstack-cache-")
+    atexit.register(shutil.rmtree, os.environ["ACCELSTACK_CACHE_DIR"], True)
 
 
 @pytest.fixture(scope="session")

@@ -9,17 +9,29 @@ from __future__ import annotations
 
 import inspect
 import types
+from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from kubeflow_trainer_api import models
 from pydantic import BaseModel
 
-#: kind -> the model of a whole object of that kind (apiVersion trainer.kubeflow.org/v1alpha1)
-TRAINER_MODELS: dict[str, type[BaseModel]] = {
-    "TrainJob": models.TrainerV1alpha1TrainJob,
-    "TrainingRuntime": models.TrainerV1alpha1TrainingRuntime,
-    "JobSet": models.JobsetV1alpha2JobSet,
-}
+
+@cache
+def _models() -> types.ModuleType:
+    """The upstream models, imported on first use: building their ~400 pydantic classes took
+    about a second of every test process's collection."""
+    from kubeflow_trainer_api import models
+
+    return models
+
+
+def trainer_models() -> dict[str, type[BaseModel]]:
+    """kind -> the model of a whole object of that kind (trainer.kubeflow.org/v1alpha1)."""
+    models = _models()
+    return {
+        "TrainJob": models.TrainerV1alpha1TrainJob,
+        "TrainingRuntime": models.TrainerV1alpha1TrainingRuntime,
+        "JobSet": models.JobsetV1alpha2JobSet,
+    }
 
 
 def _unwrap(tp: Any) -> Any:
@@ -61,7 +73,7 @@ def unknown_keys(model: type[BaseModel], data: dict[str, Any], path: str = "") -
 def model_problems(doc: dict[str, Any]) -> list[str]:
     """A rendered object against its upstream model: unknown keys, then the model's own type
     validation (`from_dict`)."""
-    model = TRAINER_MODELS[doc["kind"]]
+    model = trainer_models()[doc["kind"]]
     problems = [f"{doc['kind']}: unknown field {p}" for p in unknown_keys(model, doc)]
     try:
         model.from_dict(doc)  # type: ignore[attr-defined]
@@ -97,7 +109,7 @@ def pytorchjob_problems(doc: dict[str, Any]) -> list[str]:
     out += [
         f"metadata: {p}"
         for p in unknown_keys(
-            models.IoK8sApimachineryPkgApisMetaV1ObjectMeta, doc.get("metadata", {})
+            _models().IoK8sApimachineryPkgApisMetaV1ObjectMeta, doc.get("metadata", {})
         )
     ]
     spec = doc.get("spec", {})
@@ -122,6 +134,6 @@ def pytorchjob_problems(doc: dict[str, Any]) -> list[str]:
         template = rs.get("template", {})
         out += [
             f"{at}.template.{p}"
-            for p in unknown_keys(models.IoK8sApiCoreV1PodTemplateSpec, template)
+            for p in unknown_keys(_models().IoK8sApiCoreV1PodTemplateSpec, template)
         ]
     return out

@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from accelstack.catalog import cache
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
 from accelstack.catalog.price_ranges import PriceRange, span_in
@@ -53,7 +54,7 @@ Precision = Literal["bf16", "fp16", "fp8"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Taint(_Frozen):
@@ -617,16 +618,33 @@ def _where(name: str, base: Path, overlay: Path | None) -> Path:
     return base / name
 
 
-def _read(section: Section, base: Path, overlay: Path | None = None) -> dict[str, object]:
-    """A catalog file, with the overlay's file of that name merged on top (overlay.py), the
-    section's lists of rows merged row by row."""
+def _paths(section: Section, base: Path, overlay: Path | None) -> tuple[Path, Path | None]:
+    """The bundled file of a section, and the overlay's file of that name if it has one."""
     path = base / section.file
     if not path.exists() and base != CATALOG_DIR:  # a partial catalog directory (tests)
         path = CATALOG_DIR / section.file
+    top = overlay / section.file if overlay is not None else None
+    return path, top if top is not None and top.exists() else None
+
+
+def _read(section: Section, base: Path, overlay: Path | None = None) -> dict[str, object]:
+    """A catalog file, with the overlay's file of that name merged on top (overlay.py), the
+    section's lists of rows merged row by row."""
+    path, top = _paths(section, base, overlay)
     data = _read_path(path)
-    if overlay is not None and (overlay / section.file).exists():
-        data = merge(data, _read_path(overlay / section.file), section.rows)
+    if top is not None:
+        data = merge(data, _read_path(top), section.rows)
     return data
+
+
+def _cache_key(base: Path, overlay: Path | None) -> str | None:
+    """The parsed-catalog cache's name for these files (None: one cannot be read; loading
+    then reports it)."""
+    try:
+        read = [p for s in SECTIONS for p in _paths(s, base, overlay) if p is not None]
+        return cache.key((str(p), p.read_bytes()) for p in read)
+    except OSError:
+        return None
 
 
 def _read_path(path: Path) -> dict[str, object]:
@@ -708,6 +726,19 @@ def load_catalog(base: Path | None = None, overlay: Path | None = None) -> Catal
 
 @lru_cache(maxsize=4)
 def _load(base: Path, overlay: Path | None = None) -> Catalog:
+    """The catalog of these files: from the parsed-catalog cache (cache.py) when it has them,
+    else parsed, validated and checked, then stored there."""
+    name = _cache_key(base, overlay)
+    cached = cache.read(name) if name else None
+    if isinstance(cached, Catalog):
+        return cached
+    catalog = _parse(base, overlay)
+    if name:
+        cache.write(name, catalog)
+    return catalog
+
+
+def _parse(base: Path, overlay: Path | None) -> Catalog:
     fields, files = _fields(base, overlay)
     try:
         catalog = Catalog.model_validate(fields)

@@ -18,7 +18,7 @@ from accelstack.errors import CatalogError
 
 
 class CapacityBlocks(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     instance_counts: tuple[int, ...] = Field(min_length=1)
     max_instances_per_block: int = Field(ge=1)

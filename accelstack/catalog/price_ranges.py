@@ -20,7 +20,7 @@ PRICE_RANGES_FILE = Path(__file__).resolve().parent / "price_ranges.yaml"
 
 
 class PriceRange(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     option: str = Field(min_length=1)
     types: tuple[str, ...] = ()  # empty: every type under the option

@@ -22,7 +22,7 @@ FleetMarket = Literal["on-demand", "spot", "capacity-block"]
 class PurchaseOptionFacts(BaseModel):
     """One row of the table (field meanings and sources: purchase_options.yaml)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str
     capacity_type: CapacityType
@@ -78,7 +78,7 @@ def option_lists(rows: Mapping[str, PurchaseOptionFacts]) -> OptionLists:
 
 
 class PurchaseTable(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     sources: dict[str, str]
     purchase_options: dict[str, PurchaseOptionFacts]

@@ -25,7 +25,7 @@ RecordKind = Literal["steady_state", "whole_run"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Reported(_Frozen):

@@ -12,7 +12,7 @@ from accelstack import naming
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Limit(_Frozen):

@@ -140,7 +140,7 @@ def _purchase(data: Mapping[str, Any], where: Path, fields: Fields) -> Fields:
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     source: str
 
 
@@ -153,7 +153,7 @@ class _Account(_Row):
 
 
 class _Placeholders(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     documentation_networks: tuple[_Network, ...]
     example_accounts: tuple[_Account, ...]
 
@@ -163,7 +163,8 @@ class _Replace(_Row):
 
 
 class _Replacements(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)  # node_rolls: plan/rolls.py checks
+    # node_rolls: plan/rolls.py checks the rows
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
     replace_on_change: dict[str, _Replace]
     stateful_types: tuple[str, ...]
 

@@ -26,7 +26,7 @@ Precision = Literal["bf16", "fp16", "fp8"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class CurveSource(_Frozen):

@@ -27,12 +27,13 @@ line above already says what failed. `ACCELSTACK_PLAN_DEBUG=1` lets both through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelstack.cost.guard import enforce
@@ -355,13 +356,33 @@ def _assemble(
     )
 
 
+@contextlib.contextmanager
+def _without_stack_traces() -> Iterator[None]:
+    """Registrations carry an empty stack trace while a plan runs. The SDK collects one per
+    resource for the engine's source positions (traceback.extract_stack, which reads the source
+    line of every frame); under mocks nothing reads it, and collecting it was about a tenth of
+    a plan's own time (bench/startup.py). An SDK without the hook plans as before."""
+    from pulumi.runtime import resource
+    from pulumi.runtime.proto import source_pb2
+
+    original = getattr(resource, "_get_stack_trace", None)
+    if original is None:  # pragma: no cover - another SDK layout
+        yield
+        return
+    resource._get_stack_trace = source_pb2.StackTrace
+    try:
+        yield
+    finally:
+        resource._get_stack_trace = original
+
+
 def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
     """Plan `stack` offline by running `build` (the Pulumi program) under mocks. With `guard`,
     the budget is enforced before the program runs (priced from the spec) and after it (priced
     from what it declared). Raises PlanError with one line on any failure. A stack with no AMI
     pins read from a stack config plans as if `accelstack amis pin` had run."""
     stack = with_offline_ami_pins(stack)
-    with _LOCK:
+    with _LOCK, _without_stack_traces():
         answers = Answers(stack)
         rec = _Recorder(asyncio.new_event_loop())
         _start_runtime(stack, answers, rec)

@@ -20,11 +20,15 @@ valid values per deployment type, botocore fsx `UpdateFileSystemLustreConfigurat
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accelstack import tokens
+
+if TYPE_CHECKING:
+    from botocore.model import ServiceModel
 
 #: Node-group inputs updated through UpdateNodegroupConfig, with their API member names.
 NODEGROUP_CONFIG = {
@@ -182,14 +186,24 @@ def requests_for(
     return []
 
 
+@functools.cache
+def _service_model(service: str) -> ServiceModel:
+    """botocore's model of an AWS service (its bundled `service-2` file), loaded once per
+    process: a botocore session would load it afresh for every request checked, after
+    registering its ~120 event handlers, none of which a shape check uses."""
+    from botocore.loaders import create_loader
+    from botocore.model import ServiceModel
+
+    data = create_loader().load_service_model(service, "service-2")
+    return ServiceModel(data, service_name=service)
+
+
 def _shape_problems(req: Request) -> list[str]:
     """botocore's own validation of the request against the service model's input shape."""
-    import botocore.session
     from botocore.exceptions import ParamValidationError
     from botocore.validate import ParamValidator
 
-    model = botocore.session.get_session().get_service_model(req.service)
-    shape = model.operation_model(req.operation).input_shape
+    shape = _service_model(req.service).operation_model(req.operation).input_shape
     if shape is None:  # pragma: no cover - every modelled operation takes input
         return []
     try:

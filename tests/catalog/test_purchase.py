@@ -103,6 +103,7 @@ def _copy(tmp_path: Path) -> Path:
     return base
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -186,6 +187,7 @@ def test_prices_refresh_fetches_the_overlays_refreshed_options(
     assert dict(years) == {"savings-plan-1y": 1, "savings-plan-3y": 3}
 
 
+@pytest.mark.slow
 def test_no_module_loads_the_purchase_table_at_import() -> None:
     """Importing the cost guard, refresh and the CLI reads no purchase_options.yaml: every
     reader asks the catalog in effect when it runs (so an overlay counts)."""
@@ -202,6 +204,7 @@ def test_no_module_loads_the_purchase_table_at_import() -> None:
     assert out.stdout.split() == ["0", "0"]
 
 
+@pytest.mark.slow
 def test_no_module_level_statement_reads_the_purchase_table() -> None:
     """The same, for every module: no statement outside a function calls a table loader."""
     import ast

@@ -268,6 +268,7 @@ def _write(tmp_path: Path, data: Any) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -304,6 +305,7 @@ def _broken_catalog(tmp_path: Path, name: str, edit: Any) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

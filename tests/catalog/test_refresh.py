@@ -167,6 +167,7 @@ def test_on_demand_none_when_not_sold_and_error_when_ambiguous() -> None:
             src.on_demand("us-west-2", "y.large")
 
 
+@pytest.mark.slow
 def test_spot_with_moto_takes_the_cheapest_zone() -> None:
     from moto import mock_aws
 

@@ -676,6 +676,7 @@ def test_a_placement_group_on_a_capacity_block_is_refused_naming_the_source() ->
 # ---- image delivery: container storage on the NVMe instance store ------
 
 
+@pytest.mark.slow
 def test_the_instance_store_table_is_describe_instance_types() -> None:
     """Disks per type in scale.yaml are EC2 DescribeInstanceTypes InstanceStorageInfo (moto's
     snapshot of it)."""

@@ -140,6 +140,7 @@ def test_the_table_names_every_bundled_file_once() -> None:
     assert sorted(CHANGES) == on_disk  # each file has an overlay test below
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CHANGES))
 def test_each_catalog_file_can_be_overlaid(tmp_path: Path, name: str) -> None:
     change, read, want = CHANGES[name]

@@ -41,6 +41,7 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

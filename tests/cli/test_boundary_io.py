@@ -692,6 +692,7 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "keep"), [("prices.yaml", -1), ("instances.yaml", 2000)])
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: a[0])
 def test_truncated_catalog_is_one_line_in_every_command(

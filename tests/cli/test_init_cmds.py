@@ -86,6 +86,7 @@ def test_init_with_a_stack_name_renames_the_spec(
     assert any(r.name == "team-a-cluster" for r in plan.resources)
 
 
+@pytest.mark.slow
 def test_the_readme_and_workflow_say_how_to_deploy_and_tear_down(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -74,6 +74,7 @@ def test_a_pulumi_yaml_only_edit_changes_the_stacks(
     assert _changed(capsys) == ["prod", "trn1-finetune"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "text"),
     [

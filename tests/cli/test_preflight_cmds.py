@@ -114,6 +114,7 @@ def test_cli_bad_spec_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "pools[0].nodes" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_text_in_process_with_moto(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

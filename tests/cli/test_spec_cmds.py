@@ -60,6 +60,7 @@ def test_validate_reports_good_and_bad_files(tmp_path: Path, capsys):
     assert "ok: " in out and "is empty" in err
 
 
+@pytest.mark.slow
 def test_cli_subprocess_no_traceback(tmp_path: Path):
     f = tmp_path / "broken.yaml"
     f.write_text("name: [unclosed\n")

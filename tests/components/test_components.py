@@ -308,6 +308,7 @@ def test_efa_wiring_holds_for_every_efa_type_and_style(catalog: Catalog) -> None
     check()
 
 
+@pytest.mark.slow
 def test_accelstack_imports_without_pulumi() -> None:
     import subprocess
     import sys

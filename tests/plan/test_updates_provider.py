@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from accelstack.plan.diff import diff_resources
@@ -24,6 +25,7 @@ def snapshot() -> dict[str, Any]:
     return json.loads(SNAPSHOT.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 def test_the_snapshot_follows_the_pin_in_pyproject() -> None:
     """Moving `pulumi-aws` in pyproject.toml fails here until the snapshot is regenerated
     (python tools/provider_snapshot.py --write) and the tables re-checked against it."""

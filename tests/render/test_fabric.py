@@ -111,6 +111,7 @@ def _docs(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("preset", "tool"),
     [

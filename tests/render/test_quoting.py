@@ -101,6 +101,7 @@ def test_user_values_reach_the_program_verbatim(
     assert dump["env"] == env
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(args=st.lists(text, max_size=6), env=st.dictionaries(env_names, text, max_size=3))
 def test_manifests_carry_the_script_verbatim(args: list[str], env: dict[str, str]) -> None:

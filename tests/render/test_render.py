@@ -148,6 +148,7 @@ def _docs(text: str) -> list[dict[str, Any]]:
 EKS_PRESETS = [name for name, stack, _ in RENDERS if stack.spec.orchestration == "eks"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", EKS_PRESETS)
 def test_manifests_validate(preset: str) -> None:
     stack = preset_stack(preset)

@@ -51,6 +51,7 @@ def _trainjob(stack: Stack) -> tuple[dict[str, Any], dict[str, Any]]:
     return rt, tj
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", EKS)
 def test_trainjob_validates_against_the_pinned_crds(preset: str) -> None:
     stack = preset_stack(preset)

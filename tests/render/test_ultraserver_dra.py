@@ -109,6 +109,7 @@ def _check_claims(text: str, version: str) -> int:
     return len(pods)
 
 
+@pytest.mark.slow
 def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
     catalog: Any,
 ) -> None:

@@ -105,6 +105,7 @@ EKS = sorted(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", EKS)
 def test_every_rendered_custom_resource_passes_the_upstream_models_cel_and_webhooks(
     preset: str,

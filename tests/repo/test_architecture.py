@@ -31,6 +31,7 @@ def _long_functions(root: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["accelstack", "components"])
 def test_no_function_is_longer_than_60_lines(folder: str) -> None:
     assert _long_functions(ROOT / folder) == []
@@ -47,6 +48,7 @@ def test_the_length_check_sees_a_long_function(tmp_path: Path) -> None:
         ROOT = saved
 
 
+@pytest.mark.slow
 def test_the_core_imports_no_pulumi() -> None:
     """Validation, pricing and rendering work without the Pulumi toolchain loaded."""
     code = (

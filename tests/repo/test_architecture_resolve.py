@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from ..conftest import ROOT
 
 PACKAGE = ROOT / "accelstack"
@@ -108,6 +110,7 @@ def _modules() -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_module_reads_the_spec_or_catalog_through_a_stack() -> None:
     found = []
     for rel, source in _modules():
@@ -119,6 +122,7 @@ def test_no_module_reads_the_spec_or_catalog_through_a_stack() -> None:
     assert found == [], "read the resolved Stack instead (put the fact there):\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_the_allow_list_is_no_longer_than_needed() -> None:
     """Each listed module still holds exactly as many reads as it is allowed (lower the
     number, or drop the entry, when a read moves onto the Stack)."""
@@ -139,6 +143,7 @@ def _calls(source: str, name: str) -> list[int]:
     ]
 
 
+@pytest.mark.slow
 def test_resolved_pool_facts_are_computed_only_by_resolve() -> None:
     """The memory fit and the NeuronCores are fields of the resolved pool; consumers read
     `pool.memory_fit`, `pool.neuron_cores`, `pool.procs_per_node`, `pool.cores_per_process`."""

@@ -155,6 +155,7 @@ def test_the_deploy_jobs_run_in_an_init_project(project: Path, tmp_path: Path) -
     assert rc == 0, log
 
 
+@pytest.mark.slow
 def test_a_job_that_cannot_list_its_stacks_fails(project: Path, tmp_path: Path) -> None:
     """Without its install step the stack list fails, and the job fails with it (not an empty
     matrix and a green run)."""

@@ -56,6 +56,7 @@ def missing_paths(path: Path) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_every_named_repository_path_exists() -> None:
     problems = [p for f in FILES if f.name != "test_repository.py" for p in missing_paths(f)]
     assert problems == []

@@ -118,6 +118,7 @@ def _unlisted(found: list[Decorated]) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_every_decorated_rule_is_in_its_kinds_rule_set() -> None:
     found = _all_decorated()
     assert len(found) >= 100, "the scan found the rule modules"

@@ -53,6 +53,7 @@ def test_the_fabric_test_of_the_longest_stack_name_is_refused_with_the_fix() -> 
     assert "shorten the stack name to at most 37 characters (now 39)" in problem.message
 
 
+@pytest.mark.slow
 def test_the_longest_allowed_name_renders_manifests_the_webhooks_admit() -> None:
     """At the length the message names, every rendered manifest (training, fabric test, a
     4-node trial and a trial on every node) passes the restated webhook rules; one more
@@ -90,6 +91,7 @@ def test_a_long_deployment_prefix_is_named_in_the_fix() -> None:
     assert "to at most 37 characters (now 38)" in problem.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", PRESETS)
 def test_every_preset_renders_names_the_webhooks_admit(preset: str) -> None:
     stack = resolve(load_spec(STACKS / f"{preset}.yaml"), load_catalog())
@@ -119,6 +121,7 @@ def _pytorchjob_names(text: str) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 def test_the_pytorchjob_pod_and_service_names_are_in_the_budget() -> None:
     """Each PyTorchJob replica's Service is named after its pod, and a Service name is a
     DNS-1035 label. For resource-name prefixes around the limit, every pod name the rendered

@@ -67,6 +67,7 @@ def test_the_documented_examples_are_flagged_and_ordinary_values_are_not() -> No
     assert [x for x in ordinary if secrets.may_hold_credential(x)] == []
 
 
+@pytest.mark.slow
 def test_validating_every_preset_imports_no_detector_library() -> None:
     code = (
         "import sys, json, contextlib, io\n"
