@@ -640,3 +640,27 @@ def test_the_pulumi_program_builds_what_the_plan_shows(
     assert [(r.type, r.name) for r in plan.resources] == [(r.type, r.name) for r in want.resources]
     # (lookup answers follow the mocked stack's region, so compare region-free inputs)
     assert [r.inputs for r in plan.of_type(NG)] == [r.inputs for r in want.of_type(NG)]
+
+
+def test_a_plan_registers_without_the_sdks_stack_traces_and_puts_the_hook_back() -> None:
+    """Under mocks nothing reads a registration's stack trace, so the plan skips collecting it;
+    the SDK's own collector is back after the plan, whether the program ran or raised."""
+    from pulumi.runtime import resource
+
+    original = resource._get_stack_trace
+    stack = resolve(load_spec(ROOT / "stacks" / "trn1-finetune.yaml"), load_catalog())
+    during: list[Any] = []
+
+    def program(s: Stack) -> dict[str, Any]:
+        during.append(resource._get_stack_trace())
+        return {}
+
+    def broken(s: Stack) -> dict[str, Any]:
+        raise RuntimeError("the program failed")
+
+    run_plan(stack, program, guard=False)
+    assert len(during) == 1 and list(during[0].frames) == []
+    assert resource._get_stack_trace is original
+    with pytest.raises(Exception, match="the program failed"):
+        run_plan(stack, broken, guard=False)
+    assert resource._get_stack_trace is original
