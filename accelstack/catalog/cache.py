@@ -32,7 +32,6 @@ OFF = "off"
 KEEP = 8
 #: Bumped when what an entry holds changes shape.
 FORMAT = b"accelstack-catalog-cache/1"
-_PREFIX = "catalog-"
 _SUFFIX = ".pickle"
 _CATALOG = Path(__file__).resolve().parent
 #: The modules outside the catalog package that it imports (tests/catalog/test_cache.py holds
@@ -88,12 +87,12 @@ def _private(path: Path) -> bool:
     return owner and not stat.S_ISLNK(info.st_mode) and not info.st_mode & 0o022
 
 
-def read(name: str) -> object | None:
-    """The entry `name` (None: off, missing, not private, or unreadable)."""
+def read(name: str, kind: str = "catalog") -> object | None:
+    """The entry `name` of a kind (None: off, missing, not private, or unreadable)."""
     where = cache_dir()
     if where is None:
         return None
-    path = where / f"{_PREFIX}{name}{_SUFFIX}"
+    path = where / f"{kind}-{name}{_SUFFIX}"
     try:
         if not (_private(where) and _private(path)):
             return None
@@ -103,8 +102,9 @@ def read(name: str) -> object | None:
         return None
 
 
-def write(name: str, value: object) -> None:
-    """Store an entry atomically; a directory that cannot be written is no cache, not an error."""
+def write(name: str, value: object, kind: str = "catalog") -> None:
+    """Store an entry atomically; a directory that cannot be written is no cache, not an error.
+    The newest `KEEP` entries of the kind are kept."""
     where = cache_dir()
     if where is None:
         return
@@ -117,17 +117,17 @@ def write(name: str, value: object) -> None:
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
-            os.replace(tmp, where / f"{_PREFIX}{name}{_SUFFIX}")
+            os.replace(tmp, where / f"{kind}-{name}{_SUFFIX}")
         finally:
             Path(tmp).unlink(missing_ok=True)
-        _prune(where)
+        _prune(where, kind)
     except (OSError, pickle.PicklingError, RecursionError):
         return
 
 
-def _prune(where: Path) -> None:
+def _prune(where: Path, kind: str) -> None:
     entries = sorted(
-        where.glob(f"{_PREFIX}*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True
+        where.glob(f"{kind}-*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True
     )
     for old in entries[KEEP:]:
         old.unlink(missing_ok=True)

@@ -21,9 +21,15 @@ Hand-typed (no constraint in the model):
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+import json
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any
+
+from accelstack.catalog import cache as disk
 
 #: '-' plus 7 random hex characters that Pulumi appends to an autonamed resource.
 AUTONAME_SUFFIX = 8
@@ -35,34 +41,58 @@ BUCKET_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 BUCKET_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 
 
-@cache
-def _model(service: str) -> dict[str, Any]:
-    """botocore's model of `service` at the newest API version it ships (what a botocore
-    session loads by default), read from the package's data files directly: creating a
-    session and its loader costs several times the file itself, on every command that
-    validates a spec."""
-    import gzip
-    import importlib.util
-    import json
-    from pathlib import Path
+#: The botocore shapes whose constraints this module reads: (service, shape name)
+SHAPES = (("iam", "roleNameType"), ("iam", "tagListType"), ("eks", "TagMap"))
+_KEYS = ("min", "max", "pattern")
 
+
+def _model_file(service: str) -> Path:
+    """botocore's model of `service` at the newest API version it ships (what a botocore
+    session loads by default), found among the package's data files without importing it."""
     spec = importlib.util.find_spec("botocore")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("botocore")
     data = Path(next(iter(spec.submodule_search_locations))) / "data" / service
     latest = max(d for d in data.iterdir() if d.is_dir())  # API versions are ISO dates
     plain = latest / "service-2.json"
-    if plain.exists():
-        return dict(json.loads(plain.read_text(encoding="utf-8")))
-    with gzip.open(latest / "service-2.json.gz", "rt", encoding="utf-8") as f:
-        return dict(json.load(f))
+    return plain if plain.exists() else latest / "service-2.json.gz"
+
+
+def _model(path: Path) -> dict[str, Any]:
+    """A model file, read directly: a botocore session and its loader cost several times the
+    file itself."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return dict(json.load(f))
+    return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 @cache
+def _shapes() -> dict[tuple[str, str], dict[str, Any]]:
+    """The constraints (min, max, pattern) of every shape in `SHAPES`, as botocore's
+    `Shape.metadata` has them. Reading the IAM and EKS models took about a twentieth of
+    `accelstack validate`, so the few values read are kept in the on-disk cache (cache.py),
+    named by each model file's path, size and modification time."""
+    files = {service: _model_file(service) for service, _ in SHAPES}
+    stamps = (
+        (str(p), f"{p.stat().st_size}:{p.stat().st_mtime_ns}".encode()) for p in files.values()
+    )
+    name = disk.key(stamps, [Path(__file__)])
+    hit = disk.read(name, kind="limits")
+    if isinstance(hit, dict):
+        return hit
+    models = {service: _model(path) for service, path in files.items()}
+    out = {
+        (service, shape): {k: v for k, v in models[service]["shapes"][shape].items() if k in _KEYS}
+        for service, shape in SHAPES
+    }
+    disk.write(name, out, kind="limits")
+    return out
+
+
 def _shape(service: str, shape: str) -> dict[str, Any]:
     """A shape's constraints (min, max, pattern), as botocore's `Shape.metadata` has them."""
-    keys = ("min", "max", "pattern")
-    return {k: v for k, v in _model(service)["shapes"][shape].items() if k in keys}
+    return _shapes()[(service, shape)]
 
 
 def iam_role_name() -> tuple[int, str]:

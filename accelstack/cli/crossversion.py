@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 _NOT_PLAN = frozenset({"cost", "verdict", "violations", "warnings", "changes"})
 
 #: Environment variables the base's accelstack is given from ours: none of ACCELSTACK_* or AWS_*
-#: (the gate's ceiling and overlay are passed explicitly), except the clock tests pin.
-_KEPT_ACCELSTACK_ENV = ("ACCELSTACK_TODAY",)
+#: (the gate's ceiling and overlay are passed explicitly), except the clock tests pin and where
+#: the user keeps caches (a cache entry is named by the code that wrote it: catalog/cache.py).
+_KEPT_ACCELSTACK_ENV = ("ACCELSTACK_TODAY", "ACCELSTACK_CACHE_DIR")
 
 #: Seconds one base stack may take to plan with the old version.
 PLAN_TIMEOUT_S = 600

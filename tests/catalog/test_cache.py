@@ -13,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ import yaml
 from pydantic import BaseModel
 
 import accelstack.catalog as catalog_pkg
-from accelstack.catalog import CATALOG_DIR, Catalog, cache
+from accelstack.catalog import CATALOG_DIR, Catalog, cache, limits
 
 from ..conftest import ROOT
 
@@ -218,3 +219,48 @@ def test_the_default_place_is_the_users_cache(monkeypatch: pytest.MonkeyPatch) -
     assert cache.cache_dir() == Path("/somewhere/accelstack")
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert cache.cache_dir() == Path.home() / ".cache" / "accelstack"
+
+
+@pytest.fixture
+def fresh_limits() -> Iterator[None]:
+    limits._shapes.cache_clear()
+    yield
+    limits._shapes.cache_clear()
+
+
+@pytest.mark.usefixtures("fresh_limits")
+def test_the_botocore_limits_are_read_from_the_cache_once_stored(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = limits._shapes()
+    limits._shapes.cache_clear()
+    monkeypatch.setattr(limits, "_model", lambda path: pytest.fail(f"read {path} again"))
+    assert limits._shapes() == first
+    assert first[("iam", "roleNameType")]["max"] == 64
+    assert len(list(cache_dir.glob("limits-*.pickle"))) == 1
+
+
+@pytest.mark.usefixtures("fresh_limits")
+def test_another_botocore_model_file_is_read_afresh(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A botocore upgrade (another model file, size or time) is a new entry."""
+    limits._shapes()
+    real = limits._model_file
+    copies: dict[str, Path] = {}
+
+    def copied(service: str) -> Path:
+        if service not in copies:
+            src = real(service)
+            copies[service] = tmp_path / f"{service}-{src.name}"
+            copies[service].write_bytes(src.read_bytes())
+        return copies[service]
+
+    reads: list[Path] = []
+    model = limits._model
+    monkeypatch.setattr(limits, "_model_file", copied)
+    monkeypatch.setattr(limits, "_model", lambda path: reads.append(path) or model(path))
+    limits._shapes.cache_clear()
+    limits._shapes()
+    assert sorted(p.name for p in reads) == sorted(p.name for p in copies.values())
+    assert len(list(cache_dir.glob("limits-*.pickle"))) == 2

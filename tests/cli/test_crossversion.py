@@ -278,13 +278,15 @@ def test_the_old_version_inherits_no_accelstack_or_aws_setting(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The base's accelstack prints its document only when it sees none of our ACCELSTACK_*
-    or AWS_* variables but the pinned date (else output the diff refuses)."""
+    or AWS_* variables but the pinned date and the cache directory (else output the diff
+    refuses)."""
     monkeypatch.setenv("ACCELSTACK_DEBUG", "1")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-a-real-key")
     script = (
         "import os, sys\n"
         "seen = [k for k in os.environ if k.startswith(('ACCELSTACK_', 'AWS_'))]\n"
         "seen.remove('ACCELSTACK_TODAY')  # kept: the date the test suite pins\n"
+        "seen.remove('ACCELSTACK_CACHE_DIR')  # kept: the suite's cache directory\n"
         f"sys.stdout.write('leaked ' + ' '.join(seen) if seen else {json.dumps(_DOC)!r})\n"
     )
     _project(repo, Path(OLD_WHEEL).name, _fake_wheel(script))
