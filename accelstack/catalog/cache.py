@@ -79,9 +79,10 @@ def _feed(digest: hashlib._Hash, name: str, data: bytes) -> None:
         digest.update(part)
 
 
-def _private(path: Path) -> bool:
-    """Owned by this user and writable by nobody else (a pickle runs code when read)."""
-    info = path.lstat()
+def _private(path: Path, follow: bool = False) -> bool:
+    """Owned by this user and writable by nobody else (a pickle runs code when read); an entry
+    must not be a symbolic link, the directory may be one to a private directory."""
+    info = path.stat() if follow else path.lstat()
     getuid = getattr(os, "getuid", None)
     owner = getuid is None or info.st_uid == getuid()
     return owner and not stat.S_ISLNK(info.st_mode) and not info.st_mode & 0o022
@@ -94,7 +95,7 @@ def read(name: str, kind: str = "catalog") -> object | None:
         return None
     path = where / f"{kind}-{name}{_SUFFIX}"
     try:
-        if not (_private(where) and _private(path)):
+        if not (_private(where, follow=True) and _private(path)):
             return None
         value: object = pickle.loads(path.read_bytes())  # a private file (_private)
         return value
@@ -110,7 +111,7 @@ def write(name: str, value: object, kind: str = "catalog") -> None:
         return
     try:
         where.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(where):
+        if not _private(where, follow=True):
             return
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         fd, tmp = tempfile.mkstemp(dir=where, prefix=".tmp-", suffix=_SUFFIX)

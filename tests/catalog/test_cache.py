@@ -264,3 +264,18 @@ def test_another_botocore_model_file_is_read_afresh(
     limits._shapes()
     assert sorted(p.name for p in reads) == sorted(p.name for p in copies.values())
     assert len(list(cache_dir.glob("limits-*.pickle"))) == 2
+
+
+def test_a_cache_directory_may_be_a_link_to_a_private_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(~/.cache on another disk is common); what the link points to is checked."""
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    monkeypatch.setenv(cache.ENV, str(link))
+    cache.write("entry", {"x": 1})
+    assert cache.read("entry") == {"x": 1}
+    target.chmod(0o777)
+    assert cache.read("entry") is None
