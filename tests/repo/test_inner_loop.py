@@ -69,6 +69,18 @@ def test_no_test_module_imports_torch_at_collection() -> None:
     assert offenders == []
 
 
+def test_no_test_module_imports_the_upstream_api_models_at_collection() -> None:
+    """kubeflow-trainer-api's ~400 generated pydantic models took about a second of every
+    test process's collection: helpers_upstream imports them on first use."""
+    top_level = re.compile(r"^(?:from|import) kubeflow_trainer_api\b")
+    offenders = [
+        p.name
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if any(top_level.match(line) for line in p.read_text(encoding="utf-8").splitlines())
+    ]
+    assert offenders == []
+
+
 def test_make_runs_the_suite_on_every_cpu_and_the_fast_suite_without_plans() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, flags=re.M))
