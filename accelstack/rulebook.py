@@ -9,6 +9,8 @@ and each kind has one explicit `RuleSet` that lists those tuples in report order
 - spec rules: `SPEC_RULES` (accelstack/spec/ruleset.py)
 - rules on the resolved stack: `STACK_RULES` (accelstack/resolve/rules.py)
 - deploy rules: `DEPLOY_RULES` (accelstack/plan/rules/ruleset.py)
+- warnings on the resolved stack: `STACK_WARNINGS` (accelstack/resolve/advice.py, decorated
+  with `@stack_warning`)
 
 tests/repo/test_rule_registration.py parses every module and fails when a decorated function is in
 no `RuleSet`. Imports nothing of accelstack.

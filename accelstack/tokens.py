@@ -1,5 +1,5 @@
 """Pulumi type tokens of the resources (and the one lookup) the code reads by type: the plan's
-deploy rules, the inventory and the price rules name them from here, once. Imports nothing of
+deploy rules, the inventory and the pricers (cost/pricing.py `PRICERS`) name them from here, once. Imports nothing of
 accelstack. (The free-types table of cost/pricing.py lists more, as data.)"""
 
 from __future__ import annotations

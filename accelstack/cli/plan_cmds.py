@@ -40,13 +40,13 @@ def _changes_against(
     import tempfile
 
     from accelstack.catalog import load_catalog
-    from accelstack.cli.stackrefs import _from_ref, _refs_at
+    from accelstack.cli.stackrefs import checkout_ref, refs_at
     from accelstack.plan.diff import stack_diff
 
     specs = rel_to(ref.spec.parent, ref.root)
     with tempfile.TemporaryDirectory(prefix="accelstack-against-") as tmp:
-        label = _from_ref(base, specs, Path(tmp), cwd=ref.root)
-        old_ref = _refs_at(Path(tmp), specs).get(ref.stack)
+        label = checkout_ref(base, specs, Path(tmp), cwd=ref.root)
+        old_ref = refs_at(Path(tmp), specs).get(ref.stack)
         old = planned_row(old_ref, load_catalog(), label, ceiling) if old_ref else None
     return label, stack_diff(ref.stack, old, head, accelerated_types())
 

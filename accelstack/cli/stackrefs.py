@@ -110,7 +110,7 @@ def _write_out(ref: str, top: str, into: Path, cwd: Path | None) -> None:
             target.write_bytes(blob)
 
 
-def _from_ref(ref: str, specs: str, into: Path, cwd: Path | None = None) -> str:
+def checkout_ref(ref: str, specs: str, into: Path, cwd: Path | None = None) -> str:
     """Write the project at `ref` under `into` (every deploy input: specs, stack files where
     the project file keeps them, the project file, ceiling and overlay files). Returns the
     side's label."""
@@ -125,7 +125,7 @@ def _from_ref(ref: str, specs: str, into: Path, cwd: Path | None = None) -> str:
     return short if full_sha else f"{ref} ({short})"
 
 
-def _refs_at(root: Path, specs: str) -> dict[str, StackRef]:
+def refs_at(root: Path, specs: str) -> dict[str, StackRef]:
     from accelstack.stackconfig import project_stacks
 
     return {r.stack: r for r in project_stacks(root, specs)}
@@ -144,8 +144,8 @@ def side(
             )
         refs = refs_of_dir(path)
         return side, {r.stack: r for r in refs}, refs[0].root if refs else path
-    label = _from_ref(side, specs, into)
-    return label, _refs_at(into, specs), into
+    label = checkout_ref(side, specs, into)
+    return label, refs_at(into, specs), into
 
 
 @dataclass
@@ -178,10 +178,10 @@ def deploy_fingerprint(ref: StackRef, gate: GateFiles) -> str:
 def base_side(base: str, specs: str, cwd: Path, ceiling: Path | None = None) -> Iterator[BaseSide]:
     """The base ref's project and trusted gate inputs, alive for the `with` block."""
     with tempfile.TemporaryDirectory(prefix="accelstack-base-") as tmp:
-        label = _from_ref(base, specs, Path(tmp, "tree"), cwd=cwd)
+        label = checkout_ref(base, specs, Path(tmp, "tree"), cwd=cwd)
         head = head_files(ceiling, cwd)
         trusted = base_files(head, base, cwd, Path(tmp, "trusted"))
-        yield BaseSide(label, _refs_at(Path(tmp, "tree"), specs), trusted, head)
+        yield BaseSide(label, refs_at(Path(tmp, "tree"), specs), trusted, head)
 
 
 def changed_since(

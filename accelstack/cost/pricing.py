@@ -1,15 +1,15 @@
 """Price every billable resource a stack declares, before anything is created.
 
-Rules are keyed on the Pulumi type token of a resource (`aws:eks/nodeGroup:NodeGroup`, ...)
+Pricers (one function per resource type, in `PRICERS`) are keyed on the Pulumi type token of a resource (`aws:eks/nodeGroup:NodeGroup`, ...)
 and read the resource's inputs as Pulumi sends them (camelCase). Every type is either priced
 by a pricer in `PRICERS` or declared free in `FREE` with the reason; anything else is an error
 naming the type and region (`UnpricedResource`), never $0. A missing catalog price raises
 `MissingPrice` the same way.
 
-Two entry points share the rules:
+Two entry points share the pricers:
 
 * `price_plan(stack, resources)` prices the resources of a real plan (plan engine, policy pack);
-* `price_stack(stack)` prices without a plan: the same rules run on `accelstack.inventory`'s
+* `price_stack(stack)` prices without a plan: the same pricers run on `accelstack.inventory`'s
   billable resources, the records the components create their resources from (names, counts,
   priced inputs). The in-program guard uses it (no plan exists yet there); the two agree by
   construction, and tests/test_inventory.py holds every preset's plan to the records.
@@ -68,7 +68,7 @@ class Resource:
 
 
 class UnpricedResource(MissingPrice):
-    """A resource type with neither a price rule nor a place in FREE."""
+    """A resource type with neither a pricer nor a place in FREE."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ FREE: dict[str, str] = {
     "kubernetes:kueue.x-k8s.io/v1beta2:Topology": "no charge (a Kueue object)",
     "kubernetes:helm.sh/v4:Chart": "no charge (device plugins: DaemonSets on priced nodes)",
 }
-#: Types with a rule that prices some of their resources and leaves the others free (listed
+#: Types with a pricer that prices some of their resources and leaves the others free (listed
 #: in FREE too): the metrics add-on bills per node, the other EKS add-ons run on priced nodes.
 PARTLY_FREE: tuple[str, ...] = (tokens.ADDON,)
 #: Prefixes of types that are never billed: component resources, providers, the stack.
@@ -266,7 +266,7 @@ class StackCost:
 
 
 # ---------------------------------------------------------------------------------------
-# Rules
+# Pricers
 # ---------------------------------------------------------------------------------------
 
 
@@ -909,7 +909,7 @@ PRICERS: dict[str, Pricer] = {
 
 
 def covered(rtype: str) -> bool:
-    """True when `rtype` has a rule or is free."""
+    """True when `rtype` has a pricer or is free."""
     return rtype in PRICERS or free_reason(rtype) is not None
 
 
@@ -932,15 +932,15 @@ def price_resources(
     items: list[LineItem] = []
     free: Counter[str] = Counter()
     for res in resources:
-        rule = PRICERS.get(res.type)
-        if rule is not None:
-            priced = rule(res, ctx)
+        pricer = PRICERS.get(res.type)
+        if pricer is not None:
+            priced = pricer(res, ctx)
             items.extend(priced)
             if priced or res.type not in PARTLY_FREE:
                 continue
         if free_reason(res.type) is None:
             raise UnpricedResource(
-                f"no price rule for resource type {res.type} ('{res.name}') in {region}: add a "
+                f"no pricer for resource type {res.type} ('{res.name}') in {region}: add a "
                 "pricer to accelstack/cost/pricing.py PRICERS or, if AWS does not bill it, to FREE"
             )
         free[res.type] += 1
@@ -1002,5 +1002,5 @@ def checkpoint_bucket_gib(stack: Stack) -> dict[str, float]:
 
 def price_stack(stack: Stack) -> StackCost:
     """Price `stack` without a plan (the deploy-time guard): the billable resources the
-    components declare (`accelstack.inventory`), through the rules that price a plan."""
+    components declare (`accelstack.inventory`), through the pricers that price a plan."""
     return price_plan(stack, billables(stack))

@@ -177,14 +177,14 @@ KEY_INPUTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _short(value: Any, limit: int = 90) -> str:
+def compact_json(value: Any, limit: int = 90) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _summary(r: PlannedResource) -> str:
     keys = KEY_INPUTS.get(r.type, ())
-    parts = [f"{k}={_short(r.inputs[k])}" for k in keys if r.inputs.get(k) is not None]
+    parts = [f"{k}={compact_json(r.inputs[k])}" for k in keys if r.inputs.get(k) is not None]
     if r.type == tokens.LAUNCH_TEMPLATE:
         nics = r.inputs.get("networkInterfaces") or []
         if nics:
@@ -216,7 +216,7 @@ def render_tree(plan: Plan) -> str:
     if plan.outputs:
         lines.append("outputs:")
         for k, v in sorted(plan.outputs.items()):
-            lines.append(f"  {k}: {_short(v, 120)}")
+            lines.append(f"  {k}: {compact_json(v, 120)}")
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from accelstack import tokens
-from accelstack.plan.document import _short, normalise
+from accelstack.plan.document import compact_json, normalise
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -87,7 +87,7 @@ class Answers:
         self.lookups.add(entry)
         handler = self._calls().get(token)
         if handler is None:
-            msg = f"no offline answer for lookup '{token}' (args: {_short(normalise(args), 120)})"
+            msg = f"no offline answer for lookup '{token}' (args: {compact_json(normalise(args), 120)})"
             raise self.refuse(msg)
         return handler(args)
 

@@ -24,7 +24,7 @@ def test_every_planned_type_has_a_rule_or_is_free(preset: Path) -> None:
     _, plan = planned(preset)
     uncovered = sorted({r.type for r in plan.resources if not covered(r.type)})
     assert uncovered == [], (
-        f"{preset.stem}: no price rule and not in FREE: {uncovered}; add a rule to "
+        f"{preset.stem}: no pricer and not in FREE: {uncovered}; add a pricer to "
         "accelstack/cost/pricing.py PRICERS or list the type in FREE with the reason"
     )
     billable = {r.type for r in plan.resources if r.type in PRICERS}

@@ -120,3 +120,34 @@ def test_the_command_import_check_sees_one(tmp_path: Path) -> None:
         "diff_cmds.py:3 imports accelstack.cli.spec_cmds",
         "diff_cmds.py:4 imports accelstack.cli.init_cmds",
     ]
+
+
+def _private_imports(path: Path) -> list[str]:
+    """`file:line imports module.name` for each underscore name imported from another
+    accelstack module (inside functions too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("accelstack"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.name}:{node.lineno} imports {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name two modules share is public in the module that owns it; an underscore name is
+    that module's own (a command module reaching into another's helpers is the first step
+    to the CLI holding application logic)."""
+    modules = sorted((ROOT / "accelstack").rglob("*.py"))
+    assert len(modules) > 100
+    assert [line for path in modules for line in _private_imports(path)] == []
+
+
+def test_the_private_import_check_sees_one(tmp_path: Path) -> None:
+    bad = tmp_path / "plan_cmds.py"
+    bad.write_text(
+        "def f():\n    from accelstack.cli.stackrefs import _from_ref, refs_at\n"
+        "from accelstack.plan import __version__\nfrom os import _exit\n",
+        encoding="utf-8",
+    )
+    assert _private_imports(bad) == ["plan_cmds.py:2 imports accelstack.cli.stackrefs._from_ref"]
