@@ -29,6 +29,9 @@ from accelstack.catalog.sections import (
     BY_FILE,
     SECTIONS,
     Section,
+    new_curve_hint,
+    new_region_hint,
+    new_type_hint,
     overlay_hint,
     section_of_field,
     service_row,
@@ -416,7 +419,7 @@ class Catalog(_Frozen):
         except KeyError:
             raise UnknownInstanceType(
                 f"'{name}' is not a known instance type{did_you_mean(name, self.instances)}"
-                f" (known: {allowed(self.accelerated_types())})"
+                f" (known: {allowed(self.accelerated_types())}); {new_type_hint(name)}"
             ) from None
 
     def accelerated_types(self) -> list[str]:
@@ -497,7 +500,10 @@ class Catalog(_Frozen):
         tp = self.throughput
         curve = tp.curve_for(family, precision)
         if curve is None:
-            raise CatalogError(f"family {family} has no MFU curve for {precision}; set budget.mfu")
+            raise CatalogError(
+                f"family {family} has no MFU curve for {precision}; set budget.mfu, or "
+                + new_curve_hint(family, precision)
+            )
         if curve.from_curve is None:
             return curve
         src = curve.from_curve
@@ -525,7 +531,8 @@ class Catalog(_Frozen):
         except KeyError:
             raise CatalogError(
                 f"region '{region}' has no accelerated offerings in the catalog"
-                f"{did_you_mean(region, self.regions)} (known: {allowed(self.regions)})"
+                f"{did_you_mean(region, self.regions)} (known: {allowed(self.regions)}); "
+                + new_region_hint(region)
             ) from None
 
     def zones_offering(self, region: str, instance_type: str) -> tuple[str, ...]:

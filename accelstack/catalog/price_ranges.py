@@ -47,9 +47,13 @@ def span_in(
         return None
     row = next((r for r in ranges if r.matches(instance_type, option)), None)
     if row is None:
+        from accelstack.catalog.sections import overlay_hint  # sections imports this module
+
+        example = (
+            f"{{option: {option}, types: [{instance_type}], low: ..., high: ..., source: ...}}"
+        )
         raise CatalogError(
             f"{PRICE_RANGES_FILE.name}: no price range for the estimated {option} rate of "
-            f"{instance_type}; add a row with its low, high and source to your catalog overlay "
-            "(--catalog DIR or ACCELSTACK_CATALOG_DIR), price_ranges.yaml under `price_ranges:`"
+            f"{instance_type}; {overlay_hint(PRICE_RANGES_FILE.name, 'price_ranges', example)}"
         )
     return 1.0 + row.low, 1.0 + row.high, row.source

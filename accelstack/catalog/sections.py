@@ -308,3 +308,30 @@ def overlay_hint(file: str, key: str, example: str) -> str:
     if file not in BY_FILE:
         raise KeyError(file)
     return f"add it to {OVERLAY}: {file}, under `{key}:`, e.g. {example}"
+
+
+def new_type_hint(name: str) -> str:
+    """How to add an instance type the catalog lacks: its row, then where and at what price."""
+    row = f"{{{name}: {{family: ..., chips: ..., vcpus: ..., memory_gib: ..., source: ...}}}}"
+    return (
+        f"for a type the catalog lacks, {overlay_hint('instances.yaml', 'instances', row)}, "
+        "with its zones in offerings_extra.yaml and its price in prices.yaml"
+    )
+
+
+def new_region_hint(region: str) -> str:
+    """How to add a region the catalog lacks: where its types are offered (and their prices)."""
+    row = f"{{{region}: {{types: {{TYPE: [ZONE_ID, ...]}}}}}}"
+    return (
+        f"for a region the catalog lacks, {overlay_hint('offerings_extra.yaml', 'regions', row)}, "
+        "with its prices in prices.yaml"
+    )
+
+
+def new_curve_hint(family: str, precision: str) -> str:
+    """How to add the MFU curve a family lacks for a precision."""
+    row = (
+        f"{{family: {family}, precisions: [{precision}], basis: extrapolated, "
+        "from_curve: {family: ..., precision: ...}, factor: ..., extra_spread: ..., reason: ...}"
+    )
+    return overlay_hint("throughput.yaml", "curves", row)

@@ -25,7 +25,12 @@ from accelstack.catalog import (
     sdk_version,
 )
 from accelstack.catalog.blocks import CapacityBlocks
-from accelstack.catalog.sections import overlay_hint, service_row
+from accelstack.catalog.sections import (
+    new_region_hint,
+    new_type_hint,
+    overlay_hint,
+    service_row,
+)
 from accelstack.clock import today
 from accelstack.errors import CatalogError, allowed, did_you_mean, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
@@ -107,7 +112,8 @@ def _region(ctx: Context) -> Iterator[Finding]:
         yield (
             "region",
             f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog"
-            f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)})",
+            f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)}); "
+            + new_region_hint(ctx.spec.region),
         )
 
 
@@ -193,7 +199,8 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
             yield (
                 f"pools[{i}].instance_type",
                 f"{shown(itype)} is not a supported instance type"
-                f"{did_you_mean(itype, cat.accelerated_types())} (supported: {known})",
+                f"{did_you_mean(itype, cat.accelerated_types())} (supported: {known}); "
+                + new_type_hint(itype),
             )
         elif not cat.instances[itype].accelerated:
             yield (
@@ -401,8 +408,7 @@ def _pool_priced(ctx: Context) -> Iterator[Finding]:
         except CatalogError as exc:
             yield (
                 f"{f.at}.purchase.option",
-                f"{exc} (prices fail closed: add a sourced row to prices.yaml in your catalog "
-                "overlay, --catalog DIR or ACCELSTACK_CATALOG_DIR, or pick a priced option)",
+                f"{exc} (prices fail closed: add the row, or pick a priced option)",
             )
 
 

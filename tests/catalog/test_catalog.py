@@ -217,3 +217,17 @@ def test_pool_zone_is_the_one_placement_rule(catalog: Catalog) -> None:
     assert catalog.pool_zone(region, "trn2.48xlarge", "nowhere-1z") == offered[0]
     not_here = next(t for t in catalog.instances if not catalog.zones_offering(region, t))
     assert catalog.pool_zone(region, not_here, None) is None
+
+
+def test_missing_facts_say_which_overlay_file_and_key_add_them(catalog):
+    hint = "add it to your catalog overlay (--catalog DIR or ACCELSTACK_CATALOG_DIR): "
+    with pytest.raises(UnknownInstanceType) as unknown:
+        catalog.instance("p9.48xlarge")
+    assert hint + "instances.yaml, under `instances:`, e.g. {p9.48xlarge: " in str(unknown.value)
+    with pytest.raises(CatalogError) as region:
+        catalog.region("mars-north-1")
+    assert hint + "offerings_extra.yaml, under `regions:`" in str(region.value)
+    with pytest.raises(CatalogError) as curve:
+        catalog.mfu_curve("h100", "fp4")
+    assert "set budget.mfu, or " + hint + "throughput.yaml, under `curves:`" in str(curve.value)
+    assert "{family: h100, precisions: [fp4]," in str(curve.value)

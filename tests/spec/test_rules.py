@@ -601,3 +601,29 @@ def test_precompile_is_an_xla_phase():
         msg
         == "stacks/demo.yaml: workload.precompile_args: apply only with precompile_steps above 0"
     )
+
+
+#: How a missing-fact message tells the user to add the fact to their catalog overlay.
+OVERLAY_HINT = "add it to your catalog overlay (--catalog DIR or ACCELSTACK_CATALOG_DIR): "
+
+
+def test_a_missing_price_says_once_where_to_add_it():
+    msg = one(
+        lambda d: d["pools"][0].update(
+            instance_type="trn1n.32xlarge",
+            purchase={"option": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
+        )
+    )
+    assert msg.count(OVERLAY_HINT) == 1 and msg.count("prices.yaml") == 1
+    assert "prices.yaml, under `instances:`" in msg
+
+
+def test_an_unknown_region_says_how_to_add_one():
+    msg = problems(lambda d: d.update(region="us-east-22"))[0]
+    assert OVERLAY_HINT + "offerings_extra.yaml, under `regions:`, e.g. {us-east-22: " in msg
+
+
+def test_an_unknown_instance_type_says_how_to_add_one():
+    msg = problems(lambda d: d["pools"][0].update(instance_type="trn9.48xlarge"))[0]
+    assert "pools[0].instance_type: 'trn9.48xlarge' is not a supported instance type" in msg
+    assert OVERLAY_HINT + "instances.yaml, under `instances:`, e.g. {trn9.48xlarge: " in msg
