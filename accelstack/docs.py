@@ -1,8 +1,8 @@
 """Every list the code owns, rendered into the docs so it cannot drift (`make docs`, i.e.
 `python -m accelstack.docs`; `--check` lists the stale files and exits 1):
 
-- docs/spec.md, whole: the pydantic models and both rule registries (the spec rules, then
-  the rules on the resolved stack);
+- docs/spec.md, whole: the pydantic models and the rule registries (the spec rules, the rules
+  on the resolved stack, the warnings on it);
 - docs/plan.md, a marked block: the deploy rules (accelstack/plan/rules/);
 - README.md, a marked block: the accelerated instance types of the bundled catalog;
 - accelstack/cli/catalog_names.py: the same types for the CLI's help, as constants, so
@@ -207,8 +207,15 @@ def _accelerators_line(catalog: Catalog) -> str:
     return ", ".join(f"{a} ({', '.join(p)})" for a, p in by_accel.items())
 
 
-def catalog_names_module() -> str:
-    catalog = _bundled()
+def compare_families(catalog: Catalog) -> str:
+    """'trn1/trn1n/...': the instance families of `compare`'s default candidates (the rows
+    flagged `compare`), in catalog order."""
+    prefixes = [name.split(".")[0] for name in catalog.compare_candidates()]
+    return "/".join(dict.fromkeys(prefixes))
+
+
+def catalog_names_module(catalog: Catalog | None = None) -> str:
+    catalog = catalog or _bundled()
     types_ = "".join(f"    {json.dumps(n)},\n" for n in _accelerated(catalog))
     return (
         '"""The bundled catalog\'s accelerated instance types, for the CLI\'s help text (reading\n'
@@ -216,6 +223,8 @@ def catalog_names_module() -> str:
         '(`make docs`) from accelstack/catalog/; tests fail when it is stale."""\n\n'
         f"ACCELERATORS = {json.dumps(_accelerators_line(catalog))}\n"
         f"ACCELERATED_TYPES: tuple[str, ...] = (\n{types_})\n"
+        "#: The families of `accelstack compare`'s default candidates (instances.yaml `compare`)\n"
+        f"COMPARE_FAMILIES = {json.dumps(compare_families(catalog))}\n"
     )
 
 

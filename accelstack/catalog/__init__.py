@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from accelstack.catalog import cache
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
-from accelstack.catalog.price_ranges import PriceRange, span_in
+from accelstack.catalog.price_ranges import MissingRange, PriceRange, span_in
 from accelstack.catalog.purchase import OptionLists, option_lists
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
 from accelstack.catalog.records import LeftOut, TrainingRecord
@@ -410,16 +410,25 @@ class Catalog(_Frozen):
     ) -> tuple[float, float, str] | None:
         """(low factor, high factor, source) of an estimated rate (price_ranges.yaml, the
         overlay's rows on top); None for an observed rate; no row for an estimate fails closed."""
-        return span_in(self.price_ranges, instance_type, option, estimate)
+        try:
+            return span_in(self.price_ranges, instance_type, option, estimate)
+        except MissingRange as exc:
+            row = (
+                f"{{option: {option}, types: [{instance_type}], low: ..., high: ..., source: ...}}"
+            )
+            raise CatalogError(
+                f"{exc}; {overlay_hint('price_ranges.yaml', 'price_ranges', row)}"
+            ) from None
 
     # ---- instance facts -------------------------------------------------------------
     def instance(self, name: str) -> InstanceType:
         try:
             return self.instances[name]
         except KeyError:
+            hint = did_you_mean(name, self.instances)
             raise UnknownInstanceType(
-                f"'{name}' is not a known instance type{did_you_mean(name, self.instances)}"
-                f" (known: {allowed(self.accelerated_types())}); {new_type_hint(name)}"
+                f"'{name}' is not a known instance type{hint}"
+                f" (known: {allowed(self.accelerated_types())}){new_type_hint(name, hint)}"
             ) from None
 
     def accelerated_types(self) -> list[str]:
@@ -529,10 +538,10 @@ class Catalog(_Frozen):
         try:
             return self.regions[region]
         except KeyError:
+            hint = did_you_mean(region, self.regions)
             raise CatalogError(
-                f"region '{region}' has no accelerated offerings in the catalog"
-                f"{did_you_mean(region, self.regions)} (known: {allowed(self.regions)}); "
-                + new_region_hint(region)
+                f"region '{region}' has no accelerated offerings in the catalog{hint} "
+                f"(known: {allowed(self.regions)}){new_region_hint(region, hint)}"
             ) from None
 
     def zones_offering(self, region: str, instance_type: str) -> tuple[str, ...]:

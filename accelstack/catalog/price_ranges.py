@@ -38,6 +38,11 @@ def parse_price_ranges(data: object, path: Path) -> tuple[PriceRange, ...]:
     return tuple(validate_rows(PriceRange, data["price_ranges"], path, "price_ranges"))
 
 
+class MissingRange(CatalogError):
+    """No price_ranges.yaml row covers an estimated rate (the catalog adds the overlay hint:
+    sections.py, which reads this module, owns the hints)."""
+
+
 def span_in(
     ranges: tuple[PriceRange, ...], instance_type: str, option: str, estimate: bool
 ) -> tuple[float, float, str] | None:
@@ -47,13 +52,8 @@ def span_in(
         return None
     row = next((r for r in ranges if r.matches(instance_type, option)), None)
     if row is None:
-        from accelstack.catalog.sections import overlay_hint  # sections imports this module
-
-        example = (
-            f"{{option: {option}, types: [{instance_type}], low: ..., high: ..., source: ...}}"
-        )
-        raise CatalogError(
+        raise MissingRange(
             f"{PRICE_RANGES_FILE.name}: no price range for the estimated {option} rate of "
-            f"{instance_type}; {overlay_hint(PRICE_RANGES_FILE.name, 'price_ranges', example)}"
+            f"{instance_type}"
         )
     return 1.0 + row.low, 1.0 + row.high, row.source

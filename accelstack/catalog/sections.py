@@ -310,21 +310,27 @@ def overlay_hint(file: str, key: str, example: str) -> str:
     return f"add it to {OVERLAY}: {file}, under `{key}:`, e.g. {example}"
 
 
-def new_type_hint(name: str) -> str:
-    """How to add an instance type the catalog lacks: its row, then where and at what price."""
+def new_type_hint(name: str, suggestion: str) -> str:
+    """How to add an instance type the catalog lacks: its row, then where and at what price
+    (nothing when a known type is a likely typo: `suggestion` is a "did you mean")."""
+    if suggestion:
+        return ""
     row = f"{{{name}: {{family: ..., chips: ..., vcpus: ..., memory_gib: ..., source: ...}}}}"
     return (
-        f"for a type the catalog lacks, {overlay_hint('instances.yaml', 'instances', row)}, "
+        f"; for a type the catalog lacks, {overlay_hint('instances.yaml', 'instances', row)}, "
         "with its zones in offerings_extra.yaml and its price in prices.yaml"
     )
 
 
-def new_region_hint(region: str) -> str:
-    """How to add a region the catalog lacks: where its types are offered (and their prices)."""
+def new_region_hint(region: str, suggestion: str) -> str:
+    """How to add a region the catalog lacks: where its types are offered (and their prices);
+    nothing when a known region is a likely typo."""
+    if suggestion:
+        return ""
     row = f"{{{region}: {{types: {{TYPE: [ZONE_ID, ...]}}}}}}"
     return (
-        f"for a region the catalog lacks, {overlay_hint('offerings_extra.yaml', 'regions', row)}, "
-        "with its prices in prices.yaml"
+        f"; for a region the catalog lacks, "
+        f"{overlay_hint('offerings_extra.yaml', 'regions', row)}, with its prices in prices.yaml"
     )
 
 

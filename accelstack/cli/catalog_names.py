@@ -15,3 +15,5 @@ ACCELERATED_TYPES: tuple[str, ...] = (
     "p5e.48xlarge",
     "p5en.48xlarge",
 )
+#: The families of `accelstack compare`'s default candidates (instances.yaml `compare`)
+COMPARE_FAMILIES = "trn1/trn1n/trn2/trn3/p5/p5e/p5en"

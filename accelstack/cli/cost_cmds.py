@@ -6,6 +6,7 @@ API, spot history, Savings Plans and Capacity Block offerings, and rewrites the 
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -100,7 +101,7 @@ def compare(
     ] = None,
     fmt: FormatMdOpt = "text",
 ) -> None:
-    """Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.
+    """Price the same work on every default candidate type; mark cheapest and fastest.
 
     Candidates get the same chip budget (--chips, default the spec's) or, with only
     --deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
@@ -160,9 +161,18 @@ def refresh(
     typer.echo(summary, nl=False)
 
 
+def _compare_help() -> str:
+    """compare's help: its docstring, naming the candidates' families from the catalog (the
+    generated accelstack/cli/catalog_names.py, so help loads no catalog)."""
+    from accelstack.cli.catalog_names import COMPARE_FAMILIES
+
+    doc = inspect.getdoc(compare) or ""
+    return doc.replace("every default candidate type", COMPARE_FAMILIES, 1)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(price)
-    app.command()(compare)
+    app.command(help=_compare_help())(compare)
     prices_app = typer.Typer(help="Maintain the price catalog.", no_args_is_help=True)
     prices_app.command("refresh")(refresh)
     app.add_typer(prices_app, name="prices")

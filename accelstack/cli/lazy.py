@@ -21,6 +21,8 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from accelstack.cli.catalog_names import COMPARE_FAMILIES
+
 #: (command, module whose `register(app)` adds it, the first paragraph of its help), in the
 #: order `--help` lists them: the modules' order, each module's commands before its groups.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
@@ -60,7 +62,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "compare",
         "accelstack.cli.cost_cmds",
-        "Price the same work on trn1/trn1n/trn2/trn3/p5/p5e/p5en; mark cheapest and fastest.",
+        f"Price the same work on {COMPARE_FAMILIES}; mark cheapest and fastest.",
     ),
     (
         "preflight",

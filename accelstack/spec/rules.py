@@ -109,11 +109,11 @@ def rule(name: str, summary: str) -> Callable[[Check], Rule[Context]]:
 def _region(ctx: Context) -> Iterator[Finding]:
     if not ctx.region_ok:
         regions = ctx.catalog.regions
+        hint = did_you_mean(ctx.spec.region, regions)
         yield (
             "region",
-            f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog"
-            f"{did_you_mean(ctx.spec.region, regions)} (known: {allowed(regions, 20)}); "
-            + new_region_hint(ctx.spec.region),
+            f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog{hint} "
+            f"(known: {allowed(regions, 20)}){new_region_hint(ctx.spec.region, hint)}",
         )
 
 
@@ -196,11 +196,11 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
     for i, pool in enumerate(ctx.spec.pools):
         itype = pool.instance_type
         if itype not in cat.instances:
+            hint = did_you_mean(itype, cat.accelerated_types())
             yield (
                 f"pools[{i}].instance_type",
-                f"{shown(itype)} is not a supported instance type"
-                f"{did_you_mean(itype, cat.accelerated_types())} (supported: {known}); "
-                + new_type_hint(itype),
+                f"{shown(itype)} is not a supported instance type{hint} (supported: {known})"
+                + new_type_hint(itype, hint),
             )
         elif not cat.instances[itype].accelerated:
             yield (

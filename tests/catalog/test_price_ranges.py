@@ -183,5 +183,11 @@ def test_an_estimated_service_rate_without_a_span_fails_closed() -> None:
         update={"price_ranges": tuple(r for r in cat.price_ranges if r.option != "service")}
     )
     stack = resolve(parse_spec(_spec("llama3-70b-p5"), "t", bare), bare)
-    with pytest.raises(CatalogError, match="no price range for the estimated service rate of "):
+    with pytest.raises(
+        CatalogError, match="no price range for the estimated service rate of "
+    ) as e:
         price_stack(stack)
+    assert "overlay (--catalog DIR or ACCELSTACK_CATALOG_DIR): price_ranges.yaml, under " in str(
+        e.value
+    )
+    assert "`price_ranges:`, e.g. {option: service, types: [" in str(e.value)

@@ -12,7 +12,7 @@ import pytest
 from accelstack import docs
 from accelstack.catalog import Catalog
 from accelstack.cli import main
-from accelstack.cli.catalog_names import ACCELERATED_TYPES
+from accelstack.cli.catalog_names import ACCELERATED_TYPES, COMPARE_FAMILIES
 from accelstack.plan.rules import registry, ruleset
 from accelstack.resolve import rules as stack_rules
 from accelstack.rulebook import RuleSet
@@ -93,3 +93,28 @@ def test_check_mode_names_the_stale_file_and_exits_1(
     monkeypatch.setattr(ruleset, "DEPLOY_RULES", ruleset.DEPLOY_RULES.plus(FAKE))
     assert docs.main(["docs", "--check"]) == 1
     assert "docs/plan.md is stale: run `make docs`" in capsys.readouterr().err
+
+
+def test_a_new_compare_candidate_family_is_in_the_generated_help_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`compare`'s help names the families of its default candidates from the catalog (no list
+    typed by hand in the CLI, README or docs/cost.md)."""
+    bundled = docs._bundled()
+    row = bundled.instances["trn2.48xlarge"].model_copy(update={"name": "trn4.48xlarge"})
+    grown: Catalog = bundled.model_copy(
+        update={"instances": {**bundled.instances, "trn4.48xlarge": row}}
+    )
+    assert docs.compare_families(grown) == COMPARE_FAMILIES + "/trn4"
+    monkeypatch.setattr(docs, "_bundled", lambda: grown)
+    assert "accelstack/cli/catalog_names.py" in _stale_names()
+    for path in ("accelstack/cli/cost_cmds.py", "accelstack/cli/lazy.py", "docs/cost.md"):
+        assert COMPARE_FAMILIES not in (ROOT / path).read_text(encoding="utf-8"), path
+
+
+def test_compares_help_names_the_generated_families(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", "--help"]) == 0
+    out = "".join(capsys.readouterr().out.split())
+    assert f"Pricethesameworkon{COMPARE_FAMILIES};" in out
+    assert main(["--help"]) == 0
+    assert f"Pricethesameworkon{COMPARE_FAMILIES};" in "".join(capsys.readouterr().out.split())

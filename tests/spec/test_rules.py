@@ -618,12 +618,15 @@ def test_a_missing_price_says_once_where_to_add_it():
     assert "prices.yaml, under `instances:`" in msg
 
 
-def test_an_unknown_region_says_how_to_add_one():
-    msg = problems(lambda d: d.update(region="us-east-22"))[0]
-    assert OVERLAY_HINT + "offerings_extra.yaml, under `regions:`, e.g. {us-east-22: " in msg
+def test_an_unknown_region_says_how_to_add_one_and_a_typo_only_what_was_meant():
+    msg = problems(lambda d: d.update(region="mars-north-1"))[0]
+    assert OVERLAY_HINT + "offerings_extra.yaml, under `regions:`, e.g. {mars-north-1: " in msg
+    assert OVERLAY_HINT not in problems(lambda d: d.update(region="us-east-22"))[0]
 
 
-def test_an_unknown_instance_type_says_how_to_add_one():
-    msg = problems(lambda d: d["pools"][0].update(instance_type="trn9.48xlarge"))[0]
-    assert "pools[0].instance_type: 'trn9.48xlarge' is not a supported instance type" in msg
-    assert OVERLAY_HINT + "instances.yaml, under `instances:`, e.g. {trn9.48xlarge: " in msg
+def test_an_unknown_instance_type_says_how_to_add_one_and_a_typo_only_what_was_meant():
+    msg = problems(lambda d: d["pools"][0].update(instance_type="x9z.metal"))[0]
+    assert "pools[0].instance_type: 'x9z.metal' is not a supported instance type" in msg
+    assert OVERLAY_HINT + "instances.yaml, under `instances:`, e.g. {x9z.metal: " in msg
+    typo = problems(lambda d: d["pools"][0].update(instance_type="trn2.48xl"))[0]
+    assert "did you mean 'trn2.48xlarge'?" in typo and OVERLAY_HINT not in typo
