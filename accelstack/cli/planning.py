@@ -56,7 +56,7 @@ def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
     from accelstack.cli.specfiles import spec_warnings
     from accelstack.resolve.advice import stack_warnings as resolved_warnings
 
-    return spec_warnings(stack.spec, stack.catalog) + resolved_warnings(stack)
+    return spec_warnings(stack.spec, stack.catalog, stack) + resolved_warnings(stack)
 
 
 def violations_of(plan: Plan, stack: Stack) -> list[Violation]:

@@ -86,7 +86,7 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         "pools": [
             {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
         ],
-        "warnings": spec_warnings(spec, catalog) + stack_warnings(stack),
+        "warnings": spec_warnings(spec, catalog, stack) + stack_warnings(stack),
     }
 
 

@@ -87,24 +87,22 @@ def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
     return []
 
 
-def _batch_notes(spec: Spec, catalog: Catalog) -> list[str]:
-    """A warning when the global batch cannot give every data-parallel rank one sequence."""
+def _batch_notes(stack: Stack) -> list[str]:
+    """A warning when the global batch cannot give every data-parallel rank one sequence
+    (the resolved workload pool's chips)."""
     from accelstack.cost.estimate import batch_warning
 
-    wl = spec.workload
-    pool = next((p for p in spec.pools if p.name == wl.pool), spec.pools[0] if spec.pools else None)
-    inst = catalog.instances.get(pool.instance_type) if pool else None
-    if pool is None or inst is None or inst.chips <= 0:
-        return []
-    warning = batch_warning(wl, pool.nodes * inst.chips)
+    pool = stack.workload_pool
+    chips = pool.nodes * pool.accelerators_per_node
+    warning = batch_warning(stack.workload, chips) if chips > 0 else None
     return [f"workload.global_batch_size: {warning}"] if warning else []
 
 
-def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
+def spec_warnings(spec: Spec, catalog: Catalog, stack: Stack) -> list[str]:
     """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
     estimated offerings, extended-support Kubernetes, a global batch that cannot give every
     data-parallel rank a sequence, and placeholder values (documentation ranges, example
-    accounts) that `pulumi up` refuses."""
+    accounts) that `pulumi up` refuses. `stack`: `spec` resolved."""
     from accelstack.spec.placeholders import spec_placeholders
 
     placeholders = [
@@ -113,7 +111,7 @@ def spec_warnings(spec: Spec, catalog: Catalog) -> list[str]:
     return [
         *_pool_notes(spec, catalog),
         *_kubernetes_notes(spec, catalog),
-        *_batch_notes(spec, catalog),
+        *_batch_notes(stack),
         *placeholders,
     ]
 

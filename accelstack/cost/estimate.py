@@ -269,6 +269,21 @@ def workload_fit(catalog: Catalog, instance_type: str, workload: Workload) -> Me
     )
 
 
+def _peak_tflops(catalog: Catalog, instance_type: str, precision: str) -> float:
+    """The peak TFLOPS per chip of `instance_type` at `precision`; refused in one line for a
+    type without accelerators or a precision without a peak figure."""
+    inst = catalog.instance(instance_type)
+    fam = catalog.families[inst.family]
+    if inst.chips <= 0:
+        raise CatalogError(f"{instance_type} has no accelerators; cannot estimate training time")
+    peak = fam.peak_tflops.get(precision)
+    if peak is None:
+        raise CatalogError(
+            f"no {precision} peak figure for {fam.accelerator} (have: {', '.join(fam.peak_tflops)})"
+        )
+    return peak
+
+
 def estimate_training(
     catalog: Catalog,
     instance_type: str,
@@ -278,8 +293,12 @@ def estimate_training(
     measured: Sequence[Measured] = (),
     stack: str | None = None,
     private_pull: bool = False,
+    fit: MemoryFit | None = None,
 ) -> TrainingEstimate:
     """Estimate one training run of `workload` on `nodes` x `instance_type`.
+
+    `fit`: the resolved pool's memory fit (`ResolvedPool.memory_fit`) for a stack; None for a
+    public training record, which has no stack: the fit is worked out here.
 
     `private_pull`: the image comes from the stack's private ECR through its VPC's ECR
     endpoints (`Stack.private_image_pull`), not through the NAT gateway.
@@ -288,17 +307,8 @@ def estimate_training(
     and precision from `measured` (the spec's calibration), else the family's curve (at the
     centre of its stacks, or `stack`'s offset when named: used to reproduce records).
     """
-    inst = catalog.instance(instance_type)
-    fam = catalog.families[inst.family]
-    if inst.chips <= 0:
-        raise CatalogError(f"{instance_type} has no accelerators; cannot estimate training time")
-    peak = fam.peak_tflops.get(workload.precision)
-    if peak is None:
-        raise CatalogError(
-            f"no {workload.precision} peak figure for {fam.accelerator} "
-            f"(have: {', '.join(fam.peak_tflops)})"
-        )
-    chips = nodes * inst.chips
+    peak = _peak_tflops(catalog, instance_type, workload.precision)
+    chips = nodes * catalog.instance(instance_type).chips
     stack = stack if stack is not None else workload.stack
     pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
     m = workload.model
@@ -310,7 +320,7 @@ def estimate_training(
         workload.sequence_length,
     )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured, private_pull)
-    fit = workload_fit(catalog, instance_type, workload)
+    fit = fit if fit is not None else workload_fit(catalog, instance_type, workload)
     warning = batch_warning(workload, chips)
     return TrainingEstimate(
         instance_type=instance_type,

@@ -128,6 +128,7 @@ def estimate_for(stack: Stack) -> TrainingEstimate:
         spec.budget.mfu,
         spec.calibration,
         private_pull=stack.private_image_pull,
+        fit=pool.memory_fit,
     )
 
 

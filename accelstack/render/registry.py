@@ -17,7 +17,7 @@ registry are pulled as written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from accelstack.errors import Problem, SpecError
 from accelstack.inventory import registry_cache_rules
@@ -58,7 +58,7 @@ class ImageCache:
 
     def apply(self, stack: Stack) -> Stack:
         """`stack` with its training image pulled through the cache."""
-        return replace(stack, image=self.pull(stack.image))
+        return stack.with_image(self.pull(stack.image))
 
 
 def upstream_image(stack: Stack, image: str) -> str:

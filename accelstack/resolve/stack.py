@@ -214,6 +214,12 @@ class Stack:
         )
         return replace(self, pools=pools, amis_source=source)
 
+    def with_image(self, image: str) -> Stack:
+        """The stack with its training image pulled as `image` (`render --registry`: the
+        same image through the stack's pull-through cache); the spec's `workload.image` stays
+        as written."""
+        return replace(self, image=image)
+
     @property
     def addon_versions(self) -> dict[str, str]:
         """EKS add-on -> the version the catalog pins for this Kubernetes version (may be

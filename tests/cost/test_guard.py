@@ -386,3 +386,20 @@ def test_diff_reports_the_ceiling_in_each_verdict(
     (stack,) = json.loads(capsys.readouterr().out)["stacks"]
     assert stack["cost"]["base"]["ok"] and not stack["cost"]["head"]["ok"]
     assert "exceeds ceiling max_hourly_usd" in stack["cost"]["head"]["verdict"]
+
+
+def test_a_stacks_estimate_reads_the_pools_memory_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The resolved pool carries the memory fit: the stack's estimate reads it, never works
+    it out again (only a record, which has no pool, does)."""
+    from accelstack.cost import estimate
+    from accelstack.cost.guard import estimate_for
+
+    stack = resolve(load_spec(STACKS / "trn1-multinode.yaml"))
+    fit = stack.workload_pool.memory_fit
+    assert fit is not None
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the memory fit was worked out again")
+
+    monkeypatch.setattr(estimate, "workload_fit", refuse)
+    assert estimate_for(stack).min_nodes == fit.min_nodes

@@ -57,7 +57,13 @@ RESOLVED_CALLS: dict[str, dict[str, str]] = {
         "a record has no stack",
     },
     "neuron_cores": {},
+    "workload_fit": {
+        "accelstack/cost/estimate.py": "estimate_training's path for the MFU records (no `fit`)",
+    },
 }
+#: Modules whose estimate_training calls may leave out `fit` (the pool's memory fit): the
+#: public training records, which have no stack and so no resolved pool.
+RECORD_ESTIMATES = {"accelstack/cost/mfu.py": "reproduces the MFU records' estimates"}
 
 
 def _stack_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -156,6 +162,62 @@ def test_resolved_pool_facts_are_computed_only_by_resolve() -> None:
     assert found == []
 
 
+def _calls_without(source: str, name: str, keyword: str) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == name
+        and keyword not in {k.arg for k in node.keywords}
+    ]
+
+
+@pytest.mark.slow
+def test_a_stacks_estimate_reads_the_pools_memory_fit() -> None:
+    """estimate_training works the memory fit out only for a record: a stack's estimate passes
+    `fit=pool.memory_fit`."""
+    found = [
+        f"{rel}:{lines[0]} calls estimate_training() without fit="
+        for rel, source in _modules()
+        if rel not in RECORD_ESTIMATES
+        and (lines := _calls_without(source, "estimate_training", "fit"))
+    ]
+    assert found == []
+
+
+def stack_replaces(source: str) -> list[int]:
+    """Lines of `replace(<stack>, ...)` / `dataclasses.replace(<stack>, ...)`: a changed
+    resolved stack is built by resolve (a spec edit resolved again, or a `Stack.with_*`)."""
+    out = set()
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        names = _stack_names(fn)
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Call)
+                and node.args
+                and (
+                    (isinstance(node.func, ast.Name) and node.func.id == "replace")
+                    or (isinstance(node.func, ast.Attribute) and node.func.attr == "replace")
+                )
+                and _is_stack(node.args[0], names)
+            ):
+                out.add(node.lineno)
+    return sorted(out)
+
+
+@pytest.mark.slow
+def test_no_module_outside_resolve_replaces_a_stack() -> None:
+    found = [
+        f"{rel}:{lines[0]} calls replace() on a Stack"
+        for rel, source in _modules()
+        if (lines := stack_replaces(source))
+    ]
+    assert found == [], "build the changed stack in accelstack/resolve (a Stack.with_*)"
+
+
 def test_the_checks_see_a_read() -> None:
     """The scanners find what they are for (a check that found nothing proves nothing)."""
     source = (
@@ -168,3 +230,17 @@ def test_the_checks_see_a_read() -> None:
     )
     assert [line for line, _ in stack_reads(source)] == [2, 3, 4]
     assert _calls(source, "memory_fit") == [6]
+
+
+def test_the_checks_see_a_replace_and_an_estimate_without_fit() -> None:
+    source = (
+        "def f(stack, other: Stack, pool, cache):\n"
+        "    a = replace(stack, image='x')\n"
+        "    b = dataclasses.replace(other, image='x')\n"
+        "    c = replace(pool, nodes=1)\n"  # a pool is not a stack
+        "    d = cache.image.replace('a', 'b')\n"  # str.replace on a non-stack
+        "    e = estimate_training(cat, 't', 1, wl)\n"
+        "    return estimate_training(cat, 't', 1, wl, fit=pool.memory_fit)\n"
+    )
+    assert stack_replaces(source) == [2, 3]
+    assert _calls_without(source, "estimate_training", "fit") == [6]
