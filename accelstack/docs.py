@@ -214,6 +214,13 @@ def compare_families(catalog: Catalog) -> str:
     return "/".join(dict.fromkeys(prefixes))
 
 
+def cheapest_options(catalog: Catalog) -> tuple[str, ...]:
+    """The purchase options `new --cheapest` may pick from: the comparable ones that need no
+    reservation id (purchase_options.yaml)."""
+    lists = catalog.option_lists
+    return tuple(o for o in lists.comparable if o not in lists.needs_reservation)
+
+
 def catalog_names_module(catalog: Catalog | None = None) -> str:
     catalog = catalog or _bundled()
     types_ = "".join(f"    {json.dumps(n)},\n" for n in _accelerated(catalog))
@@ -225,6 +232,8 @@ def catalog_names_module(catalog: Catalog | None = None) -> str:
         f"ACCELERATED_TYPES: tuple[str, ...] = (\n{types_})\n"
         "#: The families of `accelstack compare`'s default candidates (instances.yaml `compare`)\n"
         f"COMPARE_FAMILIES = {json.dumps(compare_families(catalog))}\n"
+        "#: The purchase options `new --cheapest --options` takes (purchase_options.yaml)\n"
+        f"CHEAPEST_OPTIONS = {json.dumps(', '.join(cheapest_options(catalog)))}\n"
     )
 
 

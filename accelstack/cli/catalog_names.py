@@ -17,3 +17,5 @@ ACCELERATED_TYPES: tuple[str, ...] = (
 )
 #: The families of `accelstack compare`'s default candidates (instances.yaml `compare`)
 COMPARE_FAMILIES = "trn1/trn1n/trn2/trn3/p5/p5e/p5en"
+#: The purchase options `new --cheapest --options` takes (purchase_options.yaml)
+CHEAPEST_OPTIONS = "on-demand, spot, savings-plan-1y, savings-plan-3y"

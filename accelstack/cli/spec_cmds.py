@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from accelstack.cli.boundary import as_failure, echo_error
-from accelstack.cli.catalog_names import ACCELERATED_TYPES
+from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.cli.specfiles import (
     check_name,
@@ -247,7 +247,7 @@ _OptionsOpt = Annotated[
     str,
     typer.Option(
         help="with --cheapest: purchase options to consider (comma-separated, from "
-        "on-demand, spot, savings-plan-1y, savings-plan-3y). Default on-demand only: "
+        f"{CHEAPEST_OPTIONS}). Default on-demand only: "
         "a savings-plan rate is only the run's true cost when the 1-3 year commitment "
         "is used anyway, and spot interrupts long runs",
     ),

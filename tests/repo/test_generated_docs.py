@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
 from accelstack import docs
 from accelstack.catalog import Catalog
 from accelstack.cli import main
-from accelstack.cli.catalog_names import ACCELERATED_TYPES, COMPARE_FAMILIES
+from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS, COMPARE_FAMILIES
 from accelstack.plan.rules import registry, ruleset
 from accelstack.resolve import rules as stack_rules
 from accelstack.rulebook import RuleSet
@@ -118,3 +119,19 @@ def test_compares_help_names_the_generated_families(capsys: pytest.CaptureFixtur
     assert f"Pricethesameworkon{COMPARE_FAMILIES};" in out
     assert main(["--help"]) == 0
     assert f"Pricethesameworkon{COMPARE_FAMILIES};" in "".join(capsys.readouterr().out.split())
+
+
+def test_new_cheapest_options_are_generated_from_the_purchase_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`new --options` names the comparable options that need no reservation id, from the
+    catalog's purchase table (a new comparable option is a new name in the help)."""
+    lists = SimpleNamespace(comparable=("a", "r", "c"), needs_reservation=("r",))
+    assert docs.cheapest_options(SimpleNamespace(option_lists=lists)) == ("a", "c")  # type: ignore[arg-type]
+    assert ", ".join(docs.cheapest_options(docs._bundled())) == CHEAPEST_OPTIONS
+    assert "reservation" not in CHEAPEST_OPTIONS.split(", ")
+    assert main(["new", "--help"]) == 0
+    out = "".join(c for c in capsys.readouterr().out if not c.isspace() and c != "│")
+    assert "from" + CHEAPEST_OPTIONS.replace(" ", "") + ")" in out
+    spec_cmds = (ROOT / "accelstack" / "cli" / "spec_cmds.py").read_text(encoding="utf-8")
+    assert CHEAPEST_OPTIONS not in spec_cmds
