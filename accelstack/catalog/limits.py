@@ -74,9 +74,8 @@ def _shapes() -> dict[tuple[str, str], dict[str, Any]]:
     `accelstack validate`, so the few values read are kept in the on-disk cache (cache.py),
     named by each model file's path, size and modification time."""
     files = {service: _model_file(service) for service, _ in SHAPES}
-    stamps = (
-        (str(p), f"{p.stat().st_size}:{p.stat().st_mtime_ns}".encode()) for p in files.values()
-    )
+    stats = {str(p): p.stat() for p in files.values()}
+    stamps = ((p, f"{s.st_size}:{s.st_mtime_ns}".encode()) for p, s in stats.items())
     name = disk.key(stamps, [Path(__file__)])
     hit = disk.read(name, kind="limits")
     if isinstance(hit, dict):

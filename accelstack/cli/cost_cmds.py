@@ -6,12 +6,12 @@ API, spot history, Savings Plans and Capacity Block offerings, and rewrites the 
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from accelstack.cli.catalog_names import COMPARE_FAMILIES
 from accelstack.cli.output import (
     CeilingOpt,
     FormatMdOpt,
@@ -72,6 +72,20 @@ _OPTIONS_HELP = (
 )
 
 
+#: compare's help, naming its candidates' families from the catalog (the generated
+#: accelstack/cli/catalog_names.py, so help loads no catalog)
+COMPARE_HELP = f"""Price the same work on {COMPARE_FAMILIES}; mark cheapest and fastest.
+
+Candidates get the same chip budget (--chips, default the spec's) or, with only
+--deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
+
+Examples:
+
+  accelstack compare stacks/llama3-70b-trn2.yaml
+
+  accelstack compare stacks/llama3-70b-trn2.yaml --deadline-hours 240 --format markdown"""
+
+
 def compare(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
     instance_types: Annotated[
@@ -101,17 +115,7 @@ def compare(
     ] = None,
     fmt: FormatMdOpt = "text",
 ) -> None:
-    """Price the same work on every default candidate type; mark cheapest and fastest.
-
-    Candidates get the same chip budget (--chips, default the spec's) or, with only
-    --deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
-
-    Examples:
-
-      accelstack compare stacks/llama3-70b-trn2.yaml
-
-      accelstack compare stacks/llama3-70b-trn2.yaml --deadline-hours 240 --format markdown
-    """
+    """The same work priced on every default candidate type (its help: `COMPARE_HELP`)."""
     from accelstack.catalog import load_catalog
     from accelstack.cost.compare import compare as run_compare
     from accelstack.cost.compare import render
@@ -161,18 +165,9 @@ def refresh(
     typer.echo(summary, nl=False)
 
 
-def _compare_help() -> str:
-    """compare's help: its docstring, naming the candidates' families from the catalog (the
-    generated accelstack/cli/catalog_names.py, so help loads no catalog)."""
-    from accelstack.cli.catalog_names import COMPARE_FAMILIES
-
-    doc = inspect.getdoc(compare) or ""
-    return doc.replace("every default candidate type", COMPARE_FAMILIES, 1)
-
-
 def register(app: typer.Typer) -> None:
     app.command()(price)
-    app.command(help=_compare_help())(compare)
+    app.command(help=COMPARE_HELP)(compare)
     prices_app = typer.Typer(help="Maintain the price catalog.", no_args_is_help=True)
     prices_app.command("refresh")(refresh)
     app.add_typer(prices_app, name="prices")
