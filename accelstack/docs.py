@@ -28,7 +28,7 @@ from accelstack.catalog import CATALOG_DIR, Catalog, load_catalog
 from accelstack.files import write_text_atomic
 from accelstack.resolve import advice
 from accelstack.resolve import rules as stack_rules
-from accelstack.spec import ruleset as spec_ruleset
+from accelstack.resolve import ruleset as spec_ruleset
 from accelstack.spec.models import Spec
 
 
@@ -102,12 +102,14 @@ def spec_reference() -> str:
 
 
 def _rules_section() -> list[str]:
-    """The cross-field rules, in the order they report (accelstack/spec/rules.py)."""
+    """The rules, in the order they report (accelstack/resolve/ruleset.py, rules.py)."""
     lines = [
         "## Rules",
         "",
-        "Checked after the shape, against the catalog; each is one function of a module that",
-        "`accelstack/spec/ruleset.py` lists, and each problem is one line naming the YAML path.",
+        "Checked after the shape, on the stack `resolve` builds from any spec the shape accepts",
+        "(the catalog's facts attached to each pool: instance, family, device, zone, the workload",
+        "pool); each is one function of a module that `accelstack/resolve/ruleset.py` lists, and",
+        "each problem is one line naming the YAML path.",
         "",
         "| rule | refuses unless |",
         "|---|---|",
@@ -117,13 +119,12 @@ def _rules_section() -> list[str]:
         "",
         "## Rules on the resolved stack",
         "",
-        "Checked right after `resolve`, on the facts it derived (each pool's zone, running nodes,",
-        "EFA interfaces and node groups, the address plan, the resource-name prefix, buckets,",
-        "tags, the memory fit), so none of them is derived twice; each is one function in",
-        "`accelstack/resolve/rules.py`. `validate` and every command that resolves a stack run",
-        "them once the rules above pass (resolve needs a valid spec: a spec with problems of",
-        "both kinds reports them in two rounds); a Pulumi stack deploying the spec under a",
-        "longer name is checked with that name.",
+        "Checked on the same stack once the rules above pass (and a stack file's `name` is its",
+        "file name), on the facts that need a valid spec (each pool's running nodes, EFA",
+        "interfaces and node groups, the address plan, the resource-name prefix, buckets, tags,",
+        "the memory fit), so none of them is derived twice; each is one function in",
+        "`accelstack/resolve/rules.py`. A spec with problems of both kinds reports them in two",
+        "rounds; a Pulumi stack deploying the spec under a longer name is checked with that name.",
         "",
         "| rule | refuses unless |",
         "|---|---|",

@@ -1,12 +1,11 @@
 """Rules and the one registry shape every kind of rule uses.
 
-A rule is a small function that looks at one subject (the raw spec's `Context`, the resolved
-`Stack`, the offline plan) and yields what it refuses. A decorator (`@rule(name, summary)` here,
+A rule is a small function that looks at one subject (the resolved `Stack`, the offline plan) and yields what it refuses. A decorator (`@rule(name, summary)` here,
 `@deploy_rule(name, source, summary)` in accelstack/plan/rules/registry.py) turns the function
 into a rule object and registers nothing: each rule module lists its rules in `MODULE_RULES`,
 and each kind has one explicit `RuleSet` that lists those tuples in report order:
 
-- spec rules: `SPEC_RULES` (accelstack/spec/ruleset.py)
+- spec rules: `SPEC_RULES` (accelstack/resolve/ruleset.py)
 - rules on the resolved stack: `STACK_RULES` (accelstack/resolve/rules.py)
 - deploy rules: `DEPLOY_RULES` (accelstack/plan/rules/ruleset.py)
 - warnings on the resolved stack: `STACK_WARNINGS` (accelstack/resolve/advice.py, decorated

@@ -337,14 +337,14 @@ def resolve_deployment(
     """Exactly what the program deploys for `pulumi_stack` with stack `config` (full keys):
     the spec, the region check, the stack's resource-name prefix, and the AMI pins."""
     from accelstack.catalog import load_catalog
-    from accelstack.resolve import check_region, deployment_name, resolve
+    from accelstack.resolve import check_region, deployment_name, named, resolve_written
     from accelstack.spec import load_spec
 
     catalog = catalog or load_catalog()
     source = source or f"Pulumi.{pulumi_stack}.yaml"
-    spec = load_spec(spec_file, catalog)
-    check_region(spec, config.get(REGION_KEY))
-    stack = resolve(spec, catalog, name=deployment_name(spec.name, pulumi_stack))
+    written = resolve_written(load_spec(spec_file), catalog)
+    check_region(written.spec, config.get(REGION_KEY))
+    stack = named(written, deployment_name(written.spec.name, pulumi_stack))
     return stack.with_ami_pins(
         _pins(config.get(AMIS_KEY), source),
         allow_unpinned=_allow_unpinned(config.get(ALLOW_KEY), source),
@@ -380,13 +380,13 @@ def resolve_ref(ref: StackRef, catalog: Catalog | None = None) -> Stack:
             ref.spec, ref.stack, ref.config, catalog, source=str(ref.config_file)
         )
     from accelstack.catalog import load_catalog
-    from accelstack.resolve import check_region, deployment_name, resolve
+    from accelstack.resolve import check_region, deployment_name, named, resolve_written
     from accelstack.spec import load_spec
 
     catalog = catalog or load_catalog()
-    spec = load_spec(ref.spec, catalog)
-    check_region(spec, ref.config.get(REGION_KEY))
-    return resolve(spec, catalog, name=deployment_name(spec.name, ref.stack))
+    written = resolve_written(load_spec(ref.spec), catalog)
+    check_region(written.spec, ref.config.get(REGION_KEY))
+    return named(written, deployment_name(written.spec.name, ref.stack))
 
 
 def stack_config_merged(path: Path, values: Mapping[str, Any]) -> str:

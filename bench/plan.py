@@ -18,7 +18,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accelstack.components.program import build  # noqa: E402
+from accelstack.cli.planning import program  # noqa: E402
+
+build = program()  # the program as the CLI wires it (render's node scripts for standalone pools)
 from accelstack.plan import run_plan  # noqa: E402
 from accelstack.resolve import Stack, resolve  # noqa: E402
 from accelstack.spec import load_spec, parse_spec, read_yaml  # noqa: E402

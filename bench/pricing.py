@@ -22,7 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from accelstack.components.program import build  # noqa: E402
+from accelstack.cli.planning import program  # noqa: E402
+
+build = program()  # the program as the CLI wires it (render's node scripts for standalone pools)
 from accelstack.cost.compare import compare  # noqa: E402
 from accelstack.cost.guard import check_budget  # noqa: E402
 from accelstack.cost.pricing import price_plan  # noqa: E402

@@ -83,7 +83,7 @@ class CheckpointStoreArgs:
         return cls(
             stack_name=stack.name,
             prefix=plan.prefix,
-            noncurrent_days=stack.catalog.resilience.checkpoint.noncurrent_expire_days,
+            noncurrent_days=plan.noncurrent_expire_days,
             account_id=account_id,
             partition=partition,
             existing_bucket=plan.bucket,

@@ -112,7 +112,7 @@ class ClusterArgs:
         partition: pulumi.Input[str],
         account_id: pulumi.Input[str] = "",
     ) -> ClusterArgs:
-        c = stack.spec.cluster
+        c = stack.access
         return cls(
             creator_admin=c.creator_admin,
             account_id=account_id,
@@ -128,8 +128,8 @@ class ClusterArgs:
             support_type=c.support_type,
             addon_versions=stack.addon_versions,
             cni_env=dict(stack.address_plan.cni_env),
-            cni_network_policy=dict(stack.catalog.defaults.vpc_cni_network_policy),
-            monitoring_addon=stack.catalog.resilience.node_repair.monitoring_addon,
+            cni_network_policy=stack.cni_network_policy,
+            monitoring_addon=stack.monitoring_addon,
         )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from accelstack.catalog import Catalog, HelmChart
+from accelstack.catalog import HelmChart
 from accelstack.naming import (
     EFA_LABEL,
     MANAGED_BY,
@@ -20,10 +20,7 @@ from accelstack.naming import (
     STACK_LABEL,
 )
 from accelstack.resolve import ResolvedPool, Stack
-
-#: Which chart serves which need: the rows of `charts:` in accelstack/catalog/instances.yaml
-#: (pinned version, source, values keys). Bump there deliberately; plans show the version.
-NEURON, EFA, NVIDIA = "neuron", "efa", "nvidia"
+from accelstack.resolve.plugins import EFA, NEURON, NVIDIA, DevicePlugin, device_plugins
 
 
 def tolerations(pools: list[ResolvedPool]) -> list[dict[str, str]]:
@@ -94,45 +91,37 @@ def neuron_values(neuron: list[ResolvedPool]) -> dict[str, Any]:
     return values
 
 
+def plugin_values(plugin: DevicePlugin) -> dict[str, Any]:
+    """The chart's values: restricted to the nodes of the pools it serves (resolve's
+    `device_plugins`) and tolerating exactly those nodes' taints, with only the keys the
+    catalog records for the chart; instance lists name the stack's own pool types."""
+    pools = list(plugin.pools)
+    if plugin.role == NEURON:
+        return neuron_values(pools)
+    if plugin.role == NVIDIA:
+        return {"nodeSelector": node_selector_for(pools), "tolerations": tolerations(pools)}
+    assert plugin.role == EFA, plugin.role
+    return {
+        "supportedInstanceLabels": {
+            "keys": ["node.kubernetes.io/instance-type"],
+            "values": instance_types(pools),
+        },
+        "nodeSelector": {EFA_LABEL: "true"},
+        "tolerations": tolerations(pools),
+    }
+
+
 def plugin_releases(
-    pools: tuple[ResolvedPool, ...], catalog: Catalog
+    plugins: tuple[DevicePlugin, ...],
 ) -> dict[str, tuple[HelmChart, dict[str, Any]]]:
-    """role -> (chart, values): which device plugins the pools need, each restricted to the
-    nodes that have the device and tolerating exactly those nodes' taints. Values use only the
-    keys the catalog records for the chart; instance lists name the stack's own pool types, so
-    a catalog row added for another type changes no deployed stack."""
-    out: dict[str, tuple[HelmChart, dict[str, Any]]] = {}
-    neuron = [p for p in pools if p.device.compile_cache]
-    gpu = [p for p in pools if p.device.device_resource and not p.device.compile_cache]
-    efa = [p for p in pools if p.efa]
-    charts = catalog.charts
-    if neuron:
-        out[NEURON] = (charts[NEURON], neuron_values(neuron))
-    if gpu:
-        out[NVIDIA] = (
-            charts[NVIDIA],
-            {"nodeSelector": node_selector_for(gpu), "tolerations": tolerations(gpu)},
-        )
-    if efa:
-        out[EFA] = (
-            charts[EFA],
-            {
-                "supportedInstanceLabels": {
-                    "keys": ["node.kubernetes.io/instance-type"],
-                    "values": instance_types(efa),
-                },
-                "nodeSelector": {EFA_LABEL: "true"},
-                "tolerations": tolerations(efa),
-            },
-        )
-    return out
+    """role -> (chart, values) of every device plugin the stack installs."""
+    return {p.role: (p.chart, plugin_values(p)) for p in plugins}
 
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
     kubeconfig: pulumi.Input[str]
-    pools: tuple[ResolvedPool, ...]
-    catalog: Catalog
+    plugins: tuple[DevicePlugin, ...]  # resolve's `device_plugins`
     namespace: str
     service_account: str
     depends_on: list[pulumi.Resource] = field(default_factory=list)
@@ -150,9 +139,8 @@ class DevicePluginsArgs:
     ) -> DevicePluginsArgs:
         return cls(
             kubeconfig=kubeconfig,
-            pools=stack.pools,
-            catalog=stack.catalog,
-            namespace=stack.catalog.defaults.training_namespace,
+            plugins=device_plugins(stack),
+            namespace=stack.training_namespace,
             service_account=stack.training_service_account,
             depends_on=depends_on,
             access=list(access or []),
@@ -196,7 +184,7 @@ class DevicePlugins(pulumi.ComponentResource):
         self.provider = provider
         self.namespace = ns
         self.releases = {}
-        for role, (chart, values) in plugin_releases(args.pools, args.catalog).items():
+        for role, (chart, values) in plugin_releases(args.plugins).items():
             self.releases[role] = k8s.helm.v3.Release(
                 f"{name}-{role}",
                 name=f"{role}-device-plugin",

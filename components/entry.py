@@ -1,5 +1,9 @@
 """The Pulumi program's entry: config -> spec -> names and region -> cost guard -> components.
 
+It wires the program like the CLI does (`accelstack.cli.planning.program`): the one module of
+components/ that imports render, to hand its node launch scripts to `build` (the components
+themselves read only the resolved `Stack`: tests/repo/test_architecture_resolve.py).
+
 The repository's `__main__.py` and the `__main__.py` that `accelstack init` writes both call
 `main()`, so a project made by `init` runs the same program as this repository.
 
@@ -23,7 +27,7 @@ from accelstack.cost.ceiling import find_ceiling
 from accelstack.cost.guard import enforce
 from accelstack.errors import AccelstackError, SpecError
 from accelstack.resolve import Stack
-from accelstack.spec.placeholders import refuse_placeholders
+from accelstack.resolve.placeholders import refuse_placeholders
 from accelstack.stackconfig import (
     ALLOW_KEY,
     AMIS_KEY,
@@ -95,7 +99,9 @@ def main() -> None:
     # (accelstack-ceiling.yaml or ACCELSTACK_CEILING), or no limit at all
     enforce(stack, ceiling=find_ceiling())
     # documentation CIDRs, example accounts and ARNs: refused here, never after the cluster
-    refuse_placeholders(stack.spec, spec_path(pulumi.get_stack()))
+    refuse_placeholders(stack, spec_path(pulumi.get_stack()))
     refuse_unpinned(stack, pulumi.get_stack())
-    for key, value in build(stack).items():
+    from accelstack.render import node_script
+
+    for key, value in build(stack, node_script=node_script).items():
         pulumi.export(key, value)

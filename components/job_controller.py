@@ -15,7 +15,6 @@ import pulumi_kubernetes as k8s
 from accelstack import naming
 from accelstack.catalog import HelmChart
 from accelstack.naming import MANAGED_BY, MANAGED_BY_LABEL, POOL_LABEL, STACK_LABEL
-from accelstack.render.pods import pod_resources
 from accelstack.resolve import ResolvedPool, Stack
 from accelstack.resolve.queue import kueue_values
 
@@ -25,8 +24,8 @@ HUGEPAGES = "hugepages-2Mi"
 
 def pool_quota(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
     """What the pool's nodes give training pods, as Kueue quantities: one training pod per
-    node (render/pods.py sizes its requests), times the pool's nodes."""
-    pod, n = pod_resources(stack, pool), pool.nodes
+    node (resolve sizes its requests: `ResolvedPool.pod`), times the pool's nodes."""
+    pod, n = pool.pod, pool.nodes
     out = {"cpu": f"{pod.cpu_millicores * n}m", "memory": f"{pod.memory_mib * n}Mi"}
     dra = pool.ultraserver.dra if pool.ultraserver else None
     if dra is not None:
@@ -80,13 +79,12 @@ class JobLayerArgs:
         provider: k8s.Provider,
         depends_on: list[pulumi.Resource],
     ) -> JobLayerArgs:
-        queues = [c for c in stack.catalog.charts.values() if c.role == "queue"]
         return cls(
             provider=provider,
             stack=stack,
             controller=stack.job_controller_chart,
-            queue=queues[0] if stack.kueue and queues else None,
-            namespace=stack.catalog.defaults.training_namespace,
+            queue=stack.queue_chart,
+            namespace=stack.training_namespace,
             depends_on=depends_on,
             labels={MANAGED_BY_LABEL: MANAGED_BY, STACK_LABEL: stack.name},
         )

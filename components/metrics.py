@@ -47,7 +47,7 @@ class MetricsArgs:
         partition: pulumi.Input[str],
         depends_on: list[pulumi.Resource],
     ) -> MetricsArgs | None:
-        addon, declared = stack.catalog.metrics_addon, metrics_addon(stack)
+        addon, declared = stack.metrics_addon, metrics_addon(stack)
         if addon is None or declared is None:
             return None
         return cls(

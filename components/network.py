@@ -60,15 +60,14 @@ class NetworkArgs:
     def from_stack(cls, stack: Stack) -> NetworkArgs:
         """The stack's network: EKS spans at least two zones; a standalone stack only its pools'
         zones (`Stack.network_zone_ids`)."""
-        net = stack.spec.network
-        existing = net.mode == "existing"
+        existing = stack.existing_network
         return cls(
             cluster_name=stack.name,
             zone_ids=stack.network_zone_ids,
             vpc_cidr=stack.vpc_cidr,
-            existing_vpc_id=net.vpc_id if existing else None,
-            existing_private_subnet_ids=net.private_subnet_ids if existing else (),
-            existing_public_subnet_ids=net.public_subnet_ids if existing else (),
+            existing_vpc_id=existing.vpc_id if existing else None,
+            existing_private_subnet_ids=existing.private_subnet_ids if existing else (),
+            existing_public_subnet_ids=existing.public_subnet_ids if existing else (),
             tags=stable_tags(stack.tags),
             secondary_subnets=dict(stack.address_plan.secondary_subnets),
             nat_gateways=nat_gateways(stack),

@@ -33,7 +33,6 @@ from accelstack.components.common import (
 )
 from accelstack.inventory import Billable, NodeGroups, node_labels, pool_node_groups
 from accelstack.inventory import system_node_group as system_billables
-from accelstack.render.pods import node_hugepages_2mi
 from accelstack.resolve import ResolvedPool, Stack
 
 #: The node role: no AmazonEKS_CNI_Policy (aws-node gets it through Pod Identity, see
@@ -376,7 +375,6 @@ class AcceleratorNodeGroupArgs:
         secondary_subnet_id: pulumi.Input[str] | None = None,
         earlier_steps: Mapping[int, Sequence[pulumi.Resource]] | None = None,
     ) -> AcceleratorNodeGroupArgs:
-        res = stack.catalog.resilience
         return cls(
             pool=pool,
             kubernetes_version=stack.kubernetes_version,
@@ -386,9 +384,9 @@ class AcceleratorNodeGroupArgs:
             groups=pool_node_groups(stack, pool),
             tags=stable_tags(stack.tags),
             instance_tags=stack.tags,
-            hugepages_2mi=node_hugepages_2mi(stack, pool),
-            update=res.node_group_update,
-            node_repair=res.node_repair.enabled,
+            hugepages_2mi=pool.hugepages_2mi,
+            update=stack.node_group_update,
+            node_repair=stack.node_repair,
             earlier_steps=dict(earlier_steps or {}),
             step_minutes=stack.profile.step_minutes,
         )

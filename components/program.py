@@ -34,7 +34,8 @@ from accelstack.components.nodegroup import (
     SystemNodeGroupArgs,
 )
 from accelstack.components.provider import aws_context
-from accelstack.components.standalone import build_standalone
+from accelstack.components.standalone import NodeScript, build_standalone
+from accelstack.errors import AccelstackError
 from accelstack.inventory import registry_cache_actions, registry_cache_rules
 from accelstack.resolve import Stack
 
@@ -95,7 +96,7 @@ def _checkpoints(
             cluster_name=cluster.cluster_name,
             cluster_arn=cluster.cluster.arn,
             account_id=account_id,
-            namespace=stack.catalog.defaults.training_namespace,
+            namespace=stack.training_namespace,
             service_account=stack.training_service_account,
             grants=[ckpt, *grants],
             tags=stable_tags(stack.tags),
@@ -104,7 +105,7 @@ def _checkpoints(
     )
     checkpoint_config_map(
         stack.checkpoint_config_name,
-        stack.catalog.defaults.training_namespace,
+        stack.training_namespace,
         store.url,
         plugins.provider,
         depends_on=[plugins.namespace, *cluster.access],
@@ -140,7 +141,7 @@ def _file_system(
         FsxClaimArgs(
             cluster_name=cluster.cluster_name,
             provider=plugins.provider,
-            namespace=stack.catalog.defaults.training_namespace,
+            namespace=stack.training_namespace,
             claim_name=claim,
             storage_gib=fs_args.storage_gib,
             file_system_id=fs.file_system_id,
@@ -302,10 +303,48 @@ def _cluster_ref(
     )
 
 
-def build(stack: Stack) -> dict[str, Any]:
-    """Create every resource of the stack; returns the outputs to export (name -> Output)."""
-    if stack.spec.orchestration == "ec2":
-        return build_standalone(stack)
+def _accelerator_pools(
+    stack: Stack, ref: ClusterRef, network: Network, top: pulumi.ResourceOptions
+) -> dict[str, AcceleratorNodeGroup]:
+    """Each pool's node groups, in creation steps: a group of step k waits for every group of
+    step k-1 (resolve's ClusterProfile staging)."""
+    pools: dict[str, AcceleratorNodeGroup] = {}
+    by_step: dict[int, list[pulumi.Resource]] = {}
+    for pool in stack.pools:
+        pools[pool.name] = AcceleratorNodeGroup(
+            naming.pool_prefix(stack.name, pool.name),
+            AcceleratorNodeGroupArgs.from_stack(
+                stack,
+                pool,
+                ref,
+                network.private_subnet_ids[pool.zone_id],
+                network.secondary_subnet_ids.get(pool.zone_id),
+                earlier_steps=by_step,
+            ),
+            opts=top,
+        )
+        for part, group in zip(pool.node_groups, pools[pool.name].node_groups, strict=True):
+            by_step.setdefault(part.step, []).append(group)
+    return pools
+
+
+def _needed(stack: Stack, node_script: NodeScript | None) -> NodeScript:
+    """A standalone stack's program cannot run without its node launch scripts."""
+    if node_script is None:
+        raise AccelstackError(
+            f"{stack.name}: a standalone stack's program needs the node launch scripts: "
+            "build(stack, node_script=accelstack.render.node_script)"
+        )
+    return node_script
+
+
+def build(stack: Stack, node_script: NodeScript | None = None) -> dict[str, Any]:
+    """Create every resource of the stack; returns the outputs to export (name -> Output).
+    `node_script`: how a standalone (orchestration ec2) pool's launch script is rendered
+    (`accelstack.render.node_script`), handed in by whoever wires the program (the CLI's
+    `program()`, the Pulumi program's entry): the components import nothing of render."""
+    if stack.orchestration == "ec2":
+        return build_standalone(stack, _needed(stack, node_script))
     name = stack.name
     top, partition, account_id = aws_context(stack)
 
@@ -323,23 +362,7 @@ def build(stack: Stack) -> dict[str, Any]:
     system = SystemNodeGroup(
         naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
     )
-    pools: dict[str, AcceleratorNodeGroup] = {}
-    by_step: dict[int, list[pulumi.Resource]] = {}  # staged creation (stack.profile)
-    for pool in stack.pools:
-        pools[pool.name] = AcceleratorNodeGroup(
-            naming.pool_prefix(name, pool.name),
-            AcceleratorNodeGroupArgs.from_stack(
-                stack,
-                pool,
-                ref,
-                network.private_subnet_ids[pool.zone_id],
-                network.secondary_subnet_ids.get(pool.zone_id),
-                earlier_steps=by_step,
-            ),
-            opts=top,
-        )
-        for part, group in zip(pool.node_groups, pools[pool.name].node_groups, strict=True):
-            by_step.setdefault(part.step, []).append(group)
+    pools = _accelerator_pools(stack, ref, network, top)
 
     outputs: dict[str, Any] = {
         **_access_outputs(stack, cluster),

@@ -64,7 +64,6 @@ from accelstack.components.nodegroup import (
 from accelstack.components.provider import aws_context
 from accelstack.inventory import Billable, fleet_pool
 from accelstack.naming import POOL_LABEL, STACK_TAG
-from accelstack.render.pods import python_env
 from accelstack.resolve import ResolvedPool, Stack
 
 ENV_FILE = "/etc/accelstack/env"
@@ -104,20 +103,20 @@ def network_interfaces(
 
 def ssh_access(stack: Stack) -> tuple[str | None, tuple[str, ...], str | None]:
     """(key pair, SSH source CIDRs, warning). Off by default: SSM Session Manager only."""
-    sa = stack.spec.standalone
-    if not sa.ssh_key_name:
+    ssh = stack.ssh
+    if not ssh.key_name:
         return None, (), None
-    if sa.ssh_cidrs:
+    if ssh.cidrs:
         warning = (
-            f"{stack.name}: SSH (tcp/22) is open from {', '.join(sa.ssh_cidrs)} with key pair "
-            f"'{sa.ssh_key_name}' (standalone.ssh_*); SSM Session Manager needs no open port"
+            f"{stack.name}: SSH (tcp/22) is open from {', '.join(ssh.cidrs)} with key pair "
+            f"'{ssh.key_name}' (standalone.ssh_*); SSM Session Manager needs no open port"
         )
     else:
         warning = (
-            f"{stack.name}: key pair '{sa.ssh_key_name}' is installed but no SSH ingress is "
+            f"{stack.name}: key pair '{ssh.key_name}' is installed but no SSH ingress is "
             "open (standalone.ssh_cidrs is empty); reach nodes with SSM Session Manager"
         )
-    return sa.ssh_key_name, sa.ssh_cidrs, warning
+    return ssh.key_name, ssh.cidrs, warning
 
 
 def node_env(stack: Stack, pool: ResolvedPool, cache_url: str | None) -> dict[str, str]:
@@ -130,10 +129,10 @@ def node_env(stack: Stack, pool: ResolvedPool, cache_url: str | None) -> dict[st
         "ACCELSTACK_REGION": stack.region,
         "ACCELSTACK_ORCHESTRATOR": "standalone",
         "ACCELSTACK_NNODES": str(pool.nodes),
-        "ACCELSTACK_RDZV_PORT": str(stack.spec.workload.rdzv_port),
+        "ACCELSTACK_RDZV_PORT": str(stack.rdzv_port),
         # the same node-fault budget the pods carry (launch.yaml fault_tolerance): torchrun
         # restarts its workers in place, each round with a fresh rendezvous store
-        "PET_MAX_RESTARTS": str(stack.catalog.launch.fault_tolerance.torchrun_max_restarts),
+        "PET_MAX_RESTARTS": str(stack.torchrun_max_restarts),
         "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
     }
     if cache_url is not None:
@@ -141,19 +140,11 @@ def node_env(stack: Stack, pool: ResolvedPool, cache_url: str | None) -> dict[st
     return env
 
 
-def launch_script(stack: Stack, pool: ResolvedPool, bucket: str | None) -> tuple[str, str]:
-    """(file name, text) of the pool's node launch script, rendered by accelstack.render
-    (imported here, lazily). Without the render module, a script that says so."""
-    try:
-        from accelstack.render import launch_script_name, render_node_script
-    except ImportError:  # pragma: no cover - render ships with accelstack
-        name = f"launch-{pool.name}.sh"
-        text = (
-            "#!/usr/bin/env bash\necho 'accelstack: no launch script was rendered "
-            "(accelstack.render is not installed); run `accelstack render`' >&2\nexit 2\n"
-        )
-        return name, text
-    return launch_script_name(pool), render_node_script(stack, pool, "standalone", bucket=bucket)
+#: How a standalone pool's node launch script is made: (stack, pool, the compile-cache bucket
+#: once it exists) -> (file name, text). `accelstack.render.node_script`, handed in by whoever
+#: wires the program (the CLI's plan, the Pulumi program's entry): the components import
+#: nothing of render.
+NodeScript = Callable[[Stack, ResolvedPool, str | None], tuple[str, str]]
 
 
 def _heredoc(path: str, text: str, mode: str, marker: str) -> str:
@@ -232,7 +223,7 @@ def install_script(
         _heredoc(script_path, script, "0755", "ACCELSTACK_SCRIPT_EOF"),
         _heredoc(
             RUN_COMMAND,
-            run_wrapper(script_path, python_env(stack, pool).activate),
+            run_wrapper(script_path, pool.python_env.activate),
             "0755",
             "ACCELSTACK_RUN_EOF",
         ),
@@ -311,6 +302,7 @@ class StandaloneClusterArgs:
     vpc_id: pulumi.Input[str]
     subnet_ids: Mapping[str, pulumi.Input[str]]  # zone id -> the zone's private subnet
     account_id: pulumi.Input[str]
+    node_script: NodeScript  # renders each pool's launch script (`NodeScript`)
     partition: pulumi.Input[str] = "aws"
 
     @classmethod
@@ -320,12 +312,14 @@ class StandaloneClusterArgs:
         network: Network,
         account_id: pulumi.Input[str],
         partition: pulumi.Input[str],
+        node_script: NodeScript,
     ) -> StandaloneClusterArgs:
         return cls(
             stack=stack,
             vpc_id=network.vpc_id,
             subnet_ids=network.private_subnet_ids,
             account_id=account_id,
+            node_script=node_script,
             partition=partition,
         )
 
@@ -343,6 +337,7 @@ class StandaloneCluster(pulumi.ComponentResource):
     ) -> None:
         super().__init__("accelstack:standalone:StandaloneCluster", name, None, opts)
         stack = args.stack
+        self._node_script = args.node_script
         tags = stable_tags(stack.tags)
         key_name, ssh_cidrs, warning = ssh_access(stack)
         if warning:
@@ -613,7 +608,9 @@ class StandaloneCluster(pulumi.ComponentResource):
         fsx: pulumi.Input[Any] = (
             pulumi.Output.all(self.fsx.dns_name, self.fsx.mount_name) if self.fsx else None
         )
-        content = pulumi.Output.all(bucket, fsx).apply(_document_renderer(stack, pool))
+        content = pulumi.Output.all(bucket, fsx).apply(
+            _document_renderer(stack, pool, self._node_script)
+        )
         doc = aws.ssm.Document(
             f"{prefix}-install",
             document_type="Command",
@@ -637,16 +634,18 @@ class StandaloneCluster(pulumi.ComponentResource):
         )
 
 
-def _document_renderer(stack: Stack, pool: ResolvedPool) -> Callable[[list[Any]], str]:
+def _document_renderer(
+    stack: Stack, pool: ResolvedPool, node_script: NodeScript
+) -> Callable[[list[Any]], str]:
     """Renders the pool's SSM document from (bucket, (FSx DNS, mount name))."""
 
     def render(a: list[Any]) -> str:
         bucket_value, fs = a
-        sname, script = launch_script(stack, pool, bucket_value)
+        sname, script = node_script(stack, pool, bucket_value)
         url = stack.compile_cache_url(pool.name, bucket_value) if bucket_value else None
         fsx = (fs[0], fs[1]) if fs else None
         text = install_script(stack, pool, sname, script, url, fsx)
-        return ssm_document(text, stack.catalog.defaults.ssm_document_limit_bytes)
+        return ssm_document(text, stack.ssm_document_limit_bytes)
 
     return render
 
@@ -660,7 +659,7 @@ def _cache_url(stack: Stack, pool: str, bucket: str) -> str:
     return stack.compile_cache_url(pool, bucket)
 
 
-def build_standalone(stack: Stack) -> dict[str, Any]:
+def build_standalone(stack: Stack, node_script: NodeScript) -> dict[str, Any]:
     """`components.program.build` for orchestration ec2: network, then the cluster."""
 
     name = stack.name
@@ -668,7 +667,7 @@ def build_standalone(stack: Stack) -> dict[str, Any]:
     network = Network(naming.network(name), NetworkArgs.from_stack(stack), opts=top)
     cluster = StandaloneCluster(
         name,  # children are `<stack>-<pool>-lt`, `<stack>-<pool>-<rank>`: as the EKS pools
-        StandaloneClusterArgs.from_stack(stack, network, account_id, partition),
+        StandaloneClusterArgs.from_stack(stack, network, account_id, partition, node_script),
         opts=top,
     )
     network.finish()  # its outputs: a standalone network has no ECR endpoints

@@ -64,7 +64,7 @@ def stack_for_preview(policy_config: Mapping[str, Any]) -> Stack:
 
     catalog = load_catalog()
     path = spec_path(policy_config)
-    pulumi_stack = os.environ.get("PULUMI_STACK") or load_spec(path, catalog).name
+    pulumi_stack = os.environ.get("PULUMI_STACK") or load_spec(path).name
     return resolve_deployment(path, pulumi_stack, stack_config(), catalog)
 
 

@@ -41,7 +41,7 @@ def stack_from(preset: str, edit: Any = None) -> Stack:
     if edit is not None:
         edit(data)
     catalog = load_catalog()
-    return resolve(parse_spec(data, f"{preset}.yaml", catalog), catalog)
+    return resolve(parse_spec(data, f"{preset}.yaml"), catalog)
 
 
 def with_zone(stack: Stack, zone_id: str, pool: int = 0) -> Stack:

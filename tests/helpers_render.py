@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from accelstack.catalog import load_catalog
-from accelstack.resolve import Stack, resolve
+from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import Spec, load_spec
 
 from .conftest import ROOT, STACKS
@@ -51,14 +51,24 @@ def preset_stack(name: str) -> Stack:
 
 
 def variant(name: str, **changes: Any) -> Stack:
-    """A preset with top-level or `workload` changes (workload keys prefixed `wl_`)."""
+    """A preset with top-level, `workload` (keys prefixed `wl_`) or every pool's (prefixed
+    `pool_`) changes, resolved: every rule holds it."""
     data = load_spec(STACKS / f"{name}.yaml").model_dump()
     for key, value in changes.items():
         if key.startswith("wl_"):
             data["workload"][key[3:]] = value
+        elif key.startswith("pool_"):
+            for pool in data["pools"]:
+                pool[key[5:]] = value
         else:
             data[key] = value
     return resolve(Spec.model_validate(data), load_catalog())
+
+
+def standalone_variant(name: str, **changes: Any) -> Stack:
+    """A preset moved to orchestration ec2 (standalone instances) as a user would move it:
+    its EKS-only pool setting (container storage on nodeadm's RAID0) dropped."""
+    return variant(name, orchestration="ec2", pool_container_storage=None, **changes)
 
 
 def unchecked_variant(name: str, **workload: Any) -> Stack:
@@ -66,7 +76,7 @@ def unchecked_variant(name: str, **workload: Any) -> Stack:
     hold even for values validation refuses (newlines, C1 controls: defence in depth)."""
     spec = load_spec(STACKS / f"{name}.yaml")
     wl = spec.workload.model_copy(update=workload)
-    return resolve(spec.model_copy(update={"workload": wl}), load_catalog())
+    return resolve_unchecked(spec.model_copy(update={"workload": wl}), load_catalog())
 
 
 def run_script(

@@ -8,8 +8,7 @@ import pytest
 
 from accelstack import rulebook
 from accelstack.plan.rules import DEPLOY_RULES
-from accelstack.resolve import STACK_RULES
-from accelstack.spec import SPEC_RULES
+from accelstack.resolve import SPEC_RULES, STACK_RULES
 
 
 @rulebook.rule("second-digit", "the tens")

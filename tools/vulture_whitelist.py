@@ -38,7 +38,7 @@ lost_hours_source  # throughput.yaml
 checkpoint_source  # throughput.yaml
 purpose  # render Artifact: what a rendered file is for (read in tests and by people)
 fsx_gib  # resolve: the checkpoint FSx size, part of the resolved record
-Check  # type aliases of the rule registries (spec/rules.py, resolve/rules.py), kept as docs
+Check  # type aliases of the rule registries (resolve/spec_rules.py, resolve/rules.py), kept as docs
 
 requires_source  # instances.yaml fabric tools: the source of each tool's prerequisites
 manager_config_source  # instances.yaml kueue chart: where its manager configuration is defined

@@ -276,7 +276,7 @@ SECTIONS: tuple[Section, ...] = (
         {},
         _checked(_Placeholders),
         rows={"documentation_networks": ("cidr",), "example_accounts": ("id",)},
-        reader="accelstack/spec/placeholders.py",
+        reader="accelstack/resolve/placeholders.py",
     ),
     Section(
         "replacements.yaml",

@@ -23,7 +23,7 @@ def _load(spec: Path) -> Any:
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
-    return resolve(load_spec(spec, catalog), catalog)
+    return resolve(load_spec(spec), catalog)
 
 
 #: Tests replace this to hand in a stubbed client (botocore Stubber).

@@ -124,7 +124,7 @@ def compare(
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve(load_spec(spec), catalog)
     types = _split(instance_types) or None
     if types:
         for t in types:

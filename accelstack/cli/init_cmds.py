@@ -129,21 +129,21 @@ def init(
         preset_path,
         resolved_target,
         schema_text,
+        source_spec,
         spec_file_text,
         stack_config_text,
     )
-    from accelstack.spec import load_spec
-    from accelstack.spec.retarget import retarget
+    from accelstack.resolve.retarget import retarget
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
 
     _check_empty(directory, force)
     src = preset_path(preset, directory / "stacks")
-    name = stack or load_spec(src).name  # the preset itself must be valid
+    catalog = load_catalog()
+    name = stack or source_spec(src, catalog).name  # the preset itself must be valid
     check_name(name)
     data, stash = load_roundtrip(src), read_stash(src)
-    catalog = load_catalog()
     result = retarget(data, catalog, name=name, source=str(src), stash=stash)
-    resolved_target(result, catalog)  # the rules on the resolved stack, before anything is written
+    resolved_target(result, catalog)  # every rule on the resolved clone, before anything is written
     wheel_name, wheel_data = running_wheel()
     files = project_files(
         project_name(directory), name, src.stem, result.spec.region, __version__, wheel_name

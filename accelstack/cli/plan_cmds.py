@@ -131,10 +131,10 @@ def plan(
 def strict_errors(ref: StackRef, stack: Stack) -> list[str]:
     """What `pulumi up` refuses that an offline plan only warns about: placeholder values
     (documentation ranges, example accounts) and pools with no pinned AMI."""
-    from accelstack.spec.placeholders import spec_placeholders
+    from accelstack.resolve.placeholders import stack_placeholders
     from accelstack.stackconfig import ALLOW_KEY, AMIS_KEY, awaits_pins
 
-    out = [f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(stack.spec)]
+    out = [f"placeholder {line} (`pulumi up` refuses it)" for line in stack_placeholders(stack)]
     simulated = ref.config_file is None or awaits_pins(ref)  # planned as if pinned
     allowed = str(ref.config.get(ALLOW_KEY)).lower() == "true"
     missing = [

@@ -22,13 +22,17 @@ if TYPE_CHECKING:
 
 
 def program() -> Program:
-    """The Pulumi program the plan engine runs: the CLI wires the components in."""
+    """The Pulumi program the plan engine runs: the CLI wires the components in, with render's
+    node launch scripts for standalone pools (the components import nothing of render)."""
     import warnings
+    from functools import partial
+
+    from accelstack.render import node_script
 
     with warnings.catch_warnings():  # pulumi_aws deprecates its S3 *V2 classes on import
         warnings.simplefilter("ignore", DeprecationWarning)
         from accelstack.components.program import build
-    program: Program = build
+    program: Program = partial(build, node_script=node_script)
     return program
 
 
@@ -49,14 +53,13 @@ def ceiling_for(flag: Path | None, root: Path) -> Ceiling | None:
 
 
 def stack_warnings(stack: Stack, plan: Plan) -> list[str]:
-    """Warnings `check` prints per stack: those of `validate` (preview types, estimated
-    offerings, extended-support Kubernetes). Deploy-rule violations are errors, not warnings:
-    `_check_one` reports them with the budget verdict. Then the warnings on the resolved
-    stack (accelstack/resolve/advice.py)."""
-    from accelstack.cli.specfiles import spec_warnings
+    """Warnings `check` prints per stack: those of `validate` (accelstack/resolve/advice.py:
+    preview types, estimated offerings, extended-support Kubernetes, the global batch,
+    placeholders, then the warning rules). Deploy-rule violations are errors, not warnings:
+    `_check_one` reports them with the budget verdict."""
     from accelstack.resolve.advice import stack_warnings as resolved_warnings
 
-    return spec_warnings(stack.spec, stack.catalog, stack) + resolved_warnings(stack)
+    return resolved_warnings(stack)
 
 
 def violations_of(plan: Plan, stack: Stack) -> list[Violation]:

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         from accelstack.spec import load_spec
 
         catalog = load_catalog()
-        stack = resolve(load_spec(spec, catalog), catalog)
+        stack = resolve(load_spec(spec), catalog)
         clients = AwsClients.from_session(stack.region, profile=profile, endpoint_url=endpoint_url)
         results = run_preflight(stack, clients)
         render = format_json if output_format == "json" else format_text

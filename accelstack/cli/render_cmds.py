@@ -108,7 +108,7 @@ def render(
 
     _check_bucket(bucket)
     catalog = load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve(load_spec(spec), catalog)
     cache = image_cache(stack, registry) if registry is not None else None
     artifacts = render_all(stack, bucket, cache)
     done = write_directory(output, artifacts, force)

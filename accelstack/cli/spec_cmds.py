@@ -15,8 +15,8 @@ from accelstack.cli.specfiles import (
     preset_path,
     resolved_target,
     schema_text,
+    source_spec,
     spec_file_text,
-    spec_warnings,
     stack_config_text,
 )
 from accelstack.errors import AccelstackError, Problem, SpecError
@@ -25,16 +25,16 @@ from accelstack.files import check_target, make_dirs, write_bytes_atomic, write_
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.resolve import Stack
+    from accelstack.resolve.retarget import Retargeted
     from accelstack.spec.models import Spec
-    from accelstack.spec.retarget import Retargeted
 
 
-def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:
+def load_spec(path: str | Path) -> Spec:
     """accelstack.spec.load_spec, imported when a command reads a spec: `--help` loads no
-    spec models and no catalog."""
+    spec models."""
     from accelstack.spec import load_spec as load
 
-    return load(path, catalog)
+    return load(path)
 
 
 def _deployment_names(path: Path, spec: Spec) -> list[str]:
@@ -63,14 +63,14 @@ def _refuse_no_budget(spec: Spec, path: Path) -> None:
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
     """One spec's result: ok with its pools and warnings, or its error lines and exit code.
-    Valid means what every other command needs: the spec loads (shape, spec rules) and
-    resolves (the rules on the resolved stack: names, addresses, tags, memory fit, sizes),
+    Valid means what every other command needs: the spec loads (shape) and resolves (the spec
+    rules, then the rules on the resolved stack: names, addresses, tags, memory fit, sizes),
     under its own name and under each project stack that deploys it by another name."""
     from accelstack.resolve import resolve
     from accelstack.resolve.advice import stack_warnings
 
     try:
-        spec = load_spec(path, catalog)
+        spec = load_spec(path)
         stack = resolve(spec, catalog)
         for name in _deployment_names(path, spec):
             resolve(spec, catalog, name=name)
@@ -86,7 +86,7 @@ def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:
         "pools": [
             {"name": p.name, "instance_type": p.instance_type, "nodes": p.nodes} for p in spec.pools
         ],
-        "warnings": spec_warnings(spec, catalog, stack) + stack_warnings(stack),
+        "warnings": stack_warnings(stack),
     }
 
 
@@ -312,19 +312,19 @@ def new(
       accelstack new my-h100-run --from llama3-70b-trn2 --instance-type p5.48xlarge
     """
     from accelstack.catalog import load_catalog
-    from accelstack.spec.retarget import retarget
+    from accelstack.resolve.retarget import retarget
     from accelstack.spec.roundtrip import load_roundtrip, read_stash
 
     check_name(name)
     src = preset_path(preset, directory / "stacks")
-    source_spec = load_spec(src)  # the preset itself must be valid
-    data = load_roundtrip(src)
     catalog = load_catalog()
+    source = source_spec(src, catalog)  # the preset itself must be valid
+    data = load_roundtrip(src)
     picked = ""
     if cheapest:
         _refuse_cheapest_with_target(instance_type, nodes)
         instance_type, nodes, picked = _pick_cheapest(
-            data, source_spec, catalog, deadline_hours, options
+            data, source, catalog, deadline_hours, options
         )
     result = retarget(
         data,

@@ -1,6 +1,6 @@
 """Spec helpers that more than one command uses (`new`, `init`, `validate`, `plan`, `check`):
-preset lookup, the stack name rule, the files a new stack is written as, the warnings on a valid
-spec, and the retargeted spec resolved. Command modules import these, never each other."""
+preset lookup, the stack name rule, the files a new stack is written as, and the retargeted spec
+resolved. Command modules import these, never each other."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from accelstack.clock import today
 from accelstack.errors import Problem, SpecError
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.resolve import Stack
+    from accelstack.resolve.retarget import Retargeted
     from accelstack.spec.models import Spec
-    from accelstack.spec.retarget import Retargeted
 
 
 #: The presets shipped inside the package (a link to the repository's stacks/ in a checkout,
@@ -56,64 +55,18 @@ def _origin(src: Path) -> str:
     return src.as_posix()
 
 
-def _pool_notes(spec: Spec, catalog: Catalog) -> list[str]:
-    """Warnings on estimated catalog facts behind the spec's pools."""
-    notes = []
-    for pool in spec.pools:
-        inst = catalog.instance(pool.instance_type)
-        if inst.preview:
-            notes.append(
-                f"{pool.name}: {inst.name} is a preview type; estimated fields: "
-                f"{', '.join(inst.estimated_fields)}"
-            )
-        if inst.name in catalog.regions[spec.region].estimated_types:
-            notes.append(
-                f"{pool.name}: the offering of {inst.name} in {spec.region} is an "
-                "estimate; run `accelstack preflight`"
-            )
-    return notes
+def source_spec(path: Path, catalog: Catalog) -> Spec:
+    """The spec a new stack is cloned from (`new`, `init`): it must pass the spec rules as
+    written (`check_written`); the clone is judged whole after the retarget
+    (`resolved_target`)."""
+    from accelstack.resolve import check_written, resolve_unchecked
+    from accelstack.spec import load_spec
 
-
-def _kubernetes_notes(spec: Spec, catalog: Catalog) -> list[str]:
-    """A warning when the EKS control plane bills the extended-support rate."""
-    k8s = spec.cluster.kubernetes_version or catalog.defaults.kubernetes_version
-    window = catalog.defaults.eks_versions[k8s]
-    if spec.orchestration == "eks" and window.status(today()) == "extended":
-        return [
-            f"Kubernetes {k8s} left EKS standard support on "
-            f"{window.standard_support_end}: the control plane bills the "
-            "extended-support rate; upgrade cluster.kubernetes_version"
-        ]
-    return []
-
-
-def _batch_notes(stack: Stack) -> list[str]:
-    """A warning when the global batch cannot give every data-parallel rank one sequence
-    (the resolved workload pool's chips)."""
-    from accelstack.cost.estimate import batch_warning
-
-    pool = stack.workload_pool
-    chips = pool.nodes * pool.accelerators_per_node
-    warning = batch_warning(stack.workload, chips) if chips > 0 else None
-    return [f"workload.global_batch_size: {warning}"] if warning else []
-
-
-def spec_warnings(spec: Spec, catalog: Catalog, stack: Stack) -> list[str]:
-    """What `validate` (and `check`, `plan`) warn about a valid spec: preview types,
-    estimated offerings, extended-support Kubernetes, a global batch that cannot give every
-    data-parallel rank a sequence, and placeholder values (documentation ranges, example
-    accounts) that `pulumi up` refuses. `stack`: `spec` resolved."""
-    from accelstack.spec.placeholders import spec_placeholders
-
-    placeholders = [
-        f"placeholder {line} (`pulumi up` refuses it)" for line in spec_placeholders(spec)
-    ]
-    return [
-        *_pool_notes(spec, catalog),
-        *_kubernetes_notes(spec, catalog),
-        *_batch_notes(stack),
-        *placeholders,
-    ]
+    spec = load_spec(path)
+    problems = check_written(resolve_unchecked(spec, catalog))
+    if problems:
+        raise SpecError(problems)
+    return spec
 
 
 def schema_text() -> str:
@@ -164,24 +117,28 @@ def stack_config_text(name: str, region: str, existing: Path | None = None) -> s
 
 
 def resolved_target(result: Retargeted, catalog: Catalog, nodes_flag: bool = False) -> Stack:
-    """The retargeted spec resolved, so the rules on the resolved stack (names, buckets, tags,
-    addresses, memory fit) judge it before anything is written. Every problem says the
-    retarget caused it; with `nodes_flag` (`new`), the workload pool's nodes problem also
-    names the --nodes that fits (the stack's own memory fit, which the rule reads)."""
-    from accelstack.resolve import check_stack, resolve_unchecked
+    """The retargeted spec resolved, so every rule judges it before anything is written: the
+    spec rules, then the rules on the resolved stack (names, buckets, tags, addresses, memory
+    fit), as `resolve` runs them. Every problem says the retarget caused it; with `nodes_flag`
+    (`new`), the workload pool's nodes problem of the stack rules also names the --nodes that
+    fits (the stack's own memory fit, which the rule reads)."""
+    from accelstack.resolve import check_spec, check_stack, resolve_unchecked
 
-    stack = resolve_unchecked(result.spec, catalog)  # then the rules, as `resolve` runs them
+    stack = resolve_unchecked(result.spec, catalog)
+    spec_problems = check_spec(stack)
+    if spec_problems:
+        raise SpecError([_retargeted(p) for p in spec_problems])
     problems = check_stack(stack)
     if not problems:
         return stack
     pool, fit = stack.workload_pool, stack.workload_memory_fit
-    nodes_at = f"pools[{stack.pools.index(pool)}].nodes"
     hint = ""
     if nodes_flag and fit is not None and not fit.fits(pool.nodes):
         hint = f" (accelstack new: use --nodes {fit.min_nodes} or more)"
+    raise SpecError(
+        [_retargeted(p, hint if p.path == f"{pool.at}.nodes" else "") for p in problems]
+    )
 
-    def retargeted(p: Problem) -> Problem:
-        extra = hint if p.path == nodes_at else ""
-        return Problem(p.file, p.path, f"cannot retarget: {p.message}{extra}")
 
-    raise SpecError([retargeted(p) for p in problems])
+def _retargeted(p: Problem, extra: str = "") -> Problem:
+    return Problem(p.file, p.path, f"cannot retarget: {p.message}{extra}")

@@ -48,7 +48,7 @@ def trial(
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve(load_spec(spec), catalog)
     cache = image_cache(stack, registry) if registry is not None else None
     artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache)
     write_artifacts(output, artifacts, force)
@@ -74,7 +74,7 @@ def calibrate(
     catalog = load_catalog()
     # a bad spec (spec rules, then the rules on the resolved stack) is reported before the
     # records are read
-    stack = resolve(load_spec(spec, catalog), catalog)
+    stack = resolve(load_spec(spec), catalog)
     pools = {p.name: p.device.name for p in stack.pools}
     model = stack.workload.model
     active = model.active_params_billion

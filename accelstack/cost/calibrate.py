@@ -351,13 +351,13 @@ def _merged(old: Sequence[Measured], new: Sequence[Measured]) -> list[Measured]:
 def calibrate_spec(spec_path: Path, measured: Sequence[Measured], catalog: Catalog) -> str:
     """The spec text with its calibration block replaced (validated); written atomically."""
     text = spec_path.read_text(encoding="utf-8")
-    old = load_spec(spec_path, catalog).calibration
+    old = load_spec(spec_path).calibration
     rows = [m.model_dump(exclude_none=True) for m in _merged(old, measured)]
     block = "calibration:  # written by `accelstack calibrate` from trial records\n"
     block += yaml.safe_dump(rows, sort_keys=False, default_flow_style=False, width=1000)
     body = _BLOCK.sub("", text).rstrip("\n") + "\n"
     new_text = body + block
     # refuse before writing: the spec rules, then the rules on the resolved stack
-    resolve(parse_spec(yaml.safe_load(new_text), str(spec_path), catalog), catalog)
+    resolve(parse_spec(yaml.safe_load(new_text), str(spec_path)), catalog)
     write_text_atomic(spec_path, new_text)
     return new_text

@@ -32,8 +32,8 @@ from accelstack.cost.breakeven import BreakEven, Side, break_even
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.errors import CatalogError, Problem, VerdictError
 from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
+from accelstack.resolve.retarget import retarget_spec
 from accelstack.spec import Spec
-from accelstack.spec.retarget import retarget_spec
 
 # The options `--options` accepts (purchase_options `comparable`; "reservation" is billed at the
 # on-demand rate, so it adds nothing), those compared unless asked otherwise (`compare_default`:

@@ -33,6 +33,7 @@ from accelstack.catalog import Catalog
 from accelstack.catalog.sizing import MemoryFit, memory_fit, training_state_bytes
 from accelstack.catalog.throughput import MfuCurve
 from accelstack.errors import CatalogError
+from accelstack.resolve.advice import batch_warning
 from accelstack.spec import Measured, Workload
 
 FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
@@ -239,20 +240,6 @@ def tokens_per_chip(workload: Workload, chips: int) -> float | None:
     if workload.global_batch_size and workload.sequence_length and chips > 0:
         return workload.global_batch_size * workload.sequence_length / chips
     return None
-
-
-def batch_warning(workload: Workload, chips: int) -> str | None:
-    """A warning when the global batch cannot give every data-parallel rank one sequence."""
-    gbs = workload.global_batch_size
-    if not gbs or gbs >= chips:
-        return None
-    per_rank = math.ceil(chips / gbs)
-    return (
-        f"global batch of {gbs:,} sequences on {chips:,} chips is {gbs / chips:.2f} sequence "
-        f"per chip: every data-parallel rank needs at least one, so each rank must span "
-        f">= {per_rank} chips (tensor/pipeline parallelism) or raise workload.global_batch_size "
-        f"to >= {chips:,}"
-    )
 
 
 def workload_fit(catalog: Catalog, instance_type: str, workload: Workload) -> MemoryFit:

@@ -28,9 +28,7 @@ from accelstack.render.fabric import fabric_threshold, fabric_tool
 from accelstack.render.pods import (
     backoff_limit,
     image_warnings,
-    pod_resources,
     precompile_key,
-    python_env,
     torchrun_max_restarts,
 )
 from accelstack.render.registry import ImageCache
@@ -279,10 +277,10 @@ def _context(
         "efa_resource": "vpc.amazonaws.com/efa",
         "pool_label": POOL_LABEL,
         "stack_label": STACK_LABEL,
-        "pod": pod_resources(stack, pool),
+        "pod": pool.pod,
         "backoff_limit": backoff_limit(stack, pool),
         "max_restarts": torchrun_max_restarts(stack),
-        "python_env": python_env(stack, pool),
+        "python_env": pool.python_env,
         "pod_image": None,  # the training image; the fabric test may name its tool's image
         "queue_name": stack.queue_name,
         "queue_label": naming.QUEUE_LABEL,
@@ -325,6 +323,13 @@ def render_node_script(
     )
     ctx["template_name"] = template
     return environment().get_template(template).render(ctx)
+
+
+def node_script(stack: Stack, pool: ResolvedPool, bucket: str | None) -> tuple[str, str]:
+    """(file name, text) of a standalone pool's node launch script with the compile-cache
+    `bucket` it writes to: what the standalone component installs through SSM (handed to
+    `components.program.build` as its `node_script`)."""
+    return launch_script_name(pool), render_node_script(stack, pool, "standalone", bucket=bucket)
 
 
 #: The claim's name in each pod and in the ResourceClaimTemplate's device request.

@@ -1,16 +1,25 @@
-"""Warnings on the resolved stack: what is valid and deploys, but costs a large cluster time a
-one-line change would save. Each is one small function made a rule by
-`@stack_warning(name, summary)` and listed in `STACK_WARNINGS` (the `rulebook.RuleSet` shape of
-the stack rules in accelstack/resolve/rules.py): it receives the resolved `Stack` and yields `(yaml_path,
-message)` pairs. Nothing here refuses: `validate`, `check` and `plan` print them as warnings.
+"""Warnings on the resolved stack: what is valid and deploys, but rests on an estimate, bills
+more than it needs, or costs a large cluster time a one-line change would save. Nothing here
+refuses: `validate`, `check` and `plan` print `stack_warnings` as warnings.
+
+First the notes on what the stack rests on (`stack_notes`: preview types and estimated
+offerings behind its pools, extended-support Kubernetes, a global batch too small for its
+chips, placeholder values `pulumi up` refuses), then the warning rules: each one small function
+made a rule by `@stack_warning(name, summary)` and listed in `STACK_WARNINGS` (the
+`rulebook.RuleSet` shape of the stack rules in accelstack/resolve/rules.py), which receives the
+resolved `Stack` and yields `(yaml_path, message)` pairs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 from accelstack import rulebook
+from accelstack.clock import today
+from accelstack.resolve.placeholders import stack_placeholders
 from accelstack.resolve.stack import Stack
+from accelstack.spec.models import Workload
 
 Finding = rulebook.Finding  # (YAML path, message)
 
@@ -24,8 +33,74 @@ def stack_warning(
 
 
 def stack_warnings(stack: Stack) -> list[str]:
-    """Every warning on the stack, as `<yaml path>: <message>` lines."""
-    return [f"{path}: {msg}" for path, msg in rulebook.findings(STACK_WARNINGS, stack)]
+    """Every warning on the stack: the notes (`stack_notes`), then each warning rule's
+    findings as `<yaml path>: <message>` lines."""
+    found = rulebook.findings(STACK_WARNINGS, stack)
+    return [*stack_notes(stack), *(f"{path}: {msg}" for path, msg in found)]
+
+
+def stack_notes(stack: Stack) -> list[str]:
+    """Preview types and estimated offerings behind the pools, extended-support Kubernetes, a
+    global batch that cannot give every data-parallel rank a sequence, and placeholder values
+    (documentation ranges, example accounts) that `pulumi up` refuses."""
+    placeholders = [
+        f"placeholder {line} (`pulumi up` refuses it)" for line in stack_placeholders(stack)
+    ]
+    return [*_pool_notes(stack), *_kubernetes_notes(stack), *_batch_notes(stack), *placeholders]
+
+
+def _pool_notes(stack: Stack) -> list[str]:
+    """Estimated catalog facts behind the pools: a preview type, an estimated offering."""
+    notes = []
+    estimated = stack.catalog.region(stack.region).estimated_types
+    for pool in stack.pools:
+        inst = pool.instance
+        if inst.preview:
+            notes.append(
+                f"{pool.name}: {inst.name} is a preview type; estimated fields: "
+                f"{', '.join(inst.estimated_fields)}"
+            )
+        if inst.name in estimated:
+            notes.append(
+                f"{pool.name}: the offering of {inst.name} in {stack.region} is an "
+                "estimate; run `accelstack preflight`"
+            )
+    return notes
+
+
+def _kubernetes_notes(stack: Stack) -> list[str]:
+    """A note when the EKS control plane bills the extended-support rate."""
+    k8s = stack.kubernetes_version
+    window = stack.defaults.eks_versions[k8s]
+    if stack.orchestration == "eks" and window.status(today()) == "extended":
+        return [
+            f"Kubernetes {k8s} left EKS standard support on "
+            f"{window.standard_support_end}: the control plane bills the "
+            "extended-support rate; upgrade cluster.kubernetes_version"
+        ]
+    return []
+
+
+def batch_warning(workload: Workload, chips: int) -> str | None:
+    """A warning when the global batch cannot give every data-parallel rank one sequence."""
+    gbs = workload.global_batch_size
+    if not gbs or gbs >= chips:
+        return None
+    per_rank = math.ceil(chips / gbs)
+    return (
+        f"global batch of {gbs:,} sequences on {chips:,} chips is {gbs / chips:.2f} sequence "
+        f"per chip: every data-parallel rank needs at least one, so each rank must span "
+        f">= {per_rank} chips (tensor/pipeline parallelism) or raise workload.global_batch_size "
+        f"to >= {chips:,}"
+    )
+
+
+def _batch_notes(stack: Stack) -> list[str]:
+    """`batch_warning` on the resolved workload pool's chips."""
+    pool = stack.workload_pool
+    chips = pool.nodes * pool.accelerators_per_node
+    warning = batch_warning(stack.workload, chips) if chips > 0 else None
+    return [f"workload.global_batch_size: {warning}"] if warning else []
 
 
 @stack_warning(

@@ -7,7 +7,8 @@ rules are listed in `MODULE_RULES` at the end, and `STACK_RULES`, the ordered re
 (docs/spec.md lists it beside the spec rules), is built from it; `check_stack` runs every rule
 and names the spec file in each `Problem`. `accelstack.resolve.resolve` runs them right after building the stack,
 so every `Stack` the CLI, the policy pack or the Pulumi program holds has passed them. The spec
-rules (accelstack/spec/rules.py) run before, on the raw spec: what needs no derived value.
+rules (accelstack/resolve/spec_rules.py and its siblings, `SPEC_RULES`) run before, on the same
+stack: they vouch for the spec these rules derive from.
 
 Derived facts read here: each pool's zone, running nodes (nodes + spare_nodes), EFA interfaces
 and interface style, node-group parts; the system nodes, VPC CIDR and its address plan; the tag
@@ -31,9 +32,9 @@ from accelstack.catalog.ipbudget import (
 from accelstack.catalog.sizing import experts_overflow_note
 from accelstack.errors import Problem, shown
 from accelstack.resolve.k8snames import kubernetes_names
+from accelstack.resolve.scale_rules import first_url
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
 from accelstack.spec.models import Workload
-from accelstack.spec.scale_rules import first_url
 
 Finding = rulebook.Finding  # (YAML path, message)
 Check = Callable[[Stack], Iterator[Finding]]
@@ -54,8 +55,8 @@ def check_stack(stack: Stack) -> list[Problem]:
 
 def _indexed(stack: Stack) -> Iterator[tuple[str, ResolvedPool]]:
     """(YAML path, pool) of each pool, in the spec's order."""
-    for i, pool in enumerate(stack.pools):
-        yield f"pools[{i}]", pool
+    for pool in stack.pools:
+        yield pool.at, pool
 
 
 # ---------------------------------------------------------------------------------------
@@ -349,7 +350,7 @@ def _workload_fit(stack: Stack) -> Iterator[Finding]:
     if fit.experts_overflow:  # no node count helps: the expert-parallel degree must grow
         yield "workload.expert_parallel", experts_overflow_note(fit)
         return
-    at = f"pools[{stack.pools.index(pool)}]"
+    at = pool.at
     yield (
         f"{at}.nodes",
         f"{pool.nodes} x {pool.instance_type} cannot hold the workload: "
@@ -429,6 +430,23 @@ def _standalone_document_size(stack: Stack) -> Iterator[Finding]:
 
 
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
+@stack_rule(
+    "pool-pod-room",
+    "a node of the pool's type has room for a training pod beside the kubelet and DaemonSet "
+    "reserve (catalog launch.yaml pods)",
+)
+def _pod_room(stack: Stack) -> Iterator[Finding]:
+    for at, p in _indexed(stack):
+        if p.pod_room is None:
+            inst = p.instance
+            yield (
+                f"{at}.instance_type",
+                f"{inst.name}: {inst.vcpus} vCPUs and {inst.memory_gib:g} GiB leave no room for "
+                "a training pod after the kubelet and DaemonSet reserve (catalog launch.yaml "
+                "pods); use a larger instance type",
+            )
+
+
 MODULE_RULES: tuple[StackRule, ...] = (
     _subnet_ip_budget,
     _pool_addresses,
@@ -441,6 +459,7 @@ MODULE_RULES: tuple[StackRule, ...] = (
     _workload_fit,
     _workload_size,
     _standalone_document_size,
+    _pod_room,
 )
 
 #: The rules on the resolved stack, in report order (docs/spec.md lists them)

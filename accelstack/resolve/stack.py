@@ -8,6 +8,7 @@ builds and checks.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,9 @@ from accelstack.catalog import (
     HelmChart,
     InstanceType,
     LaunchFacts,
+    MetricsAddon,
     PurchaseOptionFacts,
+    PythonEnv,
     load_catalog,
 )
 from accelstack.catalog.ipbudget import (
@@ -33,6 +36,7 @@ from accelstack.catalog.ipbudget import (
     system_demand,
 )
 from accelstack.catalog.purchase import OptionLists
+from accelstack.catalog.resilience import NodeGroupUpdateFacts
 from accelstack.catalog.scale import (
     ClusterProfile,
     NodeGroupPart,
@@ -47,7 +51,8 @@ from accelstack.catalog.sizing import (
     memory_fit,
     training_state_bytes,
 )
-from accelstack.errors import AccelstackError, shown
+from accelstack.errors import AccelstackError, CatalogError, shown
+from accelstack.resolve.node import PodResources, node_hugepages_2mi, pod_resources, python_env
 from accelstack.spec import Pool, Spec
 from accelstack.spec.models import NAME_RE, Budget, Cluster, Network, Standalone, Workload
 
@@ -59,6 +64,7 @@ MIN_CLUSTER_ZONES = 2
 class ResolvedPool:
     name: str
     spec: Pool
+    index: int  # the pool's place in the spec's `pools` (its YAML path: `at`)
     instance: InstanceType
     family: Family
     device: DeviceKind
@@ -70,12 +76,21 @@ class ResolvedPool:
     efa_interfaces: int  # 0 when EFA is off
     efa_interface_style: str
     root_volume_gib: int
-    zone_id: str  # the zone the pool's subnet is in
+    #: The zone the pool's subnet is in; '' when none can be found (an unknown region, a type
+    #: the region does not offer): only on a stack the spec rules refuse (`region-known`,
+    #: `pool-offered`), so no stack that passed `resolve` has it.
+    zone_id: str
     logical_cores: int
     neuron_cores: int  # cores the runtime sees: NeuronCores at the LNC setting, or GPUs
     procs_per_node: int  # torchrun --nproc_per_node: one process per core
     compile_cache: bool
     placement_group: bool  # cluster placement group: EFA pools not on a reservation
+    #: What one node gives the training pod (accelstack/resolve/node.py): requests that fit
+    #: its allocatable CPU and memory; None when it has no room for one (`pool-pod-room`
+    #: refuses it, so read `pod` on a stack that passed `resolve`)
+    pod_room: PodResources | None
+    hugepages_2mi: int  # 2 MiB huge pages an EFA node allocates (0 without EFA)
+    python_env: PythonEnv  # the DLAMI Python environment of its training path
     #: spec placement_groups 'per-launch': a created placement group (and launch template) per
     #: launch bucket's node groups (catalog scale.yaml placement)
     placement_per_launch: bool = False
@@ -93,7 +108,9 @@ class ResolvedPool:
     #: None: not pinned (the program refuses unless `allow_unpinned_ami`).
     image_id: str | None = None
     allow_unpinned_ami: bool = False
-    framework: Framework | None = None  # the training path (None on CPU pools)
+    #: The training path: the workload's on the workload pool, the family's default elsewhere;
+    #: None where the family does not allow the one named (refused by the spec rules).
+    framework: Framework | None = None
     #: The managed node groups the pool spans (each within the EKS per-group limit), in order;
     #: the first keeps the pool's one-group name (see `with_node_groups`).
     node_groups: tuple[NodeGroupPart, ...] = ()
@@ -106,6 +123,19 @@ class ResolvedPool:
     #: How the workload's training state fits this pool's type (None: the precision has no
     #: bytes-per-parameter figure, which validation refuses)
     memory_fit: MemoryFit | None = None
+
+    @property
+    def at(self) -> str:
+        """The pool's YAML path in the spec (`pools[i]`)."""
+        return f"pools[{self.index}]"
+
+    @property
+    def pod(self) -> PodResources:
+        """The training pod's requests on one node (every stack that passed `resolve` has
+        them: `pool-pod-room`)."""
+        if self.pod_room is None:
+            raise CatalogError(f"pool '{self.name}' ({self.instance_type}): no room for a pod")
+        return self.pod_room
 
     @property
     def cores_per_process(self) -> int:
@@ -148,6 +178,34 @@ class ResolvedPool:
 
 
 @dataclass(frozen=True)
+class ClusterAccess:
+    """Who and what reaches the EKS control plane, and how it is upgraded (spec `cluster`)."""
+
+    endpoint_public_access: bool
+    public_access_cidrs: tuple[str, ...]  # the deployer's egress CIDRs (the public endpoint)
+    admin_principal_arns: tuple[str, ...]  # IAM principals given cluster-admin access entries
+    creator_admin: bool  # EKS grants the creator cluster-admin
+    support_type: str  # the EKS upgrade policy (STANDARD | EXTENDED)
+
+
+@dataclass(frozen=True)
+class ExistingNetwork:
+    """The VPC and subnets of `network.mode: existing` (the stack creates none)."""
+
+    vpc_id: str
+    private_subnet_ids: tuple[str, ...]
+    public_subnet_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SshAccess:
+    """SSH to standalone nodes: off (SSM Session Manager only) unless a key pair is named."""
+
+    key_name: str | None
+    cidrs: tuple[str, ...]  # source CIDRs of the tcp/22 ingress (none: no ingress)
+
+
+@dataclass(frozen=True)
 class CheckpointPlan:
     """Where checkpoints go and how fast they are written (resilience.yaml `checkpoint`)."""
 
@@ -156,6 +214,8 @@ class CheckpointPlan:
     state_bytes: float  # one full checkpoint: params x bytes per param at the precision
     write_seconds: float  # the target for a full checkpoint write
     keep: int  # full checkpoints the storage holds
+    #: days a replaced (noncurrent) object version is kept (resilience.yaml `checkpoint`)
+    noncurrent_expire_days: int
     fsx_path: str | None  # the FSx path linked to the prefix (data repository association)
     fsx_gib: int | None
     fsx_throughput_per_tib: int | None  # spec'd, else the lowest tier meeting the target
@@ -324,6 +384,33 @@ class Stack:
         return self.pool(self.spec.workload_pool.name)
 
     @property
+    def known_workload_pool(self) -> ResolvedPool | None:
+        """The workload pool, or None while the spec leaves it undetermined (workload.pool
+        names no pool, or is unset with several pools) or its type is not a known accelerated
+        type: the spec rules refuse all three, so on a stack that passed `resolve` it is
+        `workload_pool`."""
+        name = workload_pool_name(self.spec)
+        if name is None:
+            return None
+        written = self.spec.pool(name)  # the first pool of the name (`pool-name-unique`)
+        return next((p for p in self.pools if p.spec is written), None)
+
+    @property
+    def region_known(self) -> bool:
+        """The catalog has offerings for the spec's region (`region-known` refuses others)."""
+        return self.spec.region in self.catalog.regions
+
+    @property
+    def placed(self) -> bool:
+        """Every pool of the spec resolved to a known accelerated type in a zone of a known
+        region: what the address plan needs. Always true on a stack that passed `resolve`."""
+        return (
+            self.region_known
+            and len(self.pools) == len(self.spec.pools)
+            and all(p.zone_id for p in self.pools)
+        )
+
+    @property
     def private_image_pull(self) -> bool:
         """Whether the nodes pull the training image inside the VPC: the stack has the private
         registry path (`profile.private_registry`: ECR endpoints) and the image is in the
@@ -375,6 +462,79 @@ class Stack:
         """PersistentVolumeClaim of the stack's FSx for Lustre file system, when it has one."""
         return naming.fsx(self.name) if self.spec.storage.fsx_lustre_gib else None
 
+    # ---- what the components read: each a resolved fact, never the spec or catalog ------
+    @property
+    def access(self) -> ClusterAccess:
+        """The control plane's access and upgrade policy (spec `cluster`, schema defaults)."""
+        c = self.spec.cluster
+        return ClusterAccess(
+            endpoint_public_access=c.endpoint_public_access,
+            public_access_cidrs=c.public_access_cidrs,
+            admin_principal_arns=c.admin_principal_arns,
+            creator_admin=c.creator_admin,
+            support_type=c.support_type,
+        )
+
+    @property
+    def existing_network(self) -> ExistingNetwork | None:
+        """The existing VPC the stack deploys into; None: the stack creates its network."""
+        net = self.spec.network
+        if net.mode != "existing" or net.vpc_id is None:
+            return None
+        return ExistingNetwork(net.vpc_id, net.private_subnet_ids, net.public_subnet_ids)
+
+    @property
+    def ssh(self) -> SshAccess:
+        """SSH to the standalone nodes (spec `standalone.ssh_*`)."""
+        sa = self.spec.standalone
+        return SshAccess(sa.ssh_key_name, sa.ssh_cidrs)
+
+    @property
+    def cni_network_policy(self) -> dict[str, str]:
+        """vpc-cni configuration values that turn its network policy agent on (catalog
+        defaults `vpc_cni_network_policy`): the jobs' NetworkPolicies are enforced only so."""
+        return dict(self.catalog.defaults.vpc_cni_network_policy)
+
+    @property
+    def monitoring_addon(self) -> str | None:
+        """The EKS node monitoring agent add-on that feeds node auto repair (resilience.yaml);
+        None: not installed."""
+        return self.catalog.resilience.node_repair.monitoring_addon
+
+    @property
+    def node_repair(self) -> bool:
+        """Accelerator node groups repair their nodes (`nodeRepairConfig`, resilience.yaml)."""
+        return self.catalog.resilience.node_repair.enabled
+
+    @property
+    def node_group_update(self) -> NodeGroupUpdateFacts:
+        """How accelerator node groups roll and how long their updates may take
+        (resilience.yaml `node_group_update`)."""
+        return self.catalog.resilience.node_group_update
+
+    @property
+    def metrics_addon(self) -> MetricsAddon | None:
+        """The accelerator-metrics add-on the stack installs (instances.yaml `metrics_addon`);
+        None: metrics off (`jobs.metrics: false`, standalone) or no row in the catalog."""
+        return self.catalog.metrics_addon if self.metrics else None
+
+    @property
+    def rdzv_port(self) -> int:
+        """The torchrun rendezvous port (spec `workload.rdzv_port`)."""
+        return self.spec.workload.rdzv_port
+
+    @property
+    def torchrun_max_restarts(self) -> int:
+        """The node-fault budget: torchrun restarts its workers in place this many times
+        (launch.yaml `fault_tolerance`)."""
+        return self.catalog.launch.fault_tolerance.torchrun_max_restarts
+
+    @property
+    def ssm_document_limit_bytes(self) -> int:
+        """The largest SSM document content a standalone pool's install may be (instances.yaml
+        defaults)."""
+        return self.catalog.defaults.ssm_document_limit_bytes
+
     # ---- job layer (charts rows of role job-controller / queue; spec `jobs`) -------------
     @property
     def job_controller(self) -> str:
@@ -393,6 +553,12 @@ class Stack:
         """The manifest `render` lists first: the spec's, else the controller's own kind."""
         chart = self.job_controller_chart
         return self.spec.jobs.kind or (chart.manifest_kind if chart else None) or "job"
+
+    @property
+    def queue_chart(self) -> HelmChart | None:
+        """The Kueue chart the stack installs (the catalog's `queue` row) with `jobs.kueue`."""
+        queues = [c for c in self.catalog.charts.values() if c.role == "queue"]
+        return queues[0] if self.kueue and queues else None
 
     @property
     def kueue(self) -> bool:
@@ -463,11 +629,37 @@ def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) ->
 
 
 def _zone_for(spec: Spec, pool: Pool, catalog: Catalog) -> str:
+    """The zone id the pool's subnet goes in (`Catalog.pool_zone`); '' in an unknown region or
+    where the region offers the type in no zone (`region-known` and `pool-offered` refuse)."""
+    if spec.region not in catalog.regions:
+        return ""
     wanted = pool.availability_zone or spec.availability_zone
-    zid = catalog.pool_zone(spec.region, pool.instance_type, wanted)
-    if zid is None:  # validation refuses a type not offered in the region
-        raise AccelstackError(f"pool {pool.name}: {pool.instance_type} is offered in no zone")
-    return zid
+    return catalog.pool_zone(spec.region, pool.instance_type, wanted) or ""
+
+
+def workload_pool_name(spec: Spec) -> str | None:
+    """The name of the pool the workload runs on: `workload.pool`, or the only pool when it is
+    unset; None when it names no pool or is unset with several (`workload-pool` refuses)."""
+    names = [p.name for p in spec.pools]
+    wanted = spec.workload.pool
+    if wanted is None:
+        return names[0] if len(names) == 1 else None
+    return wanted if wanted in names else None
+
+
+def _framework(cat: Catalog, fam: Family, name: str) -> Framework | None:
+    """The training path `name` when the family allows it; None for one it does not (the
+    workload's own, which `workload-framework` and `workload-framework-family` refuse)."""
+    return cat.frameworks.get(name) if name in cat.family_frameworks(fam) else None
+
+
+def _neuron_cores(cat: Catalog, instance_type: str, lnc: int) -> int:
+    """Cores torchrun starts one process per; 0 where the LNC setting does not divide the
+    chip's cores (`pool-logical-cores` refuses it)."""
+    try:
+        return cat.neuron_cores(instance_type, lnc)
+    except CatalogError:
+        return 0
 
 
 def _local_storage(p: Pool, cat: Catalog) -> str | None:
@@ -480,21 +672,26 @@ def _local_storage(p: Pool, cat: Catalog) -> str | None:
     return cat.scale.instance_store.strategy_for(p.instance_type)
 
 
-def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
-    """One pool with its catalog rows; the workload pool runs the spec's framework, every
-    other pool its family's default."""
+def _resolve_pool(spec: Spec, index: int, p: Pool, cat: Catalog) -> ResolvedPool | None:
+    """One pool with its catalog rows (None: its type is not a known accelerated type, which
+    `pool-type-accelerated` refuses); the workload pool runs the spec's framework, every other
+    pool its family's default."""
     d = cat.defaults
-    inst = cat.instance(p.instance_type)
+    inst = cat.instances.get(p.instance_type)
+    if inst is None or not inst.accelerated:
+        return None
     fam = cat.families[inst.family]
     dev = cat.device_kinds[fam.device_kind]
     efa = inst.efa_supported if p.efa is None else p.efa
     lnc = p.logical_cores or fam.default_logical_cores
-    own = spec.workload.framework if p.name == spec.workload_pool.name else None
+    own = spec.workload.framework if p.name == workload_pool_name(spec) else None
     fw_name = own or cat.default_framework(fam) or ""
-    cores = cat.neuron_cores(p.instance_type, lnc)
+    cores = _neuron_cores(cat, p.instance_type, lnc)
+    framework = _framework(cat, fam, fw_name)
     return ResolvedPool(
         name=p.name,
         spec=p,
+        index=index,
         instance=inst,
         family=fam,
         device=dev,
@@ -514,10 +711,13 @@ def _resolve_pool(spec: Spec, p: Pool, cat: Catalog) -> ResolvedPool:
         procs_per_node=cores,
         compile_cache=dev.compile_cache and p.compile_cache is not False,
         placement_group=efa and p.purchase.reservation_id is None and not p.purchase.reservations,
+        pod_room=pod_resources(cat.launch.pods, inst, efa),
+        hugepages_2mi=node_hugepages_2mi(cat.launch.pods, efa),
+        python_env=python_env(cat.launch.dlami_python_envs, dev, fam, framework),
         placement_group_name=p.purchase.placement_group,
         placement_per_launch=p.placement_groups == "per-launch",
         local_storage=_local_storage(p, cat),
-        framework=cat.frameworks.get(fw_name),
+        framework=framework,
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,
         memory_fit=_memory_fit(spec, p, cat),
@@ -528,7 +728,7 @@ def _memory_fit(spec: Spec, p: Pool, cat: Catalog) -> MemoryFit | None:
     """The workload's training state on the pool's type (None: no bytes-per-parameter figure
     for the precision)."""
     wl = spec.workload
-    if wl.precision not in cat.defaults.training_bytes_per_param:
+    if not _state_known(spec, cat):
         return None
     m = wl.model
     return memory_fit(
@@ -541,9 +741,29 @@ def _memory_fit(spec: Spec, p: Pool, cat: Catalog) -> MemoryFit | None:
     )
 
 
+def vpc_cidr_problem(cidr: str) -> str | None:
+    """Why `cidr` cannot be a created VPC's primary CIDR (a private IPv4 /16 to /20), or None:
+    the rule `vpc-cidr` says it, and the address plan is worked out only without one."""
+    try:
+        net = ipaddress.ip_network(cidr)
+    except ValueError:
+        return f"{shown(cidr)} is not a CIDR block (e.g. 10.42.0.0/16)"
+    if not isinstance(net, ipaddress.IPv4Network):
+        return f"{shown(cidr)} is IPv6; a VPC's primary CIDR is IPv4"
+    if not net.is_private or net.prefixlen > 20 or net.prefixlen < 16:
+        return f"{shown(cidr)} must be a private /16 to /20"
+    return None
+
+
+def _state_known(spec: Spec, cat: Catalog) -> bool:
+    """The catalog has a bytes-per-parameter figure for the workload's precision (the training
+    state, so the memory fit and the checkpoint size, rest on it)."""
+    return spec.workload.precision in cat.defaults.training_bytes_per_param
+
+
 def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:
     """The stack's checkpoint location and write speed (EKS stacks; None for ec2)."""
-    if spec.orchestration != "eks":
+    if spec.orchestration != "eks" or not _state_known(spec, cat):
         return None
     facts, ck, st = cat.resilience.checkpoint, spec.checkpoint, spec.storage
     state = training_state_bytes(cat, spec.workload.model.params_billion, spec.workload.precision)
@@ -560,6 +780,7 @@ def checkpoint_plan(spec: Spec, cat: Catalog) -> CheckpointPlan | None:
         state_bytes=state,
         write_seconds=seconds,
         keep=facts.keep,
+        noncurrent_expire_days=facts.noncurrent_expire_days,
         fsx_path=facts.fsx_file_system_path if st.fsx_lustre_gib else None,
         fsx_gib=st.fsx_lustre_gib,
         fsx_throughput_per_tib=tier,
@@ -585,9 +806,17 @@ def with_node_groups(stack: Stack) -> Stack:
     """The stack with each pool split into managed node groups of at most the EKS per-group
     limit (full groups first: growing a pool adds groups after the ones it has) and the
     created VPC's address plan, which says which subnet each group takes addresses from."""
-    per_group = stack.catalog.scale.limits.nodes_per_node_group.value
-    per_pg = stack.catalog.scale.node_groups_per_placement_group
-    parts = {p.name: _reservation_parts(p, per_group, per_pg) for p in stack.pools}
+    scale = stack.catalog.scale
+    per_group, per_pg = (
+        scale.limits.nodes_per_node_group.value,
+        scale.node_groups_per_placement_group,
+    )
+    parts = {
+        p.name: _reservation_parts(p, per_group, per_pg)
+        if _splittable(p, scale.max_pool_nodes)
+        else []
+        for p in stack.pools
+    }
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
@@ -610,6 +839,14 @@ def with_node_groups(stack: Stack) -> Stack:
         for p in stack.pools
     )
     return replace(stack, pools=pools, address_plan=plan)
+
+
+def _splittable(pool: ResolvedPool, most: int) -> bool:
+    """Whether the pool's node groups are worked out: not for more nodes (running, or held by
+    its reservations) than one cluster holds in one pool (`most`), which `pool-node-groups`
+    and `pool-fleet-capacity` refuse: a count that large is never materialised."""
+    held = sum(n for _, n in pool.reservations)
+    return max(pool.running_nodes, held) <= most
 
 
 def _with_profile(
@@ -686,10 +923,12 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
     (network.private_subnet_addresses; preflight counts the others); standalone instances keep
     the defaults."""
     net = stack.spec.network
-    if stack.spec.orchestration != "eks":
+    if stack.spec.orchestration != "eks" or not stack.placed:
         return AddressPlan()
     if net.mode != "create" and not net.private_subnet_addresses:
         return AddressPlan()
+    if net.mode == "create" and vpc_cidr_problem(stack.vpc_cidr) is not None:
+        return AddressPlan()  # `vpc-cidr` refuses it
     cat = stack.catalog
     groups = [
         g
@@ -766,10 +1005,12 @@ def resolve_unchecked(
     would refuse to show those catch it too or hold beyond it."""
     cat = catalog or load_catalog()
     d = cat.defaults
-    pools = [_resolve_pool(spec, p, cat) for p in spec.pools]
+    resolved = (_resolve_pool(spec, i, p, cat) for i, p in enumerate(spec.pools))
+    pools = [p for p in resolved if p is not None]
     cc = spec.compile_cache
-    wl_pool = next(p for p in pools if p.name == spec.workload_pool.name)
-    fw = wl_pool.framework
+    wl_name = workload_pool_name(spec)
+    wl_pool = next((p for p in pools if p.name == wl_name), None)
+    fw = wl_pool.framework if wl_pool else None
     framework = fw.name if fw else ""
     image = spec.workload.image or (fw.default_image if fw else None) or ""
     tags = naming.stack_tags(name or spec.name, spec.tags)

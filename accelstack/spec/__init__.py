@@ -1,11 +1,11 @@
-"""The spec stage: one YAML file per stack (`stacks/NAME.yaml`), validated in two passes:
-shape (`models`), then cross-field rules against the catalog (`ruleset.SPEC_RULES`, the rules of
-`rules` and its sibling modules, listed explicitly); `loader` reads files
-and turns every failure into one-line problems; `retarget` rewrites a spec for another
-instance type (`accelstack new`). The rules that need derived values run on the resolved
-stack (accelstack/resolve/rules.py); accelstack/docs.py renders docs/spec.md from both."""
+"""The spec stage: the schema of one YAML file per stack (`stacks/NAME.yaml`). `models` is the
+shape (pydantic: unknown keys refused, ranges enforced), `loader` reads files through the
+hardened YAML reader (`yamlsafe`) and turns every failure into one-line problems, `secrets`
+finds credential-looking values, `roundtrip` edits a spec file keeping its comments. It imports
+nothing from the catalog: the rules that hold a spec to the catalog's facts run on the resolved
+stack (accelstack/resolve/: the spec rules, then the stack rules)."""
 
-from accelstack.spec.loader import load_spec, parse_spec, read_yaml, translate
+from accelstack.spec.loader import file_name_problems, load_spec, parse_spec, read_yaml, translate
 from accelstack.spec.models import (
     BUCKET_RE,
     NAME_RE,
@@ -26,15 +26,12 @@ from accelstack.spec.models import (
     Workload,
     json_schema,
 )
-from accelstack.spec.rules import Rule
-from accelstack.spec.ruleset import SPEC_RULES, check_rules
 
 __all__ = [
     "BUCKET_RE",
     "NAME_RE",
     "POOL_RE",
     "RESERVED_ENV_NAMES",
-    "SPEC_RULES",
     "Budget",
     "Cluster",
     "CompileCache",
@@ -43,13 +40,12 @@ __all__ = [
     "Network",
     "Pool",
     "Purchase",
-    "Rule",
     "Spec",
     "Standalone",
     "Storage",
     "SystemNodes",
     "Workload",
-    "check_rules",
+    "file_name_problems",
     "json_schema",
     "load_spec",
     "parse_spec",

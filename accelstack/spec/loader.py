@@ -1,7 +1,9 @@
-"""Reading a spec: YAML to mapping, shape (pydantic) to `Spec`, rules to problems.
+"""Reading a spec: YAML to mapping, shape (pydantic) to `Spec`.
 
 Every problem becomes one `Problem` line: file, YAML path, what was found, what is allowed.
-`load_spec` raises `SpecError` with all of them; the CLI prints them and exits 2.
+`load_spec` raises `SpecError` with all of them; the CLI prints them and exits 2. The rules
+run on the resolved stack (`accelstack.resolve.resolve`), which refuses what the shape cannot
+say, and a stack file whose `name` is not its file name (`file_name_problems`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from accelstack.catalog import Catalog, load_catalog
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.projectfile import regular_file
 from accelstack.spec.models import Spec
-from accelstack.spec.ruleset import check_rules
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 
 # ---------------------------------------------------------------------------------------
@@ -217,32 +217,34 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def parse_spec(data: dict[str, Any], file: str, catalog: Catalog | None = None) -> Spec:
-    """Validate a mapping (shape, then rules). Raises SpecError listing every problem."""
+def parse_spec(data: dict[str, Any], file: str) -> Spec:
+    """Validate a mapping's shape (the schema). Raises SpecError listing every problem; the
+    rules run when the spec is resolved."""
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise SpecError(translate(exc, file)) from None
-    problems = check_rules(spec, catalog or load_catalog(), file)
-    if problems:
-        raise SpecError(problems)
     return spec.read_from(file)
 
 
-def load_spec(path: str | Path, catalog: Catalog | None = None) -> Spec:
-    """Load stacks/NAME.yaml: YAML, shape, rules, and the file name equals `name`."""
+def load_spec(path: str | Path) -> Spec:
+    """Load stacks/NAME.yaml: YAML and shape (`resolve` then runs the rules and holds `name`
+    to NAME: `file_name_problems`)."""
     p = Path(path)
-    data = read_yaml(p)
-    spec = parse_spec(data, str(p), catalog)
-    if spec.name != p.stem:
-        raise SpecError(
-            [
-                Problem(
-                    str(p),
-                    "name",
-                    f"{shown(spec.name)} does not match the file name "
-                    f"{shown(p.stem)} (the stack name); rename one so they agree",
-                )
-            ]
+    spec = parse_spec(read_yaml(p), str(p))
+    return spec.read_from(str(p), p.stem)
+
+
+def file_name_problems(spec: Spec) -> list[Problem]:
+    """A spec read from a stack file is named after it (the file name is the stack name)."""
+    stem = spec.file_stem
+    if stem is None or spec.name == stem:
+        return []
+    return [
+        Problem(
+            spec.file,
+            "name",
+            f"{shown(spec.name)} does not match the file name "
+            f"{shown(stem)} (the stack name); rename one so they agree",
         )
-    return spec
+    ]

@@ -1,5 +1,6 @@
 """The spec's shape: pydantic v2 models (unknown keys refused, ranges enforced) and the
-names and patterns the rules share. Cross-field rules live in `accelstack.spec.rules`."""
+names and patterns the rules share. The rules that hold a spec to the catalog run on the
+resolved stack (`accelstack.resolve`: the spec rules, then the stack rules)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,15 @@ from pydantic import (
     model_validator,
 )
 
-from accelstack.catalog import PurchaseOption
 from accelstack.errors import shown, text_problem
 from accelstack.naming import STACK_TAG
 
+#: How a pool's nodes are bought: the rows of the catalog's purchase table
+#: (accelstack/catalog/purchase_options.yaml), which says what each means to every layer
+#: (tests/catalog/test_purchase.py holds the two to the same names).
+PurchaseOption = Literal[
+    "on-demand", "spot", "savings-plan-1y", "savings-plan-3y", "capacity-block", "reservation"
+]
 NAME_RE = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 POOL_RE = r"^[a-z]([a-z0-9-]{0,22}[a-z0-9])?$"
 RESERVATION_RE = r"^cr-[0-9a-f]{8,17}$"
@@ -659,6 +665,9 @@ class Spec(Strict):
     #: The file the spec was read from (set by `parse_spec`/`load_spec`, kept by model_copy):
     #: problems found after loading (the rules on the resolved stack) name it. Not a field.
     _file: str | None = PrivateAttr(None)
+    #: The stack name the spec's file names (`stacks/NAME.yaml`, set by `load_spec`): `name`
+    #: must equal it (`file_name_problems`). None: not read from a stack file. Not a field.
+    _file_stem: str | None = PrivateAttr(None)
 
     @field_validator("tags")
     @classmethod
@@ -690,11 +699,17 @@ class Spec(Strict):
         built in code)."""
         return self._file or f"{self.name}.yaml"
 
-    def read_from(self, file: str) -> Spec:
-        """Record the file this spec was read from (problems found later name it); returns
-        the spec itself."""
+    def read_from(self, file: str, stem: str | None = None) -> Spec:
+        """Record the file this spec was read from (problems found later name it) and, for a
+        stack file, the stack name it names (`stem`); returns the spec itself."""
         self._file = file
+        self._file_stem = stem
         return self
+
+    @property
+    def file_stem(self) -> str | None:
+        """The stack name the spec's file names, when it was read from a stack file."""
+        return self._file_stem
 
     def pool(self, name: str) -> Pool:
         for p in self.pools:

@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from accelstack.spec.rules import Context, Finding, Rule, rule
-
 #: detect-secrets plugins not used: noisy on ordinary values (paths, model ids, CIDRs).
 SKIPPED_PLUGINS = frozenset(
     {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
@@ -153,7 +151,7 @@ def spec_strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
             yield from spec_strings(v, f"{path}[{i}]")
 
 
-def secret_findings(data: Any, where: str = "") -> Iterator[Finding]:
+def secret_findings(data: Any, where: str = "") -> Iterator[tuple[str, str]]:
     """One finding per credential-looking string: (YAML path, message). The value itself is
     never echoed. Entries of `workload.env` are judged with their name as keyword context."""
     env = data.get("workload", {}).get("env", {}) if isinstance(data, dict) and not where else {}
@@ -169,12 +167,3 @@ def secret_findings(data: Any, where: str = "") -> Iterator[Finding]:
                 "spec or rendered files: keep them in AWS Secrets Manager or a Kubernetes "
                 "Secret and read them at run time",
             )
-
-
-@rule("no-credentials", "no spec value looks like a credential (detect-secrets)")
-def _no_credentials(ctx: Context) -> Iterator[Finding]:
-    yield from secret_findings(ctx.spec.model_dump(mode="json", by_alias=True, exclude_none=True))
-
-
-#: This module's rules, in report order (the kind's RuleSet lists this tuple).
-MODULE_RULES: tuple[Rule[Context], ...] = (_no_credentials,)

@@ -93,7 +93,7 @@ def test_a_capacity_block_pool_over_the_limits_is_refused_in_one_line(
     nodes: int, message: str
 ) -> None:
     with pytest.raises(SpecError) as err:
-        parse_spec(_cb_spec(nodes), "cb.yaml")
+        resolve(parse_spec(_cb_spec(nodes), "cb.yaml"))
     lines = [str(p) for p in err.value.problems if "capacity" in str(p).lower()]
     assert len(lines) == 1 and "pools[0].nodes" in lines[0] and message in lines[0]
 
@@ -113,7 +113,7 @@ def test_a_pool_over_one_block_fits_as_several_blocks() -> None:
 
 def test_each_block_behind_a_pool_holds_at_most_the_per_block_count() -> None:
     with pytest.raises(SpecError) as err:
-        parse_spec(_cb_reservations(72, 8), "cb.yaml")
+        resolve(parse_spec(_cb_reservations(72, 8), "cb.yaml"))
     lines = [str(p) for p in err.value.problems if "Capacity Block" in str(p)]
     assert len(lines) == 1 and "pools[0].purchase.reservations[0].nodes" in lines[0]
     assert "72 exceeds the 64 instances of one Capacity Block" in lines[0]
@@ -154,7 +154,7 @@ def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
         }
     ]
     with pytest.raises(SpecError) as err:
-        parse_spec(d, "llama3-70b-p5.yaml")
+        resolve(parse_spec(d, "llama3-70b-p5.yaml"))
     (line,) = [str(p) for p in err.value.problems]
     assert "calibration[0].mfu" in line and "outside the plausible 0.05-0.75" in line
 

@@ -108,7 +108,7 @@ def test_a_trn2u_stack_prices_once_the_user_supplies_the_ultraserver_rate(
     (overlay / "prices.yaml").write_text(yaml.safe_dump({"instances": [row]}))
     cat = load_catalog(overlay=overlay)
     data = read_yaml(trn2u_spec(tmp_path))
-    stack = resolve(parse_spec(data, "u.yaml", catalog=cat), cat)
+    stack = resolve(parse_spec(data, "u.yaml"), cat)
     verdict = check_budget(stack)
     assert verdict.cost.pool_hourly_usd(stack.pools[0].name) >= 4 * 40.0
 

@@ -182,7 +182,7 @@ def test_an_estimated_service_rate_without_a_span_fails_closed() -> None:
     bare = cat.model_copy(
         update={"price_ranges": tuple(r for r in cat.price_ranges if r.option != "service")}
     )
-    stack = resolve(parse_spec(_spec("llama3-70b-p5"), "t", bare), bare)
+    stack = resolve(parse_spec(_spec("llama3-70b-p5"), "t"), bare)
     with pytest.raises(
         CatalogError, match="no price range for the estimated service rate of "
     ) as e:

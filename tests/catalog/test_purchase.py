@@ -50,7 +50,7 @@ OVERLAY = {
 
 def _p5_stack(catalog: Catalog) -> Stack:
     data = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
-    return resolve(parse_spec(data, "llama3-70b-p5.yaml", catalog), catalog)
+    return resolve(parse_spec(data, "llama3-70b-p5.yaml"), catalog)
 
 
 def test_an_overlay_of_the_table_changes_compares_options(tmp_path: Path) -> None:

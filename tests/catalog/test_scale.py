@@ -331,7 +331,7 @@ def ultra_catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def test_an_ultraserver_pool_installs_the_dra_driver_and_operator(ultra_catalog: Any) -> None:
     data = ultra(8)
-    stack = resolve(parse_spec(data, "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
+    stack = resolve(parse_spec(data, "llama3-70b-trn2.yaml"), ultra_catalog)
     plan = plan_stack(stack, guard=False)
     assert evaluate(plan, stack) == []
     (neuron,) = [r for r in plan.of_type("kubernetes:helm.sh/v3:Release") if "neuron" in r.name]
@@ -354,7 +354,7 @@ def test_the_catalog_says_which_ultraserver_families_get_the_operator(ultra_cata
     placement = ultra_catalog.scale.ultraservers["trn2u.48xlarge"].placement
     assert placement.operator is False
     assert "ultraserver-operator.rst:84" in placement.operator_source
-    stack = resolve(parse_spec(ultra(8), "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
+    stack = resolve(parse_spec(ultra(8), "llama3-70b-trn2.yaml"), ultra_catalog)
     pool = stack.pools[0]
     assert pool.ultraserver is not None
     assert neuron_values([pool])["ultraserverOperator"] == {"enabled": False}

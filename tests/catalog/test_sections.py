@@ -17,6 +17,7 @@ from accelstack.catalog import CATALOG_DIR, Catalog, catalog_file, load_catalog
 from accelstack.catalog.overlay import ENV, check_dir
 from accelstack.catalog.sections import FILES, SECTIONS
 from accelstack.errors import CatalogError, MissingPrice, SpecError
+from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
 
 from .. import factories
@@ -56,7 +57,7 @@ def _cb_rate() -> dict[str, Any]:
 def _tables(overlay: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, Any]:
     from accelstack.plan.diff import replace_table
     from accelstack.plan.rolls import roll_table
-    from accelstack.spec.placeholders import placeholder_table
+    from accelstack.resolve.placeholders import placeholder_table
 
     monkeypatch.setenv(ENV, str(overlay))
     return placeholder_table(), replace_table(), roll_table()
@@ -175,7 +176,7 @@ def test_a_capacity_block_rate_override_changes_the_comparison(tmp_path: Path) -
     d = overlay_of(tmp_path, {"prices.yaml": _cb_rate()})
     cat = load_catalog(overlay=d)
     data = factories.preset("p5e-capacity-block")
-    stack = resolve(parse_spec(data, "p5e-capacity-block.yaml", cat), cat)
+    stack = resolve(parse_spec(data, "p5e-capacity-block.yaml"), cat)
     cb = compare(stack, ["p5e.48xlarge"], options=["capacity-block"]).candidates[0].options[0]
     assert cb.instance_rate_usd == 12.34
 
@@ -252,7 +253,7 @@ def test_a_spec_on_an_unpriced_option_says_what_to_add_to_the_overlay() -> None:
     data = factories.preset("p5e-capacity-block")
     data["pools"][0]["purchase"] = {"option": "spot"}
     with pytest.raises(SpecError) as err:
-        parse_spec(data, "p5e-capacity-block.yaml")
+        resolve(parse_spec(data, "p5e-capacity-block.yaml"))
     msg = str(err.value)
     assert "pools[0].purchase.option" in msg and "prices.yaml, under `instances:`" in msg
     assert "accelstack/catalog" not in msg

@@ -30,6 +30,7 @@ from accelstack.components.nodegroup import (
 from accelstack.inventory import node_labels, pool_node_groups
 from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack, resolve
+from accelstack.resolve.plugins import device_plugins
 from accelstack.spec import parse_spec
 
 
@@ -239,7 +240,7 @@ def test_network_spans_pool_zones_plus_a_second_for_the_control_plane(catalog: C
 def test_device_plugins_follow_the_pools(catalog: Catalog) -> None:
     charts = catalog.charts
     trn = stack_for(catalog, "trn1.32xlarge")
-    rel = plugin_releases(trn.pools, catalog)
+    rel = plugin_releases(device_plugins(trn))
     assert set(rel) == {"neuron", "efa"}
     assert rel["neuron"][0] == charts["neuron"] and rel["efa"][0] == charts["efa"]
     neuron_values = rel["neuron"][1]
@@ -250,12 +251,12 @@ def test_device_plugins_follow_the_pools(catalog: Catalog) -> None:
     assert rel["efa"][1]["supportedInstanceLabels"]["values"] == [trn.pools[0].instance_type]
     assert rel["efa"][1]["nodeSelector"] == {EFA_LABEL: "true"}
     assert rel["efa"][1]["tolerations"][0]["key"] == "aws.amazon.com/neuron"
-    p5 = plugin_releases(stack_for(catalog, "p5.48xlarge").pools, catalog)
+    p5 = plugin_releases(device_plugins(stack_for(catalog, "p5.48xlarge")))
     assert set(p5) == {"nvidia", "efa"} and p5["nvidia"][0] == charts["nvidia"]
     assert p5["nvidia"][1]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
     ]
-    solo = plugin_releases(stack_for(catalog, "trn1.2xlarge", efa=False).pools, catalog)
+    solo = plugin_releases(device_plugins(stack_for(catalog, "trn1.2xlarge", efa=False)))
     assert set(solo) == {"neuron"}
     for chart in charts.values():
         assert chart.version and "@" in chart.source and "@" in chart.values_source

@@ -24,8 +24,8 @@ from accelstack.plan.diff import diff_stack, replace_table
 from accelstack.plan.rolls import node_rolls, roll_line
 from accelstack.plan.updates import operation
 from accelstack.resolve import resolve
+from accelstack.resolve.retarget import retarget
 from accelstack.spec import parse_spec, read_yaml
-from accelstack.spec.retarget import retarget
 from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
 
 from ..conftest import STACKS, TESTS_DIR

@@ -23,8 +23,8 @@ from accelstack.cost.compare import (
 from accelstack.cost.guard import check_budget
 from accelstack.errors import AccelstackError, SpecError, VerdictError
 from accelstack.resolve import resolve
+from accelstack.resolve.retarget import retarget
 from accelstack.spec import parse_spec
-from accelstack.spec.retarget import retarget
 
 from .. import factories
 from ..conftest import STACKS
@@ -101,9 +101,10 @@ def brute_force_table(preset: str) -> tuple[tuple[str, str, int, float, float, f
                 nodes=nodes,
                 image=image,
             ).spec
+            stack = resolve(spec, cat)
         except SpecError:
             continue  # not offered there, wrong zone, preview: compare lists it unavailable
-        v = check_budget(resolve(spec, cat))
+        v = check_budget(stack)
         wall = v.estimate.wall_hours * factor
         pool_hourly = v.cost.pool_hourly_usd(v.pool)  # `new` may rename the pool
         billed = wall

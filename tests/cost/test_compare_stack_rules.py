@@ -29,7 +29,7 @@ def _no_trn2_on_demand(stack: Stack) -> Iterator[Finding]:
 def _p5() -> Stack:
     cat = load_catalog()
     data = yaml.safe_load((STACKS / "llama3-70b-p5.yaml").read_text())
-    return resolve(parse_spec(data, "llama3-70b-p5.yaml", cat), cat)
+    return resolve(parse_spec(data, "llama3-70b-p5.yaml"), cat)
 
 
 def test_a_candidate_option_a_stack_rule_refuses_is_labelled_and_not_ranked(

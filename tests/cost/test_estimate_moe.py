@@ -85,7 +85,7 @@ def _spec(**model: Any) -> dict[str, Any]:
 
 def test_more_active_than_total_is_refused_in_one_line() -> None:
     with pytest.raises(SpecError) as exc:
-        parse_spec(_spec(params_billion=37, active_params_billion=671), "stacks/t.yaml")
+        resolve(parse_spec(_spec(params_billion=37, active_params_billion=671), "stacks/t.yaml"))
     text = str(exc.value).strip()
     assert "workload.model.active_params_billion" in text
     assert "671 is more than params_billion 37" in text and len(text.splitlines()) == 1

@@ -65,7 +65,7 @@ def _spec(stack: str) -> dict[str, Any]:
 
 def test_an_unknown_stack_is_refused_in_one_line() -> None:
     with pytest.raises(SpecError) as exc:
-        parse_spec(_spec("torchtitn"), "stacks/t.yaml")
+        resolve(parse_spec(_spec("torchtitn"), "stacks/t.yaml"))
     text = str(exc.value)
     assert "workload.stack" in text and "'torchtitn' is not a known training stack" in text
     assert "did you mean 'torchtitan'" in text

@@ -17,8 +17,8 @@ import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.render.artifacts import render_manifest
+from accelstack.resolve import check_spec, resolve_unchecked
 from accelstack.spec import Spec
-from accelstack.spec.ruleset import check_rules
 
 from ..helpers_plan import plan_stack
 from ..helpers_upstream import model_problems
@@ -65,9 +65,9 @@ def test_the_option_is_refused_without_kueue_or_on_types_without_topology() -> N
     cat = load_catalog()
     data = _jobs("llama3-70b-p5").spec.model_dump()
     data["jobs"] = {**data["jobs"], "kueue": False, "topology_aware": True}
-    problems = check_rules(Spec.model_validate(data), cat, "s.yaml")
+    problems = check_spec(resolve_unchecked(Spec.model_validate(data).read_from("s.yaml"), cat))
     assert any("jobs.topology_aware" in str(p) and "jobs.kueue" in str(p) for p in problems)
     data["jobs"]["kueue"] = True
     data["pools"][0]["instance_type"] = "p5.4xlarge"
-    problems = check_rules(Spec.model_validate(data), cat, "s.yaml")
+    problems = check_spec(resolve_unchecked(Spec.model_validate(data).read_from("s.yaml"), cat))
     assert any("p5.4xlarge carries no network-topology labels" in str(p) for p in problems)

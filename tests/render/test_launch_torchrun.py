@@ -64,7 +64,7 @@ def _local_stack(preset: str, tmp: Path) -> Stack:
     data = spec.model_dump()
     data["workload"]["entrypoint"] = str(ENTRY)
     data["workload"]["args"] = HOSTILE_ARGS
-    data["workload"]["env"] = {"ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)"}
+    data["workload"]["env"] = {"SPEC_TEST_MARK": "from spec 'quoted' $(not run)"}
     return resolve(Spec.model_validate(data), load_catalog())
 
 
@@ -163,7 +163,7 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
         "NEURON_RT_NUM_CORES": "1",
         "ACCELSTACK_DIST_BACKEND": "xla",
         "XLA_DOWNCAST_BF16": None,  # deprecated after SDK 2.24: never set
-        "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
+        "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
     expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)
@@ -203,7 +203,7 @@ def test_cuda_script_real_torchrun(tmp_path: Path) -> None:
         "NCCL_DEBUG": None,  # off unless the user asks
         "FI_EFA_USE_HUGE_PAGE": None,  # pods (EKS preset): only host runs set it
         "ACCELSTACK_DIST_BACKEND": "nccl",
-        "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
+        "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
     expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)
@@ -237,7 +237,7 @@ def test_native_neuron_script_real_torchrun(tmp_path: Path, preset: str, ranks: 
         "FI_PROVIDER": "efa",
         "NEURON_COMPILE_CACHE_URL": None,
         "XLA_DOWNCAST_BF16": None,
-        "ACCELSTACK_TEST_MARK": "from spec 'quoted' $(not run)",
+        "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
     expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)

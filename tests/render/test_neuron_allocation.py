@@ -69,7 +69,7 @@ def mixed(extra_pool: bool = True) -> dict[str, Any]:
 
 
 def test_a_mixed_neuron_stack_is_refused_in_one_line(ultra_catalog: Any) -> None:
-    spec = parse_spec(mixed(), "llama3-70b-trn2.yaml", ultra_catalog)
+    spec = parse_spec(mixed(), "llama3-70b-trn2.yaml")
     with pytest.raises(SpecError) as err:
         resolve(spec, ultra_catalog)
     (problem,) = err.value.problems
@@ -95,7 +95,7 @@ def test_validate_refuses_it_exit_2(
 def test_the_deploy_rule_catches_one_release_with_both(ultra_catalog: Any) -> None:
     """Past the stack rule (resolve_unchecked), the program's one Neuron release enables the
     DRA driver and leaves the device plugin on: the deploy rule names it and the source."""
-    spec = parse_spec(mixed(), "llama3-70b-trn2.yaml", ultra_catalog)
+    spec = parse_spec(mixed(), "llama3-70b-trn2.yaml")
     stack = resolve_unchecked(spec, ultra_catalog)
     plan = plan_stack(stack, guard=False)
     found = [v for v in evaluate(plan, stack) if v.rule == "chart-config-checks"]
@@ -103,7 +103,7 @@ def test_the_deploy_rule_catches_one_release_with_both(ultra_catalog: Any) -> No
     assert "values set draDriver.enabled with devicePlugin.enabled" in v.message
     assert "Validation Rules" in v.message
     # an UltraServer-only stack passes: the device plugin is off in its release
-    alone = resolve(parse_spec(mixed(False), "llama3-70b-trn2.yaml", ultra_catalog), ultra_catalog)
+    alone = resolve(parse_spec(mixed(False), "llama3-70b-trn2.yaml"), ultra_catalog)
     assert [
         v
         for v in evaluate(plan_stack(alone, guard=False), alone)

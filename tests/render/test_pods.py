@@ -16,17 +16,12 @@ import yaml
 from accelstack.catalog import CATALOG_DIR, CatalogError, load_catalog
 from accelstack.cli import main
 from accelstack.render import render, render_manifest, render_sbatch
-from accelstack.render.pods import (
-    LaunchFactError,
-    image_warnings,
-    kube_reserved_millicores,
-    pod_resources,
-)
+from accelstack.render.pods import image_warnings
 from accelstack.resolve import Stack
 
 from .. import factories
 from ..conftest import PRESETS
-from ..helpers_render import preset_stack, variant
+from ..helpers_render import preset_stack, standalone_variant, variant
 
 EKS = [p.stem for p in PRESETS if preset_stack(p.stem).spec.orchestration == "eks"]
 
@@ -46,35 +41,14 @@ def _pods(stack: Stack) -> list[dict[str, Any]]:
     return out
 
 
-# ---- requests from node allocatable ---------------------------------------------------------
-
-
-def test_kube_reserved_cpu_follows_the_eks_ami_tiers(catalog) -> None:
-    tiers = catalog.launch.pods.kube_reserved_cpu_tiers
-    # 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% above
-    assert [kube_reserved_millicores(n, tiers) for n in (1, 2, 4, 8, 192)] == [60, 70, 80, 90, 550]
-
-
-def test_requests_fit_the_node_by_hand() -> None:
-    """p5.48xlarge: 192 vCPU, 2048 GiB, EFA. trn1.2xlarge: 8 vCPU, 32 GiB, no EFA."""
-    p5 = preset_stack("llama3-70b-p5")
-    res = pod_resources(p5, p5.workload_pool)
-    assert res.cpu == f"{192_000 - 550 - 1000}m"
-    # 7.5% hypervisor, kube-reserved 11 x 250 + 255, eviction 100, DaemonSets 4096, EFA pages
-    assert res.memory_mib == int(2048 * 1024 * 0.925) - (3005 + 100 + 4096 + 10256)
-    assert (res.hugepages, res.add_capabilities) == ("5120Mi", ("IPC_LOCK",))
-    small = preset_stack("trn1-finetune")
-    res = pod_resources(small, small.workload_pool)
-    assert res.cpu == f"{8000 - 90 - 1000}m"
-    assert res.memory_mib == int(32 * 1024 * 0.925) - (11 * 110 + 255 + 100 + 4096)
-    assert (res.hugepages_mib, res.add_capabilities) == (0, ())
+# ---- requests from node allocatable (sized by resolve: tests/resolve/test_node.py) ------------
 
 
 @pytest.mark.parametrize("preset", EKS)
 def test_pods_are_sized_and_hardened(preset: str) -> None:
     stack = preset_stack(preset)
     pool = stack.workload_pool
-    want = pod_resources(stack, pool)
+    want = pool.pod  # what resolve sized for one node of the pool
     for tpl in _pods(stack):
         spec = tpl["spec"]
         assert spec["automountServiceAccountToken"] is False
@@ -96,17 +70,6 @@ def test_pods_are_sized_and_hardened(preset: str) -> None:
             assert "hugepages-2Mi" not in limits
         env = {e["name"]: e.get("value") for e in c["env"]}
         assert int(env["PET_MAX_RESTARTS"]) >= 1
-
-
-def test_too_small_a_node_is_refused(catalog) -> None:
-    stack = preset_stack("trn1-finetune")
-    inst = stack.workload_pool.instance.model_copy(update={"vcpus": 1, "memory_gib": 2})
-    pool = stack.workload_pool
-    import dataclasses
-
-    tiny = dataclasses.replace(pool, instance=inst)
-    with pytest.raises(LaunchFactError, match="leave no room for a training pod"):
-        pod_resources(stack, tiny)
 
 
 # ---- NetworkPolicy --------------------------------------------------------------------------
@@ -183,7 +146,7 @@ def test_render_warns_on_a_latest_image(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def _slurm(preset: str) -> Stack:
-    return variant(preset, orchestration="ec2", standalone={"install_slurm": True})
+    return standalone_variant(preset, standalone={"install_slurm": True})
 
 
 @pytest.mark.parametrize(

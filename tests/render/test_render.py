@@ -35,6 +35,7 @@ from ..helpers_render import (
     SHELLCHECK_ARGS,
     preset_stack,
     run_script,
+    standalone_variant,
     torchrun_opts,
     unchecked_variant,
     variant,
@@ -69,7 +70,7 @@ def _scripts() -> list[tuple[str, str]]:
                     render_node_script(stack, None, orch, bucket="cache-bucket"),
                 )
             )
-        slurm = variant(name, orchestration="ec2", standalone={"install_slurm": True})
+        slurm = standalone_variant(name, standalone={"install_slurm": True})
         for a in render(slurm):
             if a.path.endswith((".sh", ".sbatch")):
                 scripts.append((f"{name}/ec2/{a.path}", a.content))
@@ -91,7 +92,7 @@ def test_golden_render(preset: str) -> None:
 
 def test_golden_variant_ec2_with_slurm() -> None:
     """No preset asks for Slurm; this variant pins the sbatch file and the standalone script."""
-    stack = variant("trn1-multinode", orchestration="ec2", standalone={"install_slurm": True})
+    stack = standalone_variant("trn1-multinode", standalone={"install_slurm": True})
     arts = render(stack)
     assert [a.path for a in arts] == ["launch-trn1.sh", "train.sbatch", "README.md"]
     for a in arts:
@@ -487,7 +488,7 @@ def test_local_override_is_marked_and_production_value_kept() -> None:
 
 
 def test_render_errors() -> None:
-    # a leading '-' entrypoint and reserved env names are spec rules (tests/spec/test_rules.py)
+    # a leading '-' entrypoint and reserved env names are spec rules (tests/resolve/test_spec_rules.py)
     with pytest.raises(AccelstackError, match="NUL"):
         render_node_script(unchecked_variant("trn1-multinode", args=("a\x00b",)))
     with pytest.raises(AccelstackError, match="not one of"):
@@ -497,11 +498,11 @@ def test_render_errors() -> None:
 
 
 def test_sbatch_only_when_asked() -> None:
-    stack = variant("trn1-multinode", orchestration="ec2", standalone={"install_slurm": True})
+    stack = standalone_variant("trn1-multinode", standalone={"install_slurm": True})
     paths = [a.path for a in render(stack)]
     assert paths == ["launch-trn1.sh", "train.sbatch", "README.md"]
     assert "#SBATCH --nodes=4" in render_sbatch(stack)
-    plain = variant("trn1-multinode", orchestration="ec2")
+    plain = standalone_variant("trn1-multinode")
     assert [a.path for a in render(plain)] == ["launch-trn1.sh", "README.md"]
     script = render(plain)[0].content
     assert 'orchestrator="${ACCELSTACK_ORCHESTRATOR:-standalone}"' in script

@@ -224,7 +224,7 @@ def _problems(tmp_path: Path, jobs: dict[str, Any], preset: str = "llama3-70b-p5
     data = factories.preset(preset)
     data["jobs"] = jobs
     try:
-        parse_spec(data, str(tmp_path / f"{data['name']}.yaml"))
+        resolve(parse_spec(data, str(tmp_path / f"{data['name']}.yaml")))
     except SpecError as exc:
         return [str(p) for p in exc.problems]
     return []

@@ -53,7 +53,7 @@ def trn2u_stack(catalog: Any, **jobs: Any) -> Stack:
     data = mixed(False)
     data.setdefault("jobs", {})
     data["jobs"] = {**(data["jobs"] or {}), **jobs}
-    return resolve(parse_spec(data, "llama3-70b-trn2.yaml", catalog), catalog)
+    return resolve(parse_spec(data, "llama3-70b-trn2.yaml"), catalog)
 
 
 def _docs(text: str) -> list[dict[str, Any]]:

@@ -16,8 +16,8 @@ import pytest
 from accelstack.catalog import load_catalog
 from accelstack.render import render
 from accelstack.render.trial import render_trial
+from accelstack.resolve import check_spec, resolve_unchecked
 from accelstack.spec import Spec
-from accelstack.spec.ruleset import check_rules
 
 from ..conftest import STACKS
 from ..helpers_admission import (
@@ -207,5 +207,7 @@ def test_trainers_webhook_refuses_reserved_torch_env_and_the_spec_cannot_reach_i
         assert len(trainer_webhook_problems(tj, node)) == 1
         data = preset_stack("llama3-70b-p5").spec.model_dump()
         data["workload"]["env"] = {name: "1"}
-        problems = check_rules(Spec.model_validate(data), load_catalog(), "s.yaml")
+        problems = check_spec(
+            resolve_unchecked(Spec.model_validate(data).read_from("s.yaml"), load_catalog())
+        )
         assert any(p.path == f"workload.env.{name}" for p in problems), name

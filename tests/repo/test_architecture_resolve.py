@@ -9,6 +9,8 @@ a new read fails here: put the fact on the `Stack` (accelstack/resolve/stack.py)
 from __future__ import annotations
 
 import ast
+import os
+from pathlib import Path
 
 import pytest
 
@@ -41,11 +43,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "accelstack/plan/lookups.py": (4, "the offline plan's mocks answer from the catalog"),
     "accelstack/plan/rules/network.py": (1, "the system nodes' type row (address budget)"),
     "accelstack/plan/rules/plugins.py": (1, "matches planned Helm releases to chart rows"),
-    "accelstack/cli/plan_cmds.py": (
-        1,
-        "`check --strict`'s placeholders are about the spec as written",
-    ),
-    "accelstack/cli/planning.py": (2, "spec warnings are about the spec as written"),
     "accelstack/render/runbook.py": (1, "names the spec file the runbook edits"),
 }
 #: Calls that compute a fact `resolve` puts on the pool -> the modules allowed to call them
@@ -57,6 +54,11 @@ RESOLVED_CALLS: dict[str, dict[str, str]] = {
         "a record has no stack",
     },
     "neuron_cores": {},
+    # what a node gives a pod (accelstack/resolve/node.py): `pool.pod`, `pool.hugepages_2mi`,
+    # `pool.python_env`
+    "pod_resources": {},
+    "node_hugepages_2mi": {},
+    "python_env": {},
     "workload_fit": {
         "accelstack/cost/estimate.py": "estimate_training's path for the MFU records (no `fit`)",
     },
@@ -107,13 +109,74 @@ def stack_reads(source: str) -> list[tuple[int, str]]:
     return sorted(out)
 
 
+def package_files(package: Path) -> list[Path]:
+    """Every module of the package as it installs: the walk follows its links
+    (accelstack/components, accelstack/policypack are links to top-level folders; on Python
+    3.11 `Path.rglob` does not follow them). Named by their path inside the package."""
+    out = []
+    for folder, dirs, files in os.walk(package, followlinks=True):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out += [Path(folder) / f for f in files if f.endswith(".py")]
+    return sorted(out)
+
+
 def _modules() -> list[tuple[str, str]]:
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in package_files(PACKAGE):
         rel = path.relative_to(ROOT).as_posix()
         if not rel.startswith(RESOLVERS):
             out.append((rel, path.read_text(encoding="utf-8")))
     return out
+
+
+#: The program's entry: it wires render's node launch scripts into `build`, as the CLI's
+#: `program()` does; it builds no component and reads the resolved stack like them.
+PROGRAM_ENTRY = "accelstack/components/entry.py"
+
+
+def raw_reads(source: str) -> list[tuple[int, str]]:
+    """(line, expression) of every `.spec` or `.catalog` read, on anything: a component reads
+    the resolved `Stack` and its pools only (a pool's `.spec` is the raw spec row too)."""
+    return sorted(
+        {
+            (node.lineno, ast.unparse(node))
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr in ("spec", "catalog")
+        }
+    )
+
+
+def forbidden_imports(source: str) -> list[tuple[int, str]]:
+    """(line, module) of every import of accelstack.render, and of the catalog's loader or
+    `Catalog` (its row types, as annotations, are fine)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = {a.name for a in node.names}
+            if node.module.startswith("accelstack.render") or (
+                node.module.startswith("accelstack.catalog")
+                and names & {"Catalog", "load_catalog", "catalog_file"}
+            ):
+                out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [
+                (node.lineno, a.name) for a in node.names if a.name.startswith("accelstack.render")
+            ]
+    return out
+
+
+def component_findings(package: Path) -> list[str]:
+    """What a component reads or imports that is not a resolved fact, in every module of
+    `package`/components (walked through the link)."""
+    found = []
+    for path in package_files(package / "components"):
+        rel = f"{package.name}/components/{path.relative_to(package / 'components').as_posix()}"
+        source = path.read_text(encoding="utf-8")
+        reads = [f"{line}: {expr}" for line, expr in raw_reads(source)]
+        if rel != PROGRAM_ENTRY:
+            reads += [f"{line}: import {mod}" for line, mod in forbidden_imports(source)]
+        found += [f"{rel}:{r}" for r in reads]
+    return found
 
 
 @pytest.mark.slow
@@ -244,3 +307,38 @@ def test_the_checks_see_a_replace_and_an_estimate_without_fit() -> None:
     )
     assert stack_replaces(source) == [2, 3]
     assert _calls_without(source, "estimate_training", "fit") == [6]
+
+
+@pytest.mark.slow
+def test_components_read_only_resolved_facts() -> None:
+    """No component reads the raw spec or the catalog (`stack.spec`, `stack.catalog`, a pool's
+    `.spec`), imports render (pod sizing, huge pages and the node environment are resolved
+    facts: accelstack/resolve/node.py) or loads the catalog; the program's entry alone imports
+    render, to hand `build` its node launch scripts."""
+    assert component_findings(PACKAGE) == [], "put the fact on the resolved Stack or pool"
+
+
+def test_the_walk_sees_every_component_through_the_link() -> None:
+    seen = {p.name for p in package_files(PACKAGE / "components")}
+    assert (PACKAGE / "components").is_symlink()
+    assert seen == {p.name for p in (ROOT / "components").glob("*.py")} and "cluster.py" in seen
+
+
+def test_a_planted_read_in_a_component_fails(tmp_path: Path) -> None:
+    """A tree laid out like the repository (components/ at the top, the package's link to
+    it): a read of the raw spec, of a pool's spec row, and a render import each fail."""
+    (tmp_path / "components").mkdir()
+    (tmp_path / "accelstack").mkdir()
+    (tmp_path / "accelstack" / "components").symlink_to("../components")
+    (tmp_path / "components" / "quiet.py").write_text("def f(stack):\n    return stack.name\n")
+    (tmp_path / "components" / "planted.py").write_text(
+        "from accelstack.render.pods import precompile_key\n\n\n"
+        "def f(stack, pool):\n    x = stack.spec.network\n    return pool.spec.nodes, x\n"
+    )
+    found = component_findings(tmp_path / "accelstack")
+    planted = "/".join(("accelstack", "components", "planted.py"))  # a made-up module
+    assert found == [
+        f"{planted}:5: stack.spec",
+        f"{planted}:6: pool.spec",
+        f"{planted}:1: import accelstack.render.pods",
+    ]

@@ -16,8 +16,8 @@ from accelstack.cli import main
 from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS, COMPARE_FAMILIES
 from accelstack.plan.rules import registry, ruleset
 from accelstack.resolve import rules as stack_rules
+from accelstack.resolve import ruleset as spec_ruleset
 from accelstack.rulebook import RuleSet
-from accelstack.spec import ruleset as spec_ruleset
 
 from ..conftest import ROOT
 

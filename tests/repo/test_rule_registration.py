@@ -31,7 +31,7 @@ class Kind:
 
 #: The decorator each kind's rule modules use, and where that kind's RuleSet lives.
 KINDS = {
-    "rule": Kind("SPEC_RULES", "accelstack/spec/ruleset.py", "Rule[Context]"),
+    "spec_rule": Kind("SPEC_RULES", "accelstack/resolve/ruleset.py", "SpecRule"),
     "stack_rule": Kind("STACK_RULES", "accelstack/resolve/rules.py", "StackRule"),
     "deploy_rule": Kind("DEPLOY_RULES", "accelstack/plan/rules/ruleset.py", "DeployRule"),
     "stack_warning": Kind("STACK_WARNINGS", "accelstack/resolve/advice.py", "Rule[Stack]"),

@@ -17,8 +17,8 @@ import yaml
 from accelstack.catalog import Catalog
 from accelstack.cli import main
 from accelstack.errors import SpecError
-from accelstack.resolve import STACK_RULES, Stack, resolve, resolve_unchecked
-from accelstack.spec import SPEC_RULES, load_spec, read_yaml
+from accelstack.resolve import SPEC_RULES, STACK_RULES, Stack, resolve, resolve_unchecked
+from accelstack.spec import load_spec, read_yaml
 from accelstack.stackconfig import resolve_deployment
 
 from ..conftest import STACKS
@@ -159,6 +159,13 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "workload",
         "entrypoint, args and env add up to",
     ),
+    "pool-pod-room": (
+        "trn1-finetune",
+        NO_EDIT,
+        None,
+        "pools[0].instance_type",
+        "trn1.2xlarge: 1 vCPUs and 2 GiB leave no room for a training pod",
+    ),
     "standalone-document-size": (
         "trn1-standalone",
         workload(args=["y" * 20_000]),
@@ -169,21 +176,29 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
 }
 
 
-#: rule -> price rows a catalog overlay adds for its case (user-supplied rates for types the
-#: bundled catalog has no price for: prices fail closed)
-CASE_PRICES: dict[str, list[dict[str, Any]]] = {
-    "neuron-allocation": [
-        {
-            "region": "ap-south-2",
-            "type": t,
-            "option": o,
-            "usd": 1.0,
-            "as_of": "2026-11",
-            "estimate": True,
-            "source": "user-supplied rate (test overlay)",
+#: rule -> the catalog overlay files its case reads (file name -> content): user-supplied rates
+#: for types the bundled catalog has no price for (prices fail closed), or a type changed
+CASE_OVERLAYS: dict[str, dict[str, dict[str, Any]]] = {
+    "neuron-allocation": {
+        "prices.yaml": {
+            "instances": [
+                {
+                    "region": "ap-south-2",
+                    "type": t,
+                    "option": o,
+                    "usd": 1.0,
+                    "as_of": "2026-11",
+                    "estimate": True,
+                    "source": "user-supplied rate (test overlay)",
+                }
+                for t, o in (("trn2u.48xlarge", "capacity-block"), ("trn2.48xlarge", "on-demand"))
+            ]
         }
-        for t, o in (("trn2u.48xlarge", "capacity-block"), ("trn2.48xlarge", "on-demand"))
-    ],
+    },
+    # a type whose node leaves no room for a pod beside the kubelet and DaemonSet reserve
+    "pool-pod-room": {
+        "instances.yaml": {"instances": {"trn1.2xlarge": {"vcpus": 1, "memory_gib": 2}}}
+    },
 }
 
 
@@ -198,12 +213,13 @@ def test_each_stack_rule_refuses_through_resolve_naming_the_file_and_path(
     rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     base, edit, name, path, message = CASES[rule]
-    if rule in CASE_PRICES:
+    if rule in CASE_OVERLAYS:
         from accelstack.catalog.overlay import ENV
 
         overlay = tmp_path / "overlay"
         overlay.mkdir()
-        (overlay / "prices.yaml").write_text(yaml.safe_dump({"instances": CASE_PRICES[rule]}))
+        for file_name, content in CASE_OVERLAYS[rule].items():
+            (overlay / file_name).write_text(yaml.safe_dump(content))
         monkeypatch.setenv(ENV, str(overlay))
     f = spec_file(tmp_path, base, edit, name)
     spec = load_spec(f)  # the spec rules accept it: only the derived values are wrong

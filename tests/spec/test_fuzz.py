@@ -29,7 +29,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from accelstack.catalog import load_catalog
-from accelstack.components.program import build
 from accelstack.cost import compare as compare_mod
 from accelstack.cost.guard import check_budget, render_report, verdict_json
 from accelstack.errors import AccelstackError, SpecError
@@ -39,6 +38,7 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
 from ..conftest import PRESETS
+from ..helpers_plan import build
 
 _COMMON: dict[str, Any] = {
     "deadline": None,
@@ -250,7 +250,7 @@ def _validate(text: str) -> Any:
     the resolved stack). Returns the resolved stack, or None when refused."""
     path = _file_for(text)
     try:
-        stack = resolve(load_spec(path, CATALOG), CATALOG)
+        stack = resolve(load_spec(path), CATALOG)
     except SpecError as exc:
         event("refused")
         assert exc.problems

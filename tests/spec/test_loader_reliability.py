@@ -16,7 +16,7 @@ from accelstack.cli import main
 from accelstack.components import standalone
 from accelstack.errors import SpecError, one_line, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, POOL_LABEL
-from accelstack.render import launch_script_name, render
+from accelstack.render import launch_script_name, node_script, render
 from accelstack.resolve import resolve
 from accelstack.resolve.rules import (
     DOCUMENT_FIXED_BYTES,
@@ -319,7 +319,7 @@ def test_env_names_the_templates_rely_on_are_reserved():
     text = (STACKS.parent / "templates" / "node-base.sh.j2").read_text()
     import re
 
-    from accelstack.spec.rules import _env_name_reserved
+    from accelstack.resolve.spec_rules import _env_name_reserved
 
     read = set(re.findall(r"\$\{([A-Z][A-Z0-9_]*)", text))
     assert read, "the template reads orchestrator variables"
@@ -357,7 +357,7 @@ def test_fsx_throughput_without_a_price_is_refused():
     data["storage"] = {"fsx_lustre_gib": 1200, "fsx_throughput_per_tib": 250}
     data["checkpoint"] = {"write_minutes": 240}  # the write target is not what is tested
     with pytest.raises(SpecError) as info:
-        parse_spec(data, FILE, unpriced)
+        resolve(parse_spec(data, FILE), unpriced)
     (line,) = [str(p) for p in info.value.problems]
     assert "storage.fsx_throughput_per_tib: 250 MB/s per TiB has no price" in line
     assert "priced: 1000, 125, 500" in line
@@ -399,7 +399,7 @@ def _worst_case_standalone(args: list[str]) -> dict[str, Any]:
 
 def _document_size(stack: Any) -> int:
     pool = stack.pools[0]
-    name, script = standalone.launch_script(stack, pool, "b" * 63)
+    name, script = node_script(stack, pool, "b" * 63)
     url = "s3://" + "b" * 63 + "/" + stack.compile_cache_prefix_for(pool.name)
     fsx = ("fs-0123456789abcdef0.fsx.ap-southeast-2.amazonaws.com", "abcdefgh")
     assert name == launch_script_name(pool)

@@ -100,7 +100,7 @@ def test_trial_calibrate_price_end_to_end(
 ) -> None:
     pytest.importorskip("torch", reason="run `pip install torch==2.13.0` (CPU build)")
     spec_path = _spec_file(tmp_path)
-    stack = resolve(load_spec(spec_path, catalog), catalog)
+    stack = resolve(load_spec(spec_path), catalog)
     out = tmp_path / "trial"
     records = out / "records.jsonl"
     arts = render_trial(stack, STEPS, str(records), procs_per_node_override=NPROC)

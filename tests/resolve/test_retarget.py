@@ -12,8 +12,8 @@ import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.cli import main
+from accelstack.resolve.retarget import retarget
 from accelstack.spec import load_spec, read_yaml
-from accelstack.spec.retarget import retarget
 
 from .. import factories
 from ..conftest import PRESETS, STACKS

@@ -1,9 +1,16 @@
-"""Cross-field rules: what the spec's shape cannot say, checked against the catalog.
+"""The spec rules: what the spec's shape cannot say, checked on the resolved stack.
 
-Each rule is one small function decorated with `@rule(name, summary)`: it receives a
-`Context` and yields `(yaml_path, message)` pairs. The decorator registers nothing: this
-module's rules are listed in `MODULE_RULES` at its end, and `SPEC_RULES`
-(accelstack/spec/ruleset.py) lists every spec module's tuple in report order.
+`resolve` accepts any spec that passed the schema and attaches the catalog's facts to it (each
+pool's instance, family and device rows, its zone, the workload pool); these rules read those
+facts from the `Stack`, never a resolver of their own. A pool whose type is not a known
+accelerated type has no resolved pool (`pool-type-accelerated` names it), so the rules on pool
+facts iterate `stack.pools` and the rules on what was written iterate `stack.spec.pools`.
+
+Each rule is one small function decorated with `@spec_rule(name, summary)`: it receives the
+`Stack` and yields `(yaml_path, message)` pairs. The decorator registers nothing: this module's
+rules are listed in `MODULE_RULES` at its end, and `SPEC_RULES` (accelstack/resolve/ruleset.py)
+lists every spec-rule module's tuple in report order. They run before the stack rules
+(accelstack/resolve/rules.py), which read what needs a valid spec (address plan, names).
 """
 
 from __future__ import annotations
@@ -11,19 +18,9 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from functools import cached_property
 
 from accelstack import rulebook
-from accelstack.catalog import (
-    Catalog,
-    DeviceKind,
-    Family,
-    Framework,
-    InstanceType,
-    image_sdk,
-    sdk_version,
-)
+from accelstack.catalog import Family, Framework, image_sdk, sdk_version
 from accelstack.catalog.blocks import CapacityBlocks
 from accelstack.catalog.sections import (
     new_region_hint,
@@ -34,6 +31,7 @@ from accelstack.catalog.sections import (
 from accelstack.clock import today
 from accelstack.errors import CatalogError, allowed, did_you_mean, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
+from accelstack.resolve.stack import ResolvedPool, Stack, vpc_cidr_problem
 from accelstack.spec.models import (
     FSX_MOUNT_PATH,
     OPEN_CIDRS,
@@ -41,63 +39,23 @@ from accelstack.spec.models import (
     RESERVED_ENV_PREFIXES,
     RESERVED_POOL_NAMES,
     SECRET_NAME_RE,
-    Pool,
     Reservation,
-    Spec,
     Standalone,
 )
 
 Finding = rulebook.Finding  # (YAML path, message)
+Check = Callable[[Stack], Iterator[Finding]]
+SpecRule = rulebook.Rule[Stack]
 
 
-@dataclass(frozen=True)
-class PoolFacts:
-    """A pool whose instance type is a known accelerated type, with its catalog rows."""
-
-    index: int
-    pool: Pool
-    inst: InstanceType
-    family: Family
-    kind: DeviceKind
-
-    @property
-    def at(self) -> str:
-        return f"pools[{self.index}]"
-
-
-@dataclass(frozen=True)
-class Context:
-    spec: Spec
-    catalog: Catalog
-
-    @cached_property
-    def region_ok(self) -> bool:
-        return self.spec.region in self.catalog.regions
-
-    @cached_property
-    def pool_names(self) -> list[str]:
-        return [p.name for p in self.spec.pools]
-
-    @cached_property
-    def known_pools(self) -> list[PoolFacts]:
-        out = []
-        for i, pool in enumerate(self.spec.pools):
-            inst = self.catalog.instances.get(pool.instance_type)
-            if inst is None or not inst.accelerated:
-                continue
-            family = self.catalog.families[inst.family]
-            kind = self.catalog.device_kinds[family.device_kind]
-            out.append(PoolFacts(i, pool, inst, family, kind))
-        return out
-
-
-Check = Callable[[Context], Iterator[Finding]]
-Rule = rulebook.Rule
-
-
-def rule(name: str, summary: str) -> Callable[[Check], Rule[Context]]:
-    """`@rule(name, summary)`: the function becomes a spec rule; list it in `MODULE_RULES`."""
+def spec_rule(name: str, summary: str) -> Callable[[Check], SpecRule]:
+    """`@spec_rule(name, summary)`: the function becomes a spec rule; list it in
+    `MODULE_RULES`."""
     return rulebook.rule(name, summary)
+
+
+def _pool_names(stack: Stack) -> list[str]:
+    return [p.name for p in stack.spec.pools]
 
 
 # ---------------------------------------------------------------------------------------
@@ -105,23 +63,23 @@ def rule(name: str, summary: str) -> Callable[[Check], Rule[Context]]:
 # ---------------------------------------------------------------------------------------
 
 
-@rule("region-known", "the region has accelerated offerings in the catalog")
-def _region(ctx: Context) -> Iterator[Finding]:
-    if not ctx.region_ok:
-        regions = ctx.catalog.regions
-        hint = did_you_mean(ctx.spec.region, regions)
+@spec_rule("region-known", "the region has accelerated offerings in the catalog")
+def _region(stack: Stack) -> Iterator[Finding]:
+    if not stack.region_known:
+        regions = stack.catalog.regions
+        hint = did_you_mean(stack.spec.region, regions)
         yield (
             "region",
-            f"{shown(ctx.spec.region)} has no accelerated offerings in the catalog{hint} "
-            f"(known: {allowed(regions, 20)}){new_region_hint(ctx.spec.region, hint)}",
+            f"{shown(stack.spec.region)} has no accelerated offerings in the catalog{hint} "
+            f"(known: {allowed(regions, 20)}){new_region_hint(stack.spec.region, hint)}",
         )
 
 
-@rule("zone-known", "availability_zone is a zone name or id of the region")
-def _zone(ctx: Context) -> Iterator[Finding]:
-    spec, cat = ctx.spec, ctx.catalog
+@spec_rule("zone-known", "availability_zone is a zone name or id of the region")
+def _zone(stack: Stack) -> Iterator[Finding]:
+    spec, cat = stack.spec, stack.catalog
     if (
-        ctx.region_ok
+        stack.region_known
         and spec.availability_zone
         and not cat.zone_id(spec.region, spec.availability_zone)
     ):
@@ -134,12 +92,12 @@ def _zone(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule(
+@spec_rule(
     "network-subnet-addresses",
     "network.private_subnet_addresses: an existing VPC's zones of the region",
 )
-def _subnet_addresses(ctx: Context) -> Iterator[Finding]:
-    net, cat = ctx.spec.network, ctx.catalog
+def _subnet_addresses(stack: Stack) -> Iterator[Finding]:
+    net, cat = stack.spec.network, stack.catalog
     if not net.private_subnet_addresses:
         return
     if net.mode != "existing":
@@ -148,15 +106,15 @@ def _subnet_addresses(ctx: Context) -> Iterator[Finding]:
             "applies to network.mode 'existing' only (a created VPC is sized by accelstack)",
         )
         return
-    if not ctx.region_ok:
+    if not stack.region_known:
         return
-    zones = cat.regions[ctx.spec.region].zones
+    zones = cat.regions[stack.spec.region].zones
     names = [*zones, *zones.values()]
     for zone in net.private_subnet_addresses:
-        if cat.zone_id(ctx.spec.region, zone) is None:
+        if cat.zone_id(stack.spec.region, zone) is None:
             yield (
                 f"network.private_subnet_addresses.{zone}",
-                f"{shown(zone)} is not a zone of {ctx.spec.region}"
+                f"{shown(zone)} is not a zone of {stack.spec.region}"
                 f"{did_you_mean(zone, names)} (known: {allowed(names)})",
             )
 
@@ -166,9 +124,9 @@ def _subnet_addresses(ctx: Context) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 
 
-@rule("pool-name-unique", "pool names are unique")
-def _pool_unique(ctx: Context) -> Iterator[Finding]:
-    names = ctx.pool_names
+@spec_rule("pool-name-unique", "pool names are unique")
+def _pool_unique(stack: Stack) -> Iterator[Finding]:
+    names = _pool_names(stack)
     for i, name in enumerate(names):
         if names.index(name) != i:
             yield (
@@ -178,9 +136,9 @@ def _pool_unique(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("pool-name-reserved", "a pool is not named like the stack's own node groups")
-def _pool_reserved(ctx: Context) -> Iterator[Finding]:
-    for i, name in enumerate(ctx.pool_names):
+@spec_rule("pool-name-reserved", "a pool is not named like the stack's own node groups")
+def _pool_reserved(stack: Stack) -> Iterator[Finding]:
+    for i, name in enumerate(_pool_names(stack)):
         if name in RESERVED_POOL_NAMES:
             yield (
                 f"pools[{i}].name",
@@ -189,11 +147,11 @@ def _pool_reserved(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("pool-type-accelerated", "a pool's instance type is a known accelerated type")
-def _pool_type(ctx: Context) -> Iterator[Finding]:
-    cat = ctx.catalog
+@spec_rule("pool-type-accelerated", "a pool's instance type is a known accelerated type")
+def _pool_type(stack: Stack) -> Iterator[Finding]:
+    cat = stack.catalog
     known = allowed(cat.accelerated_types())
-    for i, pool in enumerate(ctx.spec.pools):
+    for i, pool in enumerate(stack.spec.pools):
         itype = pool.instance_type
         if itype not in cat.instances:
             hint = did_you_mean(itype, cat.accelerated_types())
@@ -209,74 +167,78 @@ def _pool_type(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("pool-preview", "preview instance types need 'preview: true'")
-def _pool_preview(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        if f.inst.preview and not ctx.spec.preview:
+@spec_rule("pool-preview", "preview instance types need 'preview: true'")
+def _pool_preview(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        if f.instance.preview and not stack.spec.preview:
             yield (
                 f"{f.at}.instance_type",
-                f"{shown(f.pool.instance_type)} is a preview type whose facts are "
+                f"{shown(f.spec.instance_type)} is a preview type whose facts are "
                 "partly estimated; set 'preview: true' at the top level to use it",
             )
 
 
-@rule("pool-efa-supported", "EFA only on types that support it")
-def _pool_efa(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        if f.pool.efa and not f.inst.efa_supported:
+@spec_rule("pool-efa-supported", "EFA only on types that support it")
+def _pool_efa(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        if f.spec.efa and not f.instance.efa_supported:
             efa_types = sorted(
                 n
-                for n, x in ctx.catalog.instances.items()
-                if x.efa_supported and x.family == f.inst.family
+                for n, x in stack.catalog.instances.items()
+                if x.efa_supported and x.family == f.instance.family
             )
             yield (
                 f"{f.at}.efa",
-                f"EFA is not supported on {f.pool.instance_type}; "
+                f"EFA is not supported on {f.spec.instance_type}; "
                 f"use efa: false or an EFA type ({allowed(efa_types)})",
             )
-        if f.pool.efa_interface_style and not (f.pool.efa is not False and f.inst.efa_supported):
+        if f.spec.efa_interface_style and not (
+            f.spec.efa is not False and f.instance.efa_supported
+        ):
             yield (f"{f.at}.efa_interface_style", "is set but EFA is off for this pool")
 
 
-def _reserved_options(ctx: Context) -> list[str]:
-    return [n for n, row in ctx.catalog.purchase_options.items() if row.needs_reservation]
+def _reserved_options(stack: Stack) -> list[str]:
+    return [n for n, row in stack.catalog.purchase_options.items() if row.needs_reservation]
 
 
-@rule("pool-reservation-id", "capacity-block and reservation need reservation_id; others refuse it")
-def _pool_reservation(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        option = f.pool.purchase.option
-        needs_id = ctx.catalog.purchase(option).needs_reservation
-        if needs_id and not f.pool.purchase.reservation_id and not f.pool.purchase.reservations:
+@spec_rule(
+    "pool-reservation-id", "capacity-block and reservation need reservation_id; others refuse it"
+)
+def _pool_reservation(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        option = f.spec.purchase.option
+        needs_id = stack.catalog.purchase(option).needs_reservation
+        if needs_id and not f.spec.purchase.reservation_id and not f.spec.purchase.reservations:
             yield (
                 f"{f.at}.purchase.reservation_id",
                 f"is required for purchase option '{option}' "
                 "(the cr-... id of the capacity block or reservation)",
             )
-        if not needs_id and f.pool.purchase.reservation_id:
+        if not needs_id and f.spec.purchase.reservation_id:
             yield (
                 f"{f.at}.purchase.reservation_id",
-                f"is only allowed with {' or '.join(_reserved_options(ctx))}, not '{option}'",
+                f"is only allowed with {' or '.join(_reserved_options(stack))}, not '{option}'",
             )
 
 
-@rule(
+@spec_rule(
     "pool-reservation-placement-group",
     "purchase.placement_group only with an on-demand capacity reservation (EC2 User Guide)",
 )
-def _pool_reservation_placement(ctx: Context) -> Iterator[Finding]:
+def _pool_reservation_placement(stack: Stack) -> Iterator[Finding]:
     """A reservation created in a cluster placement group is used by launches into that group;
     Capacity Blocks place their instances themselves (catalog scale.yaml `placement`)."""
-    facts = ctx.catalog.scale.placement
-    for f in ctx.known_pools:
-        purchase = f.pool.purchase
+    facts = stack.catalog.scale.placement
+    for f in stack.pools:
+        purchase = f.spec.purchase
         if purchase.placement_group is None:
             continue
-        row = ctx.catalog.purchase(purchase.option)
+        row = stack.catalog.purchase(purchase.option)
         if not (row.needs_reservation and row.capacity_type == facts.reservation_capacity_type):
             allowed = [
                 name
-                for name, r in ctx.catalog.purchase_options.items()
+                for name, r in stack.catalog.purchase_options.items()
                 if r.needs_reservation and r.capacity_type == facts.reservation_capacity_type
             ]
             yield (
@@ -286,24 +248,24 @@ def _pool_reservation_placement(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule(
+@spec_rule(
     "pool-placement-groups",
     "placement_groups per-launch only where accelstack creates the pool's placement group",
 )
-def _pool_placement_groups(ctx: Context) -> Iterator[Finding]:
+def _pool_placement_groups(stack: Stack) -> Iterator[Finding]:
     """accelstack creates a cluster placement group for an EFA pool on no reservation only;
     a reservation's pool launches where its capacity is (catalog scale.yaml `placement`)."""
-    for f in ctx.known_pools:
-        if f.pool.placement_groups != "per-launch":
+    for f in stack.pools:
+        if f.spec.placement_groups != "per-launch":
             continue
-        purchase = f.pool.purchase
+        purchase = f.spec.purchase
         if purchase.reservation_id or purchase.reservations:
             yield (
                 f"{f.at}.placement_groups",
                 f"'per-launch' applies to pools on no reservation; purchase option "
                 f"'{purchase.option}' launches where its reservation is (allowed: one)",
             )
-        elif f.pool.efa is False or not f.inst.efa_supported:
+        elif f.spec.efa is False or not f.instance.efa_supported:
             yield (
                 f"{f.at}.placement_groups",
                 "'per-launch' applies to EFA pools, which get cluster placement groups; EFA is "
@@ -311,11 +273,13 @@ def _pool_placement_groups(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("network-ecr-endpoints", "network.ecr_endpoints only for an existing VPC of an EKS stack")
-def _network_ecr_endpoints(ctx: Context) -> Iterator[Finding]:
+@spec_rule(
+    "network-ecr-endpoints", "network.ecr_endpoints only for an existing VPC of an EKS stack"
+)
+def _network_ecr_endpoints(stack: Stack) -> Iterator[Finding]:
     """A created VPC gets the ECR endpoints when its pull is NAT-bound (catalog scale.yaml
     image_delivery); the setting asks for them in an existing VPC."""
-    net = ctx.spec.network
+    net = stack.spec.network
     if not net.ecr_endpoints:
         return
     if net.mode != "existing":
@@ -324,48 +288,48 @@ def _network_ecr_endpoints(ctx: Context) -> Iterator[Finding]:
             "applies to an existing VPC (mode: existing); a created VPC gets the ECR endpoints "
             "when its image pull is NAT-bound",
         )
-    elif ctx.spec.orchestration != "eks":
+    elif stack.spec.orchestration != "eks":
         yield ("network.ecr_endpoints", "applies to EKS stacks (the nodes' security group)")
 
 
-@rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
-def _pool_lnc(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        lnc = f.pool.logical_cores
-        if lnc is not None and not f.kind.compile_cache:
+@spec_rule("pool-logical-cores", "logical_cores on Neuron pools only, dividing the cores per chip")
+def _pool_lnc(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        lnc = f.spec.logical_cores
+        if lnc is not None and not f.device.compile_cache:
             yield (
                 f"{f.at}.logical_cores",
-                f"applies to Neuron pools only; {f.pool.instance_type} is {f.family.accelerator}",
+                f"applies to Neuron pools only; {f.spec.instance_type} is {f.family.accelerator}",
             )
-        elif lnc is not None and f.inst.physical_cores_per_chip % lnc:
+        elif lnc is not None and f.instance.physical_cores_per_chip % lnc:
             yield (
                 f"{f.at}.logical_cores",
-                f"{lnc} does not divide the {f.inst.physical_cores_per_chip} cores per chip of "
-                f"{f.pool.instance_type} (allowed: 1)",
+                f"{lnc} does not divide the {f.instance.physical_cores_per_chip} cores per chip of "
+                f"{f.spec.instance_type} (allowed: 1)",
             )
 
 
-@rule("pool-compile-cache", "a pool's compile_cache only on Neuron pools")
-def _pool_cache(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        if f.pool.compile_cache and not f.kind.compile_cache:
+@spec_rule("pool-compile-cache", "a pool's compile_cache only on Neuron pools")
+def _pool_cache(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        if f.spec.compile_cache and not f.device.compile_cache:
             yield (
                 f"{f.at}.compile_cache",
                 f"a compile cache is for Neuron pools only; "
-                f"{f.pool.instance_type} is {f.family.accelerator}",
+                f"{f.spec.instance_type} is {f.family.accelerator}",
             )
 
 
-def _zone_findings(ctx: Context, f: PoolFacts, offered: Sequence[str]) -> Iterator[Finding]:
-    spec, pool = ctx.spec, f.pool
+def _zone_findings(stack: Stack, f: ResolvedPool, offered: Sequence[str]) -> Iterator[Finding]:
+    spec, pool = stack.spec, f.spec
     zone = pool.availability_zone or spec.availability_zone
     if not zone:
         return
-    zid = ctx.catalog.zone_id(spec.region, zone)
+    zid = stack.catalog.zone_id(spec.region, zone)
     field = f"{f.at}.availability_zone" if pool.availability_zone else "availability_zone"
     if zid is None:
         if pool.availability_zone:
-            zones = ctx.catalog.regions[spec.region].zones
+            zones = stack.catalog.regions[spec.region].zones
             yield (
                 field,
                 f"{shown(zone)} is not a zone of {spec.region} (known: "
@@ -379,32 +343,34 @@ def _zone_findings(ctx: Context, f: PoolFacts, offered: Sequence[str]) -> Iterat
         )
 
 
-@rule("pool-offered", "the region (and the pool's zone) offers the type, per the catalog")
-def _pool_offered(ctx: Context) -> Iterator[Finding]:
-    if not ctx.region_ok:
+@spec_rule("pool-offered", "the region (and the pool's zone) offers the type, per the catalog")
+def _pool_offered(stack: Stack) -> Iterator[Finding]:
+    if not stack.region_known:
         return
-    for f in ctx.known_pools:
-        offered = ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type)
+    for f in stack.pools:
+        offered = stack.catalog.zones_offering(stack.spec.region, f.spec.instance_type)
         if not offered:
-            elsewhere = ctx.catalog.regions_offering(f.pool.instance_type)
+            elsewhere = stack.catalog.regions_offering(f.spec.instance_type)
             yield (
                 f"{f.at}.instance_type",
-                f"{f.pool.instance_type} is not offered in {ctx.spec.region} "
+                f"{f.spec.instance_type} is not offered in {stack.spec.region} "
                 f"per the catalog (offered in: {allowed(elsewhere) or 'no known region'})",
             )
         else:
-            yield from _zone_findings(ctx, f, offered)
+            yield from _zone_findings(stack, f, offered)
 
 
-@rule("pool-priced", "the pool's purchase option has a sourced price (prices fail closed)")
-def _pool_priced(ctx: Context) -> Iterator[Finding]:
-    if not ctx.region_ok:
+@spec_rule("pool-priced", "the pool's purchase option has a sourced price (prices fail closed)")
+def _pool_priced(stack: Stack) -> Iterator[Finding]:
+    if not stack.region_known:
         return
-    for f in ctx.known_pools:
-        if not ctx.catalog.zones_offering(ctx.spec.region, f.pool.instance_type):
+    for f in stack.pools:
+        if not stack.catalog.zones_offering(stack.spec.region, f.spec.instance_type):
             continue
         try:
-            ctx.catalog.instance_rate(ctx.spec.region, f.pool.instance_type, f.pool.purchase.option)
+            stack.catalog.instance_rate(
+                stack.spec.region, f.spec.instance_type, f.spec.purchase.option
+            )
         except CatalogError as exc:
             yield (
                 f"{f.at}.purchase.option",
@@ -417,10 +383,10 @@ def _pool_priced(ctx: Context) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 
 
-@rule("system-nodes-cpu", "system nodes use a known CPU type")
-def _system_nodes(ctx: Context) -> Iterator[Finding]:
-    sys_type = ctx.spec.cluster.system_nodes.instance_type
-    cat = ctx.catalog
+@spec_rule("system-nodes-cpu", "system nodes use a known CPU type")
+def _system_nodes(stack: Stack) -> Iterator[Finding]:
+    sys_type = stack.spec.cluster.system_nodes.instance_type
+    cat = stack.catalog
     if sys_type is None:
         return
     if sys_type not in cat.instances:
@@ -436,10 +402,10 @@ def _system_nodes(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("kubernetes-version", "the EKS version is known and not past extended support")
-def _k8s_version(ctx: Context) -> Iterator[Finding]:
-    k8s = ctx.spec.cluster.kubernetes_version
-    versions = ctx.catalog.defaults.eks_versions
+@spec_rule("kubernetes-version", "the EKS version is known and not past extended support")
+def _k8s_version(stack: Stack) -> Iterator[Finding]:
+    k8s = stack.spec.cluster.kubernetes_version
+    versions = stack.catalog.defaults.eks_versions
     if k8s is None:
         return
     if k8s not in versions:
@@ -501,13 +467,13 @@ def _cidr_findings(field: str, cidrs: Sequence[str]) -> Iterator[Finding]:
         )
 
 
-@rule(
+@spec_rule(
     "api-access",
     "EKS: the public API endpoint is on, limited to the deployer's CIDRs (none open to everyone)",
 )
-def _api_access(ctx: Context) -> Iterator[Finding]:
-    cluster = ctx.spec.cluster
-    if ctx.spec.orchestration != "eks":
+def _api_access(stack: Stack) -> Iterator[Finding]:
+    cluster = stack.spec.cluster
+    if stack.spec.orchestration != "eks":
         return
     if not cluster.endpoint_public_access:
         yield (
@@ -529,9 +495,9 @@ def _api_access(ctx: Context) -> Iterator[Finding]:
 ADMIN_ARN_RE = re.compile(r"arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 
 
-@rule("admin-arns", "admin_principal_arns are distinct IAM role or user ARNs (no wildcards)")
-def _admin_arns(ctx: Context) -> Iterator[Finding]:
-    arns = ctx.spec.cluster.admin_principal_arns
+@spec_rule("admin-arns", "admin_principal_arns are distinct IAM role or user ARNs (no wildcards)")
+def _admin_arns(stack: Stack) -> Iterator[Finding]:
+    arns = stack.spec.cluster.admin_principal_arns
     for j, arn in enumerate(arns):
         at = f"cluster.admin_principal_arns[{j}]"
         if not ADMIN_ARN_RE.fullmatch(arn) or "*" in arn:
@@ -544,10 +510,12 @@ def _admin_arns(ctx: Context) -> Iterator[Finding]:
             yield (at, f"{shown(arn)} is listed twice (also at [{arns.index(arn)}])")
 
 
-@rule("cluster-admin", "EKS: someone is given cluster-admin (an admin principal or creator_admin)")
-def _cluster_admin(ctx: Context) -> Iterator[Finding]:
-    cluster = ctx.spec.cluster
-    if ctx.spec.orchestration == "eks" and not (
+@spec_rule(
+    "cluster-admin", "EKS: someone is given cluster-admin (an admin principal or creator_admin)"
+)
+def _cluster_admin(stack: Stack) -> Iterator[Finding]:
+    cluster = stack.spec.cluster
+    if stack.spec.orchestration == "eks" and not (
         cluster.admin_principal_arns or cluster.creator_admin
     ):
         yield (
@@ -557,9 +525,9 @@ def _cluster_admin(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("ssh-access", "SSH CIDRs are narrow and need a key pair")
-def _ssh_access(ctx: Context) -> Iterator[Finding]:
-    sa = ctx.spec.standalone
+@spec_rule("ssh-access", "SSH CIDRs are narrow and need a key pair")
+def _ssh_access(stack: Stack) -> Iterator[Finding]:
+    sa = stack.spec.standalone
     yield from _cidr_findings("standalone.ssh_cidrs", sa.ssh_cidrs)
     if sa.ssh_cidrs and not sa.ssh_key_name:
         yield (
@@ -569,9 +537,9 @@ def _ssh_access(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("network-mode", "existing-VPC fields with mode 'existing' only, create fields otherwise")
-def _network_mode(ctx: Context) -> Iterator[Finding]:
-    net = ctx.spec.network
+@spec_rule("network-mode", "existing-VPC fields with mode 'existing' only, create fields otherwise")
+def _network_mode(stack: Stack) -> Iterator[Finding]:
+    net = stack.spec.network
     if net.mode == "existing":
         if not net.vpc_id:
             yield ("network.vpc_id", "is required when network.mode is 'existing'")
@@ -585,11 +553,11 @@ def _network_mode(ctx: Context) -> Iterator[Finding]:
             yield (f"network.{name}", "applies only when network.mode is 'existing'")
 
 
-@rule("network-subnets-unique", "an existing VPC lists each subnet once")
-def _subnets_unique(ctx: Context) -> Iterator[Finding]:
+@spec_rule("network-subnets-unique", "an existing VPC lists each subnet once")
+def _subnets_unique(stack: Stack) -> Iterator[Finding]:
     """A subnet listed twice counts once for the zones the pools need (the plan places subnet i
     in the i-th pool zone, so a repeat would put two zones' nodes in one subnet)."""
-    net = ctx.spec.network
+    net = stack.spec.network
     for field in ("private_subnet_ids", "public_subnet_ids"):
         seen: set[str] = set()
         for i, sid in enumerate(getattr(net, field) or ()):
@@ -601,20 +569,14 @@ def _subnets_unique(ctx: Context) -> Iterator[Finding]:
             seen.add(sid)
 
 
-@rule("vpc-cidr", "a created VPC's CIDR is a private IPv4 /16 to /20")
-def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
-    net = ctx.spec.network
+@spec_rule("vpc-cidr", "a created VPC's CIDR is a private IPv4 /16 to /20")
+def _vpc_cidr(stack: Stack) -> Iterator[Finding]:
+    net = stack.spec.network
     if net.mode != "create" or not net.vpc_cidr:
         return
-    try:
-        n = ipaddress.ip_network(net.vpc_cidr)
-    except ValueError:
-        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} is not a CIDR block (e.g. 10.42.0.0/16)")
-        return
-    if not isinstance(n, ipaddress.IPv4Network):
-        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} is IPv6; a VPC's primary CIDR is IPv4")
-    elif not n.is_private or n.prefixlen > 20 or n.prefixlen < 16:
-        yield ("network.vpc_cidr", f"{shown(net.vpc_cidr)} must be a private /16 to /20")
+    problem = vpc_cidr_problem(net.vpc_cidr)
+    if problem is not None:
+        yield ("network.vpc_cidr", problem)
 
 
 # ---------------------------------------------------------------------------------------
@@ -622,10 +584,10 @@ def _vpc_cidr(ctx: Context) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 
 
-@rule("compile-cache-neuron", "compile_cache needs a Neuron pool")
-def _compile_cache(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.compile_cache is not None and not any(
-        f.kind.compile_cache for f in ctx.known_pools
+@spec_rule("compile-cache-neuron", "compile_cache needs a Neuron pool")
+def _compile_cache(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.compile_cache is not None and not any(
+        f.device.compile_cache for f in stack.pools
     ):
         yield (
             "compile_cache",
@@ -633,28 +595,28 @@ def _compile_cache(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("fsx-throughput", "FSx throughput needs an FSx size")
-def _fsx(ctx: Context) -> Iterator[Finding]:
-    storage = ctx.spec.storage
+@spec_rule("fsx-throughput", "FSx throughput needs an FSx size")
+def _fsx(stack: Stack) -> Iterator[Finding]:
+    storage = stack.spec.storage
     if storage.fsx_throughput_per_tib and not storage.fsx_lustre_gib:
         yield ("storage.fsx_throughput_per_tib", "is set but storage.fsx_lustre_gib is not")
 
 
-@rule("fsx-priced", "the FSx for Lustre throughput has a sourced price (prices fail closed)")
-def _fsx_priced(ctx: Context) -> Iterator[Finding]:
-    storage, d = ctx.spec.storage, ctx.catalog.defaults
-    if not storage.fsx_lustre_gib or not ctx.region_ok:
+@spec_rule("fsx-priced", "the FSx for Lustre throughput has a sourced price (prices fail closed)")
+def _fsx_priced(stack: Stack) -> Iterator[Finding]:
+    storage, d = stack.spec.storage, stack.catalog.defaults
+    if not storage.fsx_lustre_gib or not stack.region_known:
         return
     tput = storage.fsx_throughput_per_tib or d.fsx_throughput_per_tib
-    item = ctx.catalog.fsx_price_item(d.fsx_deployment_type, tput)
+    item = stack.catalog.fsx_price_item(d.fsx_deployment_type, tput)
     try:
-        ctx.catalog.service_rate(ctx.spec.region, item)
+        stack.catalog.service_rate(stack.spec.region, item)
     except CatalogError:
         priced = sorted(
             r.item.rsplit("-", 1)[-1]
-            for r in ctx.catalog.service_rates
+            for r in stack.catalog.service_rates
             if r.item
-            and r.item.startswith(ctx.catalog.fsx_price_item(d.fsx_deployment_type, None) + "-")
+            and r.item.startswith(stack.catalog.fsx_price_item(d.fsx_deployment_type, None) + "-")
         )
         yield (
             "storage.fsx_throughput_per_tib",
@@ -664,9 +626,9 @@ def _fsx_priced(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("workload-pool", "workload.pool names a pool (required when there are several)")
-def _workload_pool(ctx: Context) -> Iterator[Finding]:
-    wl, names = ctx.spec.workload, ctx.pool_names
+@spec_rule("workload-pool", "workload.pool names a pool (required when there are several)")
+def _workload_pool(stack: Stack) -> Iterator[Finding]:
+    wl, names = stack.spec.workload, _pool_names(stack)
     if wl.pool is None and len(names) > 1:
         yield (
             "workload.pool",
@@ -680,41 +642,32 @@ def _workload_pool(ctx: Context) -> Iterator[Finding]:
         )
 
 
-def _workload_facts(ctx: Context) -> PoolFacts | None:
-    """The workload pool's facts, when the pool is resolvable and a known accelerated type."""
-    wl, names = ctx.spec.workload, ctx.pool_names
-    if (wl.pool is None and len(names) > 1) or (wl.pool is not None and wl.pool not in names):
-        return None
-    target = ctx.spec.workload_pool
-    return next((f for f in ctx.known_pools if f.pool is target), None)
-
-
-@rule("workload-framework", "the framework runs on the workload pool's device kind")
-def _workload_framework(ctx: Context) -> Iterator[Finding]:
-    f, wl = _workload_facts(ctx), ctx.spec.workload
-    if f is None or wl.framework in (None, *f.kind.frameworks, *ctx.catalog.retired_frameworks):
+@spec_rule("workload-framework", "the framework runs on the workload pool's device kind")
+def _workload_framework(stack: Stack) -> Iterator[Finding]:
+    f, wl = stack.known_workload_pool, stack.spec.workload
+    if f is None or wl.framework in (None, *f.device.frameworks, *stack.catalog.retired_frameworks):
         return
-    every = sorted({x for k in ctx.catalog.device_kinds.values() for x in k.frameworks})
+    every = sorted({x for k in stack.catalog.device_kinds.values() for x in k.frameworks})
     yield (
         "workload.framework",
-        f"{shown(wl.framework)} cannot run on {f.pool.instance_type}"
-        f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(f.kind.frameworks)})",
+        f"{shown(wl.framework)} cannot run on {f.spec.instance_type}"
+        f"{did_you_mean(wl.framework, every)} (allowed there: {', '.join(f.device.frameworks)})",
     )
 
 
-@rule("workload-precompile", "precompile_steps on Neuron pools only")
-def _workload_precompile(ctx: Context) -> Iterator[Finding]:
-    f, wl = _workload_facts(ctx), ctx.spec.workload
-    if f is not None and wl.precompile_steps and not f.kind.compile_cache:
+@spec_rule("workload-precompile", "precompile_steps on Neuron pools only")
+def _workload_precompile(stack: Stack) -> Iterator[Finding]:
+    f, wl = stack.known_workload_pool, stack.spec.workload
+    if f is not None and wl.precompile_steps and not f.device.compile_cache:
         yield (
             "workload.precompile_steps",
-            f"pre-compilation is a Neuron step; {f.pool.instance_type} does not use it",
+            f"pre-compilation is a Neuron step; {f.spec.instance_type} does not use it",
         )
 
 
-@rule("workload-precision", "the precision has a peak figure for the accelerator")
-def _workload_precision(ctx: Context) -> Iterator[Finding]:
-    f, wl = _workload_facts(ctx), ctx.spec.workload
+@spec_rule("workload-precision", "the precision has a peak figure for the accelerator")
+def _workload_precision(stack: Stack) -> Iterator[Finding]:
+    f, wl = stack.known_workload_pool, stack.spec.workload
     if f is not None and wl.precision not in f.family.peak_tflops:
         yield (
             "workload.precision",
@@ -723,10 +676,10 @@ def _workload_precision(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("calibration-types", "every calibration entry names a known accelerated instance type")
-def _calibration_types(ctx: Context) -> Iterator[Finding]:
-    cat = ctx.catalog
-    for i, m in enumerate(ctx.spec.calibration):
+@spec_rule("calibration-types", "every calibration entry names a known accelerated instance type")
+def _calibration_types(stack: Stack) -> Iterator[Finding]:
+    cat = stack.catalog
+    for i, m in enumerate(stack.spec.calibration):
         if m.instance_type not in cat.accelerated_types():
             yield (
                 f"calibration[{i}].instance_type",
@@ -735,9 +688,9 @@ def _calibration_types(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("workload-entrypoint", "the entrypoint does not start with '-'")
-def _workload_entrypoint(ctx: Context) -> Iterator[Finding]:
-    ep = ctx.spec.workload.entrypoint
+@spec_rule("workload-entrypoint", "the entrypoint does not start with '-'")
+def _workload_entrypoint(stack: Stack) -> Iterator[Finding]:
+    ep = stack.spec.workload.entrypoint
     if ep.startswith("-"):
         yield (
             "workload.entrypoint",
@@ -750,11 +703,11 @@ def _env_name_reserved(name: str) -> bool:
     return name in RESERVED_ENV_NAMES or name.startswith(RESERVED_ENV_PREFIXES)
 
 
-@rule(
+@spec_rule(
     "workload-env-names", "workload.env sets no reserved, rank/rendezvous or secret-looking names"
 )
-def _workload_env(ctx: Context) -> Iterator[Finding]:
-    for name in ctx.spec.workload.env:
+def _workload_env(stack: Stack) -> Iterator[Finding]:
+    for name in stack.spec.workload.env:
         if _env_name_reserved(name):
             yield (
                 f"workload.env.{name}",
@@ -769,22 +722,22 @@ def _workload_env(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("model-shape", "model layers and hidden_size go together")
-def _model_shape(ctx: Context) -> Iterator[Finding]:
-    m = ctx.spec.workload.model
+@spec_rule("model-shape", "model layers and hidden_size go together")
+def _model_shape(stack: Stack) -> Iterator[Finding]:
+    m = stack.spec.workload.model
     if (m.layers is None) != (m.hidden_size is None):
         yield ("workload.model", "layers and hidden_size go together (both or neither)")
 
 
-@rule("standalone-only-ec2", "the standalone section only with orchestration 'ec2'")
-def _standalone(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration == "eks" and ctx.spec.standalone != Standalone():
+@spec_rule("standalone-only-ec2", "the standalone section only with orchestration 'ec2'")
+def _standalone(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration == "eks" and stack.spec.standalone != Standalone():
         yield ("standalone", "applies only when orchestration is 'ec2'")
 
 
-@rule("tags-identity", "user tags do not replace the stack's identity tags")
-def _tags_identity(ctx: Context) -> Iterator[Finding]:
-    for key in ctx.spec.tags:
+@spec_rule("tags-identity", "user tags do not replace the stack's identity tags")
+def _tags_identity(stack: Stack) -> Iterator[Finding]:
+    for key in stack.spec.tags:
         if key in IDENTITY_TAG_KEYS or key.startswith(IDENTITY_TAG_PREFIXES):
             yield (
                 f"tags.{key}",
@@ -800,11 +753,11 @@ def _tags_identity(ctx: Context) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 
 
-@rule("workload-fsx-path", "an entrypoint under /fsx needs storage.fsx_lustre_gib")
-def _workload_fsx(ctx: Context) -> Iterator[Finding]:
-    wl = ctx.spec.workload
+@spec_rule("workload-fsx-path", "an entrypoint under /fsx needs storage.fsx_lustre_gib")
+def _workload_fsx(stack: Stack) -> Iterator[Finding]:
+    wl = stack.spec.workload
     on_fsx = wl.entrypoint == FSX_MOUNT_PATH or wl.entrypoint.startswith(FSX_MOUNT_PATH + "/")
-    if on_fsx and not ctx.spec.storage.fsx_lustre_gib:
+    if on_fsx and not stack.spec.storage.fsx_lustre_gib:
         yield (
             "workload.entrypoint",
             f"'{wl.entrypoint}' is on the FSx mount {FSX_MOUNT_PATH} but the stack has no FSx "
@@ -817,41 +770,37 @@ def _workload_fsx(ctx: Context) -> Iterator[Finding]:
 # ---------------------------------------------------------------------------------------
 
 
-def _framework_row(ctx: Context, f: PoolFacts) -> Framework | None:
-    """The workload's framework row when it is one the workload pool's family allows."""
-    name = ctx.spec.workload.framework or ctx.catalog.default_framework(f.family)
-    if name not in ctx.catalog.family_frameworks(f.family):
-        return None
-    return ctx.catalog.frameworks.get(name or "")
+@spec_rule(
+    "workload-framework-retired", "a retired framework name is refused with what replaced it"
+)
+def _framework_retired(stack: Stack) -> Iterator[Finding]:
+    name = stack.spec.workload.framework
+    if name is not None and name in stack.catalog.retired_frameworks:
+        yield ("workload.framework", stack.catalog.retired_frameworks[name])
 
 
-@rule("workload-framework-retired", "a retired framework name is refused with what replaced it")
-def _framework_retired(ctx: Context) -> Iterator[Finding]:
-    name = ctx.spec.workload.framework
-    if name is not None and name in ctx.catalog.retired_frameworks:
-        yield ("workload.framework", ctx.catalog.retired_frameworks[name])
-
-
-@rule("workload-framework-family", "the framework is one the workload pool's family allows")
-def _framework_family(ctx: Context) -> Iterator[Finding]:
-    f, name = _workload_facts(ctx), ctx.spec.workload.framework
-    if f is None or name is None or name not in f.kind.frameworks:
+@spec_rule("workload-framework-family", "the framework is one the workload pool's family allows")
+def _framework_family(stack: Stack) -> Iterator[Finding]:
+    f, name = stack.known_workload_pool, stack.spec.workload.framework
+    if f is None or name is None or name not in f.device.frameworks:
         return
-    here = ctx.catalog.family_frameworks(f.family)
+    here = stack.catalog.family_frameworks(f.family)
     if name not in here:
         yield (
             "workload.framework",
-            f"'{name}' does not run on {f.pool.instance_type} ({f.family.accelerator}); "
+            f"'{name}' does not run on {f.spec.instance_type} ({f.family.accelerator}); "
             f"allowed there: {', '.join(here)}",
         )
 
 
-@rule("workload-image-required", "a framework without a public image needs workload.image (EKS)")
-def _image_required(ctx: Context) -> Iterator[Finding]:
-    f = _workload_facts(ctx)
-    fw = _framework_row(ctx, f) if f else None
-    eks = ctx.spec.orchestration == "eks"
-    if fw is not None and eks and fw.default_image is None and not ctx.spec.workload.image:
+@spec_rule(
+    "workload-image-required", "a framework without a public image needs workload.image (EKS)"
+)
+def _image_required(stack: Stack) -> Iterator[Finding]:
+    f = stack.known_workload_pool
+    fw = f.framework if f else None
+    eks = stack.spec.orchestration == "eks"
+    if fw is not None and eks and fw.default_image is None and not stack.spec.workload.image:
         yield ("workload.image", f"is required for framework '{fw.name}': {fw.image_note}")
 
 
@@ -868,24 +817,24 @@ def _sdk_findings(image: str, sdk: str, fw: Framework, family: Family) -> Iterat
         )
 
 
-@rule(
+@spec_rule(
     "workload-image-sdk", "an image tag's Neuron SDK is in the range the framework and family need"
 )
-def _image_sdk(ctx: Context) -> Iterator[Finding]:
-    f, image = _workload_facts(ctx), ctx.spec.workload.image
-    fw = _framework_row(ctx, f) if f else None
+def _image_sdk(stack: Stack) -> Iterator[Finding]:
+    f, image = stack.known_workload_pool, stack.spec.workload.image
+    fw = f.framework if f else None
     sdk = image_sdk(image) if image else None
-    if f is None or fw is None or image is None or sdk is None or not f.kind.compile_cache:
+    if f is None or fw is None or image is None or sdk is None or not f.device.compile_cache:
         return
     for message in _sdk_findings(image, sdk, fw, f.family):
         yield ("workload.image", message)
 
 
-@rule("pool-logical-cores-family", "logical_cores is a setting the pool's family accepts")
-def _lnc_family(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        lnc = f.pool.logical_cores
-        if lnc is not None and f.kind.compile_cache and lnc not in f.family.logical_cores_allowed:
+@spec_rule("pool-logical-cores-family", "logical_cores is a setting the pool's family accepts")
+def _lnc_family(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        lnc = f.spec.logical_cores
+        if lnc is not None and f.device.compile_cache and lnc not in f.family.logical_cores_allowed:
             yield (
                 f"{f.at}.logical_cores",
                 f"{lnc} is not an LNC setting of {f.family.accelerator} "
@@ -893,17 +842,17 @@ def _lnc_family(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule(
+@spec_rule(
     "workload-precompile-path", "pre-compile settings only on a framework with a pre-compile phase"
 )
-def _precompile_path(ctx: Context) -> Iterator[Finding]:
-    f, wl = _workload_facts(ctx), ctx.spec.workload
-    fw = _framework_row(ctx, f) if f else None
+def _precompile_path(stack: Stack) -> Iterator[Finding]:
+    f, wl = stack.known_workload_pool, stack.spec.workload
+    fw = f.framework if f else None
     if fw is None or fw.precompile:
         if wl.precompile_args and not wl.precompile_steps:
             yield ("workload.precompile_args", "apply only with precompile_steps above 0")
         return
-    if wl.precompile_steps and f is not None and f.kind.compile_cache:
+    if wl.precompile_steps and f is not None and f.device.compile_cache:
         yield (
             "workload.precompile_steps",
             f"framework '{fw.name}' has no pre-compile phase (it compiles at the first step); "
@@ -913,17 +862,17 @@ def _precompile_path(ctx: Context) -> Iterator[Finding]:
         yield ("workload.precompile_args", f"framework '{fw.name}' has no pre-compile phase")
 
 
-@rule(
+@spec_rule(
     "capacity-block-limits",
     "a capacity-block pool fits the instances per block and per account (EC2 User Guide)",
 )
-def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
-    cb = ctx.catalog.capacity_blocks
-    for f in ctx.known_pools:
-        purchase = f.pool.purchase
+def _capacity_block_limits(stack: Stack) -> Iterator[Finding]:
+    cb = stack.catalog.capacity_blocks
+    for f in stack.pools:
+        purchase = f.spec.purchase
         if purchase.option != "capacity-block":
             continue
-        held = sum(r.nodes for r in purchase.reservations) or purchase.instances or f.pool.nodes
+        held = sum(r.nodes for r in purchase.reservations) or purchase.instances or f.spec.nodes
         if held > cb.max_instances_per_account:
             yield (f"{f.at}.nodes", f"{held}: {cb.over_limit(held)}")
         elif purchase.reservations:
@@ -939,23 +888,23 @@ def _capacity_block_limits(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule(
+@spec_rule(
     "capacity-block-account-limit",
     "the stack's capacity-block pools together fit the instances per account (EC2 User Guide)",
 )
-def _capacity_block_account_limit(ctx: Context) -> Iterator[Finding]:
+def _capacity_block_account_limit(stack: Stack) -> Iterator[Finding]:
     """The per-account limit holds across Capacity Blocks, so across the stack's pools: each
     pool within it can still add up to more (the per-pool rule names a single pool over it)."""
-    cb = ctx.catalog.capacity_blocks
+    cb = stack.catalog.capacity_blocks
     held = [
-        (f, sum(r.nodes for r in f.pool.purchase.reservations) or f.pool.nodes)
-        for f in ctx.known_pools
-        if f.pool.purchase.option == "capacity-block"
+        (f, sum(r.nodes for r in f.spec.purchase.reservations) or f.spec.nodes)
+        for f in stack.pools
+        if f.spec.purchase.option == "capacity-block"
     ]
     total = sum(n for _, n in held)
     if len(held) < 2 or total <= cb.max_instances_per_account:
         return
-    parts = ", ".join(f"{f.pool.name}: {n}" for f, n in held)
+    parts = ", ".join(f"{f.spec.name}: {n}" for f, n in held)
     yield (
         "pools",
         f"capacity-block pools hold {total} instances ({parts}), over the "
@@ -977,10 +926,12 @@ def _blocks_within_limit(
             )
 
 
-@rule("calibration-mfu-band", "a calibration's MFU is a plausible training-step MFU (catalog band)")
-def _calibration_band(ctx: Context) -> Iterator[Finding]:
-    lo, hi = ctx.catalog.throughput.spreads.mfu_band
-    for i, m in enumerate(ctx.spec.calibration):
+@spec_rule(
+    "calibration-mfu-band", "a calibration's MFU is a plausible training-step MFU (catalog band)"
+)
+def _calibration_band(stack: Stack) -> Iterator[Finding]:
+    lo, hi = stack.catalog.throughput.spreads.mfu_band
+    for i, m in enumerate(stack.spec.calibration):
         if not lo <= m.mfu <= hi:
             yield (
                 f"calibration[{i}].mfu",
@@ -1003,14 +954,14 @@ KUEUE_INTEGRATION = {
 }
 
 
-def _controller(ctx: Context) -> str:
-    return ctx.spec.jobs.controller or ctx.catalog.default_job_controller()
+def _controller(stack: Stack) -> str:
+    return stack.spec.jobs.controller or stack.catalog.default_job_controller()
 
 
-@rule("jobs-eks-only", "the jobs section applies to EKS stacks only")
-def _jobs_eks(ctx: Context) -> Iterator[Finding]:
-    j = ctx.spec.jobs
-    if ctx.spec.orchestration == "eks":
+@spec_rule("jobs-eks-only", "the jobs section applies to EKS stacks only")
+def _jobs_eks(stack: Stack) -> Iterator[Finding]:
+    j = stack.spec.jobs
+    if stack.spec.orchestration == "eks":
         return
     for field, value in (("controller", j.controller), ("version", j.version), ("kind", j.kind)):
         if value is not None:
@@ -1019,10 +970,10 @@ def _jobs_eks(ctx: Context) -> Iterator[Finding]:
         yield ("jobs.kueue", "applies to orchestration eks only")
 
 
-@rule("jobs-controller", "jobs.controller is a controller the catalog pins, or none")
-def _jobs_controller(ctx: Context) -> Iterator[Finding]:
-    name = ctx.spec.jobs.controller
-    known = ctx.catalog.job_controllers()
+@spec_rule("jobs-controller", "jobs.controller is a controller the catalog pins, or none")
+def _jobs_controller(stack: Stack) -> Iterator[Finding]:
+    name = stack.spec.jobs.controller
+    known = stack.catalog.job_controllers()
     if name is not None and name not in known:
         yield (
             "jobs.controller",
@@ -1031,12 +982,12 @@ def _jobs_controller(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("jobs-version", "jobs.version is the version the catalog pins for the controller")
-def _jobs_version(ctx: Context) -> Iterator[Finding]:
-    version, name = ctx.spec.jobs.version, _controller(ctx)
-    if version is None or name not in ctx.catalog.job_controllers():
+@spec_rule("jobs-version", "jobs.version is the version the catalog pins for the controller")
+def _jobs_version(stack: Stack) -> Iterator[Finding]:
+    version, name = stack.spec.jobs.version, _controller(stack)
+    if version is None or name not in stack.catalog.job_controllers():
         return
-    chart = ctx.catalog.controller_chart(name)
+    chart = stack.catalog.controller_chart(name)
     if chart is None:
         yield ("jobs.version", f"controller '{name}' installs nothing, so it has no version")
     elif version.lstrip("v") != chart.version.lstrip("v"):
@@ -1047,15 +998,15 @@ def _jobs_version(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("jobs-kind", "jobs.kind needs the controller that runs it (job needs none)")
-def _jobs_kind(ctx: Context) -> Iterator[Finding]:
-    kind, name = ctx.spec.jobs.kind, _controller(ctx)
-    if kind is None or kind == "job" or name not in ctx.catalog.job_controllers():
+@spec_rule("jobs-kind", "jobs.kind needs the controller that runs it (job needs none)")
+def _jobs_kind(stack: Stack) -> Iterator[Finding]:
+    kind, name = stack.spec.jobs.kind, _controller(stack)
+    if kind is None or kind == "job" or name not in stack.catalog.job_controllers():
         return
-    chart = ctx.catalog.controller_chart(name)
+    chart = stack.catalog.controller_chart(name)
     own = chart.manifest_kind if chart else None
     if own != kind:
-        runs = [c.controller for c in ctx.catalog.charts.values() if c.manifest_kind == kind]
+        runs = [c.controller for c in stack.catalog.charts.values() if c.manifest_kind == kind]
         yield (
             "jobs.kind",
             f"{kind} needs jobs.controller '{(runs or ['none'])[0]}', but the controller is "
@@ -1064,15 +1015,17 @@ def _jobs_kind(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule("jobs-topology", "topology-aware scheduling needs Kueue and pools EC2 reports topology for")
-def _jobs_topology(ctx: Context) -> Iterator[Finding]:
-    if not ctx.spec.jobs.topology_aware:
+@spec_rule(
+    "jobs-topology", "topology-aware scheduling needs Kueue and pools EC2 reports topology for"
+)
+def _jobs_topology(stack: Stack) -> Iterator[Finding]:
+    if not stack.spec.jobs.topology_aware:
         return
-    if not ctx.spec.jobs.kueue or ctx.spec.orchestration != "eks":
+    if not stack.spec.jobs.kueue or stack.spec.orchestration != "eks":
         yield ("jobs.topology_aware", "needs jobs.kueue: true on orchestration eks")
         return
-    known = ctx.catalog.scale.topology_labels.instance_types
-    for i, p in enumerate(ctx.spec.pools):
+    known = stack.catalog.scale.topology_labels.instance_types
+    for i, p in enumerate(stack.spec.pools):
         if p.instance_type not in known:
             yield (
                 f"pools[{i}].instance_type",
@@ -1081,13 +1034,13 @@ def _jobs_topology(ctx: Context) -> Iterator[Finding]:
             )
 
 
-@rule("jobs-kueue", "Kueue admits the job's kind (its pinned chart's integrations)")
-def _jobs_kueue(ctx: Context) -> Iterator[Finding]:
-    if not ctx.spec.jobs.kueue or ctx.spec.orchestration != "eks":
+@spec_rule("jobs-kueue", "Kueue admits the job's kind (its pinned chart's integrations)")
+def _jobs_kueue(stack: Stack) -> Iterator[Finding]:
+    if not stack.spec.jobs.kueue or stack.spec.orchestration != "eks":
         return
-    queues = [c for c in ctx.catalog.charts.values() if c.role == "queue"]
-    chart = ctx.catalog.controller_chart(_controller(ctx))
-    kind = ctx.spec.jobs.kind or (chart.manifest_kind if chart else None) or "job"
+    queues = [c for c in stack.catalog.charts.values() if c.role == "queue"]
+    chart = stack.catalog.controller_chart(_controller(stack))
+    kind = stack.spec.jobs.kind or (chart.manifest_kind if chart else None) or "job"
     integration = KUEUE_INTEGRATION.get(kind, kind)
     if not queues:
         yield ("jobs.kueue", "the catalog has no queue chart")
@@ -1100,7 +1053,7 @@ def _jobs_kueue(ctx: Context) -> Iterator[Finding]:
 
 
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
-MODULE_RULES: tuple[Rule[Context], ...] = (
+MODULE_RULES: tuple[SpecRule, ...] = (
     _region,
     _zone,
     _subnet_addresses,

@@ -447,8 +447,9 @@ def test_name_must_match_file(tmp_path: Path):
 
     f = tmp_path / "other.yaml"
     f.write_text(yaml.safe_dump(BASE))
+    spec = load_spec(f)  # the shape: the name is held to the file when it is resolved
     with pytest.raises(SpecError) as info:
-        load_spec(f)
+        resolve(spec)
     assert str(info.value) == (
         f"{f}: name: 'demo' does not match the file name 'other' (the stack name); "
         "rename one so they agree"

@@ -18,48 +18,49 @@ from accelstack.catalog.sizing import (
     training_state_bytes,
 )
 from accelstack.errors import shown
-from accelstack.spec.rules import Context, Finding, Rule, rule
+from accelstack.resolve.spec_rules import Finding, SpecRule, spec_rule
+from accelstack.resolve.stack import Stack
 
 
-def _state_bytes(ctx: Context) -> float | None:
-    wl = ctx.spec.workload
-    if wl.precision not in ctx.catalog.defaults.training_bytes_per_param:
+def _state_bytes(stack: Stack) -> float | None:
+    wl = stack.spec.workload
+    if wl.precision not in stack.catalog.defaults.training_bytes_per_param:
         return None
-    return training_state_bytes(ctx.catalog, wl.model.params_billion, wl.precision)
+    return training_state_bytes(stack.catalog, wl.model.params_billion, wl.precision)
 
 
-def _minutes(ctx: Context) -> float:
-    return ctx.spec.checkpoint.write_minutes or ctx.catalog.resilience.checkpoint.write_minutes
+def _minutes(stack: Stack) -> float:
+    return stack.spec.checkpoint.write_minutes or stack.catalog.resilience.checkpoint.write_minutes
 
 
-@rule(
+@spec_rule(
     "checkpoint-fsx-size",
     "FSx for Lustre holds the checkpoints it is linked to (keep x the full training state)",
 )
-def _fsx_size(ctx: Context) -> Iterator[Finding]:
-    gib, state = ctx.spec.storage.fsx_lustre_gib, _state_bytes(ctx)
-    if not gib or state is None or ctx.spec.orchestration != "eks":
+def _fsx_size(stack: Stack) -> Iterator[Finding]:
+    gib, state = stack.spec.storage.fsx_lustre_gib, _state_bytes(stack)
+    if not gib or state is None or stack.spec.orchestration != "eks":
         return
-    keep = ctx.catalog.resilience.checkpoint.keep
+    keep = stack.catalog.resilience.checkpoint.keep
     need = fsx_min_gib(state, keep)
     if gib < need:
         yield (
             "storage.fsx_lustre_gib",
             f"{gib} GiB cannot hold {keep} checkpoints of {state / 1e12:.2f} TB (the training "
-            f"state of {ctx.spec.workload.model.params_billion:g}B parameters); use at least "
+            f"state of {stack.spec.workload.model.params_billion:g}B parameters); use at least "
             f"{need}",
         )
 
 
-@rule(
+@spec_rule(
     "checkpoint-write-time",
     "the FSx throughput tier writes a full checkpoint within checkpoint.write_minutes",
 )
-def _write_time(ctx: Context) -> Iterator[Finding]:
-    st, state = ctx.spec.storage, _state_bytes(ctx)
-    if not st.fsx_lustre_gib or state is None or ctx.spec.orchestration != "eks":
+def _write_time(stack: Stack) -> Iterator[Finding]:
+    st, state = stack.spec.storage, _state_bytes(stack)
+    if not st.fsx_lustre_gib or state is None or stack.spec.orchestration != "eks":
         return
-    seconds, facts = 60 * _minutes(ctx), ctx.catalog.resilience.checkpoint
+    seconds, facts = 60 * _minutes(stack), stack.catalog.resilience.checkpoint
     tier = st.fsx_throughput_per_tib
     if tier is not None:
         took = fsx_write_seconds(state, st.fsx_lustre_gib, tier)
@@ -70,7 +71,7 @@ def _write_time(ctx: Context) -> Iterator[Finding]:
                 "storage.fsx_throughput_per_tib",
                 f"{tier} MB/s per TiB on {st.fsx_lustre_gib} GiB writes a "
                 f"{state / 1e12:.2f} TB checkpoint in {took / 60:.1f} min, over the "
-                f"{_minutes(ctx):g} min target (checkpoint.write_minutes); {fix}, or raise "
+                f"{_minutes(stack):g} min target (checkpoint.write_minutes); {fix}, or raise "
                 "the target",
             )
         return
@@ -79,20 +80,20 @@ def _write_time(ctx: Context) -> Iterator[Finding]:
         took = fsx_write_seconds(state, st.fsx_lustre_gib, top)
         yield (
             "checkpoint.write_minutes",
-            f"{_minutes(ctx):g} min cannot be met: even {top} MB/s per TiB on "
+            f"{_minutes(stack):g} min cannot be met: even {top} MB/s per TiB on "
             f"{st.fsx_lustre_gib} GiB takes {took / 60:.1f} min for {state / 1e12:.2f} TB; "
             f"use storage.fsx_lustre_gib >= {fsx_gib_for(state, seconds, top)} or raise the "
             "target",
         )
 
 
-@rule("checkpoint-bucket-region", "an existing checkpoint bucket is in the stack's region")
-def _bucket_region(ctx: Context) -> Iterator[Finding]:
-    ck = ctx.spec.checkpoint
-    if ck.bucket_region and ck.bucket_region != ctx.spec.region:
+@spec_rule("checkpoint-bucket-region", "an existing checkpoint bucket is in the stack's region")
+def _bucket_region(stack: Stack) -> Iterator[Finding]:
+    ck = stack.spec.checkpoint
+    if ck.bucket_region and ck.bucket_region != stack.spec.region:
         yield (
             "checkpoint.bucket_region",
-            f"{shown(ck.bucket_region)} is not the stack's region {shown(ctx.spec.region)}: "
+            f"{shown(ck.bucket_region)} is not the stack's region {shown(stack.spec.region)}: "
             "FSx links only a bucket of its own region and cross-region writes pay transfer; "
             "use a bucket in the stack's region",
         )
@@ -100,26 +101,26 @@ def _bucket_region(ctx: Context) -> Iterator[Finding]:
         yield ("checkpoint.bucket_region", "is only read with checkpoint.bucket")
 
 
-@rule("checkpoint-eks-only", "the checkpoint section applies to orchestration 'eks'")
-def _checkpoint_eks(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration == "eks":
+@spec_rule("checkpoint-eks-only", "the checkpoint section applies to orchestration 'eks'")
+def _checkpoint_eks(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration == "eks":
         return
     for key in ("bucket", "bucket_region", "prefix", "write_minutes"):
-        if getattr(ctx.spec.checkpoint, key) is not None:
+        if getattr(stack.spec.checkpoint, key) is not None:
             yield (f"checkpoint.{key}", "applies to orchestration 'eks' only")
 
 
-@rule(
+@spec_rule(
     "pool-spare-nodes",
     "spare nodes fit the capacity block or reservation; purchase.instances only there",
 )
-def _spare_nodes(ctx: Context) -> Iterator[Finding]:
-    table = ctx.catalog.purchase_options
+def _spare_nodes(stack: Stack) -> Iterator[Finding]:
+    table = stack.catalog.purchase_options
     reserved = [name for name, row in table.items() if row.needs_reservation]
-    for i, pool in enumerate(ctx.spec.pools):
+    for i, pool in enumerate(stack.spec.pools):
         at, option = f"pools[{i}]", pool.purchase.option
         held = pool.purchase.instances
-        if pool.spare_nodes and ctx.spec.orchestration != "eks":
+        if pool.spare_nodes and stack.spec.orchestration != "eks":
             yield (f"{at}.spare_nodes", "applies to orchestration 'eks' (node groups) only")
         if option not in reserved:
             if held is not None:
@@ -146,7 +147,7 @@ def _spare_nodes(ctx: Context) -> Iterator[Finding]:
 
 
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
-MODULE_RULES: tuple[Rule[Context], ...] = (
+MODULE_RULES: tuple[SpecRule, ...] = (
     _fsx_size,
     _write_time,
     _bucket_region,

@@ -1,4 +1,4 @@
-"""Cross-field rules of the run estimate (`SPEC_RULES` runs them after accelstack.spec.rules):
+"""Spec rules of the run estimate (`SPEC_RULES` runs them after accelstack.resolve.spec_rules):
 the training stack a spec names must be one the catalog knows (throughput.yaml
 training_stacks), so the estimate never silently falls back to another stack's figure."""
 
@@ -7,31 +7,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from accelstack.errors import allowed, did_you_mean, shown
-from accelstack.spec.rules import Context, Finding, Rule, rule
+from accelstack.resolve.spec_rules import Finding, SpecRule, spec_rule
+from accelstack.resolve.stack import Stack
 
 
-@rule(
+@spec_rule(
     "training-stack",
     "workload.stack names a training stack of the catalog (throughput.yaml training_stacks)",
 )
-def _training_stack(ctx: Context) -> Iterator[Finding]:
-    stack = ctx.spec.workload.stack
-    known = ctx.catalog.throughput.training_stacks
-    if stack is None or stack in known:
+def _training_stack(stack: Stack) -> Iterator[Finding]:
+    named = stack.spec.workload.stack
+    known = stack.catalog.throughput.training_stacks
+    if named is None or named in known:
         return
     yield (
         "workload.stack",
-        f"{shown(stack)} is not a known training stack{did_you_mean(stack, known)} "
+        f"{shown(named)} is not a known training stack{did_you_mean(named, known)} "
         f"(known: {allowed(known)})",
     )
 
 
-@rule(
+@spec_rule(
     "moe-active-params",
     "a mixture of experts activates no more parameters per token than it has",
 )
-def _active_params(ctx: Context) -> Iterator[Finding]:
-    m = ctx.spec.workload.model
+def _active_params(stack: Stack) -> Iterator[Finding]:
+    m = stack.spec.workload.model
     if m.active_params_billion is None or m.active_params_billion <= m.params_billion:
         return
     yield (
@@ -41,12 +42,12 @@ def _active_params(ctx: Context) -> Iterator[Finding]:
     )
 
 
-@rule(
+@spec_rule(
     "expert-parallel",
     "workload.expert_parallel needs a mixture of experts and divides the workload pool's chips",
 )
-def _expert_parallel(ctx: Context) -> Iterator[Finding]:
-    wl = ctx.spec.workload
+def _expert_parallel(stack: Stack) -> Iterator[Finding]:
+    wl = stack.spec.workload
     ep = wl.expert_parallel
     if ep is None:
         return
@@ -57,16 +58,16 @@ def _expert_parallel(ctx: Context) -> Iterator[Finding]:
             "to shard (set the active parameters per token, or remove expert_parallel)",
         )
         return
-    yield from _expert_parallel_pool(ctx, ep)
+    yield from _expert_parallel_pool(stack, ep)
 
 
-def _expert_parallel_pool(ctx: Context, ep: int) -> Iterator[Finding]:
-    wl, pool = ctx.spec.workload, ctx.spec.workload_pool
-    inst = ctx.catalog.instances.get(pool.instance_type)
+def _expert_parallel_pool(stack: Stack, ep: int) -> Iterator[Finding]:
+    wl, pool = stack.spec.workload, stack.spec.workload_pool
+    inst = stack.catalog.instances.get(pool.instance_type)
     if (
         inst is None
         or inst.chips <= 0
-        or wl.precision not in (ctx.catalog.defaults.training_bytes_per_param)
+        or wl.precision not in (stack.catalog.defaults.training_bytes_per_param)
     ):
         return  # the pool's own rules report an unknown or unaccelerated type
     chips = pool.nodes * inst.chips
@@ -82,7 +83,7 @@ def _expert_parallel_pool(ctx: Context, ep: int) -> Iterator[Finding]:
 
 
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
-MODULE_RULES: tuple[Rule[Context], ...] = (
+MODULE_RULES: tuple[SpecRule, ...] = (
     _training_stack,
     _active_params,
     _expert_parallel,

@@ -20,7 +20,7 @@ import yaml
 from accelstack.catalog import catalog_file
 from accelstack.catalog.overlay import overlay_dir
 from accelstack.errors import AccelstackError, shown
-from accelstack.spec.models import Spec
+from accelstack.resolve.stack import Stack
 from accelstack.spec.secrets import spec_strings
 
 _TABLE = Path(__file__).resolve().parent.parent / "catalog" / "placeholders.yaml"
@@ -82,15 +82,15 @@ def placeholder_findings(data: Any) -> list[tuple[str, str]]:
     return out
 
 
-def spec_placeholders(spec: Spec) -> list[str]:
-    """One line per placeholder in the spec: 'path: message'."""
-    dumped = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+def stack_placeholders(stack: Stack) -> list[str]:
+    """One line per placeholder in the stack's spec as written: 'path: message'."""
+    dumped = stack.spec.model_dump(mode="json", by_alias=True, exclude_none=True)
     return [f"{path}: {msg}" for path, msg in placeholder_findings(dumped)]
 
 
-def refuse_placeholders(spec: Spec, source: str) -> None:
+def refuse_placeholders(stack: Stack, source: str) -> None:
     """The deploy-time refusal: one line listing every placeholder (the program calls it)."""
-    found = spec_placeholders(spec)
+    found = stack_placeholders(stack)
     if found:
         raise AccelstackError(
             f"{source}: placeholder values must be replaced before deploying: {'; '.join(found)}"

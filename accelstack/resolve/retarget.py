@@ -339,10 +339,11 @@ def _retype(
     _fit_container_storage(pool, catalog, instance_type, notes)
 
 
-def _validated(out: dict[str, Any], catalog: Catalog, source: str, name: str) -> Spec:
-    """Validate the cloned mapping; every problem says the retarget caused it."""
+def _validated(out: dict[str, Any], source: str, name: str) -> Spec:
+    """The cloned mapping's shape (the rules judge it when the caller resolves it:
+    `cli.specfiles.resolved_target`); every problem says the retarget caused it."""
     try:
-        return parse_spec(out, f"{source} -> {name}", catalog)
+        return parse_spec(out, f"{source} -> {name}")
     except SpecError as exc:
         raise SpecError(
             [Problem(p.file, p.path, f"cannot retarget: {p.message}") for p in exc.problems]
@@ -360,8 +361,9 @@ def retarget(
     image: str | None = None,
     stash: dict[str, Any] | None = None,
 ) -> Retargeted:
-    """Return the cloned mapping, its validated spec and notes on what changed. `stash`: the
-    Neuron settings an earlier retarget dropped (restored when the target is Neuron again)."""
+    """Return the cloned mapping, its spec (shape checked: resolve it to run the rules) and
+    notes on what changed. `stash`: the Neuron settings an earlier retarget dropped (restored
+    when the target is Neuron again)."""
     out = copy.deepcopy(data)
     carried = dict(stash or {})
     notes: list[str] = []
@@ -381,7 +383,7 @@ def retarget(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
     notes += _new_stack_storage(out, catalog)
-    spec = _validated(out, catalog, source, name)
+    spec = _validated(out, source, name)
     return Retargeted(out, spec, notes, carried)
 
 

@@ -2,7 +2,7 @@
 UltraServers (the addresses of a created VPC are checked on the resolved stack's address plan:
 `pool-addresses` in accelstack/resolve/rules.py). Each limit is a catalog fact (scale.yaml) and
 each message names it, its source and a fix that works. `SPEC_RULES` runs them after the rules
-of `accelstack.spec.rules`."""
+of `accelstack.resolve.spec_rules`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Iterator
 
 from accelstack.catalog.scale import Limit
 from accelstack.errors import shown
-from accelstack.spec.rules import Context, Finding, PoolFacts, Rule, rule
+from accelstack.resolve.spec_rules import Finding, SpecRule, spec_rule
+from accelstack.resolve.stack import ResolvedPool, Stack
 
 
 def first_url(text: str) -> str:
@@ -24,101 +25,101 @@ def _source(limit: Limit) -> str:
     return first_url(limit.source)
 
 
-def _group_count(ctx: Context) -> list[tuple[PoolFacts, int]]:
+def _group_count(stack: Stack) -> list[tuple[ResolvedPool, int]]:
     """Each pool's node-group count (by division: a huge count is never materialised)."""
-    per = ctx.catalog.scale.limits.nodes_per_node_group.value
-    return [(f, -(-(f.pool.nodes + f.pool.spare_nodes) // per)) for f in ctx.known_pools]
+    per = stack.catalog.scale.limits.nodes_per_node_group.value
+    return [(f, -(-(f.spec.nodes + f.spec.spare_nodes) // per)) for f in stack.pools]
 
 
-@rule(
+@spec_rule(
     "pool-node-groups",
     "the pools' managed node groups (at most the EKS nodes-per-group limit each) and the system "
     "group fit the EKS node-groups-per-cluster limit",
 )
-def _node_groups(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration != "eks" or not ctx.known_pools:
+def _node_groups(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration != "eks" or not stack.pools:
         return
-    lim = ctx.catalog.scale.limits
-    counts = _group_count(ctx)
+    lim = stack.catalog.scale.limits
+    counts = _group_count(stack)
     total = sum(n for _, n in counts) + 1  # + the system node group
     if total <= lim.node_groups_per_cluster.value:
         return
-    biggest = max(counts, key=lambda c: c[0].pool.nodes)[0]
+    biggest = max(counts, key=lambda c: c[0].spec.nodes)[0]
     parts = ", ".join(f"{f.at}: {n}" for f, n in counts)
     yield (
         f"{biggest.at}.nodes",
         f"the pools need {total} managed node groups ({parts}, at most "
         f"{lim.nodes_per_node_group.value} nodes each, plus the system group) but EKS allows "
         f"{lim.node_groups_per_cluster.named()} ({_source(lim.node_groups_per_cluster)}): "
-        f"use fewer nodes (at most {ctx.catalog.scale.max_pool_nodes} in one pool) or put some "
+        f"use fewer nodes (at most {stack.catalog.scale.max_pool_nodes} in one pool) or put some "
         "pools in another stack",
     )
 
 
-@rule(
+@spec_rule(
     "pool-fleet-capacity",
     "a standalone pool (one EC2 Fleet request) is within the fleet's target capacity",
 )
-def _fleet_capacity(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration != "ec2":
+def _fleet_capacity(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration != "ec2":
         return
-    lim = ctx.catalog.scale.limits.fleet_target_capacity
-    for f in ctx.known_pools:
-        if f.pool.nodes > lim.value:
+    lim = stack.catalog.scale.limits.fleet_target_capacity
+    for f in stack.pools:
+        if f.spec.nodes > lim.value:
             yield (
                 f"{f.at}.nodes",
-                f"{f.pool.nodes} nodes exceed the {lim.named()} ({_source(lim)}): use at most "
+                f"{f.spec.nodes} nodes exceed the {lim.named()} ({_source(lim)}): use at most "
                 f"{lim.value} nodes per pool, or orchestration 'eks'",
             )
 
 
-@rule(
+@spec_rule(
     "pool-ultraserver",
     "a pool of UltraServer members is a whole number of UltraServers",
 )
-def _ultraserver(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        us = ctx.catalog.scale.ultraservers.get(f.pool.instance_type)
+def _ultraserver(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        us = stack.catalog.scale.ultraservers.get(f.spec.instance_type)
         if us is None:
             continue
-        for i, r in enumerate(f.pool.purchase.reservations):
+        for i, r in enumerate(f.spec.purchase.reservations):
             if not us.whole(r.nodes):
                 yield (
                     f"{f.at}.purchase.reservations[{i}].nodes",
                     f"{r.nodes} is not a whole number of UltraServers ({us.instances} instances "
                     "each): a Capacity Block for UltraServers holds whole ones",
                 )
-        if us.whole(f.pool.nodes):
+        if us.whole(f.spec.nodes):
             continue
-        lower = f.pool.nodes - f.pool.nodes % us.instances
+        lower = f.spec.nodes - f.spec.nodes % us.instances
         options = " or ".join(str(n) for n in (lower, lower + us.instances) if n > 0)
         yield (
             f"{f.at}.nodes",
-            f"{f.pool.nodes} {f.pool.instance_type} nodes is not a whole number of UltraServers "
+            f"{f.spec.nodes} {f.spec.instance_type} nodes is not a whole number of UltraServers "
             f"({us.instances} instances each, sharing NeuronLink; {first_url(us.source)}): "
             f"use {options}",
         )
 
 
-@rule(
+@spec_rule(
     "pool-reservations",
     "several reservations behind a pool: capacity-block or reservation only, not with "
     "reservation_id, distinct ids, node counts adding up to the pool's nodes",
 )
-def _reservations(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        buy = f.pool.purchase
+def _reservations(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        buy = f.spec.purchase
         if not buy.reservations:
             continue
         at = f"{f.at}.purchase.reservations"
-        if not ctx.catalog.purchase(buy.option).needs_reservation:
+        if not stack.catalog.purchase(buy.option).needs_reservation:
             held = " or ".join(
-                n for n, r in ctx.catalog.purchase_options.items() if r.needs_reservation
+                n for n, r in stack.catalog.purchase_options.items() if r.needs_reservation
             )
             yield (at, f"is only allowed with {held}, not '{buy.option}'")
         if buy.reservation_id:
             yield (at, "and reservation_id are exclusive: list every reservation here")
-        if ctx.spec.orchestration == "ec2":
+        if stack.spec.orchestration == "ec2":
             yield (
                 at,
                 "needs orchestration 'eks' (one node group per reservation); a standalone pool "
@@ -131,7 +132,7 @@ def _reservations(ctx: Context) -> Iterator[Finding]:
         if buy.instances is not None:
             yield (f"{f.at}.purchase.instances", "applies to one reservation_id; list each here")
         total = sum(r.nodes for r in buy.reservations)
-        running = f.pool.nodes + f.pool.spare_nodes
+        running = f.spec.nodes + f.spec.spare_nodes
         if total != running:
             parts = " + ".join(str(r.nodes) for r in buy.reservations)
             yield (
@@ -145,36 +146,36 @@ def _version(v: str) -> tuple[int, ...]:
     return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
 
 
-@rule(
+@spec_rule(
     "pool-ultraserver-placement",
     "an UltraServer pool on EKS runs a Kubernetes version the Neuron DRA driver supports",
 )
-def _ultraserver_placement(ctx: Context) -> Iterator[Finding]:
-    if ctx.spec.orchestration != "eks":
+def _ultraserver_placement(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration != "eks":
         return
-    k8s = ctx.spec.cluster.kubernetes_version or ctx.catalog.defaults.kubernetes_version
-    for f in ctx.known_pools:
-        us = ctx.catalog.scale.ultraservers.get(f.pool.instance_type)
+    k8s = stack.spec.cluster.kubernetes_version or stack.catalog.defaults.kubernetes_version
+    for f in stack.pools:
+        us = stack.catalog.scale.ultraservers.get(f.spec.instance_type)
         if us is None or _version(k8s) >= _version(us.placement.min_kubernetes):
             continue
         yield (
             "cluster.kubernetes_version",
             f"{shown(k8s)} is below {us.placement.min_kubernetes}, which the Neuron DRA driver "
-            f"needs to place {f.at} ({f.pool.instance_type}) on whole UltraServers "
+            f"needs to place {f.at} ({f.spec.instance_type}) on whole UltraServers "
             "(https://docs.aws.amazon.com/eks/latest/userguide/device-management-neuron.html): "
             f"use {us.placement.min_kubernetes} or later",
         )
 
 
-def _storage_refusal(ctx: Context, instance_type: str) -> str | None:
+def _storage_refusal(stack: Stack, instance_type: str) -> str | None:
     """Why `instance_store_raid0` cannot be honoured (None: it can)."""
-    if ctx.spec.orchestration != "eks":
+    if stack.spec.orchestration != "eks":
         return (
             "'instance_store_raid0' is an EKS node setting (nodeadm's localStorage); standalone "
             "nodes (orchestration ec2) boot the DLAMI without nodeadm and keep the root volume: "
             "allowed here: root_volume, or leave it unset"
         )
-    store = ctx.catalog.scale.instance_store
+    store = stack.catalog.scale.instance_store
     if store.strategy_for(instance_type) is not None:
         return None
     row = store.types.get(instance_type)
@@ -186,22 +187,22 @@ def _storage_refusal(ctx: Context, instance_type: str) -> str | None:
     )
 
 
-@rule(
+@spec_rule(
     "pool-container-storage",
     "container_storage instance_store_raid0 only on EKS pools of a type with enough NVMe "
     "instance-store disks for nodeadm's RAID0",
 )
-def _container_storage(ctx: Context) -> Iterator[Finding]:
-    for f in ctx.known_pools:
-        if f.pool.container_storage != "instance_store_raid0":
+def _container_storage(stack: Stack) -> Iterator[Finding]:
+    for f in stack.pools:
+        if f.spec.container_storage != "instance_store_raid0":
             continue
-        why = _storage_refusal(ctx, f.pool.instance_type)
+        why = _storage_refusal(stack, f.spec.instance_type)
         if why is not None:
             yield (f"{f.at}.container_storage", why)
 
 
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
-MODULE_RULES: tuple[Rule[Context], ...] = (
+MODULE_RULES: tuple[SpecRule, ...] = (
     _node_groups,
     _fleet_capacity,
     _ultraserver,
