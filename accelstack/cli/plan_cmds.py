@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from accelstack.cli.boundary import as_failure
-from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.cli.output import (
+    CeilingOpt,
+    FormatOpt,
+    StackOpt,
+    TextOrJson,
+    echo_json,
+    echo_overlay,
+)
 from accelstack.cli.planning import (
     accelerated_types,
     ceiling_for,
@@ -83,8 +90,8 @@ def plan(
     """Plan a spec offline: every resource, the cost report and the verdicts.
 
     Runs the Pulumi program under mocks, shows every resource and the cost report, then the
-    deploy rules and the budget verdict (exit 1 on a violation, when over budget or the
-    organisation ceiling, or when the budget sets no limit).
+    deploy rules and the budget verdict (exit 1 on a violation, or when over budget or the
+    organisation ceiling; exit 2 when the budget sets no limit: bad input).
 
     Examples:
 
@@ -123,7 +130,7 @@ def plan(
         for v in found:
             typer.echo(f"violation: {v.line()}", err=True)
     if not verdict.ok:
-        raise VerdictError(verdict.one_line())
+        raise verdict.failure()
     if found:
         raise typer.Exit(EXIT_VERDICT)
 
@@ -177,7 +184,7 @@ def _check_one(
         "pulumi_stack": ref.stack,
         "stack": stack.name,
         "ok": verdict.ok and not found,
-        "exit_code": 0 if verdict.ok and not found else VerdictError.exit_code,
+        "exit_code": verdict.exit_code or (VerdictError.exit_code if found else 0),
         "errors": ([] if verdict.ok else [verdict.one_line()]) + found,
         "violations": found,
         "resources": len(result.resources),
@@ -239,8 +246,8 @@ def check(
 
     Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
     points at, the stack's name prefix, region and AMI pins): hourly and run cost and
-    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, no
-    limit, or a deploy rule; 2 bad spec).
+    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, or a
+    deploy rule; 2 bad spec, or a budget with no limit).
 
     Examples:
 
@@ -250,10 +257,12 @@ def check(
 
       accelstack check . --strict
     """
+    from accelstack.catalog.overlay import overlay_dir
     from accelstack.cli.stackrefs import base_side, stack_refs
 
     refs = stack_refs(paths, stack_name, specs)
     if base is None:
+        echo_overlay(overlay_dir())
         _check_rows(refs, ceiling_for(ceiling, refs[0].root), fmt, [], strict)
         return
     with base_side(base, specs, refs[0].root, ceiling) as old:
@@ -262,6 +271,7 @@ def check(
             typer.echo(f"no stack changed since {base}")
             return
         with overlay_in_force(old.gate):  # the base ref's overlay and ceiling, not the PR's
+            echo_overlay(old.gate.overlay, old.overlay_label(base))
             _check_rows(refs, ceiling_of(old.gate), fmt, old.gate_changes, strict)
 
 

@@ -110,7 +110,10 @@ def planned_row(
     shown = f"{label}:{rel_to(ref.spec, ref.root)}"
     try:
         stack, result = plan_ref(ref, catalog)
-        return side_row(ref, stack, result, plan_verdict(result, stack, ceiling), shown)
+        verdict = plan_verdict(result, stack, ceiling)
+        if verdict.unbounded:  # bad input (exit 2): the stack cannot be judged, never priced
+            raise verdict.failure()
+        return side_row(ref, stack, result, verdict, shown)
     except Exception as exc:  # one broken spec must not hide the rest
         failure = as_failure(exc, f"diff {shown}")
         lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]

@@ -157,6 +157,14 @@ class BaseSide:
     gate: GateFiles  # what the gate enforces: the CI setting, else the base ref's
     head_gate: GateFiles  # the checkout's own (the change under review)
 
+    def overlay_label(self, base: str) -> str | None:
+        """How to name the overlay the gate judges by when it is the base ref's copy of the
+        checkout's overlay folder (None: the folder itself, a CI setting outside it)."""
+        head = self.head_gate.overlay
+        if head is None or self.gate.overlay == head:
+            return None
+        return f"{head} as committed at {base}"
+
     @property
     def gate_changes(self) -> list[str]:
         return gate_changes(self.gate, self.head_gate)
