@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
-from accelstack.projectfile import PROJECT_FILES, find_project_file, read_project, regular_file
+from accelstack.projectfile import (
+    PROJECT_FILES,
+    find_project_file,
+    namespaced,
+    read_project,
+    regular_file,
+)
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
@@ -138,11 +144,33 @@ def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
 
 
 def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
+    return (
+        [
+            Problem(
+                file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS)
+            )
+            for k in config
+            if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
+        ]
+        + _elsewhere(config, file)
+        + provider_problems(config, file)
+    )
+
+
+def _elsewhere(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """A key the program reads, set in another namespace (`spec:` in a project not named
+    accelstack is `<project>:spec`, which nothing reads): refused, never silently ignored."""
+    names = {k.split(":", 1)[1]: k for k in KNOWN_KEYS}
     return [
-        Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))
+        Problem(
+            file,
+            f"config.{k}",
+            f"is read by nothing (the program reads {names[name]}); did you mean '{names[name]}'?",
+        )
         for k in config
-        if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
-    ] + provider_problems(config, file)
+        for ns, _, name in [str(k).partition(":")]
+        if name in names and ns != "accelstack" and ns not in PROVIDER_NAMESPACES
+    ]
 
 
 def _credentials(config: Mapping[str, Any], file: str) -> list[Problem]:
@@ -171,13 +199,16 @@ def provider_problems(config: Mapping[str, Any], file: str) -> list[Problem]:
     ]
 
 
-def read_stack_config(path: Path) -> dict[str, Any]:
-    """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent); one line per problem."""
+def read_stack_config(path: Path, project: str = "accelstack") -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent), every key as Pulumi
+    names it (a key with no namespace is the `project`'s: `projectfile.config_key`); one line
+    per problem."""
     file = str(path)
     regular_file(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+        doc = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
     for key in REFUSED_STACK_KEYS:
@@ -197,6 +228,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(config, dict):
         raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
+    config = namespaced(config, project, file)
     problems = _unknown_keys(config, file) + _credentials(config, file)
     spec = config.get(SPEC_KEY)
     if spec is not None and not isinstance(spec, str):
@@ -235,8 +267,9 @@ def _stack_file(root: Path, stack: str) -> Path:
 
 
 def project_defaults(root: Path) -> dict[str, Any]:
-    """The project file's config defaults (every stack gets them unless its file sets the key);
-    an `accelstack:` key the program does not read is refused, as in a stack file."""
+    """The project file's config defaults (every stack gets them unless its file sets the key),
+    keys as Pulumi names them; an `accelstack:` key the program does not read is refused, as
+    in a stack file."""
     project = read_project(root)
     problems = _unknown_keys(project.defaults, str(project.path))
     if problems:
@@ -249,7 +282,8 @@ def stack_ref(root: Path, stack: str) -> StackRef:
     its stack file's config (when the file exists), as Pulumi merges them."""
     file = _stack_file(root, stack)
     present = file.is_file() or file.is_symlink()
-    config = {**project_defaults(root), **(read_stack_config(file) if present else {})}
+    name = read_project(root).name or "accelstack"
+    config = {**project_defaults(root), **(read_stack_config(file, name) if present else {})}
     pointer = spec_pointer(config, stack, file.name, root)
     spec = root / pointer
     regular_file(spec, root)
