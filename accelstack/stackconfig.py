@@ -63,42 +63,16 @@ class StackRef:
     def fingerprint(self) -> str:
         """Changes when anything the program reads for this stack changes: the spec, the
         whole stack file (config, `environment:` imports, secrets provider), the whole project
-        file (`stackConfigDir`, `main`, project-level config defaults), the program files
-        (`__main__.py`, `requirements.txt`, `wheels/`, `policies/`) and the effective
-        config. The catalog overlay and the ceiling are added by the gate
+        file (`stackConfigDir`, `main`, project-level config defaults) and the effective
+        config. The program inputs (every other file `pulumi up` can read or run), the
+        catalog overlay and the ceiling are added by the gate
         (`accelstack.cli.stackrefs.deploy_fingerprint`)."""
         h = hashlib.sha256(self.stack.encode())
-        program = program_files(self.root)
-        for part in (self.spec, self.config_file, find_project_file(self.root), *program):
+        for part in (self.spec, self.config_file, find_project_file(self.root)):
             h.update(b"\0" + (str(part.name).encode() if part is not None else b"-") + b"\0")
             h.update(part.read_bytes() if part is not None and part.is_file() else b"<none>")
         h.update(json.dumps(dict(self.config), sort_keys=True, default=str).encode())
         return h.hexdigest()
-
-
-#: What the project runs besides its YAML: the Pulumi program, the requirements `pulumi up`
-#: installs (with the wheel an `init` project keeps) and the CrossGuard pack CI previews with.
-#: A pull request that swaps any of them changes the deploy, so each is a deploy input.
-PROGRAM_FILES = ("__main__.py", "requirements.txt")
-PROGRAM_DIRS = ("wheels", "policies")
-
-
-def is_program_file(rel: str) -> bool:
-    """True for a path (relative to the project folder, `/`-separated) of a program file."""
-    return rel in PROGRAM_FILES or (rel.split("/", 1)[0] in PROGRAM_DIRS and "/" in rel)
-
-
-def program_files(root: Path) -> list[Path]:
-    """The program files of the project at `root` that exist, in a stable order."""
-    found = [root / name for name in PROGRAM_FILES if (root / name).is_file()]
-    for folder in PROGRAM_DIRS:
-        if (root / folder).is_dir():
-            found += sorted(
-                f
-                for f in (root / folder).rglob("*")
-                if f.is_file() and "__pycache__" not in f.parts
-            )
-    return found
 
 
 def _rel(path: Path, root: Path) -> str:
