@@ -127,9 +127,12 @@ def planned_row(
 
         lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
         lines = lines or [type(failure).__name__]
+        from accelstack.plan.diff_inputs import inputs_of
+
         return {
             "file": shown,
             "stack_file": rel_to(ref.config_file, ref.root) if ref.config_file else None,
+            "inputs": inputs_of(ref),
             "errors": lines,
             "headline": redact(cannot_plan(failure, ref)),
             "exit_code": failure.exit_code,

@@ -201,7 +201,11 @@ def stack_diff(
     replaced = {(r.type, r.name) for r in res.replaced}
     both = old_plan and new_plan and not broken
     rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if both else []
-    inputs = changed_values((base or {}).get("inputs") or {}, (head or {}).get("inputs") or {})
+    before, after = (base or {}).get("inputs") or {}, (head or {}).get("inputs") or {}
+    if broken:  # what a side that does not read lacks is unknown, not removed
+        both = before.keys() & after.keys()
+        before, after = {k: before[k] for k in both}, {k: after[k] for k in both}
+    inputs = changed_values(before, after)
     return StackDiff(
         stack=name,
         status=_status(base, head, res),
