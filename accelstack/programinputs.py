@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from accelstack.errors import shown
+
 if TYPE_CHECKING:
     from accelstack.projectfile import ProjectFile
 
@@ -148,7 +150,7 @@ def program_set(
     excludes: the specs stacks point at, the ceiling, an overlay), the toolchain files above
     it, what its requirements pull in from elsewhere in the repository, and the project
     file's settings besides its config."""
-    data = tuple(data)
+    data, specs = tuple(data), posixpath.normpath(specs.replace("\\", "/")).strip("/")
     stacks = _stack_files(project)
     project_name = project.path.name if project is not None and project.path else ""
     entries: dict[str, Entry] = {}
@@ -187,7 +189,7 @@ def _outside_venv(project: ProjectFile | None) -> list[str]:
     pure = posixpath.normpath(venv.replace("\\", "/")) if venv else ""
     if pure and (posixpath.isabs(pure) or pure == ".." or pure.startswith("../")):
         return [
-            f"runtime.options.virtualenv is {venv!r}, outside the project: the packages "
+            f"runtime.options.virtualenv is {shown(venv)}, outside the project: the packages "
             "the program runs with there are in no review"
         ]
     return []
@@ -268,17 +270,19 @@ class _Walk:
             rel = self.tree.rel(p)
             self.found[rel] = Entry(rel, self.tree.files[p], self.tree.blob(p))
         if not under:
-            self.unseen.append(f"{named_by} names {path!r}, which the repository does not hold")
+            self.unseen.append(
+                f"{named_by} names {shown(path)}, which the repository does not hold"
+            )
         return bool(under)
 
     def resolve(self, value: str, base: str, named_by: str) -> str | None:
         """The repository path `value` names, relative to repository folder `base`."""
         if _ENV_VAR.search(value) or value.startswith(("/", "~")):
-            self.unseen.append(f"{named_by} names {value!r}: outside any review")
+            self.unseen.append(f"{named_by} names {shown(value)}: outside any review")
             return None
         joined = posixpath.normpath(posixpath.join(base or ".", value.replace("\\", "/")))
         if joined == ".." or joined.startswith("../"):
-            self.unseen.append(f"{named_by} names {value!r}, outside the repository")
+            self.unseen.append(f"{named_by} names {shown(value)}, outside the repository")
             return None
         return "" if joined == "." else joined
 
@@ -450,7 +454,7 @@ def read_acceptance(data: bytes | None, file: str) -> str | None:
     """The fingerprint an acceptance file names (None: no file); one line when it is not one."""
     import yaml
 
-    from accelstack.errors import Problem, SpecError, shown
+    from accelstack.errors import Problem, SpecError
 
     if data is None:
         return None

@@ -197,7 +197,7 @@ def _default(value: Any) -> tuple[bool, Any]:
 
 
 def _load(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")  # Pulumi strips a UTF-8 BOM (loaders.go:30-49)
     return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
 
 

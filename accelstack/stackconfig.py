@@ -180,7 +180,7 @@ def read_stack_config(path: Path, project: str = "accelstack") -> dict[str, Any]
     file = str(path)
     regular_file(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a UTF-8 BOM is stripped, as Pulumi does
         doc = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -141,3 +141,14 @@ def test_config_keys_as_pulumi_names_them(key: str, full: str) -> None:
 def test_a_key_pulumi_cannot_parse_is_refused() -> None:
     with pytest.raises(SpecError, match="not a configuration key Pulumi can read"):
         config_key("p", "a:b:c", "Pulumi.yaml")
+
+
+def test_a_byte_order_mark_is_read_past_as_pulumi_does(tmp_path: Path) -> None:
+    """pulumi/pulumi sdk/go/common/workspace/loaders.go readFileStripUTF8BOM."""
+    root = _project(tmp_path)
+    (root / "Pulumi.yaml").unlink()
+    (root / "Pulumi.json").write_bytes(b'\xef\xbb\xbf{"name": "accelstack", "runtime": "python"}')
+    (root / "Pulumi.prod.json").write_bytes(
+        b'\xef\xbb\xbf{"config": {"spec": "stacks/llama3-70b-p5.yaml"}}'
+    )
+    assert _stacks(root)["prod"] == "stacks/llama3-70b-p5.yaml"

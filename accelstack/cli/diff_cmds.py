@@ -258,7 +258,8 @@ def _programs(
     specs their stacks deploy and the gate's own files left out."""
     from accelstack.cli.gittree import folder_tree, ref_tree
 
-    gate = [] if dirs else gate_data(head_files(ceiling, Path.cwd()), Path.cwd())
+    here = sides[1][2] if dirs else Path.cwd()  # the gate's files, named as the head has them
+    gate = gate_data(head_files(ceiling, here), here)
     own = [gate + spec_data(refs.values(), root) for _, refs, root in sides]
     data = own[0] + own[1]
     out = []

@@ -330,8 +330,8 @@ def _check_rows(
     else:
         for line in gate:
             typer.echo(f"GATE INPUT: {line}")
-        for change in program.changes:
-            typer.echo(f"PROGRAM INPUT: {change.line()}")
+        for line in program.lines():
+            typer.echo(f"PROGRAM INPUT: {line}")
         for row in rows:
             _echo_checked(row)
         typer.echo(f"{passed} of {len(rows)} specs passed")

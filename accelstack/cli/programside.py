@@ -104,9 +104,19 @@ class ProgramVerdict:
     accepted: bool | None = None
     refusal: str | None = None
 
+    def lines(self) -> list[str]:
+        """One line per change, as `check` prints them (credential-looking text redacted)."""
+        from accelstack.spec.secrets import redact
+
+        return [redact(c.line()) for c in self.changes]
+
     def to_dict(self) -> dict[str, object]:
+        from accelstack.spec.secrets import redact
+
         return {
-            "program_changes": [c.to_dict() for c in self.changes],
+            "program_changes": [
+                {k: redact(v) for k, v in c.to_dict().items()} for c in self.changes
+            ],
             "program_accepted": self.accepted,
             "program_refused": self.refusal,
         }
