@@ -186,3 +186,28 @@ def test_a_spec_pointed_at_from_outside_stacks_is_data_on_both_sides(
     _commit(project, "the stack deploys big.yaml")
     code, out, err = _run(capsys, "check", ".", "--base", "main", "--strict", "--format", "json")
     assert json.loads(out)["program_changes"] == [], err
+
+
+@pytest.mark.slow
+def test_python_m_never_imports_the_checkouts_modules(project: Path) -> None:
+    """`python -m accelstack.cli` run in the checkout: a committed module that shadows one the
+    gate imports lazily (PyYAML, the provider) is never imported by the gate itself."""
+    import os
+    import subprocess
+    import sys
+
+    from ..conftest import ROOT
+
+    for name in ("yaml", "pulumi_aws"):
+        _write(project, f"{name}/__init__.py", "raise SystemExit('the checkout ran in the gate')\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "accelstack.cli", "check", "stacks/trn1-finetune.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        check=False,
+    )
+    assert "the checkout ran in the gate" not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
