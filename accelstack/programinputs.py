@@ -154,9 +154,12 @@ def program_set(
     stacks = _stack_files(project)
     project_name = project.path.name if project is not None and project.path else ""
     entries: dict[str, Entry] = {}
+    inside = f"{tree.prefix}/" if tree.prefix else ""
     for path, mode in tree.files.items():
-        rel = tree.rel(path)
-        if rel.startswith("../") or rel == project_name:
+        if not path.startswith(inside):
+            continue
+        rel = path[len(inside) :]
+        if rel == project_name:
             continue
         if not _excluded(rel, specs, stacks, data):
             entries[rel] = Entry(rel, mode, tree.blob(path))
