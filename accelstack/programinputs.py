@@ -222,12 +222,16 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 _INCLUDES = {"-r": "r", "--requirement": "r", "-c": "r", "--constraint": "r"}
-_PATH_OPTIONS = {"-f": "f", "--find-links": "f", "-e": "p", "--editable": "p"}
+_PATH_OPTIONS = {
+    **{"-f": "f", "--find-links": "f", "-e": "p", "--editable": "p"},
+    **{"-i": "i", "--index-url": "i", "--extra-index-url": "i"},
+}
 
 
 def _references(line: str) -> list[tuple[str, str]]:
     """(kind, value) of what one requirements line names: 'r' a nested requirements or
-    constraints file, 'f' a find-links location, 'p' a local path or URL to install."""
+    constraints file, 'f' a find-links location, 'p' a local path or URL to install, 'i' a
+    package index."""
     words = line.split()
     out: list[tuple[str, str]] = []
     i = 0
@@ -305,6 +309,9 @@ def _walk_file(walk: _Walk, path: str) -> None:
         for variable in _ENV_VAR.findall(line):
             walk.unseen.append(f"{named_by} uses {variable}, set outside any review")
         for kind, value in _references(line):
+            if _URL.match(value) and kind in "if":  # packages from there are in no review
+                walk.unseen.append(f"{named_by} installs from {shown(value)}")
+                continue
             # -r/-c/--find-links name a path (or a URL); a requirement may be a package name
             local = _local(value) if kind == "p" else (None if _URL.match(value) else value)
             if not local or _ENV_VAR.search(local):

@@ -163,6 +163,9 @@ def test_requirements_pull_in_files_beyond_the_project_folder() -> None:
         "../uv.lock",  # found searching up from the program folder
     }
     assert program.unseen == ("requirements.txt:6 uses ${EXTRA_INDEX}, set outside any review",)
+    index = {**MONO, "infra/requirements.txt": "--extra-index-url https://pkgs.invalid/simple\n"}
+    (note,) = _set(index, prefix="infra").unseen
+    assert note == "requirements.txt:1 installs from 'https://pkgs.invalid/simple'"
     nested = {**MONO, "shared/nested.txt": "boto3\nevil\n"}
     (change,) = program_changes(
         (program, _tree(MONO, "infra")), (_set(nested, "infra"), _tree(nested, "infra"))
