@@ -143,3 +143,8 @@ class VerdictError(AccelstackError):
     """A check that ran and said no (budget exceeded, preflight failed)."""
 
     exit_code = EXIT_VERDICT
+
+
+class BudgetMissing(AccelstackError):
+    """A spec that sets no budget limit and does not say `unlimited` on purpose: bad input
+    (exit 2), refused before any price is judged."""

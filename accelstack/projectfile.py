@@ -1,11 +1,22 @@
 """The Pulumi project file as Pulumi reads it, and the one rule for reading deploy inputs.
 
-Pulumi takes the project from `Pulumi.yaml`, `Pulumi.yml` or `Pulumi.json` (the first found in
-that order); a stack's config file is `Pulumi.<stack><same extension>` in the folder named by
-`stackConfigDir` (default: the project folder); `main` moves the program; project-level
-`config:` gives every stack defaults (`key: value`, or `key: {default: ..}` / `{value: ..}`).
-Each of these changes what `pulumi up` deploys, so the gate reads them here
-(`accelstack.stackconfig`) and fingerprints the whole file.
+Pulumi takes the project from the first of `Pulumi.json`, `Pulumi.yaml`, `Pulumi.yml` in its
+folder (pulumi/pulumi@1b5949891b3cefcb9974752b24a5ecef0acc86c8
+sdk/go/common/workspace/paths.go:212-221 `findProjectInDir` tries `encoding.Exts` in order,
+sdk/go/common/encoding/marshal.go:38-43: `.json`, `.yaml`, `.yml`); the gate refuses a folder
+holding more than one, so the file a reviewer edits is the file Pulumi reads. A stack's config
+file is `Pulumi.<stack><the project file's extension>` in the folder named by `stackConfigDir`
+(paths.go:87-93); `main` moves the program (refused: the gate plans the program beside the
+project file); `runtime` names the language host and its options (`virtualenv`, `toolchain`:
+pip, poetry or uv, `typechecker`: mypy or pyright; sdk/python/cmd/pulumi-language-python/
+main.go:233-289 `parseOptions` refuses any other value). Project-level `config:` gives every
+stack defaults (`key: value`, or `key: {default: ..}` / `{value: ..}`).
+
+Config keys are namespaced as Pulumi namespaces them (`config_key`): a key without a `:` is
+the project's own (`spec:` in a project named `accelstack` is `accelstack:spec`:
+sdk/go/common/workspace/loaders.go:61-89 for stack files, pkg/workspace/config.go:159-168 for
+project config), and `ns:config:name` is the old spelling of `ns:name`
+(sdk/go/common/resource/config/key.go:45-70).
 
 `regular_file` is the one rule every reader of a deploy input (spec, stack file, project
 file, ceiling) applies: a symbolic link, or a path through one inside the project, is refused,
@@ -23,10 +34,19 @@ from typing import Any
 
 import yaml
 
-from accelstack.errors import Problem, SpecError, shown
+from accelstack.errors import Problem, SpecError, did_you_mean, shown
 
-#: The project file names Pulumi looks for, in its order.
-PROJECT_FILES = ("Pulumi.yaml", "Pulumi.yml", "Pulumi.json")
+#: The project file names Pulumi looks for, in its order (see the module doc).
+PROJECT_FILES = ("Pulumi.json", "Pulumi.yaml", "Pulumi.yml")
+#: The Python language host's runtime options and the values it accepts
+#: (sdk/python/cmd/pulumi-language-python/main.go:233-289 `parseOptions`).
+TOOLCHAINS = ("pip", "poetry", "uv")
+TYPECHECKERS = ("mypy", "pyright")
+#: Top-level keys of a project file whose effect the gate plans: the config defaults and where
+#: the stack files live. Every other setting (runtime and its options, main, plugins,
+#: packages, backend, options) decides what `pulumi up` runs: a program input
+#: (`ProjectFile.settings`, `accelstack.programinputs`).
+PLANNED_KEYS = ("config", "stackConfigDir")
 
 
 def regular_file(path: Path, root: Path | None = None) -> Path:
@@ -68,6 +88,11 @@ class ProjectFile:
     stack_config_dir: str = ""
     main: str = ""
     defaults: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+    #: The python runtime's options (`virtualenv`, `toolchain`, `typechecker`), as written
+    options: dict[str, str] = field(default_factory=dict)
+    #: Every setting besides `PLANNED_KEYS`, as Pulumi reads it (a program input)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @property
     def extension(self) -> str:
@@ -80,12 +105,60 @@ class ProjectFile:
         return self.path.read_bytes() if self.path is not None else b"<no project file>"
 
 
+def project_files(root: Path) -> list[Path]:
+    """Every project file in `root`, in Pulumi's order (a folder of that name is none)."""
+    return [root / n for n in PROJECT_FILES if (root / n).is_file() or (root / n).is_symlink()]
+
+
 def find_project_file(root: Path) -> Path | None:
     """The project file Pulumi would read in `root` (None when there is none)."""
-    for name in PROJECT_FILES:
-        if (root / name).is_file() or (root / name).is_symlink():
-            return root / name
-    return None
+    found = project_files(root)
+    return found[0] if found else None
+
+
+def config_key(project: str, key: object, file: str, where: str = "config") -> str:
+    """`key` as Pulumi names it: `project:key` when it has no namespace, `ns:name` for the
+    old `ns:config:name`; one line (exit 2) for a key Pulumi cannot parse."""
+    text = str(key)
+    parts = text.split(":")
+    if len(parts) == 1:
+        return f"{project}:{text}"
+    if len(parts) == 2:
+        return text
+    if len(parts) == 3 and parts[1] == "config":
+        return f"{parts[0]}:{parts[2]}"
+    raise SpecError(
+        [
+            Problem(
+                file,
+                f"{where}.{text}",
+                "is not a configuration key Pulumi can read; allowed: <namespace>:<name> "
+                "(or a name alone, in the project's namespace)",
+            )
+        ]
+    )
+
+
+def namespaced(config: dict[Any, Any], project: str, file: str) -> dict[str, Any]:
+    """A config mapping with every key as Pulumi names it (`config_key`); two keys naming
+    the same setting (`spec` and `accelstack:spec` in project `accelstack`) are refused,
+    since Pulumi would keep either."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in config.items():
+        full = config_key(project, key, file)
+        if full in out:
+            raise SpecError(
+                [
+                    Problem(
+                        file,
+                        f"config.{key}",
+                        f"sets {full} again (as config.{spelled[full]}); keep one",
+                    )
+                ]
+            )
+        out[full], spelled[full] = value, str(key)
+    return out
 
 
 def _inside(value: Any, file: str, key: str) -> str:
@@ -124,17 +197,30 @@ def _default(value: Any) -> tuple[bool, Any]:
 
 
 def _load(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8-sig")  # Pulumi strips a UTF-8 BOM (loaders.go:30-49)
     return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
 
 
-def read_project(root: Path) -> ProjectFile:
-    """The project file of `root` as Pulumi reads it; one line per problem (exit 2)."""
-    path = find_project_file(root)
-    if path is None:
-        return ProjectFile(None)
+def _one_project_file(root: Path) -> Path | None:
+    """The project file of `root`; several (Pulumi reads only the first) are refused."""
+    found = project_files(root)
+    if len(found) > 1:
+        raise SpecError(
+            [
+                Problem(
+                    str(found[1]),
+                    "",
+                    f"is a second project file beside {found[0].name}, which Pulumi reads "
+                    f"instead (the first of {', '.join(PROJECT_FILES)}); keep one, so the file "
+                    "a review sees is the file Pulumi reads",
+                )
+            ]
+        )
+    return found[0] if found else None
+
+
+def _document(path: Path) -> dict[str, Any]:
     file = str(path)
-    regular_file(path, root)
     try:
         doc = _load(path) or {}
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
@@ -142,6 +228,65 @@ def read_project(root: Path) -> ProjectFile:
         raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
     if not isinstance(doc, dict):
         raise SpecError([Problem(file, "", "must be a mapping (name, runtime, ...)")])
+    name = doc.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError([Problem(file, "name", f"must be the project's name, found {shown(name)}")])
+    return doc
+
+
+def _runtime_options(doc: dict[str, Any], file: str) -> dict[str, str]:
+    """The python runtime's options, checked as the language host checks them."""
+    runtime = doc.get("runtime")
+    name = runtime.get("name") if isinstance(runtime, dict) else runtime
+    if name != "python":
+        raise SpecError(
+            [
+                Problem(
+                    file,
+                    "runtime",
+                    f"is {shown(name)}; allowed: python (the accelstack program is the Python "
+                    "program the gate plans)",
+                )
+            ]
+        )
+    options = (runtime.get("options") if isinstance(runtime, dict) else None) or {}
+    if not isinstance(options, dict):
+        raise SpecError([Problem(file, "runtime.options", "must be a mapping")])
+    choices = {"toolchain": TOOLCHAINS, "typechecker": TYPECHECKERS}
+    for key, value in options.items():
+        allowed_values = choices.get(str(key))
+        if not isinstance(value, str) or (allowed_values and value not in allowed_values):
+            what = ", ".join(allowed_values) if allowed_values else "a string"
+            raise SpecError(
+                [
+                    Problem(
+                        file,
+                        f"runtime.options.{key}",
+                        f"is {shown(value)}; allowed: {what}"
+                        + did_you_mean(value, allowed_values or ()),
+                    )
+                ]
+            )
+    return {str(k): str(v) for k, v in options.items()}
+
+
+def _defaults(config: dict[Any, Any], project: str, file: str) -> dict[str, Any]:
+    defaults = {}
+    for key, value in namespaced(config, project, file).items():
+        found, default = _default(value)
+        if found:
+            defaults[key] = default
+    return defaults
+
+
+def read_project(root: Path) -> ProjectFile:
+    """The project file of `root` as Pulumi reads it; one line per problem (exit 2)."""
+    path = _one_project_file(root)
+    if path is None:
+        return ProjectFile(None)
+    file = str(path)
+    regular_file(path, root)
+    doc = _document(path)
     config = doc.get("config") or {}
     if isinstance(config, str):  # Pulumi's older form: the stack config folder
         config, folder = {}, doc.get("config")
@@ -149,11 +294,6 @@ def read_project(root: Path) -> ProjectFile:
         folder = doc.get("stackConfigDir")
     if not isinstance(config, dict):
         raise SpecError([Problem(file, "config", "must be a mapping of config keys")])
-    defaults = {}
-    for key, value in config.items():
-        found, default = _default(value)
-        if found:
-            defaults[str(key)] = default
     main = _inside(doc.get("main"), file, "main")
     if main:
         raise SpecError(
@@ -167,4 +307,13 @@ def read_project(root: Path) -> ProjectFile:
                 )
             ]
         )
-    return ProjectFile(path, _inside(folder, file, "stackConfigDir"), main, defaults)
+    name = str(doc["name"])
+    return ProjectFile(
+        path,
+        _inside(folder, file, "stackConfigDir"),
+        main,
+        _defaults(config, name, file),
+        name,
+        _runtime_options(doc, file),
+        {str(k): v for k, v in doc.items() if k not in PLANNED_KEYS},
+    )

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
-from accelstack.projectfile import PROJECT_FILES, find_project_file, read_project, regular_file
+from accelstack.projectfile import (
+    PROJECT_FILES,
+    find_project_file,
+    namespaced,
+    read_project,
+    regular_file,
+)
 
 if TYPE_CHECKING:
     from accelstack.catalog import Catalog
@@ -57,42 +63,16 @@ class StackRef:
     def fingerprint(self) -> str:
         """Changes when anything the program reads for this stack changes: the spec, the
         whole stack file (config, `environment:` imports, secrets provider), the whole project
-        file (`stackConfigDir`, `main`, project-level config defaults), the program files
-        (`__main__.py`, `requirements.txt`, `wheels/`, `policies/`) and the effective
-        config. The catalog overlay and the ceiling are added by the gate
+        file (`stackConfigDir`, `main`, project-level config defaults) and the effective
+        config. The program inputs (every other file `pulumi up` can read or run), the
+        catalog overlay and the ceiling are added by the gate
         (`accelstack.cli.stackrefs.deploy_fingerprint`)."""
         h = hashlib.sha256(self.stack.encode())
-        program = program_files(self.root)
-        for part in (self.spec, self.config_file, find_project_file(self.root), *program):
+        for part in (self.spec, self.config_file, find_project_file(self.root)):
             h.update(b"\0" + (str(part.name).encode() if part is not None else b"-") + b"\0")
             h.update(part.read_bytes() if part is not None and part.is_file() else b"<none>")
         h.update(json.dumps(dict(self.config), sort_keys=True, default=str).encode())
         return h.hexdigest()
-
-
-#: What the project runs besides its YAML: the Pulumi program, the requirements `pulumi up`
-#: installs (with the wheel an `init` project keeps) and the CrossGuard pack CI previews with.
-#: A pull request that swaps any of them changes the deploy, so each is a deploy input.
-PROGRAM_FILES = ("__main__.py", "requirements.txt")
-PROGRAM_DIRS = ("wheels", "policies")
-
-
-def is_program_file(rel: str) -> bool:
-    """True for a path (relative to the project folder, `/`-separated) of a program file."""
-    return rel in PROGRAM_FILES or (rel.split("/", 1)[0] in PROGRAM_DIRS and "/" in rel)
-
-
-def program_files(root: Path) -> list[Path]:
-    """The program files of the project at `root` that exist, in a stable order."""
-    found = [root / name for name in PROGRAM_FILES if (root / name).is_file()]
-    for folder in PROGRAM_DIRS:
-        if (root / folder).is_dir():
-            found += sorted(
-                f
-                for f in (root / folder).rglob("*")
-                if f.is_file() and "__pycache__" not in f.parts
-            )
-    return found
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -138,11 +118,33 @@ def unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
 
 
 def _unknown_keys(config: Mapping[str, Any], file: str) -> list[Problem]:
+    return (
+        [
+            Problem(
+                file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS)
+            )
+            for k in config
+            if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
+        ]
+        + _elsewhere(config, file)
+        + provider_problems(config, file)
+    )
+
+
+def _elsewhere(config: Mapping[str, Any], file: str) -> list[Problem]:
+    """A key the program reads, set in another namespace (`spec:` in a project not named
+    accelstack is `<project>:spec`, which nothing reads): refused, never silently ignored."""
+    names = {k.split(":", 1)[1]: k for k in KNOWN_KEYS}
     return [
-        Problem(file, f"config.{k}", "is not a key accelstack reads" + did_you_mean(k, KNOWN_KEYS))
+        Problem(
+            file,
+            f"config.{k}",
+            f"is read by nothing (the program reads {names[name]}); did you mean '{names[name]}'?",
+        )
         for k in config
-        if str(k).startswith("accelstack:") and k not in KNOWN_KEYS
-    ] + provider_problems(config, file)
+        for ns, _, name in [str(k).partition(":")]
+        if name in names and ns != "accelstack" and ns not in PROVIDER_NAMESPACES
+    ]
 
 
 def _credentials(config: Mapping[str, Any], file: str) -> list[Problem]:
@@ -171,13 +173,16 @@ def provider_problems(config: Mapping[str, Any], file: str) -> list[Problem]:
     ]
 
 
-def read_stack_config(path: Path) -> dict[str, Any]:
-    """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent); one line per problem."""
+def read_stack_config(path: Path, project: str = "accelstack") -> dict[str, Any]:
+    """The `config:` mapping of a Pulumi.<stack>.yaml ({} when absent), every key as Pulumi
+    names it (a key with no namespace is the `project`'s: `projectfile.config_key`); one line
+    per problem."""
     file = str(path)
     regular_file(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8-sig")  # a UTF-8 BOM is stripped, as Pulumi does
+        doc = (json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)) or {}
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise SpecError([Problem(file, "", f"cannot be read as YAML: {first}")]) from None
     for key in REFUSED_STACK_KEYS:
@@ -197,6 +202,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(config, dict):
         raise SpecError([Problem(file, "config", "must be a mapping of stack config keys")])
+    config = namespaced(config, project, file)
     problems = _unknown_keys(config, file) + _credentials(config, file)
     spec = config.get(SPEC_KEY)
     if spec is not None and not isinstance(spec, str):
@@ -235,8 +241,9 @@ def _stack_file(root: Path, stack: str) -> Path:
 
 
 def project_defaults(root: Path) -> dict[str, Any]:
-    """The project file's config defaults (every stack gets them unless its file sets the key);
-    an `accelstack:` key the program does not read is refused, as in a stack file."""
+    """The project file's config defaults (every stack gets them unless its file sets the key),
+    keys as Pulumi names them; an `accelstack:` key the program does not read is refused, as
+    in a stack file."""
     project = read_project(root)
     problems = _unknown_keys(project.defaults, str(project.path))
     if problems:
@@ -249,7 +256,8 @@ def stack_ref(root: Path, stack: str) -> StackRef:
     its stack file's config (when the file exists), as Pulumi merges them."""
     file = _stack_file(root, stack)
     present = file.is_file() or file.is_symlink()
-    config = {**project_defaults(root), **(read_stack_config(file) if present else {})}
+    name = read_project(root).name or "accelstack"
+    config = {**project_defaults(root), **(read_stack_config(file, name) if present else {})}
     pointer = spec_pointer(config, stack, file.name, root)
     spec = root / pointer
     regular_file(spec, root)

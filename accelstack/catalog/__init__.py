@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from accelstack.catalog import cache
 from accelstack.catalog.blocks import CapacityBlocks
-from accelstack.catalog.overlay import check_dir, identity, merge, overlay_dir
+from accelstack.catalog.overlay import check_dir, check_keys, identity, merge, overlay_dir
 from accelstack.catalog.price_ranges import MissingRange, PriceRange, span_in
 from accelstack.catalog.purchase import OptionLists, option_lists
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
@@ -649,7 +649,9 @@ def _read(section: Section, base: Path, overlay: Path | None = None) -> dict[str
     path, top = _paths(section, base, overlay)
     data = _read_path(path)
     if top is not None:
-        data = merge(data, _read_path(top), section.rows)
+        own = _read_path(top)
+        check_keys(own, data, top)
+        data = merge(data, own, section.rows)
     return data
 
 

@@ -8,8 +8,11 @@ overlay has the bundled file's shape and holds only what differs:
   the row's identity: an overlay row replaces the bundled row with the same identity, a new
   one is appended;
 - anything else (a scalar, a list of zones) in the overlay replaces the bundled value.
-Errors name the overlay's file when it provides that file. `accelstack prices refresh` writes
-its prices here, never into the installed package."""
+Errors name the overlay's file when it provides that file. A top-level key the bundled file of
+that name does not have is refused (`check_keys`: one line naming the file and the key, with a
+"did you mean"), so a misspelt section never leaves a negotiated price silently unread.
+`price` and `check` say which overlay is in effect and how many rows it holds (`overlay_note`).
+`accelstack prices refresh` writes its prices here, never into the installed package."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accelstack.catalog.sections import FILES as FILES
-from accelstack.errors import CatalogError
+from accelstack.errors import CatalogError, allowed, did_you_mean, shown
 
 ENV = "ACCELSTACK_CATALOG_DIR"
 #: The fields that identify a row of a list when no section says (`merge` without `rows`).
@@ -60,6 +63,39 @@ def check_dir(path: Path) -> Path:
                 f"{f}: not a catalog file (a catalog overlay holds {', '.join(FILES)})"
             )
     return path.resolve()
+
+
+def check_keys(top: Mapping[str, Any], bundled: Mapping[str, Any], where: Path) -> None:
+    """Every top-level key of an overlay file must be one its bundled file has (a key nothing
+    reads would be merged and then ignored); one line naming the file and the key."""
+    for key in top:
+        if key not in bundled:
+            raise CatalogError(
+                f"{where}: {shown(key)}: is not a section of {where.name}"
+                f"{did_you_mean(str(key), map(str, bundled))}; allowed: "
+                f"{allowed(map(str, bundled))}"
+            )
+
+
+def overlay_rows(path: Path) -> int:
+    """How many rows the overlay at `path` holds: the entries of each section of each file
+    (a price, an instance type, a region, a record); a section that is a plain value is one."""
+    import yaml
+
+    count = 0
+    for f in sorted(path.glob("*.y*ml")):
+        data = yaml.safe_load(f.read_text(encoding="utf-8")) if f.is_file() else None
+        for value in (data or {}).values() if isinstance(data, dict) else ():
+            count += len(value) if isinstance(value, list | dict) else 1
+    return count
+
+
+def overlay_note(path: Path | None, label: str | None = None) -> str | None:
+    """`overlay in effect: N rows from DIR` (None: no overlay), what `price` and `check` print
+    so a run never uses an overlay unknowingly (`label`: how to name DIR, e.g. the base ref's)."""
+    if path is None or not path.is_dir():
+        return None
+    return f"overlay in effect: {overlay_rows(path)} rows from {label or path}"
 
 
 def _hashable(value: Any) -> Any:

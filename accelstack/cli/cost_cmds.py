@@ -20,8 +20,8 @@ from accelstack.cli.output import (
     StackOpt,
     chosen,
     echo_json,
+    echo_overlay,
 )
-from accelstack.errors import VerdictError
 
 
 def _split(values: list[str] | None) -> list[str]:
@@ -40,7 +40,7 @@ def price(
 ) -> None:
     """Price the stack, estimate the training run, check the budget and the ceiling.
 
-    Exits 1 with a one-line reason when a limit is exceeded or the budget sets none.
+    Exits 1 with a one-line reason when a limit is exceeded, 2 when the budget sets none.
 
     Examples:
 
@@ -49,19 +49,21 @@ def price(
       accelstack price stacks/llama3-70b-trn2.yaml --stack prod --format markdown
     """
     from accelstack.catalog import load_catalog
+    from accelstack.catalog.overlay import overlay_dir
     from accelstack.cost.ceiling import find_ceiling
     from accelstack.cost.formats import verdict_markdown
     from accelstack.cost.guard import check_budget, render_report, verdict_json
     from accelstack.stackconfig import ref_for_spec, resolve_ref
 
     catalog = load_catalog()
+    echo_overlay(overlay_dir())
     ref = ref_for_spec(spec, stack_name)
     stack = resolve_ref(ref, catalog)
     verdict = check_budget(stack, None, find_ceiling(ceiling, ref.root))
     render = {"json": verdict_json, "markdown": verdict_markdown, "text": render_report}
     typer.echo(render[chosen(fmt, as_json)](verdict), nl=False)
     if not verdict.ok:
-        raise VerdictError(verdict.one_line())
+        raise verdict.failure()
 
 
 #: `compare --options`: the catalog holds the list, so the help names where, not which

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from accelstack.cli.boundary import as_failure
 from accelstack.cli.output import CeilingOpt, StackOpt
+from accelstack.cli.programside import (
+    ProgramSide,
+    changes_between,
+    gate_data,
+    program_side,
+    spec_data,
+)
 from accelstack.cli.stackrefs import deploy_fingerprint, side
 from accelstack.cli.trust import GateFiles, base_files, ceiling_of, gate_changes, head_files
 from accelstack.errors import Problem, SpecError
@@ -34,11 +42,13 @@ def _plan_sides(
     ceiling: Ceiling | None,
     gates: tuple[GateFiles, GateFiles] = (NO_GATE, NO_GATE),
     base_planner: BasePlanner | None = None,
+    programs: tuple[str, str] = ("", ""),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
     """Plan each changed stack on both sides; a stack whose deploy inputs are identical on
-    both (`deploy_fingerprint`: spec, stack file, project file, program files, ceiling,
-    overlay) is not planned (both sides run the same accelstack and catalog). `base_planner`:
-    the base's own accelstack plans the base side (cli/crossversion.py)."""
+    both (`deploy_fingerprint`: spec, stack file, project file, ceiling, overlay, and the
+    digest of the program inputs, `programs`) is not planned (both sides run the same
+    accelstack and catalog). `base_planner`: the base's own accelstack plans the base side
+    (cli/crossversion.py)."""
     from accelstack.catalog import load_catalog
     from accelstack.cli.planning import planned_row
 
@@ -46,7 +56,8 @@ def _plan_sides(
     same = {
         n
         for n in base[1].keys() & head[1].keys()
-        if deploy_fingerprint(base[1][n], gates[0]) == deploy_fingerprint(head[1][n], gates[1])
+        if deploy_fingerprint(base[1][n], gates[0], programs[0])
+        == deploy_fingerprint(head[1][n], gates[1], programs[1])
     }
     rows: list[dict[str, dict[str, Any]]] = [{}, {}]
     for i, (label, refs, _) in enumerate((base, head)):
@@ -55,7 +66,25 @@ def _plan_sides(
                 rows[i][name] = base_planner(refs[name], label)
             else:
                 rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
+    _name_deleted(rows[1], base[1], head[1])
     return rows[0], rows[1], sorted(same)
+
+
+def _name_deleted(
+    rows: dict[str, dict[str, Any]], old: dict[str, StackRef], new: dict[str, StackRef]
+) -> None:
+    """A head stack whose spec this change deletes (its stack file still points at it) is
+    headlined as such, not as a file that cannot be read."""
+    from accelstack.cli.planning import rel_to
+
+    for name, row in rows.items():
+        ref, was = new.get(name), old.get(name)
+        if not row.get("errors") or ref is None or was is None or ref.spec.exists():
+            continue
+        rel = rel_to(ref.spec, ref.root)
+        if (was.root / rel).is_file():
+            by = ref.config_file.name if ref.config_file else f"stack {name}"
+            row["headline"] = f"cannot plan: {rel} is deleted by this change, but {by} deploys it"
 
 
 def _per_stack(values: list[str] | None) -> dict[str, float]:
@@ -91,25 +120,29 @@ def _emit(doc: DiffDocument, fmt: DiffFormat, quiet: bool) -> None:
     typer.echo(redact(text), nl=False)
 
 
+DiffFormatOpt = Annotated[
+    DiffFormat,
+    typer.Option(
+        "--format", help="text, json, markdown, or github-comment (markdown with a marker)"
+    ),
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--threshold-usd",
+        help="github-comment: quiet unless some stack's monthly cost moves this much",
+    ),
+]
+
+
 def diff(
     base: Annotated[str, typer.Argument(help="git ref (origin/main); a folder with --dirs")],
     head: Annotated[str, typer.Argument(help="git ref (HEAD); a folder with --dirs")],
     specs: Annotated[
         str, typer.Option("--specs", help="the specs' directory inside the repository (refs)")
     ] = "stacks",
-    fmt: Annotated[
-        DiffFormat,
-        typer.Option(
-            "--format", help="text, json, markdown, or github-comment (markdown with a marker)"
-        ),
-    ] = "text",
-    threshold_usd: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold-usd",
-            help="github-comment: quiet unless some stack's monthly cost moves this much",
-        ),
-    ] = None,
+    fmt: DiffFormatOpt = "text",
+    threshold_usd: ThresholdOpt = None,
     threshold_percent: Annotated[
         float | None,
         typer.Option("--threshold-percent", help="the same, as a percentage of a stack's base"),
@@ -146,11 +179,28 @@ def diff(
     from accelstack.plan.diff import below_threshold
 
     per_stack = _per_stack(stack_threshold)
-    doc, old, new = _diff_doc(base, head, specs, stack_name, ceiling, dirs)
+    try:
+        doc, old, new = _diff_doc(base, head, specs, stack_name, ceiling, dirs)
+    except Exception as exc:  # the comment (or JSON) still says why: CI posts or updates it
+        failure = as_failure(exc, f"diff {base} {head}")
+        if fmt != "text":  # text: the one error line on stderr is the whole answer
+            _emit(_unlisted(base, head, failure), fmt, quiet=False)
+        raise failure from None
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
     failed = [r["exit_code"] for r in [*new.values(), *old.values()] if r.get("errors")]
     if failed:
         raise typer.Exit(max(failed))
+
+
+def _unlisted(base: str, head: str, failure: Exception) -> DiffDocument:
+    """The document of a diff whose stacks could not be listed (a broken project file, a ref
+    that does not exist): no stack, the reason first, never quiet."""
+    from dataclasses import replace
+
+    from accelstack.plan.diff import diff_document
+
+    lines = str(failure).splitlines() or [type(failure).__name__]
+    return replace(diff_document({}, {}, (base, head)), ok=False, errors=tuple(lines))
 
 
 def _diff_doc(
@@ -169,11 +219,14 @@ def _diff_doc(
             side(base, specs, Path(tmp, "base"), dirs),
             side(head, specs, Path(tmp, "head"), dirs),
         )
+        programs = _programs(sides, (base, head), specs, ceiling, dirs)
         if stack_name is not None:
             sides = (_only(sides[0], stack_name), _only(sides[1], stack_name))
+        digests = (programs[0].digest, programs[1].digest)
         if dirs:
             planned_with = xv.planned_with(None, None)
-            old, new, same = _plan_sides(*sides, ceiling_for(ceiling, sides[1][2]))
+            limit = ceiling_for(ceiling, sides[1][2])
+            old, new, same = _plan_sides(*sides, limit, programs=digests)
             gate: list[str] = []
         else:
             wheels = (xv.kept_wheel(base), xv.kept_wheel(head))
@@ -184,11 +237,36 @@ def _diff_doc(
                 else None
             )
             old, new, same, gate = _plan_trusted(
-                sides, base, ceiling, Path(tmp, "trusted"), (site, planned_with.base)
+                sides, base, ceiling, Path(tmp, "trusted"), (site, planned_with.base), digests
             )
+        changes = changes_between(*programs)
+        accepted = programs[1].accepted() if changes else None
     labels = (sides[0][0], sides[1][0])
     doc = diff_document(old, new, labels, same, accelerated_types(), gate)
+    doc = replace(doc, program_changes=tuple(changes), program_accepted=accepted)
     return replace(doc, planned_with=planned_with), old, new
+
+
+def _programs(
+    sides: tuple[Side, Side],
+    names: tuple[str, str],
+    specs: str,
+    ceiling: Path | None,
+    dirs: bool,
+) -> tuple[ProgramSide, ProgramSide]:
+    """Both sides' program inputs: read from each ref (or each folder with --dirs), with the
+    specs their stacks deploy and the gate's own files left out."""
+    from accelstack.cli.gittree import folder_tree, ref_tree
+
+    here = sides[1][2] if dirs else Path.cwd()  # the gate's files, named as the head has them
+    gate = gate_data(head_files(ceiling, here), here)
+    own = [gate + spec_data(refs.values(), root) for _, refs, root in sides]
+    data = own[0] + own[1]
+    out = []
+    for (_, _, root), name, alone in zip(sides, names, own, strict=True):
+        files = folder_tree(root) if dirs else ref_tree(name, Path.cwd())
+        out.append(program_side(files, root, specs, data, alone))
+    return out[0], out[1]
 
 
 Side = tuple[str, dict[str, StackRef], Path]
@@ -200,11 +278,12 @@ def _plan_trusted(
     ceiling: Path | None,
     into: Path,
     old_wheel: tuple[Path | None, str] = (None, ""),
+    programs: tuple[str, str] = ("", ""),
 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str], list[str]]:
     """Both refs planned with the gate inputs trusted from outside the change: the ceiling and
     catalog overlay of the CI setting, else the base ref's; their changes listed first.
     `old_wheel`: (the base's unpacked wheel, its version) when the base's own accelstack
-    plans the base side."""
+    plans the base side; `programs`: each side's program-input digest."""
     from accelstack.cli.crossversion import old_planner
     from accelstack.cli.trust import overlay_in_force
 
@@ -214,7 +293,7 @@ def _plan_trusted(
     planner = old_planner(site, trusted, version) if site is not None else None
     with overlay_in_force(trusted):
         gates = (trusted, head_gate)
-        old, new, same = _plan_sides(*sides, ceiling_of(trusted), gates, planner)
+        old, new, same = _plan_sides(*sides, ceiling_of(trusted), gates, planner, programs)
     return old, new, same, gate_changes(trusted, head_gate)
 
 

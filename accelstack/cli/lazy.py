@@ -81,6 +81,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "List the stacks a project deploys, as the program resolves them.",
     ),
     (
+        "accept",
+        "accelstack.cli.accept_cmds",
+        "Accept the project's program inputs as they are now: write accelstack-accept.yaml.",
+    ),
+    (
         "instances",
         "accelstack.cli.instances_cmds",
         "List the instance types: chips, memory, EFA, regions, price per purchase option.",

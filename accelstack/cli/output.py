@@ -52,3 +52,13 @@ CeilingOpt = Annotated[
         "accelstack-ceiling.yaml in the project)",
     ),
 ]
+
+
+def echo_overlay(path: Path | None, label: str | None = None) -> None:
+    """On stderr (stdout stays the report or the JSON): `overlay in effect: N rows from DIR`
+    when a catalog overlay is in effect, so no run uses one unknowingly."""
+    from accelstack.catalog.overlay import overlay_note
+
+    note = overlay_note(path, label)
+    if note is not None:
+        typer.echo(note, err=True)

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from accelstack.cli.boundary import as_failure
-from accelstack.cli.output import CeilingOpt, FormatOpt, StackOpt, TextOrJson, echo_json
+from accelstack.cli.output import (
+    CeilingOpt,
+    FormatOpt,
+    StackOpt,
+    TextOrJson,
+    echo_json,
+    echo_overlay,
+)
 from accelstack.cli.planning import (
     accelerated_types,
     ceiling_for,
@@ -22,6 +29,7 @@ from accelstack.cli.planning import (
     violation_doc,
     violations_of,
 )
+from accelstack.cli.programside import ProgramVerdict, program_verdict
 from accelstack.cli.trust import ceiling_of, overlay_in_force
 from accelstack.errors import EXIT_VERDICT, VerdictError
 
@@ -83,8 +91,8 @@ def plan(
     """Plan a spec offline: every resource, the cost report and the verdicts.
 
     Runs the Pulumi program under mocks, shows every resource and the cost report, then the
-    deploy rules and the budget verdict (exit 1 on a violation, when over budget or the
-    organisation ceiling, or when the budget sets no limit).
+    deploy rules and the budget verdict (exit 1 on a violation, or when over budget or the
+    organisation ceiling; exit 2 when the budget sets no limit: bad input).
 
     Examples:
 
@@ -123,7 +131,7 @@ def plan(
         for v in found:
             typer.echo(f"violation: {v.line()}", err=True)
     if not verdict.ok:
-        raise VerdictError(verdict.one_line())
+        raise verdict.failure()
     if found:
         raise typer.Exit(EXIT_VERDICT)
 
@@ -177,7 +185,7 @@ def _check_one(
         "pulumi_stack": ref.stack,
         "stack": stack.name,
         "ok": verdict.ok and not found,
-        "exit_code": 0 if verdict.ok and not found else VerdictError.exit_code,
+        "exit_code": verdict.exit_code or (VerdictError.exit_code if found else 0),
         "errors": ([] if verdict.ok else [verdict.one_line()]) + found,
         "violations": found,
         "resources": len(result.resources),
@@ -205,6 +213,24 @@ def _echo_checked(row: dict[str, Any]) -> None:
         typer.echo(f"  {line}", err=True)
 
 
+BaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base",
+        help="git ref: check only the stacks whose deploy inputs changed since (spec, "
+        "Pulumi.<stack>.yaml, project file, ceiling, overlay, program inputs)",
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="fail on everything `pulumi up` refuses (placeholder values, unpinned AMIs) "
+        "and on program inputs no reviewer accepted",
+    ),
+]
+
+
 def check(
     paths: Annotated[
         list[Path],
@@ -213,34 +239,25 @@ def check(
     fmt: FormatOpt = "text",
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="git ref: check only the stacks whose spec or Pulumi.<stack>.yaml changed since",
-        ),
-    ] = None,
+    base: BaseOpt = None,
     specs: Annotated[
         str, typer.Option("--specs", help="the specs' folder in a project folder")
     ] = "stacks",
-    strict: Annotated[
-        bool,
-        typer.Option(
-            "--strict",
-            help="fail on everything `pulumi up` refuses: placeholder values, unpinned AMIs",
-        ),
-    ] = False,
+    strict: StrictOpt = False,
 ) -> None:
     """Validate, plan and price every stack: the GitOps gate.
 
     With --base, only the stacks whose deploy inputs changed (spec, stack file, project file,
-    ceiling, catalog overlay) are planned, judged by the ceiling and overlay of the CI setting
-    or of the base ref (never the change's own; a change to them is listed first).
+    ceiling, catalog overlay, program inputs) are planned, judged by the ceiling and overlay
+    of the CI setting or of the base ref (never the change's own; a change to them is listed
+    first). A change to the program inputs (every other committed file: the program, modules,
+    requirements, lock files, the policy pack) is listed with its diff stat; the gate cannot
+    plan it, so --strict fails until a reviewer accepts it (`accelstack accept`).
 
     Each stack is resolved as the program resolves it (the spec its Pulumi.<stack>.yaml
     points at, the stack's name prefix, region and AMI pins): hourly and run cost and
-    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, no
-    limit, or a deploy rule; 2 bad spec).
+    warnings; non-zero on any failure (1 over budget, over the organisation ceiling, or a
+    deploy rule; 2 bad spec, or a budget with no limit).
 
     Examples:
 
@@ -250,41 +267,80 @@ def check(
 
       accelstack check . --strict
     """
-    from accelstack.cli.stackrefs import base_side, stack_refs
+    from accelstack.catalog.overlay import overlay_dir
+    from accelstack.cli.stackrefs import stack_refs
 
     refs = stack_refs(paths, stack_name, specs)
     if base is None:
-        _check_rows(refs, ceiling_for(ceiling, refs[0].root), fmt, [], strict)
+        echo_overlay(overlay_dir())
+        program = _program_here(refs[0].root, specs) if strict else ProgramVerdict()
+        _check_rows(refs, ceiling_for(ceiling, refs[0].root), fmt, [], strict, program)
         return
+    _check_since(base, refs, specs, ceiling, fmt, strict)
+
+
+def _check_since(
+    base: str, refs: list[StackRef], specs: str, ceiling: Path | None, fmt: str, strict: bool
+) -> None:
+    """`check --base`: the stacks whose deploy inputs changed, judged by the trusted gate."""
+    from accelstack.cli.stackrefs import base_side
+
     with base_side(base, specs, refs[0].root, ceiling) as old:
+        program = program_verdict(old.program, old.head_program, base)
         refs = old.changed(refs)
         if not refs:
             typer.echo(f"no stack changed since {base}")
             return
         with overlay_in_force(old.gate):  # the base ref's overlay and ceiling, not the PR's
-            _check_rows(refs, ceiling_of(old.gate), fmt, old.gate_changes, strict)
+            echo_overlay(old.gate.overlay, old.overlay_label(base))
+            _check_rows(refs, ceiling_of(old.gate), fmt, old.gate_changes, strict, program)
+
+
+def _program_here(root: Path, specs: str) -> ProgramVerdict:
+    """Without a base: whether an acceptance file still names the checkout's program inputs."""
+    from accelstack.cli.gittree import checkout_tree
+    from accelstack.cli.programside import gate_data, program_side, spec_data
+    from accelstack.cli.trust import head_files
+    from accelstack.stackconfig import project_stacks
+
+    data = gate_data(head_files(None, root), root) + spec_data(project_stacks(root, specs), root)
+    return program_verdict(None, program_side(checkout_tree(root), root, specs, data), None)
 
 
 def _check_rows(
-    refs: list[StackRef], limit: Ceiling | None, fmt: str, gate: list[str], strict: bool = False
+    refs: list[StackRef],
+    limit: Ceiling | None,
+    fmt: str,
+    gate: list[str],
+    strict: bool = False,
+    program: ProgramVerdict | None = None,
 ) -> None:
-    """Plan and judge `refs`; print the rows (gate-input changes first); exit on a failure."""
+    """Plan and judge `refs`; print the rows (gate-input and program-input changes first);
+    exit on a failure (`--strict`: also on program inputs no reviewer accepted)."""
     from accelstack.catalog import load_catalog
 
+    program = program or ProgramVerdict()
+    refused = program.refusal if strict else None
     catalog = load_catalog()  # a broken catalog is one line, not one per spec
     rows = [_check_one(ref, catalog, limit, strict) for ref in refs]
     passed = sum(1 for r in rows if r["ok"])
     if fmt == "json":
-        doc = {"ok": passed == len(rows), "passed": passed, "total": len(rows), "stacks": rows}
-        echo_json({"gate_changes": gate, **doc})
+        doc = {"ok": passed == len(rows) and not refused, "passed": passed, "total": len(rows)}
+        echo_json({"gate_changes": gate, **program.to_dict(), **doc, "stacks": rows})
     else:
         for line in gate:
             typer.echo(f"GATE INPUT: {line}")
+        for line in program.lines():
+            typer.echo(f"PROGRAM INPUT: {line}")
         for row in rows:
             _echo_checked(row)
         typer.echo(f"{passed} of {len(rows)} specs passed")
+        if refused:
+            typer.echo(f"FAIL program inputs: {refused}")
     if passed < len(rows):
         raise typer.Exit(max(r["exit_code"] for r in rows))
+    if refused:
+        raise typer.Exit(EXIT_VERDICT)
 
 
 def register(app: typer.Typer) -> None:

@@ -103,7 +103,13 @@ def side_row(
         "violations": [v.line() for v in violations_of(result, stack)],
         "items": resource_costs(verdict),
     }
-    return {"file": label, "plan": result.to_dict(), "cost": cost, "inputs": inputs_of(ref)}
+    return {
+        "file": label,
+        "stack_file": rel_to(ref.config_file, ref.root) if ref.config_file else None,
+        "plan": result.to_dict(),
+        "cost": cost,
+        "inputs": inputs_of(ref),
+    }
 
 
 def planned_row(
@@ -113,7 +119,10 @@ def planned_row(
     shown = f"{label}:{rel_to(ref.spec, ref.root)}"
     try:
         stack, result = plan_ref(ref, catalog)
-        return side_row(ref, stack, result, plan_verdict(result, stack, ceiling), shown)
+        verdict = plan_verdict(result, stack, ceiling)
+        if verdict.unbounded:  # bad input (exit 2): the stack cannot be judged, never priced
+            raise verdict.failure()
+        return side_row(ref, stack, result, verdict, shown)
     except Exception as exc:  # one broken spec must not hide the rest
         failure = as_failure(exc, f"diff {shown}")
         lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
@@ -121,7 +130,64 @@ def planned_row(
 
         lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
         lines = lines or [type(failure).__name__]
-        return {"file": shown, "errors": lines, "exit_code": failure.exit_code}
+        from accelstack.plan.diff_inputs import inputs_of
+
+        return {
+            "file": shown,
+            "stack_file": rel_to(ref.config_file, ref.root) if ref.config_file else None,
+            "inputs": inputs_of(ref),
+            "errors": lines,
+            "headline": redact(cannot_plan(failure, ref)),
+            "exit_code": failure.exit_code,
+        }
+
+
+def cannot_plan(failure: Exception, ref: StackRef) -> str:
+    """The headline of a stack that does not plan: `cannot plan: FILE[:LINE]: reason`, the
+    file relative to the project and the line of the YAML path (or of the syntax error)."""
+    from accelstack.errors import SpecError
+
+    root = f"{ref.root}/"
+    if isinstance(failure, SpecError) and failure.problems:
+        p = failure.problems[0]
+        file = p.file.replace(root, "")
+        line = _line_of(Path(p.file), p.path) or _syntax_line(p.message)
+        where = f"{file}:{line}" if line else file
+        return f"cannot plan: {where}: {f'{p.path}: ' if p.path else ''}{p.message}"
+    first = (str(failure).splitlines() or [type(failure).__name__])[0]
+    return f"cannot plan: {first.replace(root, '')}"
+
+
+def _syntax_line(message: str) -> int | None:
+    import re
+
+    found = re.search(r"\bline (\d+)", message)
+    return int(found.group(1)) if found else None
+
+
+def _line_of(file: Path, path: str) -> int | None:
+    """The line of a YAML path (`pools[0].nodes`) in `file` (None: not found, or unreadable)."""
+    import re
+
+    import yaml
+
+    if not path:
+        return None
+    try:
+        node: yaml.Node | None = yaml.compose(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+        return None
+    line = None
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if isinstance(node, yaml.MappingNode) and key:
+            hit = next((n for n in node.value if n[0].value == key), None)
+            node, line = (hit[1], hit[0].start_mark.line + 1) if hit else (None, line)
+        elif isinstance(node, yaml.SequenceNode) and index and int(index) < len(node.value):
+            node = node.value[int(index)]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 def rel_to(path: Path, root: Path) -> str:

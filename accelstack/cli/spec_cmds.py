@@ -52,13 +52,13 @@ def _deployment_names(path: Path, spec: Spec) -> list[str]:
 
 def _refuse_no_budget(spec: Spec, path: Path) -> None:
     """A spec with no limit and no `budget.unlimited` is refused, as `check` and the program
-    refuse it (exit 1, the budget verdict), so `validate` never says ok to what cannot pass."""
+    refuse it (bad input, exit 2), so `validate` never says ok to what cannot pass."""
     if spec.budget.has_limit or spec.budget.unlimited:
         return
     from accelstack.cost.guard import NO_LIMIT  # the pricing modules, only for the refusal
-    from accelstack.errors import VerdictError
+    from accelstack.errors import BudgetMissing
 
-    raise VerdictError(f"{path}: budget: {NO_LIMIT}")
+    raise BudgetMissing(f"{path}: budget: {NO_LIMIT}")
 
 
 def _validate_one(path: Path, catalog: Catalog) -> dict[str, Any]:

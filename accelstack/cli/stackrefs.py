@@ -11,9 +11,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from accelstack.cli.gittree import blobs, git, tree
+from accelstack.cli.gittree import blobs, checkout_tree, git, ref_tree, tree
+from accelstack.cli.programside import (
+    ProgramSide,
+    changes_between,
+    gate_data,
+    program_side,
+    spec_data,
+)
 from accelstack.cli.trust import GateFiles, base_files, gate_changes, head_files
 from accelstack.errors import Problem, SpecError
+from accelstack.programinputs import ProgramChange
 from accelstack.stackconfig import StackRef
 
 
@@ -80,9 +88,9 @@ def _rel_path(path: Path) -> str:
         return str(path)
 
 
-#: The files a side written out from a git ref holds: every deploy input is one of these
-#: (specs, stack files, the project file in any form, the ceiling, the catalog overlay) or a
-#: program file (`accelstack.stackconfig.PROGRAM_FILES`, `PROGRAM_DIRS`).
+#: The files a side written out from a git ref holds: the data the gate plans (specs, stack
+#: files, the project file in any form, the ceiling, the catalog overlay). The program inputs
+#: are read from the ref itself (`programside.program_side`).
 INPUT_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -90,13 +98,7 @@ def _write_out(ref: str, top: str, into: Path, cwd: Path | None) -> None:
     """Every deploy-input file under `top` at `ref`, written under `into` as committed: a
     committed symbolic link becomes a link (with its committed text), so the readers refuse it
     exactly as they refuse one in a checkout (`accelstack.projectfile.regular_file`)."""
-    from accelstack.stackconfig import is_program_file
-
-    def wanted(name: str) -> bool:
-        rel = name[len(top) + 1 :] if top else name
-        return name.endswith(INPUT_SUFFIXES) or is_program_file(rel)
-
-    rows = [r for r in tree(ref, f"{top}/" if top else ".", cwd) if wanted(r[2])]
+    rows = [r for r in tree(ref, f"{top}/" if top else ".", cwd) if r[2].endswith(INPUT_SUFFIXES)]
     rows = [r for r in rows if r[0] in ("100644", "100755", "120000")]
     for (mode, _, name), blob in zip(rows, blobs([r[1] for r in rows], cwd), strict=True):
         rel = Path(name).relative_to(top) if top else Path(name)
@@ -150,12 +152,28 @@ def side(
 
 @dataclass
 class BaseSide:
-    """The project at a base ref, written out, and the gate inputs trusted from it."""
+    """The project at a base ref, written out, the gate inputs trusted from it, and both
+    sides' program inputs (the base ref's, the checkout's)."""
 
     label: str
     refs: dict[str, StackRef]
     gate: GateFiles  # what the gate enforces: the CI setting, else the base ref's
     head_gate: GateFiles  # the checkout's own (the change under review)
+    program: ProgramSide  # the base ref's program inputs
+    head_program: ProgramSide  # the checkout's
+
+    @property
+    def program_changes(self) -> list[ProgramChange]:
+        """The program inputs the change adds, edits or deletes (it cannot plan them)."""
+        return changes_between(self.program, self.head_program)
+
+    def overlay_label(self, base: str) -> str | None:
+        """How to name the overlay the gate judges by when it is the base ref's copy of the
+        checkout's overlay folder (None: the folder itself, a CI setting outside it)."""
+        head = self.head_gate.overlay
+        if head is None or self.gate.overlay == head:
+            return None
+        return f"{head} as committed at {base}"
 
     @property
     def gate_changes(self) -> list[str]:
@@ -163,25 +181,36 @@ class BaseSide:
 
     def changed(self, refs: list[StackRef]) -> list[StackRef]:
         """The stacks of `refs` whose deploy inputs differ here (or that are new)."""
-        old = {n: deploy_fingerprint(r, self.gate) for n, r in self.refs.items()}
-        return [r for r in refs if old.get(r.stack) != deploy_fingerprint(r, self.head_gate)]
+        base, head = self.program.digest, self.head_program.digest
+        old = {n: deploy_fingerprint(r, self.gate, base) for n, r in self.refs.items()}
+        return [r for r in refs if old.get(r.stack) != deploy_fingerprint(r, self.head_gate, head)]
 
 
-def deploy_fingerprint(ref: StackRef, gate: GateFiles) -> str:
+def deploy_fingerprint(ref: StackRef, gate: GateFiles, program: str = "") -> str:
     """One fingerprint of everything that decides a stack's deploy and its verdict: the
-    stack's own inputs (`StackRef.fingerprint`: spec, stack file, project file, config) and
-    the gate's (the ceiling and the catalog overlay)."""
-    return hashlib.sha256(f"{ref.fingerprint()}:{gate.digest()}".encode()).hexdigest()
+    stack's own inputs (`StackRef.fingerprint`: spec, stack file, project file, config), the
+    gate's (the ceiling and the catalog overlay) and the project's program inputs (their
+    digest, `accelstack.programinputs`: every other file `pulumi up` can read or run)."""
+    text = f"{ref.fingerprint()}:{gate.digest()}:{program}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @contextlib.contextmanager
 def base_side(base: str, specs: str, cwd: Path, ceiling: Path | None = None) -> Iterator[BaseSide]:
-    """The base ref's project and trusted gate inputs, alive for the `with` block."""
+    """The base ref's project and trusted gate inputs, and both sides' program inputs,
+    alive for the `with` block (`cwd`: the checkout's project folder)."""
+    from accelstack.stackconfig import project_stacks
+
     with tempfile.TemporaryDirectory(prefix="accelstack-base-") as tmp:
         label = checkout_ref(base, specs, Path(tmp, "tree"), cwd=cwd)
         head = head_files(ceiling, cwd)
         trusted = base_files(head, base, cwd, Path(tmp, "trusted"))
-        yield BaseSide(label, refs_at(Path(tmp, "tree"), specs), trusted, head)
+        refs = refs_at(Path(tmp, "tree"), specs)
+        own = gate_data(head, cwd) + spec_data(project_stacks(cwd, specs), cwd)
+        data = own + spec_data(refs.values(), Path(tmp, "tree"))
+        old = program_side(ref_tree(base, cwd), Path(tmp, "tree"), specs, data)
+        new = program_side(checkout_tree(cwd), cwd, specs, data, own)
+        yield BaseSide(label, refs, trusted, head, old, new)
 
 
 def changed_since(

@@ -19,7 +19,11 @@ def stacks(
     ] = None,
     base: Annotated[
         str | None,
-        typer.Option("--base", help="git ref: only stacks whose spec or stack config changed"),
+        typer.Option(
+            "--base",
+            help="git ref: only stacks whose deploy inputs changed (spec, stack config, "
+            "project file, ceiling, overlay, program inputs)",
+        ),
     ] = None,
     specs: Annotated[str, typer.Option("--specs", help="the specs' folder in the project")] = (
         "stacks"

@@ -33,7 +33,7 @@ from accelstack.cost.pricing import (
     price_stack,
 )
 from accelstack.cost.rundata import run_data
-from accelstack.errors import VerdictError
+from accelstack.errors import AccelstackError, BudgetMissing, VerdictError
 from accelstack.jsonout import dumps
 from accelstack.resolve import Stack
 
@@ -93,6 +93,18 @@ class Verdict:
         if self.spot_factor > 1.0:
             out.append(f"the spot interruption overhead x{self.spot_factor:.4f} is an estimate")
         return out
+
+    @property
+    def exit_code(self) -> int:
+        """0 ok; 2 when the spec sets no limit (bad input, as `validate` says); else 1."""
+        return 0 if self.ok else self.failure().exit_code
+
+    def failure(self) -> AccelstackError:
+        """The error a command raises for this verdict: `BudgetMissing` (exit 2) for a spec
+        with no limit, else a `VerdictError` (exit 1) with the one-line reason."""
+        if self.unbounded:
+            return BudgetMissing(self.one_line())
+        return VerdictError(self.one_line())
 
     def one_line(self) -> str:
         if self.ok:
@@ -239,11 +251,11 @@ def enforce(
     ceiling: Ceiling | None = None,
 ) -> None:
     """Raise VerdictError (one line) when `stack` exceeds its budget or the organisation
-    ceiling, or sets no limit at all. Builds nothing."""
+    ceiling; BudgetMissing (exit 2) when it sets no limit at all. Builds nothing."""
     cost = price_plan(stack, resources) if resources is not None else None
     verdict = check_budget(stack, cost, ceiling)
     if not verdict.ok:
-        raise VerdictError(verdict.one_line())
+        raise verdict.failure()
 
 
 def report_for_plan(stack: Stack, plan: Any) -> str:

@@ -197,10 +197,15 @@ def stack_diff(
     cb, ch = _cost_of(base), _cost_of(head)
     if kept:
         ch = cb  # nothing destroys it: it keeps billing
+    delta = _delta(None, None) if broken else _delta(cb, ch)  # unknown, never a saving
     replaced = {(r.type, r.name) for r in res.replaced}
     both = old_plan and new_plan and not broken
     rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if both else []
-    inputs = changed_values((base or {}).get("inputs") or {}, (head or {}).get("inputs") or {})
+    before, after = (base or {}).get("inputs") or {}, (head or {}).get("inputs") or {}
+    if broken:  # what a side that does not read lacks is unknown, not removed
+        both = before.keys() & after.keys()
+        before, after = {k: before[k] for k in both}, {k: after[k] for k in both}
+    inputs = changed_values(before, after)
     return StackDiff(
         stack=name,
         status=_status(base, head, res),
@@ -210,7 +215,8 @@ def stack_diff(
         inputs=tuple(inputs if base and head else ()),
         rolls=tuple(NodeRoll.from_dict(r) for r in rolls),
         resources=_priced(res, cb, ch),
-        cost=StackCost(cb, ch, _delta(cb, ch)),
+        cost=StackCost(cb, ch, delta),
+        headline=str((head or {}).get("headline") or ""),
     )
 
 
@@ -229,19 +235,28 @@ def _rolls(stacks: list[StackDiff]) -> tuple[StackRoll, ...]:
     return tuple(sorted(found, key=lambda r: (not r.roll.accelerated, r.stack, r.roll.name)))
 
 
-def _orphaned(stacks: list[StackDiff]) -> tuple[OrphanedStack, ...]:
-    """The stacks gone from the head (their stack file or spec removed): nothing destroys them,
-    so they keep billing outside the repository until someone runs `pulumi destroy`."""
+def _orphaned(
+    stacks: list[StackDiff], base: dict[str, dict[str, Any]]
+) -> tuple[OrphanedStack, ...]:
+    """The stacks gone from the head (their stack file or spec deleted): nothing destroys them,
+    so they keep billing outside the repository until someone runs `pulumi destroy`. The file
+    named deleted is the one that made the stack: its stack file, else its spec."""
     return tuple(
         OrphanedStack(
             s.stack,
             s.file,
             float(s.cost.base.monthly_usd if s.cost.base else 0.0),
             (f"pulumi destroy -s {s.stack}", f"pulumi stack rm {s.stack}"),
+            base.get(s.stack, {}).get("stack_file") or _spec_of(s.file),
         )
         for s in stacks
         if s.status == "removed"
     )
+
+
+def _spec_of(label: str | None) -> str | None:
+    """The spec path of a side row's file label (`<side>:<path>`, or the path alone)."""
+    return label.rsplit(":", 1)[-1] if label else None
 
 
 def _stateful(stacks: list[StackDiff]) -> tuple[StatefulChange, ...]:
@@ -255,6 +270,10 @@ def _stateful(stacks: list[StackDiff]) -> tuple[StatefulChange, ...]:
 
 
 def _totals(stacks: list[StackDiff]) -> Totals:
+    """Cost over the stacks planned on both sides: one that cannot be planned is in no total
+    (its cost is unknown, never a saving)."""
+    stacks = [s for s in stacks if s.status != "error"]
+
     def total(side: str, key: str) -> float:
         costs = [getattr(s.cost, side) for s in stacks]
         return round(sum(float(c.get(key) if c else 0.0) for c in costs), 4)
@@ -287,7 +306,7 @@ def diff_document(
         base=labels[0],
         head=labels[1],
         rolls=_rolls(stacks),
-        orphaned=_orphaned(stacks),
+        orphaned=_orphaned(stacks, base),
         stateful=_stateful(stacks),
         stacks=tuple(stacks),
         unchanged=tuple(sorted(unchanged or [])),
@@ -330,7 +349,8 @@ def below_threshold(
     percent: float | None,
     per_stack: dict[str, float] | None = None,
 ) -> bool:
-    """True when the change is not worth a comment: nothing stateful replaced or removed, no
+    """True when the change is not worth a comment: no program input changed (the gate cannot
+    plan those), nothing stateful replaced or removed, no
     node of an accelerated pool rolls, no stack fails, and no stack's monthly cost moves by
     its threshold (`per_stack` overrides the USD threshold per stack name), and no stack file
     is removed (the stack keeps billing). Thresholds are per stack, never netted across
@@ -338,6 +358,8 @@ def below_threshold(
     doc = document.to_dict() if isinstance(document, DiffDocument) else document
     per_stack = per_stack or {}
     if doc.get("gate_changes"):  # a ceiling or overlay edit always posts
+        return False
+    if doc.get("program_changes") or doc.get("errors"):  # what cannot be planned always posts
         return False
     if doc["stateful"] or not doc["ok"] or doc.get("orphaned"):
         return False

@@ -108,13 +108,44 @@ def _roll_lines(doc: DiffDocument) -> list[str]:
 
 
 def _orphan_lines(doc: DiffDocument) -> list[str]:
-    """A stack gone from the head: not destroyed, still billing, and how to destroy it."""
+    """A stack gone from the head: the file whose deletion removed it, not destroyed, still
+    billing, and how to destroy it."""
     return [
-        f"{o.stack}: {o.file} is gone, but the stack is NOT destroyed and keeps billing "
-        f"({_usd(o.monthly_usd)}/month); to destroy it: `{o.destroy[0]}`, then "
+        f"{o.stack}: {o.deleted or o.file} is deleted, but the stack is NOT destroyed and keeps "
+        f"billing ({_usd(o.monthly_usd)}/month); to destroy it: `{o.destroy[0]}`, then "
         f"`{o.destroy[1]}`"
         for o in doc.orphaned
     ]
+
+
+#: What the reader must do about program changes, by acceptance.
+_ACCEPT_HOW = {
+    False: "NOT ACCEPTED: `accelstack check --strict` fails until a reviewer runs `accelstack "
+    "accept` and commits accelstack-accept.yaml",
+    True: "accepted by this change's accelstack-accept.yaml (it names exactly these inputs)",
+}
+
+
+def error_lines(doc: DiffDocument) -> list[str]:
+    """What cannot be planned, first: the listing's own errors, then each stack whose head
+    does not plan (`cannot plan: file:line: reason`) and each base that did not."""
+    lines = [f"cannot list the stacks: {e}" for e in doc.errors]
+    for s in doc.stacks:
+        if s.errors:
+            lines.append(f"{s.stack}: {s.headline or f'cannot plan: {s.errors[0]}'}")
+        elif s.base_errors:
+            lines.append(f"{s.stack}: the base did not plan: {s.base_errors[0]}")
+    return lines
+
+
+def program_lines(doc: DiffDocument) -> list[str]:
+    """Each program input the change adds, edits or deletes, with its diff stat."""
+    return [c.line() for c in doc.program_changes]
+
+
+def _program_title(doc: DiffDocument) -> str:
+    how = _ACCEPT_HOW[bool(doc.program_accepted)]
+    return f"the gate cannot plan them, `pulumi up` runs them; {how}"
 
 
 def _stateful_line(s: StatefulChange) -> str:
@@ -124,10 +155,13 @@ def _stateful_line(s: StatefulChange) -> str:
 
 def _summary_line(doc: DiffDocument) -> str:
     t = doc.totals
+    broken = sum(1 for s in doc.stacks if s.status == "error")
+    left_out = f" ({broken} stack(s) that cannot be planned left out)" if broken else ""
     return (
         f"monthly {_usd(t.base.monthly_usd)} -> {_usd(t.head.monthly_usd)} "
         f"({_signed(t.delta.monthly_usd)}, {_pct(t.delta_monthly_percent)}); "
         f"hourly {_signed(t.delta.hourly_usd)}; training run {_signed(t.delta.run_usd, 0)}"
+        f"{left_out}"
     )
 
 
@@ -169,7 +203,13 @@ def _text_stack(s: StackDiff) -> list[str]:
 def render_text(document: Doc) -> str:
     doc = as_document(document)
     lines = [f"accelstack diff {doc.base} -> {doc.head}"]
+    if error_lines(doc):
+        lines.append("CANNOT PLAN (not priced, counted in no total):")
+        lines += [f"  ! {line}" for line in error_lines(doc)]
     lines += _versions(doc, top=True)
+    if doc.program_changes:
+        lines.append(f"PROGRAM INPUTS CHANGED ({_program_title(doc)}):")
+        lines += [f"  ! {line}" for line in program_lines(doc)]
     if doc.gate_changes:
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
         lines += [f"  ! {line}" for line in doc.gate_changes]
@@ -211,12 +251,20 @@ def _md_table(doc: DiffDocument) -> list[str]:
         d = s.cost.delta
         hourly = f"{_usd(_cost_of(s, 'head', 'hourly_usd'))} ({_signed(d.hourly_usd)})"
         monthly = f"{_usd(_cost_of(s, 'head', 'monthly_usd'))} ({_signed(d.monthly_usd)})"
+        run = _signed(d.run_usd, 0)
+        if s.status == "error":  # unknown: never a saving
+            hourly = monthly = run = "cannot plan"
         lines.append(
             f"| `{s.stack}` | {s.status} | {hourly} | {monthly} | "
-            f"{_signed(d.run_usd, 0)} | {_verdict(s, 'base')} → {_verdict(s, 'head')} | "
+            f"{run} | {_verdict(s, 'base')} → {_verdict(s, 'head')} | "
             f"{check_verdict(s)} |"
         )
     return lines
+
+
+def _md_code_line(line: str) -> str:
+    """A line of a caution block: kept on one line, nothing read as markup."""
+    return line.replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _md_details(s: StackDiff) -> list[str]:
@@ -286,7 +334,17 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc.base}` → `{doc.head}`")
     lines.append("")
+    if error_lines(doc):
+        lines.append("> [!CAUTION]")
+        lines.append("> **Cannot plan** (not priced, counted in no total):")
+        lines += [f"> - {_md_code_line(line)}" for line in error_lines(doc)]
+        lines.append("")
     lines += _versions(doc, top=True, markdown=True)
+    if doc.program_changes:
+        lines.append("> [!CAUTION]")
+        lines.append(f"> **Program inputs changed** ({_program_title(doc)}):")
+        lines += [f"> - {_md_code_line(line)}" for line in program_lines(doc)]
+        lines.append("")
     if doc.gate_changes:
         lines.append("> [!CAUTION]")
         lines.append(
@@ -310,7 +368,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
         lines += [f"> - {_stateful_line(r)}" for r in doc.stateful]
         lines.append("")
     if not doc.stacks:
-        lines.append("No stack changed.")
+        lines.append("No stack could be listed." if doc.errors else "No stack changed.")
     else:
         lines.append(f"**Cost:** {_summary_line(doc)}")
         lines += ["", *_md_table(doc), ""]

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from accelstack.programinputs import ProgramChange
+
 Action = Literal["added", "changed", "replaced", "removed"]
 StackStatus = Literal["added", "removed", "changed", "unchanged", "error"]
 #: A before -> after value (`diff_inputs.value_change`): {key, before, after[, removed, added]}
@@ -249,12 +251,15 @@ class StackDiff:
     rolls: tuple[NodeRoll, ...]
     resources: ResourceChanges
     cost: StackCost
+    #: One line when the head does not plan: `cannot plan: file:line: reason`
+    headline: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "stack": self.stack,
             "status": self.status,
             "file": self.file,
+            "headline": self.headline,
             "errors": list(self.errors),
             "base_errors": list(self.base_errors),
             "inputs": list(self.inputs),
@@ -276,6 +281,7 @@ class StackDiff:
             rolls=tuple(NodeRoll.from_dict(r) for r in d.get("rolls") or ()),
             resources=ResourceChanges.from_dict(d["resources"]),
             cost=StackCost.from_dict(d["cost"]),
+            headline=str(d.get("headline") or ""),
         )
 
 
@@ -318,11 +324,13 @@ class OrphanedStack:
     file: str | None
     monthly_usd: float
     destroy: tuple[str, str]
+    deleted: str | None = None  # the file whose deletion removed it: stack file, else spec
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "stack": self.stack,
             "file": self.file,
+            "deleted": self.deleted,
             "monthly_usd": self.monthly_usd,
             "destroy": list(self.destroy),
         }
@@ -330,7 +338,7 @@ class OrphanedStack:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> OrphanedStack:
         first, then = d["destroy"]
-        return cls(d["stack"], d.get("file"), d["monthly_usd"], (first, then))
+        return cls(d["stack"], d.get("file"), d["monthly_usd"], (first, then), d.get("deleted"))
 
 
 @dataclass(frozen=True)
@@ -398,9 +406,9 @@ class PlannedWith:
 
 @dataclass(frozen=True)
 class DiffDocument:
-    """The whole diff: what interrupts or loses something first (gate changes, node rolls,
-    orphaned stacks, stateful changes), then the stacks, the unchanged ones and the totals.
-    `ok`: every stack planned on both sides."""
+    """The whole diff: what cannot be planned or interrupts or loses something first (errors,
+    gate and program changes, node rolls, orphaned stacks, stateful changes), then the stacks,
+    the unchanged ones and the totals. `ok`: every stack planned on both sides."""
 
     base: str
     head: str
@@ -414,6 +422,13 @@ class DiffDocument:
     gate_changes: tuple[str, ...] = ()
     version: int = 2
     planned_with: PlannedWith | None = None
+    #: The program inputs the change adds, edits or deletes (the gate cannot plan them), and
+    #: whether the head's acceptance file names them (None: nothing to accept)
+    program_changes: tuple[ProgramChange, ...] = ()
+    program_accepted: bool | None = None
+    #: What stopped the stacks being listed at all (a broken project file): the document
+    #: then holds no stack, and says so first
+    errors: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -428,6 +443,9 @@ class DiffDocument:
             "totals": self.totals.to_dict(),
             "ok": self.ok,
             "gate_changes": list(self.gate_changes),
+            "program_changes": [c.to_dict() for c in self.program_changes],
+            "program_accepted": self.program_accepted,
+            "errors": list(self.errors),
         } | ({"planned_with": self.planned_with.to_dict()} if self.planned_with else {})
 
     @classmethod
@@ -448,4 +466,9 @@ class DiffDocument:
             planned_with=PlannedWith.from_dict(d["planned_with"])
             if d.get("planned_with")
             else None,
+            program_changes=tuple(
+                ProgramChange.from_dict(c) for c in d.get("program_changes") or ()
+            ),
+            program_accepted=d.get("program_accepted"),
+            errors=tuple(d.get("errors") or ()),
         )

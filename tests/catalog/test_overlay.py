@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from accelstack.catalog import CATALOG_DIR, load_catalog
-from accelstack.catalog.overlay import ENV, merge
+from accelstack.catalog.overlay import ENV, FILES, merge
 from accelstack.catalog.refresh import default_target
 from accelstack.cli import main
 from accelstack.errors import AccelstackError, CatalogError
@@ -144,3 +144,40 @@ def test_prices_refresh_writes_into_the_overlay_never_the_package(
         default_target()
     monkeypatch.setenv(ENV, str(tmp_path))
     assert default_target() == tmp_path.resolve() / "prices.yaml"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_an_unknown_top_level_key_is_refused_in_every_overlay_file(
+    tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt section (`instance:` for `instances:`) would be merged and never read: a
+    negotiated price that silently never applies. It is one line naming the file and the key,
+    with a "did you mean", exit 2."""
+    bundled = yaml.safe_load((CATALOG_DIR / name).read_text())
+    key = next(iter(bundled))
+    typo = key[:-1] if len(key) > 4 else key + "x"
+    d = _bad_overlay(tmp_path, yaml.safe_dump({typo: {}}), name)
+    with pytest.raises(CatalogError) as err:
+        load_catalog(overlay=d)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(f"{d.resolve() / name}: '{typo}': ")
+    assert f"did you mean '{key}'?" in line
+    preset = str(ROOT / "stacks" / "trn1-multinode.yaml")
+    assert main(["--catalog", str(d), "price", preset]) == 2
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 1 and f"'{typo}'" in err_lines[0]
+
+
+def test_price_and_check_say_which_overlay_is_in_effect(
+    overlay: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    preset = str(ROOT / "stacks" / "trn1-multinode.yaml")
+    # 3 rows: one instance type, one region's offerings, one price
+    note = f"overlay in effect: 3 rows from {overlay.resolve()}"
+    assert main(["--catalog", str(overlay), "price", preset, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert note in err.splitlines() and note not in out  # stdout stays the JSON
+    assert main(["--catalog", str(overlay), "check", preset]) == 0
+    assert note in capsys.readouterr().err.splitlines()
+    assert main(["price", preset]) == 0
+    assert "overlay in effect" not in capsys.readouterr().err  # none: nothing said

@@ -138,7 +138,12 @@ def test_a_wheel_only_upgrade_shows_what_the_new_version_changes(
     text = render_text(doc).splitlines()
     assert text[1].startswith(line + f"with {NOW}")
     assert "comes from the upgrade" in text[1]  # first: it explains the rolls below
-    assert text[2].startswith("NODES ROLL")
+    # the kept wheel is a program input: named with its change, never quiet
+    assert text[2].startswith("PROGRAM INPUTS CHANGED")
+    changed = {c["path"]: c["change"] for c in doc["program_changes"]}
+    wheel = f"wheels/{new.name}"
+    assert changed == {OLD_WHEEL: "deleted", wheel: "added", "requirements.txt": "changed"}
+    assert text[6].startswith("NODES ROLL")
     assert render_markdown(doc).splitlines()[2] == f"_{text[1]}_"
 
 

@@ -187,12 +187,14 @@ def test_an_overlay_in_the_repository_is_read_from_the_base_ref(
         ' estimate: false, source: "test"}\n'
     )
     (repo / "catalog").mkdir()
-    (repo / "catalog" / "prices.yaml").write_text("prices:\n" + row % "1.34375", encoding="utf-8")
+    (repo / "catalog" / "prices.yaml").write_text(
+        "instances:\n" + row % "1.34375", encoding="utf-8"
+    )
     _commit(repo, "overlay on main")
     git(repo, "branch", "-f", "main")
     monkeypatch.setenv("ACCELSTACK_CATALOG_DIR", str(repo / "catalog"))
     assert _changed(capsys) == []
-    (repo / "catalog" / "prices.yaml").write_text("prices:\n" + row % "0.01", encoding="utf-8")
+    (repo / "catalog" / "prices.yaml").write_text("instances:\n" + row % "0.01", encoding="utf-8")
     _commit(repo, "the PR cuts its own price")
     assert _changed(capsys) == ["prod", "trn1-finetune"]
     code, out, _ = _run(

@@ -47,10 +47,10 @@ def test_validate_refuses_a_spec_without_a_budget_as_check_does(
 ) -> None:
     spec = _copy(tmp_path, "trn1-finetune", lambda d: d.pop("budget"))
     code, _, err = _run(capsys, "validate", str(spec))
-    assert code == 1 and "budget sets no max_hourly_usd" in err
+    assert code == 2 and "budget sets no max_hourly_usd" in err
     assert len(err.strip().splitlines()) == 1
     code, _, err = _run(capsys, "check", str(spec))
-    assert code == 1 and "budget sets no max_hourly_usd" in err
+    assert code == 2 and "budget sets no max_hourly_usd" in err
 
 
 def test_duplicate_private_subnets_are_refused_at_validate(

@@ -16,7 +16,7 @@ import yaml
 from accelstack.cli import main
 from accelstack.cost.ceiling import load_ceiling
 from accelstack.cost.guard import check_budget, enforce, render_report, report_for_plan
-from accelstack.errors import SpecError, VerdictError
+from accelstack.errors import BudgetMissing, SpecError, VerdictError
 from accelstack.inventory import billables
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec
@@ -76,8 +76,9 @@ def test_no_limit_fails_closed(budget: dict[str, Any]) -> None:
     assert v.one_line().startswith("trn1-multinode has no budget: budget sets no max_hourly_usd")
     assert "budget: {unlimited: true, reason: ...}" in v.one_line()
     assert "REFUSED: budget sets no" in render_report(v)
-    with pytest.raises(VerdictError, match="has no budget"):
+    with pytest.raises(BudgetMissing, match="has no budget") as info:
         enforce(over(budget))  # the program's guard
+    assert info.value.exit_code == 2 and v.exit_code == 2  # bad input, as `validate` says
 
 
 def test_unlimited_on_purpose_needs_a_reason() -> None:
@@ -102,11 +103,13 @@ def test_unbounded_64_p5_stack_is_refused_by_check_and_plan(
     del data["budget"]
     spec = tmp_path / "llama3-70b-p5.yaml"
     spec.write_text(yaml.safe_dump(data))
-    assert main(["check", str(spec)]) == 1
+    assert main(["check", str(spec)]) == 2  # bad input, never a verdict
     out, err = capsys.readouterr()
     assert "FAIL" in out and "0 of 1 specs passed" in out
     assert "llama3-70b-p5 has no budget" in err
-    assert main(["plan", str(spec)]) == 1
+    assert main(["price", str(spec)]) == 2
+    capsys.readouterr()
+    assert main(["plan", str(spec)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: llama3-70b-p5 has no budget")
 

@@ -67,9 +67,8 @@ def test_the_core_produces_typed_rows() -> None:
     assert isinstance(big.cost.head, SideCost) and big.cost.head.ok
     assert big.cost.delta == CostDelta(-0.548, -400.0, 0.0)  # 0.8219 - 1.3699 $/h
     assert doc.stateful == (StatefulChange("big", "replaced", bucket),)
-    assert doc.orphaned == (
-        OrphanedStack("gone", "f", 400.0, ("pulumi destroy -s gone", "pulumi stack rm gone")),
-    )
+    destroy = ("pulumi destroy -s gone", "pulumi stack rm gone")
+    assert doc.orphaned == (OrphanedStack("gone", "f", 400.0, destroy, deleted="f"),)
     assert gone.cost.head == gone.cost.base  # not destroyed: it keeps billing
     assert doc.totals.delta.monthly_usd == -400.0 and doc.totals.delta_monthly_percent == -28.57
     assert doc.gate_changes == ("ceiling: 1 -> 2",) and doc.unchanged == ("same",)
@@ -82,9 +81,10 @@ def test_the_json_form_is_the_published_document() -> None:
     assert list(data) == [
         *("version", "base", "head", "rolls", "orphaned", "stateful", "stacks"),
         *("unchanged", "totals", "ok", "gate_changes"),
+        *("program_changes", "program_accepted", "errors"),
     ]
     assert set(data["stacks"][0]) == {
-        *("stack", "status", "file", "errors", "base_errors", "inputs", "rolls"),
+        *("stack", "status", "file", "headline", "errors", "base_errors", "inputs", "rolls"),
         *("resources", "cost"),
     }
     replaced = data["stacks"][0]["resources"]["replaced"][0]
