@@ -200,7 +200,8 @@ def test_a_repacked_install_whose_files_differ_from_its_record_is_refused(tmp_pa
     edited installed file is never shipped into a project as if it were the release."""
     import importlib.metadata as md
 
-    from accelstack.cli.project_wheel import WheelError, _record_hash, _repack
+    from accelstack.cli.project_wheel import _repack
+    from accelstack.cli.wheelfile import WheelError, record_hash
     from accelstack.errors import AccelstackError
 
     info = tmp_path / "accelstack-9.9.dist-info"
@@ -213,7 +214,7 @@ def test_a_repacked_install_whose_files_differ_from_its_record_is_refused(tmp_pa
     }
     for rel, data in files.items():
         (tmp_path / rel).write_bytes(data)
-    record = [f"{rel},{_record_hash(data)},{len(data)}" for rel, data in files.items()]
+    record = [f"{rel},{record_hash(data)},{len(data)}" for rel, data in files.items()]
     (info / "RECORD").write_text("\n".join([*record, f"{info.name}/RECORD,,", ""]))
     name, data = _repack(md.PathDistribution(info))
     assert name == "accelstack-9.9-py3-none-any.whl" and data.startswith(b"PK")
