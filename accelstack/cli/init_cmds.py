@@ -8,11 +8,17 @@ from typing import Annotated
 
 import typer
 
+from accelstack.cli import completion
 from accelstack.errors import Problem, SpecError
 
 _DirArg = Annotated[Path, typer.Argument(help="the new project's directory (created; empty)")]
 _FromOpt = Annotated[
-    str, typer.Option("--from", help="preset name (the bundled presets) or a spec path")
+    str,
+    typer.Option(
+        "--from",
+        help="preset name (the bundled presets) or a spec path",
+        autocompletion=completion.presets,
+    ),
 ]
 _StackOpt = Annotated[
     str | None, typer.Option("--stack", help="stack (and spec) name; default the preset's")
