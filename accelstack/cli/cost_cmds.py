@@ -75,7 +75,7 @@ def price(
     stack = resolve_ref(ref, catalog)
     usage_file = find_usage(usage, ref.root)
     verdict = check_budget(stack, None, find_ceiling(ceiling, ref.root))
-    used = usage_cost(stack, verdict.cost, usage_file) if usage_file else None
+    used = usage_cost(stack, verdict.cost, usage_file, catalog) if usage_file else None
     typer.echo(_priced(verdict, used, chosen(fmt, as_json)), nl=False)
     if not verdict.ok:
         raise VerdictError(verdict.one_line())

@@ -10,7 +10,7 @@ fails there, and a build with isolation needs the network. The wheel format is s
 fixed (PEP 427: https://packaging.python.org/en/latest/specifications/binary-distribution-format/;
 core metadata 2.4: https://packaging.python.org/en/latest/specifications/core-metadata/;
 pyproject.toml's [project] table: https://packaging.python.org/en/latest/specifications/pyproject-toml/),
-and tests/cli/test_checkout_wheel.py holds the result to what setuptools builds from the same
+and tests/cli/test_wheelfile.py holds the result to what setuptools builds from the same
 checkout, file for file and field for field.
 """
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from accelstack.catalog import Catalog
 from accelstack.cost.pricing import StackCost
 from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
 from accelstack.resolve import Stack
@@ -191,20 +192,23 @@ def find_usage(flag: Path | None = None, root: Path | None = None) -> UsageFile 
     return load_usage(project) if project.is_file() else None
 
 
-def usage_cost(stack: Stack, cost: StackCost, usage: UsageFile) -> UsageCost:
-    """Each usage amount of the stack, priced at the catalog's rate for its region."""
+def usage_cost(stack: Stack, cost: StackCost, usage: UsageFile, catalog: Catalog) -> UsageCost:
+    """Each usage amount of the stack, priced at `catalog`'s rate for the stack's region."""
     present = {item.type for item in cost.items}
     lines: list[UsageLine] = []
     for group, keys in usage.for_stack(stack.name).items():
         has = not GROUP_TYPES[group] or any(t in present for t in GROUP_TYPES[group])
         for key, amount in keys.items():
-            lines.append(_priced(stack, group, key, amount, has))
+            lines.append(_priced(catalog, stack.region, (group, key), amount, has))
     return UsageCost(usage.source, tuple(lines))
 
 
-def _priced(stack: Stack, group: str, key: str, amount: float, has: bool) -> UsageLine:
+def _priced(
+    catalog: Catalog, region: str, where: tuple[str, str], amount: float, has: bool
+) -> UsageLine:
+    group, key = where
     item, times, label = USAGE_KEYS[group][key]
-    rate = stack.catalog.service_rate(stack.region, item)
+    rate = catalog.service_rate(region, item)
     unit = rate.unit or "unit"
     usd = amount * times / unit_size(unit) * rate.usd if has else None
     return UsageLine(

@@ -36,7 +36,7 @@ VALUE_LIMIT = 80
 RUN_LIMIT = 300
 
 #: The detectors `detectors.plugins()` runs, by class name: `MAYBE_CREDENTIAL` was written for
-#: these (tests/spec/test_secrets_prefilter.py fails when the library adds or drops one).
+#: these (tests/redaction/test_prefilter.py fails when the library adds or drops one).
 COVERED_DETECTORS = frozenset(
     {
         "AWSKeyDetector", "AnthropicKeyDetector", "ArtifactoryDetector", "AwsSecretKeyDetector",
@@ -57,7 +57,7 @@ COVERED_DETECTORS = frozenset(
 #: What every match of every covered detector contains (a necessary condition, far looser than
 #: any detector): a line that matches none of these cannot be reported, so it is not handed to
 #: the library, whose import costs `validate` a quarter of its time.
-#: tests/spec/test_secrets_prefilter.py generates matches of each detector's own patterns and
+#: tests/redaction/test_prefilter.py generates matches of each detector's own patterns and
 #: holds every one of them flagged here.
 MAYBE_CREDENTIAL = re.compile(
     "|".join(

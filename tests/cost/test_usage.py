@@ -103,10 +103,10 @@ def test_an_item_the_stack_does_not_have_is_not_priced() -> None:
     cost = check_budget(stack).cost
     no_nat = dataclasses.replace(cost, items=tuple(i for i in cost.items if i.type != NAT_GATEWAY))
     usage = UsageFile("u.yaml", {"nat_gateway": {"monthly_data_processed_gb": 500.0}}, {})
-    (line,) = usage_cost(stack, no_nat, usage).lines
+    (line,) = usage_cost(stack, no_nat, usage, load_catalog()).lines
     assert line.monthly_usd is None
-    assert usage_cost(stack, no_nat, usage).monthly_usd == 0
-    (priced,) = usage_cost(stack, cost, usage).lines
+    assert usage_cost(stack, no_nat, usage, load_catalog()).monthly_usd == 0
+    (priced,) = usage_cost(stack, cost, usage, load_catalog()).lines
     assert priced.monthly_usd == pytest.approx(500 * priced.rate_usd)
 
 
