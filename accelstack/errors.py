@@ -12,7 +12,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from accelstack.redaction import VALUE_LIMIT, bounded, masked, shortened
+from accelstack.redaction import VALUE_LIMIT, bounded, masked
+from accelstack.redaction import shortened as shortened  # the one shortener, for messages
 
 EXIT_BAD_INPUT = 2
 EXIT_VERDICT = 1

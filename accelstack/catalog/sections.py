@@ -24,8 +24,7 @@ from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import parse_table
 from accelstack.catalog.records import parse_left_out, parse_records
 from accelstack.catalog.throughput import parse_throughput
-from accelstack.errors import CatalogError, did_you_mean
-from accelstack.redaction import shortened
+from accelstack.errors import CatalogError, did_you_mean, shortened
 
 #: How to name the user's overlay in a hint.
 OVERLAY = "your catalog overlay (--catalog DIR or ACCELSTACK_CATALOG_DIR)"

@@ -16,9 +16,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from accelstack.catalog import Catalog, load_catalog
-from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.errors import Problem, SpecError, did_you_mean, shortened, shown
 from accelstack.projectfile import regular_file
-from accelstack.redaction import shortened
 from accelstack.spec.models import Spec
 from accelstack.spec.ruleset import check_rules
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
