@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import date
 
-from accelstack.errors import AccelstackError
+from accelstack.errors import AccelstackError, shown
 
 
 def today() -> date:
@@ -19,4 +19,6 @@ def today() -> date:
     try:
         return date.fromisoformat(pinned)
     except ValueError:
-        raise AccelstackError(f"ACCELSTACK_TODAY: '{pinned}' is not a YYYY-MM-DD date") from None
+        raise AccelstackError(
+            f"ACCELSTACK_TODAY: {shown(pinned)} is not a YYYY-MM-DD date"
+        ) from None

@@ -12,6 +12,9 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from accelstack.redaction import VALUE_LIMIT, bounded, masked
+from accelstack.redaction import shortened as shortened  # the one shortener, for messages
+
 EXIT_BAD_INPUT = 2
 EXIT_VERDICT = 1
 
@@ -21,20 +24,20 @@ EXIT_VERDICT = 1
 _UNSAFE = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\ud800-\\udfff]")
 
 
-def shown(value: object, limit: int = 80) -> str:
+def shown(value: object, limit: int = VALUE_LIMIT) -> str:
     """A user value as it may appear in a message: repr-style, quoted, every control or
     invisible character escaped (so a value cannot forge an extra `error:` line or move the
-    cursor), shortened to about `limit` characters."""
+    cursor), `<redacted: KIND>` in place of a value that holds a credential, shortened to
+    `limit` characters by the one shortener (`accelstack.redaction.shortened`)."""
     text = value if isinstance(value, str) else str(value)
-    if len(text) > limit:
-        text = text[:limit] + "..."
-    return repr(text)
+    return repr(shortened(masked(text), limit))
 
 
 def one_line(text: str) -> str:
     """`text` with every character that could start a new line or drive the terminal escaped
-    (a last guard for messages built from user values)."""
-    return _UNSAFE.sub(lambda m: _escape(m.group()), text)
+    and every over-long run of characters shortened (a last guard for messages built from
+    user values)."""
+    return bounded(_UNSAFE.sub(lambda m: _escape(m.group()), text))
 
 
 def _escape(ch: str) -> str:
@@ -91,12 +94,12 @@ def did_you_mean(value: object, choices: Iterable[str]) -> str:
             close = [lowered[text.lower()]]
         else:
             close = [o for o in options if o.startswith(text) or text.startswith(o)][:1]
-    return f"; did you mean '{close[0]}'?" if close else ""
+    return f"; did you mean '{shortened(close[0])}'?" if close else ""
 
 
 def allowed(choices: Iterable[str], limit: int = 12) -> str:
     options = sorted(set(choices))
-    shown = ", ".join(options[:limit])
+    shown = ", ".join(shortened(o) for o in options[:limit])
     return shown + (f", ... ({len(options)} in all)" if len(options) > limit else "")
 
 

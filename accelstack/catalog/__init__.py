@@ -44,6 +44,7 @@ from accelstack.errors import (
     UnknownInstanceType,
     allowed,
     did_you_mean,
+    shown,
 )
 
 CATALOG_DIR = Path(__file__).resolve().parent
@@ -427,7 +428,7 @@ class Catalog(_Frozen):
         except KeyError:
             hint = did_you_mean(name, self.instances)
             raise UnknownInstanceType(
-                f"'{name}' is not a known instance type{hint}"
+                f"{shown(name)} is not a known instance type{hint}"
                 f" (known: {allowed(self.accelerated_types())}){new_type_hint(name, hint)}"
             ) from None
 
@@ -540,7 +541,7 @@ class Catalog(_Frozen):
         except KeyError:
             hint = did_you_mean(region, self.regions)
             raise CatalogError(
-                f"region '{region}' has no accelerated offerings in the catalog{hint} "
+                f"region {shown(region)} has no accelerated offerings in the catalog{hint} "
                 f"(known: {allowed(self.regions)}){new_region_hint(region, hint)}"
             ) from None
 
@@ -608,7 +609,7 @@ class Catalog(_Frozen):
             return self.purchase_options[option]
         except KeyError:
             raise CatalogError(
-                f"unknown purchase option '{option}'{did_you_mean(option, self.purchase_options)}"
+                f"unknown purchase option {shown(option)}{did_you_mean(option, self.purchase_options)}"
             ) from None
 
     @staticmethod

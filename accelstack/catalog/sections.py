@@ -24,7 +24,7 @@ from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import parse_table
 from accelstack.catalog.records import parse_left_out, parse_records
 from accelstack.catalog.throughput import parse_throughput
-from accelstack.errors import CatalogError, did_you_mean
+from accelstack.errors import CatalogError, did_you_mean, shortened
 
 #: How to name the user's overlay in a hint.
 OVERLAY = "your catalog overlay (--catalog DIR or ACCELSTACK_CATALOG_DIR)"
@@ -315,7 +315,7 @@ def new_type_hint(name: str, suggestion: str) -> str:
     (nothing when a known type is a likely typo: `suggestion` is a "did you mean")."""
     if suggestion:
         return ""
-    row = f"{{{name}: {{family: ..., chips: ..., vcpus: ..., memory_gib: ..., source: ...}}}}"
+    row = f"{{{shortened(name)}: {{family: ..., chips: ..., vcpus: ..., memory_gib: ..., source: ...}}}}"
     return (
         f"; for a type the catalog lacks, {overlay_hint('instances.yaml', 'instances', row)}, "
         "with its zones in offerings_extra.yaml and its price in prices.yaml"
@@ -327,7 +327,7 @@ def new_region_hint(region: str, suggestion: str) -> str:
     nothing when a known region is a likely typo."""
     if suggestion:
         return ""
-    row = f"{{{region}: {{types: {{TYPE: [ZONE_ID, ...]}}}}}}"
+    row = f"{{{shortened(region)}: {{types: {{TYPE: [ZONE_ID, ...]}}}}}}"
     return (
         f"; for a region the catalog lacks, "
         f"{overlay_hint('offerings_extra.yaml', 'regions', row)}, with its prices in prices.yaml"

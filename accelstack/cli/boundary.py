@@ -161,10 +161,10 @@ def as_failure(exc: Exception, label: str) -> AccelstackError:
 
 
 def echo_error(lines: Iterable[str]) -> None:
-    from accelstack.spec.secrets import redact
+    from accelstack.redaction import redact_line
 
     for line in lines:
-        typer.echo(f"error: {printable(redact(line))}", err=True)
+        typer.echo(f"error: {printable(redact_line(line))}", err=True)
 
 
 def report(exc: BaseException) -> int:

@@ -7,7 +7,7 @@ API, spot history, Savings Plans and Capacity Block offerings, and rewrites the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,10 @@ from accelstack.cli.output import (
     echo_overlay,
 )
 
+if TYPE_CHECKING:
+    from accelstack.cost.guard import Verdict
+    from accelstack.cost.usage import UsageCost
+
 
 def _split(values: list[str] | None) -> list[str]:
     out: list[str] = []
@@ -31,12 +35,24 @@ def _split(values: list[str] | None) -> list[str]:
     return out
 
 
+_UsageOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--usage",
+        help="usage file of the items billed per use (NAT GB, S3 requests, inter-AZ GB), "
+        "priced beside the stack (default: $ACCELSTACK_USAGE, else accelstack-usage.yaml in "
+        "the project)",
+    ),
+]
+
+
 def price(
     spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
     fmt: FormatMdOpt = "text",
     as_json: JsonAliasOpt = False,
     stack_name: StackOpt = None,
     ceiling: CeilingOpt = None,
+    usage: _UsageOpt = None,
 ) -> None:
     """Price the stack, estimate the training run, check the budget and the ceiling.
 
@@ -51,19 +67,38 @@ def price(
     from accelstack.catalog import load_catalog
     from accelstack.catalog.overlay import overlay_dir
     from accelstack.cost.ceiling import find_ceiling
-    from accelstack.cost.formats import verdict_markdown
-    from accelstack.cost.guard import check_budget, render_report, verdict_json
+    from accelstack.cost.guard import check_budget
+    from accelstack.cost.usage import find_usage, usage_cost
     from accelstack.stackconfig import ref_for_spec, resolve_ref
 
     catalog = load_catalog()
     echo_overlay(overlay_dir())
     ref = ref_for_spec(spec, stack_name)
     stack = resolve_ref(ref, catalog)
+    usage_file = find_usage(usage, ref.root)
     verdict = check_budget(stack, None, find_ceiling(ceiling, ref.root))
-    render = {"json": verdict_json, "markdown": verdict_markdown, "text": render_report}
-    typer.echo(render[chosen(fmt, as_json)](verdict), nl=False)
+    used = usage_cost(stack, verdict.cost, usage_file, catalog) if usage_file else None
+    typer.echo(_priced(verdict, used, chosen(fmt, as_json)), nl=False)
     if not verdict.ok:
         raise verdict.failure()
+
+
+def _priced(verdict: Verdict, used: UsageCost | None, fmt: str) -> str:
+    """`price`'s output: the verdict's report, with the usage-priced items when a usage file
+    is in force (text and markdown: a block after the report; JSON: `usage`)."""
+    from accelstack.cost.formats import verdict_markdown
+    from accelstack.cost.guard import render_report, verdict_dict
+    from accelstack.cost.usage import usage_dict, usage_markdown, usage_text
+    from accelstack.jsonout import dumps
+
+    if fmt == "json":
+        doc = verdict_dict(verdict)
+        if used is not None:
+            doc["usage"] = usage_dict(used)
+        return dumps(doc)
+    if fmt == "markdown":
+        return verdict_markdown(verdict) + (usage_markdown(used) if used else "")
+    return render_report(verdict) + (usage_text(used) if used else "")
 
 
 #: `compare --options`: the catalog holds the list, so the help names where, not which

@@ -8,11 +8,17 @@ from typing import Annotated
 
 import typer
 
+from accelstack.cli import completion
 from accelstack.errors import Problem, SpecError
 
 _DirArg = Annotated[Path, typer.Argument(help="the new project's directory (created; empty)")]
 _FromOpt = Annotated[
-    str, typer.Option("--from", help="preset name (the bundled presets) or a spec path")
+    str,
+    typer.Option(
+        "--from",
+        help="preset name (the bundled presets) or a spec path",
+        autocompletion=completion.presets,
+    ),
 ]
 _StackOpt = Annotated[
     str | None, typer.Option("--stack", help="stack (and spec) name; default the preset's")
@@ -68,21 +74,21 @@ def project_files(
         ".gitignore": pf.GITIGNORE,
         "policies/PulumiPolicy.yaml": pf.POLICY_PACK_YAML,
         "policies/__main__.py": pf.POLICY_PACK_MAIN,
-        ".github/workflows/accelstack.yml": fill(pf.WORKFLOW),
-        CI_SCRIPT: ci_script(),
+        WORKFLOW: ci_file("github-actions.yml"),
+        CI_SCRIPT: ci_file("accelstack-ci.sh"),
         "README.md": fill(README) + "\n" + _run_section(stack, region),
     }
 
 
-#: The CI examples' shared shell steps, written into every project (examples/ci runs unchanged).
+#: The CI examples' shared shell steps and the GitHub workflow, written into every project
+#: as they are (one source: examples/ci, packaged as accelstack/ci; they run unchanged there).
 CI_SCRIPT = "ci/accelstack-ci.sh"
+WORKFLOW = ".github/workflows/accelstack.yml"
 
 
-def ci_script() -> str:
-    """The packaged copy of examples/ci/accelstack-ci.sh (accelstack/ci links to examples/ci)."""
-    return (Path(__file__).resolve().parent.parent / "ci" / "accelstack-ci.sh").read_text(
-        encoding="utf-8"
-    )
+def ci_file(name: str) -> str:
+    """The packaged copy of examples/ci/NAME (accelstack/ci links to examples/ci)."""
+    return (Path(__file__).resolve().parent.parent / "ci" / name).read_text(encoding="utf-8")
 
 
 def _run_section(stack: str, region: str) -> str:

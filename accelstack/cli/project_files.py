@@ -1,7 +1,7 @@
 """The files `accelstack init` writes besides the spec: a deployable Pulumi project.
 
-Texts with `@NAME@`-style placeholders (not `$` or `{}`: the CI workflow uses GitHub's `${{ }}`)
-filled by `project_files`. The program entry runs `accelstack.components.entry.main`, the same
+Texts with `@NAME@`-style placeholders filled by `project_files`. The CI workflow and its
+script are not here: `init` writes the packaged examples/ci files as they are. The program entry runs `accelstack.components.entry.main`, the same
 program as the repository's `__main__.py`.
 """
 
@@ -70,39 +70,4 @@ GITIGNORE = """\
 venv/
 __pycache__/
 *.pyc
-"""
-
-WORKFLOW = """\
-# Check every spec on each pull request, then preview the stack. A minimal workflow: see
-# accelstack's examples/ci for the cost-diff PR comment and deploy-on-merge.
-name: accelstack
-on:
-  pull_request:
-  push:
-    branches: [main]
-permissions:
-  contents: read
-  id-token: write  # OIDC: assume the deploy role without stored AWS keys
-jobs:
-  check-and-preview:
-    runs-on: ubuntu-latest
-    env:
-      PULUMI_ACCESS_TOKEN: ${{ secrets.PULUMI_ACCESS_TOKEN }}  # or PULUMI_BACKEND_URL (s3://)
-      AWS_REGION: @REGION@  # the spec's region (aws:region must match it)
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - run: python -m venv venv && venv/bin/pip install -r requirements.txt
-      - run: venv/bin/accelstack check stacks/
-      - uses: aws-actions/configure-aws-credentials@v4
-        with:
-          role-to-assume: ${{ secrets.AWS_ROLE_ARN }}  # a role that may read the account
-          aws-region: @REGION@
-      - uses: pulumi/actions@v6
-        with:
-          command: preview
-          stack-name: @STACK@
-          policyPacks: policies  # the accelstack CrossGuard pack (policies/)
 """

@@ -18,7 +18,8 @@ spec, refuses it when over budget and creates every resource that `accelstack pl
 | `requirements.txt` | accelstack @VERSION@ from `wheels/`, by path (see below) |
 | `wheels/` | the accelstack @VERSION@ wheel this project installs: no package index carries accelstack |
 | `policies/` | the accelstack CrossGuard pack: `pulumi preview --policy-pack policies` |
-| `.github/workflows/accelstack.yml` | CI: `accelstack check stacks/` and `pulumi preview` with the pack |
+| `.github/workflows/accelstack.yml` | CI (GitOps): on a pull request `check --strict`, the cost diff comment and an approved `pulumi preview`; on main `pulumi up` of every changed stack (see CI below) |
+| `ci/accelstack-ci.sh` | every shell step of the workflow (the same as accelstack's `examples/ci`) |
 
 ## Offline first
 
@@ -62,6 +63,27 @@ pulumi up --policy-pack policies                          # with the accelstack 
 ```
 
 `accelstack amis upgrade stacks/@STACK@.yaml` later shows which nodes a newer AMI would roll.
+
+## CI: the gate, the comment, preview and deploy
+
+`.github/workflows/accelstack.yml` is accelstack's `examples/ci/github-actions.yml` as it is.
+On a pull request it runs from trusted code only (`pull_request_target`: the workflow of
+`main`, accelstack installed from `main`'s `requirements.txt` and `wheels/`); the pull request
+is checked out into `pr/` and read as data, and that job holds no cloud credential. It checks
+the changed stacks with `accelstack check --strict` (budget, organisation ceiling, deploy
+rules, placeholders, unpinned AMIs) and posts the cost and resource diff as one comment. A
+`pulumi preview` of the pull request's program runs only after a reviewer approves the
+`preview` environment, with a read-only role. A push to `main` checks and deploys every stack
+whose inputs changed since the commit deployed last (every stack on the first push), creating
+new stacks. Set up once, in the repository's settings:
+
+- environments `preview` (required reviewers) and `production` (deployment branch `main`);
+- variables `AWS_REGION`, `AWS_ROLE_ARN` (deploy) and `AWS_PREVIEW_ROLE_ARN` (read-only):
+  IAM roles for GitHub's OIDC provider, each trusting only its environment's subject
+  (`repo:ORG/REPO:environment:production`, `repo:ORG/REPO:environment:preview`);
+- `PULUMI_BACKEND_URL` (variable) or the `PULUMI_ACCESS_TOKEN` secret, and
+  `PULUMI_CONFIG_PASSPHRASE` for a self-managed backend;
+- the `Check and diff` job as a required status check of `main`.
 
 ## Several stacks of one spec
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from accelstack.cli import completion
 from accelstack.cli.boundary import as_failure, echo_error
 from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS
 from accelstack.cli.output import FormatOpt, echo_json
@@ -217,14 +218,17 @@ _NameArg = Annotated[str, typer.Argument(help="new stack name (becomes stacks/NA
 _PresetOpt = Annotated[
     str,
     typer.Option(
-        "--from", help="preset name (the project's stacks/, then the bundled ones) or a path"
+        "--from",
+        help="preset name (the project's stacks/, then the bundled ones) or a path",
+        autocompletion=completion.presets,
     ),
 ]
 _InstanceTypeOpt = Annotated[
     str | None,
     typer.Option(
         help="retarget the workload pool to one of "
-        f"{', '.join(ACCELERATED_TYPES)} (or an overlay's type: `accelstack instances`)"
+        f"{', '.join(ACCELERATED_TYPES)} (or an overlay's type: `accelstack instances`)",
+        autocompletion=completion.instance_types,
     ),
 ]
 _NodesOpt = Annotated[int | None, typer.Option(min=1, help="node count of the workload pool")]

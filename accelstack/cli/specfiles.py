@@ -33,7 +33,7 @@ def preset_path(preset: str, stacks_dir: Path) -> Path:
         candidate = where / f"{preset}.yaml"
         if candidate.is_file():
             return candidate
-    from accelstack.errors import did_you_mean
+    from accelstack.errors import did_you_mean, shown
 
     names = sorted({x.stem for d in (stacks_dir, BUNDLED_PRESETS) for x in d.glob("*.yaml")})
     raise SpecError(
@@ -41,7 +41,7 @@ def preset_path(preset: str, stacks_dir: Path) -> Path:
             Problem(
                 "--from",
                 "",
-                f"no preset '{preset}' in {stacks_dir}/ or the bundled presets"
+                f"no preset {shown(preset)} in {stacks_dir}/ or the bundled presets"
                 f"{did_you_mean(preset, names)} (presets: {', '.join(names)})",
             )
         ]

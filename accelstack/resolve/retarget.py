@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accelstack.catalog import Catalog, Framework
-from accelstack.errors import Problem, SpecError, did_you_mean
+from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.spec.loader import parse_spec
 from accelstack.spec.models import Spec
 
@@ -65,7 +65,7 @@ def _workload_pool(data: dict[str, Any]) -> dict[str, Any]:
     for pool in pools:
         if name is None or pool.get("name") == name:
             return pool  # type: ignore[no-any-return]
-    raise SpecError([Problem("preset", "workload.pool", f"'{name}' is not a pool")])
+    raise SpecError([Problem("preset", "workload.pool", f"{shown(name)} is not a pool")])
 
 
 def _check_target(catalog: Catalog, instance_type: str) -> None:
@@ -77,7 +77,7 @@ def _check_target(catalog: Catalog, instance_type: str) -> None:
             Problem(
                 "--instance-type",
                 "",
-                f"'{instance_type}' is not a known "
+                f"{shown(instance_type)} is not a known "
                 f"instance type{did_you_mean(instance_type, catalog.accelerated_types())}",
             )
         ]

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.errors import Problem, SpecError, did_you_mean, shortened, shown
 from accelstack.projectfile import regular_file
 from accelstack.spec.models import Spec
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
@@ -59,14 +59,14 @@ def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
 
 def _describe(value: Any) -> str:
     if isinstance(value, str):
-        return repr(value)
+        return shown(value)
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list | tuple):
         return "a list"
     if value is None:
         return "nothing"
-    return repr(value)
+    return shortened(repr(value))
 
 
 _Message = Callable[[ErrorDetails, Any, dict[str, Any]], str]

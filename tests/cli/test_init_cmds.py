@@ -14,9 +14,12 @@ from accelstack.cli import main
 from accelstack.plan import Plan, run_plan
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec
+from tests.conftest import ROOT
 from tests.helpers_plan import plan_stack
 from tests.helpers_program import fill
 from tests.plan.test_plan import preset_plan
+
+CI_EXAMPLES = ROOT / "examples" / "ci"
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -102,10 +105,13 @@ def test_the_readme_and_workflow_say_how_to_deploy_and_tear_down(
         "pulumi destroy",
     ):
         assert line in readme
-    workflow = yaml.safe_load((tmp_path / "p" / ".github/workflows/accelstack.yml").read_text())
-    steps = workflow["jobs"]["check-and-preview"]["steps"]
-    assert any("accelstack check stacks/" in s.get("run", "") for s in steps)
-    assert any(s.get("with", {}).get("command") == "preview" for s in steps)
+    # the workflow and its script are the shipped examples, byte for byte (one source)
+    for written, shipped in (
+        (".github/workflows/accelstack.yml", "github-actions.yml"),
+        ("ci/accelstack-ci.sh", "accelstack-ci.sh"),
+    ):
+        assert (tmp_path / "p" / written).read_bytes() == (CI_EXAMPLES / shipped).read_bytes()
+    assert "Check and diff" in readme and "repo:ORG/REPO:environment:production" in readme
 
 
 def test_init_refuses_a_non_empty_directory_unless_forced(
@@ -149,8 +155,8 @@ def test_init_next_steps_pin_amis_and_the_project_runs_the_policy_pack(
     main_py = (project / "policies" / "__main__.py").read_text()
     assert "from accelstack.policypack.budget_policies import POLICIES" in main_py
     compile(main_py, "policies/__main__.py", "exec")
-    workflow = (project / ".github" / "workflows" / "accelstack.yml").read_text()
-    assert "policyPacks: policies" in workflow
+    script = (project / "ci" / "accelstack-ci.sh").read_text()
+    assert '--policy-pack "${ACCELSTACK_POLICY_PACK:-policies}"' in script
     from accelstack.policypack.budget_policies import POLICIES  # the module the pack imports
 
     assert {p.name for p in POLICIES} >= {"accelstack-budget", "accelstack-deploy-rules"}
@@ -200,7 +206,8 @@ def test_a_repacked_install_whose_files_differ_from_its_record_is_refused(tmp_pa
     edited installed file is never shipped into a project as if it were the release."""
     import importlib.metadata as md
 
-    from accelstack.cli.project_wheel import WheelError, _record_hash, _repack
+    from accelstack.cli.project_wheel import _repack
+    from accelstack.cli.wheelfile import WheelError, record_hash
     from accelstack.errors import AccelstackError
 
     info = tmp_path / "accelstack-9.9.dist-info"
@@ -213,7 +220,7 @@ def test_a_repacked_install_whose_files_differ_from_its_record_is_refused(tmp_pa
     }
     for rel, data in files.items():
         (tmp_path / rel).write_bytes(data)
-    record = [f"{rel},{_record_hash(data)},{len(data)}" for rel, data in files.items()]
+    record = [f"{rel},{record_hash(data)},{len(data)}" for rel, data in files.items()]
     (info / "RECORD").write_text("\n".join([*record, f"{info.name}/RECORD,,", ""]))
     name, data = _repack(md.PathDistribution(info))
     assert name == "accelstack-9.9-py3-none-any.whl" and data.startswith(b"PK")

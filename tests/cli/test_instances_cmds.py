@@ -140,3 +140,155 @@ def test_completion_and_examples_in_help(capsys: pytest.CaptureFixture[str]) -> 
     for command in ("plan", "check", "diff", "price", "compare", "instances", "render"):
         code, out, _ = _run(capsys, command, "--help")
         assert code == 0 and "Examples:" in out and f"accelstack {command} " in out, command
+
+
+@pytest.mark.parametrize(
+    ("argv", "types"),
+    [
+        (["--accelerator", "H100:8"], ["p5.48xlarge"]),
+        (["--accelerator", "h100"], ["p5.48xlarge", "p5.4xlarge"]),
+        (
+            ["--accelerator", "nvidia"],
+            ["p5.48xlarge", "p5.4xlarge", "p5e.48xlarge", "p5en.48xlarge"],
+        ),
+        (["--accelerator", "Trainium2"], ["trn2.48xlarge", "trn2u.48xlarge"]),
+        (["--accelerator", "trainium"], ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge"]),
+        (["--chips", "1"], ["p5.4xlarge", "trn1.2xlarge"]),
+        (
+            ["--accelerator", "neuron", "--chips", "16", "--type", "trn2.48xlarge"],
+            ["trn2.48xlarge"],
+        ),
+    ],
+)
+def test_instances_filter_by_accelerator_and_chips(
+    argv: list[str], types: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "instances", *argv, "--format", "json")
+    assert code == 0, err
+    assert [r["instance_type"] for r in json.loads(out)] == types
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--accelerator", "h1000"],
+            "--accelerator: 'h1000' is not an accelerator of the catalog; did you mean 'h100'?",
+        ),
+        (
+            ["--accelerator", "H100:eight"],
+            "--accelerator: chip count 'eight' is not a positive whole number",
+        ),
+        (["--accelerator", "H100:0"], "chip count '0' is not a positive whole number"),
+        (["--sort", "spto"], "--sort: 'spto' is not a purchase option; did you mean 'spot'?"),
+    ],
+)
+def test_instances_filters_refuse_bad_values_in_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "instances", *argv)
+    assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1
+
+
+def test_instances_every_region_sorted_by_a_purchase_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cat = load_catalog()
+    code, out, _ = _run(
+        capsys,
+        "instances",
+        "--accelerator",
+        "H100:8",
+        "--by-region",
+        "--sort",
+        "spot",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    rows = json.loads(out)
+    assert {r["region"] for r in rows} == set(cat.regions_offering("p5.48xlarge"))
+    spot = [r["prices"]["spot"]["usd"] for r in rows if "spot" in r["prices"]]
+    assert spot == sorted(spot) and len(spot) >= 2  # cheapest region first ...
+    assert all("spot" not in r["prices"] for r in rows[len(spot) :])  # ... none last
+    for r in rows[: len(spot)]:
+        rate = cat.instance_rate(r["region"], "p5.48xlarge", "spot")
+        assert r["prices"]["spot"]["usd"] == rate.usd
+        assert r["zones"] == list(cat.zones_offering(r["region"], "p5.48xlarge"))
+    # the same order in the text table, one line per region
+    code, out, _ = _run(
+        capsys, "instances", "--accelerator", "H100:8", "--by-region", "--sort", "spot"
+    )
+    regions = [line.split("  8  ")[1].split()[0] for line in out.splitlines()[1 : len(rows) + 1]]
+    assert regions == [r["region"] for r in rows]
+
+
+def test_instances_price_a_chip_hour(capsys: pytest.CaptureFixture[str]) -> None:
+    cat = load_catalog()
+    code, out, _ = _run(
+        capsys, "instances", "--type", "trn2.48xlarge", "--per-chip", "--format", "json"
+    )
+    price = json.loads(out)[0]["prices"]["on-demand"]["us-east-2"]
+    rate = cat.instance_rate("us-east-2", "trn2.48xlarge", "on-demand")
+    assert price["usd_per_chip"] == pytest.approx(rate.usd / 16)
+    code, out, _ = _run(capsys, "instances", "--type", "trn2.48xlarge", "--per-chip")
+    assert f"${rate.usd / 16:,.2f}" in out.splitlines()[1]
+    assert out.rstrip().endswith(
+        "prices: USD per chip-hour, cheapest region; * = estimate; - = none"
+    )
+    # sorted by a chip-hour: the 1-chip and the 16-chip types compare per chip, not per instance
+    code, out, _ = _run(
+        capsys,
+        "instances",
+        "--accelerator",
+        "trainium",
+        "--sort",
+        "on-demand",
+        "--per-chip",
+        "--format",
+        "json",
+    )
+    per_chip = [
+        min(p["usd_per_chip"] for p in r["prices"]["on-demand"].values()) for r in json.loads(out)
+    ]
+    assert per_chip == sorted(per_chip)
+
+
+def _complete(words: str) -> list[str]:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {
+        **os.environ,
+        "_ACCELSTACK_COMPLETE": "complete_bash",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - 1),
+    }
+    script = Path(sys.executable).parent / "accelstack"
+    done = subprocess.run([str(script)], env=env, capture_output=True, text=True, check=False)
+    return done.stdout.split()
+
+
+@pytest.mark.slow  # the CLI in subprocesses
+def test_completion_of_presets_types_regions_options_and_accelerators() -> None:
+    presets = sorted(p.stem for p in STACKS.glob("llama3*.yaml"))
+    assert _complete("accelstack init x --from llama3") == presets
+    assert _complete("accelstack new x --from trn1-") == [
+        "trn1-finetune",
+        "trn1-multinode",
+        "trn1-standalone",
+    ]
+    assert _complete("accelstack new x --instance-type p5en") == ["p5en.48xlarge"]
+    assert _complete("accelstack instances --type trn2") == ["trn2.48xlarge", "trn2u.48xlarge"]
+    assert _complete("accelstack instances --region us-west") == ["us-west-1", "us-west-2"]
+    assert _complete("accelstack instances --sort savings") == [
+        "savings-plan-1y",
+        "savings-plan-3y",
+    ]
+    assert _complete("accelstack instances --accelerator trainium") == [
+        "trainium",
+        "trainium2",
+        "trainium3",
+    ]

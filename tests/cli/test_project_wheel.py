@@ -15,6 +15,7 @@ import ast
 import importlib.metadata as md
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -26,7 +27,7 @@ from packaging.requirements import Requirement
 
 from ..conftest import ROOT
 from ..helpers_program import fill
-from ..helpers_wheel import build_wheel
+from ..helpers_wheel import build_editable, build_wheel, source_copy
 
 pytestmark = pytest.mark.slow
 
@@ -52,9 +53,13 @@ def _closure(requires: list[str]) -> dict[str, md.Distribution]:
 
 
 def _link(dists: dict[str, md.Distribution], site: Path) -> None:
-    """Symlink each distribution's top-level entries (and its .dist-info) into `site`."""
+    """Symlink each distribution's top-level entries (and its .dist-info) into `site`; one
+    the venv has already (pip and setuptools of `python -m venv`) stays as it is."""
     src_site = Path(sysconfig.get_paths()["purelib"])
-    for dist in dists.values():
+    present = {_canonical(p.name.split("-")[0]) for p in site.glob("*.dist-info")}
+    for key, dist in dists.items():
+        if _canonical(key) in present:
+            continue
         tops = {Path(str(f)).parts[0] for f in dist.files or []}
         for top in sorted(tops):
             if top in ("..", "__pycache__") or top.endswith(".pth"):
@@ -62,6 +67,10 @@ def _link(dists: dict[str, md.Distribution], site: Path) -> None:
             target = site / top
             if not target.exists() and (src_site / top).exists():
                 target.symlink_to(src_site / top)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +82,20 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return env_dir
 
 
-def _fresh_venv(env_dir: Path, pip_args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _fresh_venv(
+    env_dir: Path, pip_args: list[str], cwd: Path, own_pip: bool = False
+) -> subprocess.CompletedProcess[str]:
     """A clean venv with `pip <pip_args>` run into it from `cwd`, then the declared dependency
-    closure of the accelstack it installed linked in. Raises if pip fails."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    closure of the accelstack it installed linked in. Raises if pip fails. `own_pip`: the venv
+    as `python -m venv` makes it (its bundled pip and, on Python 3.11, setuptools 65.5), pip
+    run from there; else a venv without pip, filled by the test environment's pip."""
+    venv = [sys.executable, "-m", "venv", *([] if own_pip else ["--without-pip"]), str(env_dir)]
+    subprocess.run(venv, check=True)
     python = env_dir / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    pip = [str(python), "-m", "pip"] if own_pip else [sys.executable, "-m", "pip", "--python"]
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), *pip_args],
+        [*pip, *([] if own_pip else [str(python)]), *pip_args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -327,3 +342,41 @@ def test_an_init_project_installs_accelstack_from_its_own_wheel_without_an_index
     refresh = _run(second, project, "wheel", ".")
     assert refresh.returncode == 0, refresh.stderr
     assert kept.read_bytes() == before and not stale.exists()
+
+
+def test_init_and_wheel_work_in_the_runtime_only_venv_of_make_demo(tmp_path: Path) -> None:
+    """`make demo`: `python3 -m venv .venv` (Python 3.11: setuptools 65.5, older than the
+    setuptools>=77 pyproject.toml's license expression needs) and `pip install -e .`, whose
+    isolated build environment made the editable wheel; no torch, no test extras, no network.
+    `init` and `wheel` write the checkout's wheel there without building through pip."""
+    src = source_copy(tmp_path)
+    editable = build_editable(src, tmp_path / "dist")
+    demo = tmp_path / "demo-venv"
+    args = ["install", "-q", "--no-deps", "--no-index", str(editable)]
+    _fresh_venv(demo, args, tmp_path, own_pip=True)
+    probe = "import setuptools; print(setuptools.__version__)"
+    old = subprocess.run(
+        [str(demo / "bin" / "python"), "-c", probe], capture_output=True, text=True
+    )
+    assert int(old.stdout.split(".")[0]) < 77, old.stdout + old.stderr  # as `make demo` has it
+    where = tmp_path / "elsewhere"
+    where.mkdir()
+    init = _run(demo, where, "init", "proj", "--from", "trn1-finetune", "--stack", "team-d")
+    assert init.returncode == 0, init.stderr
+    (kept,) = (where / "proj" / "wheels").iterdir()
+    assert kept.name == "accelstack-0.1.0-py3-none-any.whl"
+    built = build_wheel(tmp_path / "reference")  # what setuptools builds from the same sources
+    assert _entries(kept).keys() == _entries(built).keys()
+    package = [n for n in _entries(built) if ".dist-info/" not in n]
+    assert all(_entries(kept)[n] == _entries(built)[n] for n in package)
+    before = kept.read_bytes()
+    refresh = _run(demo, where / "proj", "wheel", ".")
+    assert refresh.returncode == 0, refresh.stderr
+    assert kept.read_bytes() == before
+    # the kept wheel installs with every index off, and that install runs
+    second = tmp_path / "venv2"
+    _fresh_venv(
+        second, ["install", "--no-index", "--no-deps", "-r", "requirements.txt"], where / "proj"
+    )
+    check = _run(second, where / "proj", "check", ".")
+    assert check.returncode == 0 and "no accelstack:amis yet" in check.stdout, check.stderr

@@ -1,4 +1,4 @@
-"""The pre-filter in front of detect-secrets (accelstack/spec/secrets.py `MAYBE_CREDENTIAL`):
+"""The pre-filter in front of detect-secrets (accelstack/redaction/__init__.py `MAYBE_CREDENTIAL`):
 every line any detector reports passes it, so skipping the others changes no finding; a
 preset's `validate` then never imports the library."""
 
@@ -14,17 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accelstack.spec import secrets
+from accelstack import redaction as secrets
+from accelstack.redaction.detectors import plugins
 
 from ..conftest import PRESETS, ROOT
 
 
 def _patterns() -> list[tuple[Any, Any]]:
-    return [(plugin, p) for plugin in secrets._plugins() for p in plugin.denylist]
+    return [(plugin, p) for plugin in plugins() for p in plugin.denylist]
 
 
 def test_the_prefilter_covers_exactly_the_detectors_that_run() -> None:
-    assert {type(p).__name__ for p in secrets._plugins()} == secrets.COVERED_DETECTORS
+    assert {type(p).__name__ for p in plugins()} == secrets.COVERED_DETECTORS
 
 
 @pytest.mark.slow  # ~60 patterns x 40 generated matches
