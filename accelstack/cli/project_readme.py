@@ -83,7 +83,14 @@ new stacks. Set up once, in the repository's settings:
   (`repo:ORG/REPO:environment:production`, `repo:ORG/REPO:environment:preview`);
 - `PULUMI_BACKEND_URL` (variable) or the `PULUMI_ACCESS_TOKEN` secret, and
   `PULUMI_CONFIG_PASSPHRASE` for a self-managed backend;
-- the `Check and diff` job as a required status check of `main`.
+- the `Check and diff` job as a required status check of `main`;
+- a code owner for `accelstack-accept.yaml` (`.github/CODEOWNERS`:
+  `accelstack-accept.yaml @your-org/platform-reviewers`, with "dismiss stale approvals" on).
+
+A change the gate cannot plan (the program, a committed module, `requirements.txt` and what it
+pulls in, the CI script, the kept wheel) is named in the comment and fails `check --strict`
+until a reviewer accepts it: `accelstack accept . --base origin/main`, then commit the
+`accelstack-accept.yaml` it writes (docs/gitops.md of accelstack, "Program inputs").
 
 ## Several stacks of one spec
 

@@ -225,12 +225,15 @@ def test_a_pull_request_that_rewrites_the_ci_runs_none_of_its_code(
 ) -> None:
     base = _pr_checkouts(project, tmp_path, "evil")
     run = run_job(base, "review", _pr_values(project, "evil"), tmp_path)
-    assert run.rc == 0, run.log
     assert not (tmp_path / "pr-code-ran").exists()  # its ci/accelstack-ci.sh never ran
     pip = [line for line in run.log.splitlines() if line.startswith("pip ")]
     assert pip == [f"pip install -r requirements.txt (in {base})"]  # never the PR's
     assert "evil-package" not in (base / "requirements.txt").read_text()
     assert "gh pr comment 7" in run.log  # the gate still judged and reported the change
+    # the comment names each program change, and the gate fails until a reviewer accepts it
+    assert "ci/accelstack-ci.sh changed" in run.log and "requirements.txt changed" in run.log
+    assert "NOT ACCEPTED" in run.log
+    assert "step Check changed stacks: rc 1" in run.log and run.rc == 1, run.log
 
 
 @pytest.mark.slow
