@@ -7,13 +7,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from accelstack.cli.imagecache import RegistryOpt
 from accelstack.cli.output import FormatOpt, echo_json
+
+if TYPE_CHECKING:
+    from accelstack.spec import Measured
 
 
 def trial(
@@ -37,11 +41,54 @@ def trial(
         ),
     ] = 1,
     registry: RegistryOpt = None,
+    reference: Annotated[
+        bool,
+        typer.Option(
+            "--reference",
+            help="run the shipped reference benchmark (a Llama-shaped decoder at the spec's "
+            "shape, scaled to one device) instead of the spec's entrypoint",
+        ),
+    ] = False,
+    sequence_lengths: Annotated[
+        str | None,
+        typer.Option(
+            "--sequence-lengths",
+            help="--reference: lengths to time, comma-separated (default: half the spec's and "
+            "the spec's)",
+        ),
+    ] = None,
+    micro_batch_tokens: Annotated[
+        int | None, typer.Option(min=1, help="--reference: tokens per process per step")
+    ] = None,
+    heads: Annotated[int | None, typer.Option(min=1, help="--reference: attention heads")] = None,
+    kv_heads: Annotated[int | None, typer.Option(min=1, help="--reference: KV heads")] = None,
+    vocab: Annotated[int | None, typer.Option(min=2, help="--reference: vocabulary size")] = None,
+    ffn_hidden: Annotated[int | None, typer.Option(min=1, help="--reference: MLP width")] = None,
+    experts: Annotated[
+        int | None, typer.Option(min=2, help="--reference, a mixture of experts: experts")
+    ] = None,
+    top_k: Annotated[
+        int | None, typer.Option(min=1, help="--reference, a mixture of experts: experts per token")
+    ] = None,
+    max_layers: Annotated[
+        int | None, typer.Option(min=1, help="--reference: at most this many layers")
+    ] = None,
+    compile_mode: Annotated[
+        str,
+        typer.Option(
+            "--compile", help="--reference: torch.compile: auto (on for CUDA and Neuron), on, off"
+        ),
+    ] = "auto",
+    checkpointing: Annotated[
+        bool, typer.Option("--checkpointing", help="--reference: activation checkpointing")
+    ] = False,
 ) -> None:
     """Render a STEPS-step benchmark job on NODES nodes of each accelerated pool of SPEC (and
-    its Kubernetes manifest on EKS stacks)."""
+    its Kubernetes manifest on EKS stacks): the spec's entrypoint, or with --reference the
+    shipped reference benchmark timed at two or more sequence lengths."""
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
+    from accelstack.render.reference import ReferenceOptions, reference_notes
     from accelstack.render.registry import image_cache
     from accelstack.render.trial import render_trial, trial_pull_notes, trial_warnings
     from accelstack.resolve import resolve
@@ -50,13 +97,54 @@ def trial(
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     cache = image_cache(stack, registry) if registry is not None else None
-    artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache)
+    ref = None
+    if reference:
+        ref = ReferenceOptions(
+            sequence_lengths=_lengths(sequence_lengths),
+            micro_batch_tokens=micro_batch_tokens,
+            heads=heads,
+            kv_heads=kv_heads,
+            vocab=vocab,
+            ffn_hidden=ffn_hidden,
+            experts=experts,
+            top_k=top_k,
+            max_layers=max_layers,
+            compile=_compile_mode(compile_mode),
+            checkpointing=checkpointing,
+        )
+    artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache, reference=ref)
     write_artifacts(output, artifacts, force)
     typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
     for art in artifacts:
         typer.echo(f"  {art.path}")
-    for warning in [*trial_warnings(stack), *trial_pull_notes(stack, nodes, cache)]:
+    if ref is not None:
+        pools = [p for p in stack.pools if p.instance.chips > 0]
+        for note in reference_notes(stack, pools, ref):
+            typer.echo(f"note: {note}")
+    for warning in [*trial_warnings(stack, ref), *trial_pull_notes(stack, nodes, cache)]:
         typer.echo(f"warning: {warning}")
+
+
+def _lengths(text: str | None) -> tuple[int, ...]:
+    """`--sequence-lengths 4096,8192` -> (4096, 8192); a bad value is one line, exit 2."""
+    if not text:
+        return ()
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        out = ()
+    if not out or min(out) < 2:
+        raise typer.BadParameter(
+            f"{text!r}: comma-separated sequence lengths of 2 tokens or more, e.g. 4096,8192",
+            param_hint="--sequence-lengths",
+        )
+    return out
+
+
+def _compile_mode(text: str) -> str:
+    if text not in ("auto", "on", "off"):
+        raise typer.BadParameter(f"{text!r}: auto, on or off", param_hint="--compile")
+    return text
 
 
 def calibrate(
@@ -65,9 +153,10 @@ def calibrate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, write nothing")] = False,
     fmt: FormatOpt = "text",
 ) -> None:
-    """Measured MFU per instance type and model from trial records, stored in SPEC."""
+    """Measurements from trial records (keyed by instance type, model shape, precision,
+    sequence per rank, tokens per chip and stack), stored in SPEC's calibration."""
     from accelstack.catalog import load_catalog
-    from accelstack.cost.calibrate import calibrate_spec, measure
+    from accelstack.cost.calibrate import PoolFacts, calibrate_spec, measure
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
@@ -75,7 +164,10 @@ def calibrate(
     # a bad spec (spec rules, then the rules on the resolved stack) is reported before the
     # records are read
     stack = resolve(load_spec(spec, catalog), catalog)
-    pools = {p.name: p.device.name for p in stack.pools}
+    pools = {
+        p.name: PoolFacts(p.device.name, max(1, p.procs_per_node // max(1, p.instance.chips)))
+        for p in stack.pools
+    }
     model = stack.workload.model
     active = model.active_params_billion
     moe = (model.params_billion, active) if active is not None else None
@@ -92,13 +184,39 @@ def calibrate(
         )
         return
     for m in measured:
-        typer.echo(
-            f"{m.instance_type} {m.params_billion:g}B {m.precision}: MFU {m.mfu:.4f} "
-            f"({m.tokens_per_second:,.1f} tokens/s; {m.file}, {m.date}, {m.steps} steps, "
-            f"{m.records} record(s) on {m.nodes} node(s), world size {m.world_size}, "
-            f"{m.device_kind}, model {m.model}, sdk {m.sdk})"
-        )
+        typer.echo(_measured_line(m))
+    for note in _sequence_notes(measured, stack.workload.sequence_length):
+        typer.echo(f"note: {note}")
     typer.echo(("would write" if dry_run else "wrote") + f" calibration to {spec}")
+
+
+def _measured_line(m: Measured) -> str:
+    seq = f" at {m.sequence_length:,} tokens" if m.sequence_length else ""
+    chips = f"{m.chips} accelerator(s) ({m.device_model or m.device_kind})" if m.chips else ""
+    shape = ""
+    if m.shape is not None and m.shape.layers:
+        scaled = f" of {m.target.layers}" if m.target and m.target.layers else ""
+        shape = f", {m.shape.layers}{scaled} layers ({m.shape_source or 'spec'})"
+    return (
+        f"{m.instance_type} {m.params_billion:g}B {m.precision}{seq}: MFU {m.mfu:.4f} "
+        f"({m.tokens_per_second:,.1f} tokens/s on {chips or m.device_kind}; {m.file}, {m.date}, "
+        f"{m.steps} steps, {m.records} record(s), world size {m.world_size}, model {m.model}"
+        f"{shape}, stack {m.stack or 'unknown'}, sdk {m.sdk})"
+    )
+
+
+def _sequence_notes(measured: Sequence[Measured], spec_seq: int | None) -> list[str]:
+    """Which measured sequence lengths `price` uses for this spec (only the spec's own)."""
+    lengths = sorted({m.sequence_length for m in measured if m.sequence_length})
+    if not lengths or spec_seq is None:
+        return []
+    shown = ", ".join(f"{x:,}" for x in lengths)
+    if spec_seq in lengths:
+        return [f"measured at {shown} tokens; `price` uses the {spec_seq:,}-token measurement"]
+    return [
+        f"measured at {shown} tokens, the spec trains at {spec_seq:,}: `price` keeps its curve "
+        "there (a measurement is used at its own sequence length per rank)"
+    ]
 
 
 def register(app: typer.Typer) -> None:
