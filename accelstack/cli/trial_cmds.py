@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,7 +17,42 @@ from accelstack.cli.imagecache import RegistryOpt
 from accelstack.cli.output import FormatOpt, echo_json
 
 if TYPE_CHECKING:
+    from accelstack.render.reference import ReferenceOptions
+    from accelstack.render.registry import ImageCache
+    from accelstack.resolve import Stack
     from accelstack.spec import Measured
+
+
+_R = "--reference: "
+ReferenceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--reference",
+        help="run the shipped reference benchmark (a Llama-shaped decoder at the spec's shape, "
+        "scaled to one device) instead of the spec's entrypoint",
+    ),
+]
+LengthsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sequence-lengths",
+        help=f"{_R}lengths to time, comma-separated (default: half the spec's and the spec's)",
+    ),
+]
+TokensOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}tokens per process per step")]
+HeadsOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}attention heads")]
+KvHeadsOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}KV heads")]
+VocabOpt = Annotated[int | None, typer.Option(min=2, help=f"{_R}vocabulary size")]
+FfnOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}MLP (expert) width")]
+ExpertsOpt = Annotated[int | None, typer.Option(min=2, help=f"{_R}a mixture of experts' experts")]
+TopKOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}experts per token")]
+MaxLayersOpt = Annotated[int | None, typer.Option(min=1, help=f"{_R}at most this many layers")]
+CompileOpt = Annotated[
+    str, typer.Option("--compile", help=f"{_R}torch.compile: auto (on for CUDA, Neuron), on, off")
+]
+CheckpointingOpt = Annotated[
+    bool, typer.Option("--checkpointing", help=f"{_R}activation checkpointing")
+]
 
 
 def trial(
@@ -41,87 +76,81 @@ def trial(
         ),
     ] = 1,
     registry: RegistryOpt = None,
-    reference: Annotated[
-        bool,
-        typer.Option(
-            "--reference",
-            help="run the shipped reference benchmark (a Llama-shaped decoder at the spec's "
-            "shape, scaled to one device) instead of the spec's entrypoint",
-        ),
-    ] = False,
-    sequence_lengths: Annotated[
-        str | None,
-        typer.Option(
-            "--sequence-lengths",
-            help="--reference: lengths to time, comma-separated (default: half the spec's and "
-            "the spec's)",
-        ),
-    ] = None,
-    micro_batch_tokens: Annotated[
-        int | None, typer.Option(min=1, help="--reference: tokens per process per step")
-    ] = None,
-    heads: Annotated[int | None, typer.Option(min=1, help="--reference: attention heads")] = None,
-    kv_heads: Annotated[int | None, typer.Option(min=1, help="--reference: KV heads")] = None,
-    vocab: Annotated[int | None, typer.Option(min=2, help="--reference: vocabulary size")] = None,
-    ffn_hidden: Annotated[int | None, typer.Option(min=1, help="--reference: MLP width")] = None,
-    experts: Annotated[
-        int | None, typer.Option(min=2, help="--reference, a mixture of experts: experts")
-    ] = None,
-    top_k: Annotated[
-        int | None, typer.Option(min=1, help="--reference, a mixture of experts: experts per token")
-    ] = None,
-    max_layers: Annotated[
-        int | None, typer.Option(min=1, help="--reference: at most this many layers")
-    ] = None,
-    compile_mode: Annotated[
-        str,
-        typer.Option(
-            "--compile", help="--reference: torch.compile: auto (on for CUDA and Neuron), on, off"
-        ),
-    ] = "auto",
-    checkpointing: Annotated[
-        bool, typer.Option("--checkpointing", help="--reference: activation checkpointing")
-    ] = False,
+    reference: ReferenceOpt = False,
+    sequence_lengths: LengthsOpt = None,
+    micro_batch_tokens: TokensOpt = None,
+    heads: HeadsOpt = None,
+    kv_heads: KvHeadsOpt = None,
+    vocab: VocabOpt = None,
+    ffn_hidden: FfnOpt = None,
+    experts: ExpertsOpt = None,
+    top_k: TopKOpt = None,
+    max_layers: MaxLayersOpt = None,
+    compile_mode: CompileOpt = "auto",
+    checkpointing: CheckpointingOpt = False,
 ) -> None:
     """Render a STEPS-step benchmark job on NODES nodes of each accelerated pool of SPEC (and
-    its Kubernetes manifest on EKS stacks): the spec's entrypoint, or with --reference the
-    shipped reference benchmark timed at two or more sequence lengths."""
+    its Kubernetes manifest on EKS stacks)."""
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
-    from accelstack.render.reference import ReferenceOptions, reference_notes
     from accelstack.render.registry import image_cache
-    from accelstack.render.trial import render_trial, trial_pull_notes, trial_warnings
+    from accelstack.render.trial import render_trial
     from accelstack.resolve import resolve
     from accelstack.spec import load_spec
 
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     cache = image_cache(stack, registry) if registry is not None else None
-    ref = None
-    if reference:
-        ref = ReferenceOptions(
-            sequence_lengths=_lengths(sequence_lengths),
-            micro_batch_tokens=micro_batch_tokens,
-            heads=heads,
-            kv_heads=kv_heads,
-            vocab=vocab,
-            ffn_hidden=ffn_hidden,
-            experts=experts,
-            top_k=top_k,
-            max_layers=max_layers,
-            compile=_compile_mode(compile_mode),
-            checkpointing=checkpointing,
-        )
+    ref = _reference_options(locals()) if reference else None
     artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache, reference=ref)
     write_artifacts(output, artifacts, force)
-    typer.echo(f"wrote {len(artifacts)} files to {output}/ (see {output}/README.md)")
-    for art in artifacts:
-        typer.echo(f"  {art.path}")
+    _report_trial(stack, output, [a.path for a in artifacts], ref, (nodes, cache))
+
+
+#: trial's --reference options that go to ReferenceOptions as they are
+_AS_GIVEN = (
+    "micro_batch_tokens",
+    "heads",
+    "kv_heads",
+    "vocab",
+    "ffn_hidden",
+    "experts",
+    "top_k",
+    "max_layers",
+    "checkpointing",
+)
+
+
+def _reference_options(given: dict[str, Any]) -> ReferenceOptions:
+    """trial's --reference options (its parameters by name) as ReferenceOptions."""
+    from accelstack.render.reference import ReferenceOptions
+
+    return ReferenceOptions(
+        sequence_lengths=_lengths(given["sequence_lengths"]),
+        compile=_compile_mode(given["compile_mode"]),
+        **{k: given[k] for k in _AS_GIVEN},
+    )
+
+
+def _report_trial(
+    stack: Stack,
+    output: Path,
+    paths: list[str],
+    ref: ReferenceOptions | None,
+    pulls: tuple[int, ImageCache | None],
+) -> None:
+    """What trial wrote, what the reference runs on each pool, and its warnings."""
+    from accelstack.render.reference import reference_notes
+    from accelstack.render.trial import trial_pull_notes, trial_warnings
+
+    typer.echo(f"wrote {len(paths)} files to {output}/ (see {output}/README.md)")
+    for path in paths:
+        typer.echo(f"  {path}")
     if ref is not None:
         pools = [p for p in stack.pools if p.instance.chips > 0]
         for note in reference_notes(stack, pools, ref):
             typer.echo(f"note: {note}")
-    for warning in [*trial_warnings(stack, ref), *trial_pull_notes(stack, nodes, cache)]:
+    for warning in [*trial_warnings(stack, ref), *trial_pull_notes(stack, *pulls)]:
         typer.echo(f"warning: {warning}")
 
 
@@ -153,8 +182,8 @@ def calibrate(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show, write nothing")] = False,
     fmt: FormatOpt = "text",
 ) -> None:
-    """Measurements from trial records (keyed by instance type, model shape, precision,
-    sequence per rank, tokens per chip and stack), stored in SPEC's calibration."""
+    """Measurements from trial records, keyed by instance type, model shape, precision,
+    sequence per rank, tokens per chip and stack, stored in SPEC's calibration."""
     from accelstack.catalog import load_catalog
     from accelstack.cost.calibrate import PoolFacts, calibrate_spec, measure
     from accelstack.resolve import resolve
@@ -192,7 +221,8 @@ def calibrate(
 
 def _measured_line(m: Measured) -> str:
     seq = f" at {m.sequence_length:,} tokens" if m.sequence_length else ""
-    chips = f"{m.chips} accelerator(s) ({m.device_model or m.device_kind})" if m.chips else ""
+    device = m.device_model or m.host_instance_type or m.device_kind
+    chips = f"{m.chips} accelerator(s) ({device})" if m.chips else ""
     shape = ""
     if m.shape is not None and m.shape.layers:
         scaled = f" of {m.target.layers}" if m.target and m.target.layers else ""

@@ -109,7 +109,7 @@ def test_too_few_steps_are_refused(cat: Catalog, tmp_path) -> None:
 
 
 def test_a_measurement_at_nvidias_published_level_is_accepted(cat: Catalog, tmp_path) -> None:
-    """NeMo's Llama 3.1 8B BF16 recipe on DGX-H100 runs at an MFU of about 0.66 (issue 36):
+    """NeMo's Llama 3.1 8B BF16 recipe on DGX-H100 runs at an MFU of about 0.66, counted as accelstack counts:
     the old ceiling (the best record x 1.23 = 0.542) refused it as implausible."""
     per_token = 6 * 8.03e9 + 12 * 32 * 4096 * 8192  # counted as accelstack counts
     rec = _rec(
