@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,19 @@ if TYPE_CHECKING:
     from accelstack.spec import Measured
 
 
+SpecArg = Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")]
+OutputOpt = Annotated[Path, typer.Option("-o", "--output", help="directory to write to")]
+StepsOpt = Annotated[
+    int, typer.Option("--steps", min=2, max=100_000, help="steps to run (first = warm-up)")
+]
+RecordsOpt = Annotated[str, typer.Option("--records", help="records file the nodes append to")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="write into a non-empty directory")]
+NodesOpt = Annotated[
+    int,
+    typer.Option(
+        "--nodes", min=1, max=100_000, help="nodes per pool (at most the pool's own count)"
+    ),
+]
 _R = "--reference: "
 ReferenceOpt = Annotated[
     bool,
@@ -56,25 +69,12 @@ CheckpointingOpt = Annotated[
 
 
 def trial(
-    spec: Annotated[Path, typer.Argument(help="spec file (stacks/NAME.yaml)")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="directory to write to")] = Path(
-        "trial"
-    ),
-    steps: Annotated[
-        int, typer.Option("--steps", min=2, max=100_000, help="steps to run (first = warm-up)")
-    ] = 20,
-    records: Annotated[
-        str, typer.Option("--records", help="records file the nodes append to")
-    ] = "trial-records.jsonl",
-    force: Annotated[
-        bool, typer.Option("--force", help="write into a non-empty directory")
-    ] = False,
-    nodes: Annotated[
-        int,
-        typer.Option(
-            "--nodes", min=1, max=100_000, help="nodes per pool (at most the pool's own count)"
-        ),
-    ] = 1,
+    spec: SpecArg,
+    output: OutputOpt = Path("trial"),
+    steps: StepsOpt = 20,
+    records: RecordsOpt = "trial-records.jsonl",
+    force: ForceOpt = False,
+    nodes: NodesOpt = 1,
     registry: RegistryOpt = None,
     reference: ReferenceOpt = False,
     sequence_lengths: LengthsOpt = None,
@@ -93,6 +93,7 @@ def trial(
     its Kubernetes manifest on EKS stacks)."""
     from accelstack.catalog import load_catalog
     from accelstack.render.output import write_artifacts
+    from accelstack.render.reference import ReferenceOptions
     from accelstack.render.registry import image_cache
     from accelstack.render.trial import render_trial
     from accelstack.resolve import resolve
@@ -101,35 +102,24 @@ def trial(
     catalog = load_catalog()
     stack = resolve(load_spec(spec, catalog), catalog)
     cache = image_cache(stack, registry) if registry is not None else None
-    ref = _reference_options(locals()) if reference else None
+    ref = None
+    if reference:
+        ref = ReferenceOptions(
+            sequence_lengths=_lengths(sequence_lengths),
+            micro_batch_tokens=micro_batch_tokens,
+            heads=heads,
+            kv_heads=kv_heads,
+            vocab=vocab,
+            ffn_hidden=ffn_hidden,
+            experts=experts,
+            top_k=top_k,
+            max_layers=max_layers,
+            compile=_compile_mode(compile_mode),
+            checkpointing=checkpointing,
+        )
     artifacts = render_trial(stack, steps, records, nodes=nodes, cache=cache, reference=ref)
     write_artifacts(output, artifacts, force)
     _report_trial(stack, output, [a.path for a in artifacts], ref, (nodes, cache))
-
-
-#: trial's --reference options that go to ReferenceOptions as they are
-_AS_GIVEN = (
-    "micro_batch_tokens",
-    "heads",
-    "kv_heads",
-    "vocab",
-    "ffn_hidden",
-    "experts",
-    "top_k",
-    "max_layers",
-    "checkpointing",
-)
-
-
-def _reference_options(given: dict[str, Any]) -> ReferenceOptions:
-    """trial's --reference options (its parameters by name) as ReferenceOptions."""
-    from accelstack.render.reference import ReferenceOptions
-
-    return ReferenceOptions(
-        sequence_lengths=_lengths(given["sequence_lengths"]),
-        compile=_compile_mode(given["compile_mode"]),
-        **{k: given[k] for k in _AS_GIVEN},
-    )
 
 
 def _report_trial(
