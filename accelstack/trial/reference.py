@@ -19,10 +19,15 @@ What runs (each fact is in the record):
   checkpointing per layer (torch.utils.checkpoint) and torch.compile;
 * the device: CUDA with NCCL when CUDA is there; Trainium through TorchNeuron (native PyTorch:
   device `neuron`, process-group backend `neuron`, `torch.autocast(device_type="neuron")`,
-  `torch.compile(backend="neuron")`; Neuron 2.33+, Trn2 and Trn3: TorchNeuron docs,
-  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html and
-  .../torch/guides/torch-distributed.html); else the CPU with gloo (the tests). The launch
-  script's ACCELSTACK_DIST_BACKEND (the catalog's backend of the pool's training path) wins.
+  `torch.compile(backend="neuron")`, `torch.accelerator` for the device; Neuron 2.33+, Trn2
+  and Trn3: TorchNeuron docs,
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html ("What changes are
+  needed?"),
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html
+  (backend="neuron", torch.device("neuron")) and
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/index.html); else the
+  CPU with gloo (the tests). The launch script's ACCELSTACK_DIST_BACKEND (the catalog's backend
+  of the pool's training path) wins.
 
 Not tested here on Trainium (no device in the test suite): the Neuron path is the documented
 calls above and nothing else.
