@@ -56,6 +56,7 @@ sequence_source  # throughput.yaml
 min_steps_source  # throughput.yaml calibration
 release_pairs_source  # throughput.yaml calibration
 fp8_speedup_source  # throughput.yaml calibration
+fp8_speedup_pairs  # throughput.yaml calibration: no reader since calibrate's ceiling became the physical bound; the run model's owner keeps or drops it
 documentation_networks  # placeholders.yaml shape (catalog/sections.py checks it)
 example_accounts  # placeholders.yaml shape
 replace_on_change  # replacements.yaml shape
@@ -66,6 +67,7 @@ PYTORCH_SOURCE  # tests/helpers_upstream.py: the source the restated PyTorchJob 
 denylist  # detect-secrets RegexBasedDetector: the plugin's patterns, read by the library
 _.preserve_quotes  # ruamel.yaml round-trip setting, read by ruamel
 model_ran  # accelstack.trial: called by the user's training script
+_.forward  # accelstack/trial/reference.py: torch.nn.Module.__call__ calls each module's forward
 _.__call__  # accelstack/cli/lazy.py _Deferred: Python calls a metaclass's when the class is called
 _.__getattr__  # accelstack/cli/lazy.py _Deferred: Python's attribute lookup on the class
 node_role_arn  # components/nodegroup.py: a Pulumi component output

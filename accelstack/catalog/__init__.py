@@ -110,6 +110,8 @@ class Framework(_Frozen):
     precompile: bool
     nccl_net_plugin: str | None = None
     nccl_net: str | None = None
+    # `accelstack trial --reference` (accelstack/trial/reference.py, eager PyTorch) runs here
+    reference_benchmark: bool = False
     source: str
 
 
@@ -138,6 +140,10 @@ class Family(_Frozen):
     frameworks: tuple[str, ...] | None = None  # None: the device kind's
     default_framework: str | None = None  # None: the device kind's
     min_neuron_sdk: str | None = None
+    # What the device calls itself (CUDA's device name; fnmatch patterns): `calibrate` refuses
+    # a record from a device another family names, or one this family does not. Empty: the
+    # device reports no name (Neuron: a record's host instance type from neuron-ls is checked)
+    device_names: tuple[str, ...] = ()
 
 
 class InstanceType(_Frozen):

@@ -105,7 +105,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "calibrate",
         "accelstack.cli.trial_cmds",
-        "Measured MFU per instance type and model from trial records, stored in SPEC.",
+        "Measurements from trial records, keyed by instance type, model shape, precision,\n"
+        "sequence per rank, tokens per chip and stack, stored in SPEC's calibration.",
     ),
     ("prices", "accelstack.cli.cost_cmds", "Maintain the price catalog."),
     (

@@ -32,6 +32,7 @@ from typing import Literal
 from accelstack.catalog import Catalog
 from accelstack.catalog.sizing import MemoryFit, memory_fit, training_state_bytes
 from accelstack.catalog.throughput import MfuCurve
+from accelstack.cost import measurements
 from accelstack.errors import CatalogError
 from accelstack.resolve.advice import batch_warning
 from accelstack.spec import Measured, Workload
@@ -494,9 +495,10 @@ def _measured_pick(
     chips_per_node = catalog.instance(m.instance_type).chips
     at = m.nodes or nodes
     eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node), workload)
-    mfu = m.mfu * eff / eff_at
+    base, carried = measurements.carry(m, workload, _counted_per_token)
+    mfu = base * eff / eff_at
     rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top
-    source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s)"
+    source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s){carried}"
     if m.mfu_spread:
         source += f" ({m.records} records, spread +-{m.mfu_spread:.0%})"
     if m.nodes is None:
@@ -513,16 +515,17 @@ def _measured_pick(
 def find_measured(
     measured: Sequence[Measured], instance_type: str, workload: Workload
 ) -> Measured | None:
-    """The newest measurement of this instance type, precision and model size (within 1%)."""
-    size = workload.model.params_billion
-    hits = [
-        m
-        for m in measured
-        if m.instance_type == instance_type
-        and m.precision == workload.precision
-        and abs(m.params_billion - size) <= 0.01 * size
-    ]
-    return max(hits, key=lambda m: m.date) if hits else None
+    """The measurement of this instance type, precision and model (its size within 1%, or
+    the spec model a scaled-down reference run stands for) at the workload's sequence per
+    rank, the newest (accelstack.cost.measurements.select)."""
+    return measurements.select(measured, instance_type, workload)
+
+
+def _counted_per_token(
+    params_billion: float, layers: int | None, hidden: int | None, sequence: int | None
+) -> float:
+    """The counted FLOPs per token (FLOPS_CONVENTION) that `measurements.carry` holds to."""
+    return training_flops(params_billion, 1.0, layers, hidden, sequence).per_token
 
 
 def measured_source(m: Measured) -> str:

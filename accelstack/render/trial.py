@@ -26,6 +26,15 @@ from accelstack.render.artifacts import (
     render_manifest,
     render_node_script,
 )
+from accelstack.render.reference import (
+    REFERENCE,
+    SHAPE,
+    SOURCES,
+    ReferenceOptions,
+    check_pool,
+    reference_args,
+    reference_notes,
+)
 from accelstack.render.registry import ImageCache
 from accelstack.resolve import Stack, k8snames, resolve_unchecked
 from accelstack.spec import Spec
@@ -57,8 +66,13 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
         "ACCELSTACK_TRIAL_PRECISION": wl.precision,
         "ACCELSTACK_TRIAL_SDK": sdk,
         "ACCELSTACK_TRIAL_DEVICE_KIND": p.device.name,
+        # processes per accelerator: the record's device count is the world size over it
+        "ACCELSTACK_TRIAL_RANKS_PER_DEVICE": str(
+            ranks_per_device(p.procs_per_node, p.instance.chips)
+        ),
     }
     optional = {
+        "ACCELSTACK_TRIAL_TRAINING_STACK": wl.stack,
         "ACCELSTACK_TRIAL_ACTIVE_PARAMS_BILLION": wl.model.active_params_billion,
         "ACCELSTACK_TRIAL_LAYERS": wl.model.layers,
         "ACCELSTACK_TRIAL_HIDDEN_SIZE": wl.model.hidden_size,
@@ -67,6 +81,11 @@ def trial_env(stack: Stack, pool: str, steps: int, records: str) -> dict[str, st
     }
     env.update({k: str(v) for k, v in optional.items() if v is not None})
     return env
+
+
+def ranks_per_device(procs_per_node: int, chips: int) -> int:
+    """torchrun processes per accelerator: 1 per GPU, a chip's logical NeuronCores."""
+    return max(1, procs_per_node // max(1, chips))
 
 
 def trial_nodes(stack: Stack, pool: str, nodes: int) -> int:
@@ -88,14 +107,27 @@ def trial_nodes(stack: Stack, pool: str, nodes: int) -> int:
 
 
 def trial_stack(
-    stack: Stack, pool: str, steps: int, records: str, nodes: int = 1, *, wrapper: str | None = None
+    stack: Stack,
+    pool: str,
+    steps: int,
+    records: str,
+    nodes: int = 1,
+    *,
+    wrapper: str | None = None,
+    reference: ReferenceOptions | None = None,
 ) -> Stack:
     """`stack` with the workload on `nodes` nodes of `pool`, run through the trial wrapper
-    (`wrapper`: its path where the nodes run it; default beside the script)."""
+    (`wrapper`: its path where the nodes run it; default beside the script); `reference`:
+    the shipped reference benchmark (beside the wrapper) instead of the user's entrypoint."""
     data = stack.spec.model_dump()
     wl = data["workload"]
     wl["pool"] = pool
-    wl["args"] = [wl["entrypoint"], *wl["args"]]
+    where = (wrapper or f"./{WRAPPER}").rpartition("/")[0] or "."
+    if reference is not None:
+        target = next(p for p in stack.pools if p.name == pool)
+        wl["args"] = reference_args(stack, target, reference, where)
+    else:
+        wl["args"] = [wl["entrypoint"], *wl["args"]]
     wl["entrypoint"] = wrapper or f"./{WRAPPER}"
     wl["env"] = {**wl["env"], **trial_env(stack, pool, steps, records)}
     for p in data["pools"]:
@@ -104,7 +136,10 @@ def trial_stack(
     # unchecked: the trial runs a few steps on at most the pool's nodes, fewer than the memory
     # fit asks for a full run; the stack it derives from passed the stack rules
     trial = Spec.model_validate(data).read_from(stack.spec.file)
-    return resolve_unchecked(trial, stack.catalog, name=stack.deployment or None)
+    out = resolve_unchecked(trial, stack.catalog, name=stack.deployment or None)
+    if reference is not None:
+        check_pool(out.workload_pool)
+    return out
 
 
 def eks_records_path(stack: Stack, records: str) -> str:
@@ -122,6 +157,7 @@ def trial_manifest(
     records: str,
     nodes: int,
     cache: ImageCache | None = None,
+    reference: ReferenceOptions | None = None,
 ) -> str:
     """The pool's trial as the stack's own job kind, beside (not instead of) the real job;
     `cache`: its image pulled through the stack's pull-through cache (`trial --registry`)."""
@@ -132,16 +168,25 @@ def trial_manifest(
         eks_records_path(stack, records),
         nodes,
         wrapper=f"{SCRIPT_MOUNT_DIR}/{WRAPPER}",
+        reference=reference,
     )
     if cache is not None:
         t = cache.apply(t)
-    source = RUNNER_SOURCE.read_text(encoding="utf-8")
     return render_manifest(
         t,
         t.job_kind,  # type: ignore[arg-type]
         name=trial_job_name(stack, pool, nodes),
-        extra_files={WRAPPER: source},
+        extra_files=node_files(reference is not None),
     )
+
+
+def node_files(reference: bool) -> dict[str, str]:
+    """The files beside the trial scripts: the wrapper, and the reference benchmark with its
+    shape planner when the trial runs it."""
+    out = {WRAPPER: RUNNER_SOURCE.read_text(encoding="utf-8")}
+    if reference:
+        out.update({name: path.read_text(encoding="utf-8") for name, path in SOURCES.items()})
+    return out
 
 
 def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
@@ -151,10 +196,13 @@ def trial_job_name(stack: Stack, pool: str, nodes: int) -> str:
     return k8snames.trial_job_name(stack, pool, nodes)
 
 
-def trial_warnings(stack: Stack) -> list[str]:
-    """A one-node trial of a model whose training state needs more nodes measures less."""
+def trial_warnings(stack: Stack, reference: ReferenceOptions | None = None) -> list[str]:
+    """A one-node trial of a model whose training state needs more nodes measures less; the
+    reference benchmark scales itself down instead (`reference_notes` says how)."""
     wl = stack.workload
-    out = []
+    out: list[str] = []
+    if reference is not None:
+        return out
     for name in trial_pools(stack):
         p = next(x for x in stack.pools if x.name == name)
         fit = p.memory_fit
@@ -196,32 +244,47 @@ def render_trial(
     procs_per_node_override: int | None = None,
     nodes: int = 1,
     cache: ImageCache | None = None,
+    reference: ReferenceOptions | None = None,
 ) -> list[Artifact]:
-    """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper, a README."""
+    """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper (and with
+    `reference` the reference benchmark and its shape planner), a README."""
     arts = []
     eks = stack.orchestration == "eks"
     for pool in trial_pools(stack):
         n = trial_nodes(stack, pool, nodes)
-        t = trial_stack(stack, pool, steps, records, n)
+        t = trial_stack(stack, pool, steps, records, n, reference=reference)
         script = render_node_script(
             t, pool, "standalone", procs_per_node_override=procs_per_node_override
         )
         what = f"{steps}-step trial on {n} node(s)"
         arts.append(Artifact(f"trial-{pool}.sh", what, script, True))
         if eks:
-            manifest = trial_manifest(stack, pool, steps, records, n, cache)
+            manifest = trial_manifest(stack, pool, steps, records, n, cache, reference)
             arts.append(Artifact(f"trial-{pool}.yaml", f"{what}: `kubectl apply -f`", manifest))
-    source = RUNNER_SOURCE.read_text(encoding="utf-8")
-    arts.append(Artifact(WRAPPER, "times the steps, appends one record per node", source))
+    for name, text in node_files(reference is not None).items():
+        arts.append(Artifact(name, _NODE_FILES[name], text))
     pulls = "".join(f"- `{f}`: `{i}`\n" for f, i in trial_pulls(stack, nodes, cache))
     if pulls:
         pulls = f"\nImages the trial manifests pull:\n{pulls}"
-    readme = _readme(stack, steps, records, nodes) + pulls
+    readme = _readme(stack, steps, records, nodes, reference) + pulls
     arts.append(Artifact("README.md", "how to run the trial", readme))
     return arts
 
 
-def _readme(stack: Stack, steps: int, records: str, nodes: int = 1) -> str:
+_NODE_FILES = {
+    WRAPPER: "times the steps, appends one record per node and segment",
+    REFERENCE: "the reference benchmark (a Llama-shaped decoder, no user code)",
+    SHAPE: "the reference benchmark's shape and how it is fitted to one device",
+}
+
+
+def _readme(
+    stack: Stack,
+    steps: int,
+    records: str,
+    nodes: int = 1,
+    reference: ReferenceOptions | None = None,
+) -> str:
     pools = ", ".join(f"`trial-{p}.sh`" for p in trial_pools(stack))
     where = "one node" if nodes == 1 else f"up to {nodes} nodes"
     return f"""# Trial of {stack.name}: {steps} steps on {where} per pool
@@ -229,16 +292,34 @@ def _readme(stack: Stack, steps: int, records: str, nodes: int = 1) -> str:
 Scripts: {pools}. Copy this directory to one node of each pool (or to shared storage),
 `cd` into it and run the pool's script (`ACCELSTACK_NNODES` defaults to the trial's node count;
 above one node, set ACCELSTACK_NODE_RANK and ACCELSTACK_HEAD_ADDR on each node).
-Each node appends one JSON line to `{records}` (override with ACCELSTACK_TRIAL_RECORDS).
-
-Your entrypoint must stop after `ACCELSTACK_MAX_STEPS` steps and call `step_done()` after
-each one, and should call `model_ran(module=model)` once so the record carries the model that
-actually ran (see the docstring of `{WRAPPER}`). `calibrate` refuses a record from another
-device kind than its pool (a CPU run) or with an implausible MFU. Then, on your workstation:
+Each node appends one JSON line per timed segment to `{records}` (override with
+ACCELSTACK_TRIAL_RECORDS).
+{_what_runs(stack, reference)}
+`calibrate` refuses a record from another device kind or device than its pool's (a CPU run,
+an H200 labelled p5), or one whose executed FLOP/s exceed the device's peak. Then, on your
+workstation:
 
     accelstack calibrate {records} --spec stacks/{stack.name}.yaml
     accelstack price stacks/{stack.name}.yaml     # MFU basis: measured (...)
 """
+
+
+def _what_runs(stack: Stack, reference: ReferenceOptions | None) -> str:
+    if reference is None:
+        return f"""
+Your entrypoint must stop after `ACCELSTACK_MAX_STEPS` steps and call `step_done()` after
+each one, and should call `model_ran(module=model)` and `shape_ran(...)` once so the record
+carries the model and shape that actually ran (see the docstring of `{WRAPPER}`).
+"""
+    pools = [p for p in stack.pools if p.name in trial_pools(stack)]
+    lines = "".join(f"- {n}\n" for n in reference_notes(stack, pools, reference))
+    return f"""
+The trial runs the reference benchmark `{REFERENCE}` (no user code): a Llama-shaped decoder at
+the spec's shape, scaled down to one device, `ACCELSTACK_MAX_STEPS` steps at each sequence
+length, data parallel over every process; one record per sequence length and node, each
+saying what ran (device, versions, shape, compiled or eager, checkpointing). Planned from the
+catalog's memory per device (a GPU re-plans from its own):
+{lines}"""
 
 
 def _eks_readme(stack: Stack, records: str, nodes: int) -> str:

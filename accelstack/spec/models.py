@@ -589,13 +589,43 @@ class Budget(Strict):
         )
 
 
+class MeasuredShape(Strict):
+    """The model shape a measurement ran (as the trial reported it, or the spec's)."""
+
+    layers: int | None = Field(None, ge=1, le=1000, description="decoder layers that ran")
+    hidden_size: int | None = Field(None, ge=1, le=131_072, description="model width")
+    heads: int | None = Field(None, ge=1, description="attention heads")
+    kv_heads: int | None = Field(None, ge=1, description="key/value heads")
+    vocab: int | None = Field(None, ge=1, description="vocabulary size")
+    ffn_hidden: int | None = Field(None, ge=1, description="MLP (expert) width")
+    experts: int | None = Field(None, ge=1, description="experts of a mixture of experts")
+    top_k: int | None = Field(None, ge=1, description="experts per token")
+    active_params_billion: float | None = Field(
+        None, gt=0, description="a mixture of experts: parameters active per token, billions"
+    )
+
+
+class MeasuredTarget(MeasuredShape):
+    """The spec's model a reference run stands for (scaled down to fit one device)."""
+
+    params_billion: float = Field(gt=0, le=100_000, description="its size, billions")
+
+
 class Measured(Strict):
-    """One measured MFU from `accelstack calibrate` (a trial's throughput records)."""
+    """One measured MFU from `accelstack calibrate` (a trial's throughput records), keyed by
+    instance type, model (size and shape), precision, sequence per rank, tokens per chip and
+    training stack."""
 
     instance_type: Text = Field(description="where it was measured, e.g. trn2.48xlarge")
     params_billion: float = Field(gt=0, le=100_000, description="model size it was measured on")
     precision: Literal["bf16", "fp16", "fp8"] = Field("bf16", description="numeric precision")
-    mfu: float = Field(gt=0, le=1, description="tokens/s x FLOPs per token / (chips x peak)")
+    mfu: float = Field(
+        gt=0,
+        le=10,
+        description="tokens/s x counted FLOPs per token (6N + 12LHS) / (chips x peak); the "
+        "counted attention square is twice what a causal kernel executes, so a long-sequence "
+        "step may count above 1",
+    )
     tokens_per_second: float = Field(gt=0, description="mean over the records, whole job")
     file: Text = Field(description="records file it came from")
     date: Text = Field(description="date of the newest record (YYYY-MM-DD)")
@@ -622,6 +652,34 @@ class Measured(Strict):
         lt=1,
         description="records' spread: (max - min) / (2 x mean) of their MFUs; widens the range",
     )
+    sequence_length: int | None = Field(
+        None,
+        ge=1,
+        le=1_048_576,
+        description="tokens per sequence per rank it ran at; `price` uses it at this length only",
+    )
+    tokens_per_chip: float | None = Field(
+        None, gt=0, description="tokens per accelerator per optimizer step"
+    )
+    stack: Text | None = Field(
+        None, description="training stack that ran (accelstack-reference, torchtitan, ...)"
+    )
+    chips: int | None = Field(
+        None, ge=1, description="accelerators that ran (the world size over ranks per chip)"
+    )
+    device_model: Text | None = Field(None, description="what the device called itself")
+    host_instance_type: Text | None = Field(
+        None, description="the host's own instance type (Neuron: neuron-ls)"
+    )
+    shape: MeasuredShape | None = Field(None, description="the model shape that ran")
+    shape_source: Text | None = Field(
+        None, description="reported (by the entrypoint or the reference benchmark) or spec"
+    )
+    target: MeasuredTarget | None = Field(
+        None, description="the spec model a scaled-down reference run stands for"
+    )
+    compiled: bool | None = Field(None, description="torch.compile was on")
+    activation_checkpointing: bool | None = Field(None, description="activations recomputed")
 
 
 class Spec(Strict):

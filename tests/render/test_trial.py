@@ -120,3 +120,58 @@ def test_job_names_leave_room_for_jobset_pod_names() -> None:
     # the webhook's 5-character suffix counts: 49 + "-node-0-0" is 58, 64 with "-abcde"
     assert not jobset_pod_name_fits("x" * 49, "node", 1)
     assert jobset_pod_name_fits("x" * 48, "node", 1)
+
+
+# ---- `trial --reference`: the shipped benchmark instead of the user's entrypoint -------
+
+
+def test_reference_trial_runs_the_shipped_benchmark_at_the_specs_shape() -> None:
+    from accelstack.render.reference import REFERENCE, SHAPE, ReferenceOptions
+
+    stack = preset_stack("llama3-70b-p5")
+    arts = {a.path: a for a in render_trial(stack, 12, reference=ReferenceOptions())}
+    assert {WRAPPER, REFERENCE, SHAPE} <= set(arts)
+    script = arts["trial-h100.sh"].content
+    assert "/workspace/" not in script  # no user entrypoint
+    args = script.split("workload_args=(\n", 1)[1].split("\n)", 1)[0].split()
+    assert args == [
+        f"./{REFERENCE}",
+        *("--params-billion", "70.6", "--layers", "80", "--hidden-size", "8192"),
+        *("--sequence-lengths", "4096,8192"),  # half the spec's sequence and the spec's
+        *("--device-memory-gib", "80", "--compile", "auto", "--checkpointing", "off"),
+    ]
+    assert "ACCELSTACK_TRIAL_RANKS_PER_DEVICE=1" in script
+    cm = next(d for d in _docs(arts["trial-h100.yaml"].content) if d["kind"] == "ConfigMap")
+    assert cm["data"][REFERENCE] == arts[REFERENCE].content
+    assert cm["data"][SHAPE] == arts[SHAPE].content
+    assert f"/etc/accelstack/{REFERENCE}" in cm["data"]["launch-h100.sh"]
+    readme = arts["README.md"].content
+    assert "pool h100: the reference runs 1 layer(s) of hidden 8192" in readme
+    assert "layers 1 of 80 (fewer layers to fit one device)" in readme
+
+
+def test_reference_trial_refuses_what_it_cannot_run(tmp_path: Path, capsys) -> None:
+    from accelstack.render.reference import ReferenceOptions
+
+    with pytest.raises(AccelstackError, match="pool 'trn1' runs the xla training path"):
+        render_trial(_jobs("trn1-multinode", controller="none"), 5, reference=ReferenceOptions())
+    moe = preset_stack("llama3-70b-trn2")
+    spec = tmp_path / "moe.yaml"
+    data = yaml.safe_load((STACKS / "llama3-70b-trn2.yaml").read_text())
+    data["name"] = "moe"
+    data["workload"]["model"].update(params_billion=46.7, active_params_billion=12.9)
+    data["workload"]["model"].update(layers=32, hidden_size=4096)
+    spec.write_text(yaml.safe_dump(data))
+    out = tmp_path / "t"
+    assert main(["trial", str(spec), "-o", str(out), "--reference"]) == 2
+    err = capsys.readouterr().err
+    assert "needs its expert count and top-k (--experts E --top-k K" in err
+    assert (
+        main(["trial", str(spec), "-o", str(out), "--reference", "--experts", "8", "--top-k", "2"])
+        == 0
+    )
+    printed = capsys.readouterr().out
+    assert (
+        "MLP 14336, 3 experts top-2" in printed and "experts 3 of 8 (to fit one device)" in printed
+    )
+    assert moe.workload.model.layers == 80  # the preset itself is untouched
