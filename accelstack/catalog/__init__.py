@@ -874,7 +874,11 @@ def _check_step(c: Catalog, records: dict[str, TrainingRecord]) -> None:
     names = [s.family for s in c.throughput.step]
     for family in sorted({cur.family for cur in c.throughput.curves}):
         if names.count(family) != 1:
-            raise CatalogError(f"throughput: step: need exactly one entry for {family}")
+            raise CatalogError(
+                f"throughput: step: need exactly one entry for {family} (its attention, link and "
+                "expert terms; a new family: {family: ..., basis: extrapolated, from_family: "
+                "h100, attention_relative_to_dense: true, inherit_experts: false, reason: ...})"
+            )
         c.step_family(family)
     for entry in c.throughput.step:
         for rid in entry.experts.records if entry.experts else ():

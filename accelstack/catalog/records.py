@@ -131,11 +131,6 @@ class TrainingRecord(_Frozen):
     note: str | None = None
 
     @property
-    def sequence_per_rank(self) -> float | None:
-        """Tokens of one sequence each context-parallel rank holds."""
-        return self.sequence_length / self.context_parallel if self.sequence_length else None
-
-    @property
     def batch_tokens(self) -> float | None:
         """Tokens per optimizer step, whole job (`global_batch_tokens`, else sequences x
         sequence length)."""

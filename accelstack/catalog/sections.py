@@ -239,7 +239,7 @@ SECTIONS: tuple[Section, ...] = (
         "MFU curves, goodput and scaling",
         {"throughput": ""},
         lambda data, where, fields: {"throughput": parse_throughput(dict(data), where)},
-        rows={"curves": ("family", "precisions")},
+        rows={"curves": ("family", "precisions"), "step": ("family",)},
     ),
     Section(
         "capacity_blocks.yaml",

@@ -484,7 +484,7 @@ class Model(Strict):
         gt=0,
         le=10_000,
         description="mixture of experts: parameters active per token, in billions (FLOPs and "
-        "the MFU curve's size); params_billion (all experts) stays the memory fit's size",
+        "the dense rate's size); params_billion (all experts) stays the memory fit's size",
     )
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
     hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
@@ -542,8 +542,8 @@ class Workload(Strict):
     stack: Text | None = Field(
         None,
         description="training stack (throughput.yaml training_stacks: torchtitan, nemo, "
-        "llm-foundry, nxd, torchneuron, ...): selects the MFU curve's stack offset; unset: the "
-        "centre with the stacks' spread",
+        "automodel, llm-foundry, nxd, torchneuron, ...): selects the step model's rates of that "
+        "stack; unset: the centre with the stacks' spread",
     )
     context_parallel: int | None = Field(
         None,

@@ -70,8 +70,9 @@ def test_every_steady_state_record_lies_inside_its_printed_range(rec: TrainingRe
 def test_nvidia_nemo_bf16_h100_rows_are_reproduced_at_their_stack(
     rid: str, published_mfu: float
 ) -> None:
-    """NVIDIA's DGX-H100 NeMo BF16 recipes reach ~0.66 (8B) and ~0.55 (70B, 405B) MFU counted
-    as 6N + 12 L H S; the estimate (stack nemo) was 0.64-0.82x of them before, now within 8%."""
+    """NVIDIA's DGX-H100 NeMo BF16 recipes reach ~0.66 at 8B and ~0.55 at 70B and 405B, MFU
+    counted as 6N + 12 L H S; the estimate (stack nemo) was 0.64-0.82x of them before, now
+    within 8%."""
     rec = BY_ID[rid]
     assert implied_mfu(CATALOG, rec) == pytest.approx(published_mfu, abs=0.01)
     _, centre, _ = _inside(rec)

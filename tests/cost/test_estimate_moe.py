@@ -170,7 +170,7 @@ def test_deepseek_v3_gpu_hours_is_the_documented_check(capsys: pytest.CaptureFix
                 f"\nDeepSeek-V3 ({name}): estimate {c / 1e6:.2f}M GPU-hours ({lo / 1e6:.2f}-"
                 f"{hi / 1e6:.2f}M), published {DSV3_GPU_HOURS / 1e6:.3f}M"
             )
-    (c0, lo0, hi0), (c1, lo1, hi1) = rows
+    (c0, lo0, hi0), (c1, lo1, _) = rows
     assert lo0 <= DSV3_GPU_HOURS <= hi0
     assert 1.5 < c1 / DSV3_GPU_HOURS < 2.5 and lo1 / DSV3_GPU_HOURS < 1.3
 

@@ -182,7 +182,7 @@ def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog,
     text = capsys.readouterr().out
     assert "MFU measured: old.jsonl, 2026-11-20, 9 steps on 1 node(s), carried to 2" in text
     assert "through the scaling model (x" in text and "; WARNING: measured on" in text
-    assert "MFU fitted: trainium bf16 curve" in text
+    assert "trainium bf16 step model" in text
     assert main(["compare", str(spec_path), "--instance-types", "p5.48xlarge"]) == 0
     only = capsys.readouterr().out
     assert "this pick depends on an estimate: " in only
@@ -251,7 +251,7 @@ def test_calibrate_bad_records_exit_2_and_write_nothing(tmp_path: Path, capsys) 
         bad.write_text(json.dumps(_fake_record(tokens_per_s=tokens)) + "\n")
         assert main(["calibrate", str(bad), "--spec", str(spec_path)]) == 2
         err = capsys.readouterr().err
-        assert "is outside the plausible 0.05-0.542 for a training step (h100 bf16: " in err
+        assert "is outside the plausible 0.05-0.75 for a training step (h100 bf16: " in err
         assert len(err.strip().splitlines()) == 1
     assert spec_path.read_text() == before
 
