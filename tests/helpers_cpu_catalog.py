@@ -10,8 +10,8 @@ processes (one thread each) can execute, as a datasheet peak is. A CPU step at a
 runs far below that, so the overlay lowers throughput.yaml's MFU floor (spreads.mfu_band, which
 exists to catch a CPU run recorded as an accelerator) for this CPU family's catalog.
 
-Throughput.yaml rows here follow its current layout (`curves`, `spreads`); when the run model's
-layout changes, this is the one test file to follow it."""
+Throughput.yaml rows here follow its current layout (`curves`, `step`, `spreads`); when the run
+model's layout changes, this is the one test file to follow it."""
 
 from __future__ import annotations
 
@@ -136,6 +136,16 @@ def cpu_overlay(tmp: Path) -> Path:
                     "from_curve": {"family": "h100", "precision": "bf16"},
                     "factor": 1.0,
                     "extra_spread": 0.5,
+                    "reason": "a test stand-in: priced from its measurement",
+                }
+            ],
+            "step": [
+                {
+                    "family": FAMILY,
+                    "basis": "extrapolated",
+                    "from_family": "h100",
+                    "attention_relative_to_dense": True,
+                    "inherit_experts": False,
                     "reason": "a test stand-in: priced from its measurement",
                 }
             ],

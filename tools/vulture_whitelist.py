@@ -25,6 +25,13 @@ end_time_utc  # capacity_blocks.yaml
 start_up_to_weeks_ahead  # capacity_blocks.yaml
 billing  # purchase_options.yaml
 value_as_published  # records.yaml
+kv_heads  # records.yaml shapes: the model's shape as published (the step model reads heads)
+ffn_hidden_size  # records.yaml shapes
+vocab_size  # records.yaml shapes
+glu  # records.yaml shapes (the parameter count's MLP form)
+shared_expert_hidden_size  # records.yaml shapes
+chip_link_source  # instances.yaml families: the source of chip_link_gb_per_s
+default_tensor_parallel_source  # throughput.yaml scaling
 fsx_source  # resilience.yaml
 minutes_per_batch_estimate  # resilience.yaml
 adjustable  # scale.yaml

@@ -22,7 +22,7 @@ from accelstack.catalog.overlay import check_dir, check_keys, identity, merge, o
 from accelstack.catalog.price_ranges import MissingRange, PriceRange, span_in
 from accelstack.catalog.purchase import OptionLists, option_lists
 from accelstack.catalog.purchase import PurchaseOptionFacts as PurchaseOptionFacts
-from accelstack.catalog.records import LeftOut, TrainingRecord
+from accelstack.catalog.records import LeftOut, Shape, TrainingRecord
 from accelstack.catalog.resilience import ResilienceFacts
 from accelstack.catalog.scale import ScaleFacts
 from accelstack.catalog.sections import (
@@ -36,7 +36,7 @@ from accelstack.catalog.sections import (
     section_of_field,
     service_row,
 )
-from accelstack.catalog.throughput import MfuCurve, Throughput
+from accelstack.catalog.throughput import MfuCurve, StepFamily, Throughput
 from accelstack.catalog.yamlread import safe_load
 from accelstack.errors import (
     CatalogError,
@@ -144,6 +144,11 @@ class Family(_Frozen):
     # a record from a device another family names, or one this family does not. Empty: the
     # device reports no name (Neuron: a record's host instance type from neuron-ls is checked)
     device_names: tuple[str, ...] = ()
+    #: chip-to-chip link bandwidth inside an instance, GB/s per chip as the vendor publishes it
+    #: (NVLink, NeuronLink): the step model's tensor-parallel and expert all-to-all terms
+    #: read it; None where no figure is published
+    chip_link_gb_per_s: float | None = Field(default=None, gt=0)
+    chip_link_source: str | None = None
 
 
 class InstanceType(_Frozen):
@@ -403,6 +408,7 @@ class Catalog(_Frozen):
     hours_per_month: int
     records: tuple[TrainingRecord, ...]
     left_out: tuple[LeftOut, ...] = ()
+    record_shapes: dict[str, Shape] = Field(default_factory=dict)  # records.yaml shapes
     throughput: Throughput
     capacity_blocks: CapacityBlocks
     price_ranges: tuple[PriceRange, ...] = ()  # price_ranges.yaml: estimated rates' spans
@@ -535,9 +541,36 @@ class Catalog(_Frozen):
                 "slope": base.slope,
                 "params_range": base.params_range,
                 "stacks": base.stacks,
-                "residual": base.residual,
-                "held_out_scatter": base.held_out_scatter,
+                "residual_range": base.residual_range,
+                "sequence_range": base.sequence_range,
                 "records": base.records,
+            }
+        )
+
+    def step_family(self, family: str) -> StepFamily:
+        """The family's step terms (attention rates, link and expert terms); an extrapolated
+        family comes with its source family's terms (the attention rate marked relative when
+        `attention_relative_to_dense`), and without an expert term unless it inherits one."""
+        own = self.throughput.step_for(family)
+        if own is None:
+            raise CatalogError(f"throughput: step: no entry for family {family}")
+        if own.from_family is None:
+            return own
+        base = self.throughput.step_for(own.from_family)
+        if base is None or base.from_family is not None:
+            raise CatalogError(
+                f"throughput: step: {family}: from_family {own.from_family} is not a fitted family"
+            )
+        return own.model_copy(
+            update={
+                "attention_centre": base.attention_centre,
+                "attention_stacks": base.attention_stacks,
+                "context_parallel_loss_centre": base.context_parallel_loss_centre,
+                "context_parallel_loss_stacks": base.context_parallel_loss_stacks,
+                "tensor_parallel_efficiency": own.tensor_parallel_efficiency
+                if own.tensor_parallel_efficiency is not None or own.attention_relative_to_dense
+                else base.tensor_parallel_efficiency,
+                "experts": own.experts or (base.experts if own.inherit_experts else None),
             }
         )
 
@@ -841,6 +874,34 @@ def _check_curves(c: Catalog) -> None:
     for rec in c.records:
         if rec.family not in c.families:
             raise CatalogError(f"records: {rec.id}: unknown family '{rec.family}'")
+    _check_step(c, records)
+
+
+def _check_step(c: Catalog, records: dict[str, TrainingRecord]) -> None:
+    """Every family with a curve has one step entry; an expert term names steady-state
+    mixture-of-experts records of its family."""
+    names = [s.family for s in c.throughput.step]
+    for family in sorted({cur.family for cur in c.throughput.curves}):
+        if names.count(family) != 1:
+            raise CatalogError(
+                f"throughput: step: need exactly one entry for {family} (its attention, link and "
+                "expert terms; a new family: {family: ..., basis: extrapolated, from_family: "
+                "h100, attention_relative_to_dense: true, inherit_experts: false, reason: ...})"
+            )
+        c.step_family(family)
+    for entry in c.throughput.step:
+        for rid in entry.experts.records if entry.experts else ():
+            rec = records.get(rid)
+            if rec is None:
+                raise CatalogError(
+                    f"throughput: step {entry.family}: unknown record '{rid}'"
+                    f"{did_you_mean(rid, records)}"
+                )
+            if rec.family != entry.family or not rec.experts:
+                raise CatalogError(
+                    f"throughput: step {entry.family}: record '{rid}' is not a mixture of "
+                    f"experts of {entry.family}"
+                )
 
 
 def _check_integrity(c: Catalog) -> None:

@@ -22,7 +22,7 @@ from accelstack.catalog.blocks import parse_capacity_blocks
 from accelstack.catalog.price_ranges import parse_price_ranges
 from accelstack.catalog.purchase import FILE as PURCHASE_FILE
 from accelstack.catalog.purchase import parse_table
-from accelstack.catalog.records import parse_left_out, parse_records
+from accelstack.catalog.records import parse_left_out, parse_records, parse_shapes
 from accelstack.catalog.throughput import parse_throughput
 from accelstack.errors import CatalogError, did_you_mean, shortened
 
@@ -122,7 +122,11 @@ def _sourced(row: Any, at: str, sources: Mapping[str, str], where: Path) -> Any:
 
 
 def _records(data: Mapping[str, Any], where: Path, fields: Fields) -> Fields:
-    return {"records": parse_records(data, where), "left_out": parse_left_out(data, where)}
+    return {
+        "records": parse_records(data, where),
+        "left_out": parse_left_out(data, where),
+        "record_shapes": parse_shapes(data, where),
+    }
 
 
 def _raw(name: str) -> Build:
@@ -226,7 +230,7 @@ SECTIONS: tuple[Section, ...] = (
     Section(
         "records.yaml",
         "public training records the MFU curves are fitted to",
-        {"records": "records", "left_out": "left_out"},
+        {"records": "records", "left_out": "left_out", "record_shapes": "shapes"},
         _records,
         rows={"records": ("id",), "left_out": ("id",)},
     ),
@@ -235,7 +239,7 @@ SECTIONS: tuple[Section, ...] = (
         "MFU curves, goodput and scaling",
         {"throughput": ""},
         lambda data, where, fields: {"throughput": parse_throughput(dict(data), where)},
-        rows={"curves": ("family", "precisions")},
+        rows={"curves": ("family", "precisions"), "step": ("family",)},
     ),
     Section(
         "capacity_blocks.yaml",

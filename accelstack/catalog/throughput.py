@@ -1,9 +1,11 @@
-"""The run model's facts (throughput.yaml): steady-state MFU curves, scaling, goodput.
+"""The run model's facts (throughput.yaml): the step model's rates, scaling, goodput.
 
 Two quantities are kept apart (docs/cost.md, "Two quantities"):
 
-* steady-state MFU: what a training step reaches while it runs, by family, precision, stack
-  and model size, fitted only to `steady_state` records (accelstack.cost.mfu does the fit);
+* steady-state throughput: what a training step reaches while it runs, from the step model
+  (a dense rate per family, precision, stack and model size, an attention rate per stack,
+  the tensor-parallel and expert terms), fitted only to `steady_state` records
+  (accelstack.cost.mfu does the fit);
 * goodput: the share of the run's wall time that is training steps (restarts after failures,
   checkpoint stalls, evaluation and slow phases), fitted so that `whole_run` records are
   reproduced from steady state x goodput.
@@ -37,14 +39,18 @@ class CurveSource(_Frozen):
 
 
 class MfuCurve(_Frozen):
-    """Reference steady-state MFU (one node, full per-chip batch) against model size.
+    """The dense (GEMM) rate of one family and precision: the fraction of the precision's
+    peak the linear layers' executed FLOPs run at, against model size (docs/cost.md, "The
+    step model").
 
-    mfu = intercept + slope x log10(params_billion clamped to params_range) + stack offset.
-    basis "fitted": coefficients are the least-squares fit to `records` (steady-state ones,
-    normalised to the reference scale through `Scaling`); each stack gets an additive offset
-    (`stacks`, centred on 0), and the estimate uses the centre (offset 0) with a range that
-    spans the stacks. basis "extrapolated": no record of its own; the `from_curve` curve x
-    `factor`, with `extra_spread` added to its range; `reason` says why.
+    rate = intercept + slope x log10(active params in billions, clamped to params_range)
+    + stack offset. basis "fitted": the step model's least squares over `records` (every
+    steady-state record of the family is fitted at once: dense rates, attention rates, the
+    link and expert terms), one additive offset per stack centred on 0; `residual_range` is
+    the lowest and highest published / predicted of the curve's dense records (the printed
+    range), `sequence_range` the sequence lengths they span. basis "extrapolated": no record
+    of its own; the `from_curve` curve x `factor`, with `extra_spread` added to its range;
+    `reason` says why.
     """
 
     family: str
@@ -54,20 +60,18 @@ class MfuCurve(_Frozen):
     slope: float | None = None
     params_range: tuple[float, float] | None = None
     stacks: dict[str, float] = Field(default_factory=dict)
-    residual: float = Field(0.0, ge=0, lt=1)  # largest relative residual of the fit
-    # (lowest, highest) published / predicted of the held-out records of this family and
-    # precision (records.yaml held_out: true): the range is never narrower than that scatter
-    held_out_scatter: tuple[float, float] | None = None
+    residual_range: tuple[float, float] | None = None
+    sequence_range: tuple[int, int] | None = None
     records: tuple[str, ...] = ()
     from_curve: CurveSource | None = None
     factor: float = Field(1.0, gt=0)
     extra_spread: float = Field(0.0, ge=0, lt=1)
     reason: str = Field(min_length=1)
 
-    def reference(self, params_billion: float, stack: str | None = None) -> float:
-        """Reference MFU at this size (the centre of the stacks unless `stack` is named)."""
+    def rate(self, params_billion: float, stack: str | None = None) -> float:
+        """Dense rate at this size (the centre of the stacks unless `stack` is named)."""
         if self.intercept is None or self.slope is None or self.params_range is None:
-            raise CatalogError("MFU curve has no coefficients (resolve from_curve first)")
+            raise CatalogError("dense-rate curve has no coefficients (resolve from_curve first)")
         lo, hi = self.params_range
         size = min(max(params_billion, lo), hi)
         offset = self.stacks.get(stack, 0.0) if stack else 0.0
@@ -84,6 +88,69 @@ class MfuCurve(_Frozen):
             return math.log10(params_billion / hi)
         return 0.0
 
+    def doublings_outside(self, sequence: int | None) -> float:
+        """How far (in doublings) a sequence length lies outside the records' lengths."""
+        if self.sequence_range is None or not sequence:
+            return 0.0
+        lo, hi = self.sequence_range
+        if sequence < lo:
+            return math.log2(lo / sequence)
+        if sequence > hi:
+            return math.log2(sequence / hi)
+        return 0.0
+
+
+class ExpertTerm(_Frozen):
+    """A mixture of experts' step (fitted to the published MoE rows of the family):
+
+    expert GEMMs run at the dense rate x M / (M + half_rate_tokens), M the tokens one expert
+    gets per micro-batch; the dispatch and combine all-to-all moves 4 x top-k x hidden x 2
+    bytes per token and MoE layer over the chip link (inside a node) and EFA (across nodes)
+    at all_to_all_efficiency of their bandwidth. `residual_range`: the lowest and highest
+    published / predicted of the MoE records."""
+
+    half_rate_tokens: float = Field(ge=0)
+    all_to_all_efficiency: float = Field(gt=0)
+    residual_range: tuple[float, float]
+    records: tuple[str, ...] = Field(min_length=1)
+
+
+class UnmodelledMoe(_Frozen):
+    """A mixture of experts on a family whose expert term is not fitted: the dense step at
+    the active parameters x `centre`, the range x `range` (published / dense-only step of the
+    fitted family's MoE records: their geometric mean and extremes)."""
+
+    centre: float = Field(gt=0)
+    range: tuple[float, float]
+    source: str = Field(min_length=1)
+
+
+class StepFamily(_Frozen):
+    """The rest of a family's step model (docs/cost.md, "The step model").
+
+    attention_centre / attention_stacks: the executed rate of causal attention (about half
+    the counted 12 L H S FLOPs run), as a fraction of the family's BF16 peak, per stack with
+    sequence evidence (the centre: their mean); tensor_parallel_efficiency: the achieved
+    fraction of the chip link for the tensor-parallel collectives; experts: the fitted expert
+    term (None: a mixture of experts is "unmodelled" on this family). basis "extrapolated":
+    `from_family`'s terms (attention_relative_to_dense: its attention-to-dense ratio at the
+    model's size instead of its absolute rate); `reason` says why."""
+
+    family: str
+    basis: Literal["fitted", "extrapolated"]
+    from_family: str | None = None
+    attention_centre: float | None = Field(default=None, gt=0, le=1)
+    attention_stacks: dict[str, float] = Field(default_factory=dict)
+    #: the attention rate's loss per doubling of context parallelism, per stack whose records
+    #: ran context-parallel (the centre: their mean)
+    context_parallel_loss_centre: float = Field(default=0.0, ge=0, lt=1)
+    context_parallel_loss_stacks: dict[str, float] = Field(default_factory=dict)
+    attention_relative_to_dense: bool = False
+    tensor_parallel_efficiency: float | None = Field(default=None, gt=0)
+    experts: ExpertTerm | None = None
+    inherit_experts: bool = True  # an extrapolated family takes from_family's expert term
+    reason: str = Field(min_length=1)
+
 
 class Scaling(_Frozen):
     """Efficiency against the reference scale (one node, a full per-chip batch):
@@ -99,29 +166,13 @@ class Scaling(_Frozen):
     batch_pairs: tuple[tuple[str, str], ...] = ()  # record pairs the batch term is fitted to
     spread: float = Field(ge=0, lt=1)  # relative uncertainty of the node term's coefficient
     source: str = Field(min_length=1)
-    # sequence term: min(1, reference_sequence / tokens of a sequence per rank) **
-    # sequence_exponent (fitted to `sequence_pairs`; the pairs' lowest and highest exponents
-    # are the range)
-    reference_sequence: int = Field(8192, ge=1)
-    sequence_exponent: float = Field(0.0, ge=0, lt=2)
-    sequence_exponent_range: tuple[float, float] = (0.0, 0.0)
-    sequence_pairs: tuple[tuple[str, str], ...] = ()
-    sequence_source: str = ""
-
-    def sequence_factor(self, sequence: float | None, exponent: float | None = None) -> float:
-        """The long-sequence term: 1 at or below reference_sequence tokens per rank."""
-        if not sequence or sequence <= self.reference_sequence:
-            return 1.0
-        power = self.sequence_exponent if exponent is None else exponent
-        return float((self.reference_sequence / sequence) ** power)
+    #: the tensor-parallel degree the step assumes when the caller gives no layout: rows of
+    #: (up to this many billion active parameters, degree), the last row open-ended (null)
+    default_tensor_parallel: tuple[tuple[float | None, int], ...] = ()
+    default_tensor_parallel_source: str = ""
 
     def efficiency(
-        self,
-        nodes: int,
-        tokens_per_chip: float | None,
-        loss: float | None = None,
-        sequence: float | None = None,
-        exponent: float | None = None,
+        self, nodes: int, tokens_per_chip: float | None, loss: float | None = None
     ) -> float:
         per_doubling = self.loss_per_node_doubling if loss is None else loss
         node = 1.0 - per_doubling * math.log2(max(1, nodes))
@@ -130,7 +181,14 @@ class Scaling(_Frozen):
             batch = (
                 min(1.0, tokens_per_chip / self.full_batch_tokens_per_chip) ** self.batch_exponent
             )
-        return max(self.floor, node * batch * self.sequence_factor(sequence, exponent))
+        return max(self.floor, node * batch)
+
+    def tensor_parallel_for(self, active_params_billion: float) -> int:
+        """The default tensor-parallel degree for a model of this (active) size."""
+        for upto, degree in self.default_tensor_parallel:
+            if upto is None or active_params_billion <= upto:
+                return degree
+        return 1
 
 
 class Goodput(_Frozen):
@@ -159,6 +217,7 @@ class Spreads(_Frozen):
 
     minimum: float = Field(gt=0, lt=1)  # a fitted curve's range is never narrower
     per_decade_outside: float = Field(ge=0, lt=1)  # sizes beyond the records'
+    per_doubling_outside: float = Field(0.0, ge=0, lt=1)  # sequences beyond the records'
     measured: float = Field(gt=0, lt=1)  # a trial measurement on the spec's node count
     carried_per_node_doubling: float = Field(ge=0, lt=1)  # measured on fewer nodes
     mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
@@ -184,6 +243,8 @@ class Calibration(_Frozen):
 
 class Throughput(_Frozen):
     curves: tuple[MfuCurve, ...]
+    step: tuple[StepFamily, ...] = ()
+    unmodelled_moe: UnmodelledMoe | None = None
     scaling: Scaling
     goodput: Goodput
     spreads: Spreads
@@ -194,6 +255,9 @@ class Throughput(_Frozen):
         return next(
             (c for c in self.curves if c.family == family and precision in c.precisions), None
         )
+
+    def step_for(self, family: str) -> StepFamily | None:
+        return next((s for s in self.step if s.family == family), None)
 
 
 def parse_throughput(data: object, path: Path) -> Throughput:

@@ -1,25 +1,28 @@
-"""Training-run estimate: steady-state throughput x scaling, goodput, wall hours, ranges.
+"""Training-run estimate: the step model x scaling, goodput, wall hours, ranges.
 
 Formulas (docs/cost.md has the worked derivation):
 
-* Training FLOPs per token = 6 x N (dense: forward 2N + backward 4N) plus, when the spec gives
-  `sequence_length`, `layers` and `hidden_size`, the attention term 12 x L x H x S (PaLM,
-  Chowdhery et al. 2022, appendix B); MFU figures (PaLM, Llama 3, llm-foundry) use it.
-* Step MFU at this scale = reference steady-state MFU (throughput.yaml curve at the model size,
-  one node, a full per-chip batch) x scaling efficiency (node count, tokens per chip per step).
+* Counted FLOPs per token = 6 x N (dense: forward 2N + backward 4N; a mixture of experts: its
+  active parameters) plus, when the spec gives `sequence_length`, `layers` and `hidden_size`,
+  the attention term 12 x L x W x S (PaLM, Chowdhery et al. 2022, appendix B; W = heads x
+  head_dim, default the hidden size): what MFU reports. They are never the executed FLOPs.
+* Step MFU at this scale = the step model's MFU (accelstack.cost.step: executed dense work at
+  the dense rate, causal attention at the attention rate, the tensor-parallel and expert
+  terms, recompute and the pipeline bubble, at the run's layout) x the node and batch terms.
   The MFU comes from, in order: `budget.mfu` ("given": the step MFU at this scale), a trial
   measurement ("measured"; one taken on fewer nodes is carried to this node count through the
-  scaling model), or the curve ("fitted" inside the records' sizes, "extrapolated" otherwise
-  or when the family/precision has no record of its own).
-* Compute hours = FLOPs / (chips x peak dense FLOPS at the precision x step MFU) / 3600.
+  scaling model), or the step model ("fitted" inside the records' sizes and sequences,
+  "extrapolated" otherwise or where the family/precision has no record of its own,
+  "unmodelled" for a mixture of experts without a fitted expert term).
+* Compute hours = counted FLOPs / (chips x peak dense FLOPS at the precision x step MFU) / 3600.
 * Goodput = 1 / (1 + failures + checkpoint stalls + other losses): failures = nodes x
   interruptions per node-hour x hours lost each; checkpoint stalls = training state / (nodes x
   write throughput) per checkpoint interval; other losses (evaluation, slow phases) fitted to
   whole-run records. Wall hours = compute hours / goodput + one-time hours (bring-up, Neuron
   compile).
-* Every figure has a low/high range: the MFU's from the spread of its records (the stacks'
-  offsets and the fit's residual; wider where extrapolated), scaling's and goodput's from
-  their coefficients' uncertainty.
+* Every figure has a low/high range: the MFU's from the fit's residuals and the stacks' rates
+  (wider where extrapolated: accelstack.cost.pick), scaling's and goodput's from their
+  coefficients' uncertainty.
 """
 
 from __future__ import annotations
@@ -27,21 +30,27 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from accelstack.catalog import Catalog
 from accelstack.catalog.sizing import MemoryFit, memory_fit, training_state_bytes
-from accelstack.catalog.throughput import MfuCurve
 from accelstack.cost import measurements
+from accelstack.cost.pick import (
+    MfuBasis,
+    MfuPick,
+    Range,
+    curve_pick,
+    scaling,
+    tokens_per_chip,
+)
+from accelstack.cost.rates import default_layout, shape_of
+from accelstack.cost.step import Layout, ModelShape
 from accelstack.errors import CatalogError
 from accelstack.resolve.advice import batch_warning
 from accelstack.spec import Measured, Workload
 
-FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x hidden x seq per token"
+__all__ = ["MfuBasis", "MfuPick", "Range", "tokens_per_chip"]
 
-#: Where an estimate's MFU came from (JSON `training.mfu_basis`).
-MfuBasis = Literal["fitted", "extrapolated", "measured", "given"]
-Range = tuple[float, float]
+FLOPS_CONVENTION = "PaLM appendix B: 6N + 12 x layers x (heads x head_dim) x seq per token"
 
 
 @dataclass(frozen=True)
@@ -65,29 +74,28 @@ def training_flops(
     layers: int | None = None,
     hidden_size: int | None = None,
     sequence_length: int | None = None,
+    attention_width: int | None = None,
+    attention_layers: int | None = None,
 ) -> Flops:
-    """6N per token, plus 12 L H S per token when all three attention inputs are given."""
-    dense = 6.0 * params_billion * 1e9
-    attention = 0.0
-    if layers and hidden_size and sequence_length:
-        attention = 12.0 * layers * hidden_size * sequence_length
+    """Counted FLOPs: 6N per token, plus 12 L W S per token when the attention inputs are
+    given (W: `attention_width`, default the hidden size; L: `attention_layers`, default every
+    layer)."""
+    shape = ModelShape(
+        params_billion=params_billion,
+        layers=layers,
+        hidden_size=hidden_size,
+        attention_layers=attention_layers,
+    )
+    dense, attention = shape.counted_flops(sequence_length)
+    if attention and attention_width and hidden_size:
+        attention *= attention_width / hidden_size
     return Flops(dense, attention, tokens_billion * 1e9)
 
 
-@dataclass(frozen=True)
-class MfuPick:
-    """The step MFU at this scale, its range, and where it came from."""
-
-    mfu: float
-    low: float
-    high: float
-    basis: MfuBasis
-    source: str
-    scaling: float = 1.0
-    scaling_range: Range = (1.0, 1.0)
-    reference: float | None = None  # steady state at one node and a full per-chip batch
-    warning: str | None = None
-    stack: str | None = None  # the stack whose curve offset was used (None: the centre)
+def workload_flops(workload: Workload) -> Flops:
+    """The counted FLOPs of a spec's run (a mixture of experts: its active parameters)."""
+    dense, attention = shape_of(workload).counted_flops(workload.sequence_length)
+    return Flops(dense, attention, workload.tokens_billion * 1e9)
 
 
 @dataclass(frozen=True)
@@ -162,7 +170,7 @@ class TrainingEstimate:
     @property
     def mfu_is_estimate(self) -> bool:
         """True when the MFU has no record of its own, measurement or user figure behind it."""
-        return self.mfu_basis == "extrapolated"
+        return self.mfu_basis in ("extrapolated", "unmodelled")
 
     @property
     def scaling_efficiency(self) -> float:
@@ -236,13 +244,6 @@ class TrainingEstimate:
         return self.flops.tokens
 
 
-def tokens_per_chip(workload: Workload, chips: int) -> float | None:
-    """Tokens per chip per optimizer step, when the spec gives the batch and sequence."""
-    if workload.global_batch_size and workload.sequence_length and chips > 0:
-        return workload.global_batch_size * workload.sequence_length / chips
-    return None
-
-
 def workload_fit(catalog: Catalog, instance_type: str, workload: Workload) -> MemoryFit:
     """The workload's memory fit on `instance_type` (all parameters; the experts across
     workload.expert_parallel chips when set)."""
@@ -282,6 +283,7 @@ def estimate_training(
     stack: str | None = None,
     private_pull: bool = False,
     fit: MemoryFit | None = None,
+    layout: Layout | None = None,
 ) -> TrainingEstimate:
     """Estimate one training run of `workload` on `nodes` x `instance_type`.
 
@@ -291,22 +293,19 @@ def estimate_training(
     `private_pull`: the image comes from the stack's private ECR through its VPC's ECR
     endpoints (`Stack.private_image_pull`), not through the NAT gateway.
 
+    `layout`: how the step runs (a layout search's pick, a record's published layout); None:
+    the default layout (accelstack.cost.rates.default_layout).
+
     MFU: `mfu` (budget.mfu) when given, else a measurement of this instance type, model size
-    and precision from `measured` (the spec's calibration), else the family's curve (at the
-    centre of its stacks, or `stack`'s offset when named: used to reproduce records).
+    and precision from `measured` (the spec's calibration), else the step model (at the
+    centre of its stacks, or `stack`'s rates when named: used to reproduce records).
     """
     peak = _peak_tflops(catalog, instance_type, workload.precision)
     chips = nodes * catalog.instance(instance_type).chips
     stack = stack if stack is not None else workload.stack
-    pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack)
+    layout = layout or default_layout(catalog, instance_type, workload)
+    pick = mfu_for(catalog, instance_type, nodes, workload, mfu, measured, stack, layout)
     m = workload.model
-    flops = training_flops(  # a mixture of experts: the active parameters per token
-        m.compute_params_billion,
-        workload.tokens_billion,
-        m.layers,
-        m.hidden_size,
-        workload.sequence_length,
-    )
     parts = goodput_parts(catalog, instance_type, nodes, workload, measured, private_pull)
     fit = fit if fit is not None else workload_fit(catalog, instance_type, workload)
     warning = batch_warning(workload, chips)
@@ -317,7 +316,7 @@ def estimate_training(
         precision=workload.precision,
         peak_tflops_per_chip=peak,
         pick=pick,
-        flops=flops,
+        flops=workload_flops(workload),
         parts=parts,
         min_nodes=fit.min_nodes,
         mfu_from_spec=mfu is not None,
@@ -333,59 +332,6 @@ def estimate_training(
 # ---------------------------------------------------------------------------------------
 
 
-def sequence_per_rank(workload: Workload) -> tuple[float | None, float | None]:
-    """(tokens of a sequence per rank, the same without the context-parallel credit): with
-    `context_parallel` each rank holds sequence_length / cp; unmeasured beyond one public
-    record, so the range's low end takes no credit for it."""
-    seq = workload.sequence_length
-    if not seq:
-        return None, None
-    cp = workload.context_parallel or 1
-    return seq / cp, float(seq)
-
-
-def scaling(
-    catalog: Catalog, nodes: int, per_chip: float | None, workload: Workload | None = None
-) -> tuple[float, Range]:
-    """Scaling efficiency against one node with a full per-chip batch and a sequence of at
-    most the reference length per rank, and its range (node coefficient +-spread, the
-    sequence exponent's fitted range, context parallelism credited at the high end only)."""
-    sc = catalog.throughput.scaling
-    loss = sc.loss_per_node_doubling
-    seq, seq_no_cp = sequence_per_rank(workload) if workload is not None else (None, None)
-    e_lo, e_hi = sc.sequence_exponent_range or (sc.sequence_exponent, sc.sequence_exponent)
-    eff = sc.efficiency(nodes, per_chip, sequence=seq)
-    low = sc.efficiency(nodes, per_chip, loss * (1 + sc.spread), seq_no_cp, max(e_hi, e_lo))
-    high = sc.efficiency(nodes, per_chip, loss * (1 - sc.spread), seq, min(e_lo, e_hi))
-    return eff, (low, high)
-
-
-def precision_mix(dense: float, attention: float, ratio: float) -> float:
-    """Share of the precision's peak a step reaches when the dense FLOPs run at it and the
-    attention FLOPs at the BF16 rate (`ratio`: the precision's peak / BF16's)."""
-    return (dense + attention) / (dense + attention * ratio)
-
-
-def attention_precision_factor(catalog: Catalog, family: str, workload: Workload) -> float:
-    """FP8 step MFU at a long sequence relative to the reference sequence: the linears run
-    at FP8, attention (flash attention) at the BF16 rate, and its share of the FLOPs grows
-    with the sequence (12 L H S per token). 1 for BF16, at or below the reference length,
-    or where the spec lacks layers/hidden_size."""
-    peaks = catalog.families[family].peak_tflops
-    bf16 = peaks.get("bf16")
-    own = peaks.get(workload.precision)
-    m, seq = workload.model, workload.sequence_length
-    ref_seq = catalog.throughput.scaling.reference_sequence
-    if not (bf16 and own and own > bf16 and m.layers and m.hidden_size and seq):
-        return 1.0
-    if seq <= ref_seq:
-        return 1.0
-    dense = 6.0 * m.compute_params_billion * 1e9
-    at = 12.0 * m.layers * m.hidden_size
-    ratio = own / bf16
-    return precision_mix(dense, at * seq, ratio) / precision_mix(dense, at * ref_seq, ratio)
-
-
 def mfu_for(
     catalog: Catalog,
     instance_type: str,
@@ -394,92 +340,19 @@ def mfu_for(
     given: float | None,
     measured: Sequence[Measured],
     stack: str | None = None,
+    layout: Layout | None = None,
 ) -> MfuPick:
-    """budget.mfu, else a measurement (carried to this node count), else the curve."""
+    """budget.mfu, else a measurement (carried to this node count), else the step model."""
     if given is not None:
         return MfuPick(given, given, given, "given", "spec budget.mfu (the step MFU at this scale)")
     inst = catalog.instance(instance_type)
     per_chip = tokens_per_chip(workload, nodes * inst.chips)
-    eff, eff_range = scaling(catalog, nodes, per_chip, workload)
+    eff, eff_range = scaling(catalog, nodes, per_chip)
     hit = find_measured(measured, instance_type, workload)
     if hit is not None:
         return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
-    curve = catalog.mfu_curve(inst.family, workload.precision)
-    ref, lo, hi, basis, source = curve_point(catalog, curve, workload, stack)
-    mix = attention_precision_factor(catalog, inst.family, workload)
-    if mix < 1.0:
-        ref, lo = ref * mix, lo * mix  # the high end: attention at the low precision too
-        source += (
-            f"; long-sequence attention at the BF16 rate (x{mix:.3f} against "
-            f"{catalog.throughput.scaling.reference_sequence:,} tokens)"
-        )
-    used = stack if stack in curve.stacks else None
-    moe = workload.model.active_params_billion
-    if moe is not None:
-        source += (
-            f"; mixture of experts: the curve at its {moe:g}B active of "
-            f"{workload.model.params_billion:g}B (no MoE record: the experts' all-to-all is "
-            "not modelled)"
-        )
-    return MfuPick(
-        ref * eff,
-        lo * eff_range[0],
-        hi * eff_range[1],
-        basis,
-        source,
-        eff,
-        eff_range,
-        ref,
-        stack=used,
-    )
-
-
-def curve_point(
-    catalog: Catalog, curve: MfuCurve, workload: Workload, stack: str | None = None
-) -> tuple[float, float, float, MfuBasis, str]:
-    """(reference MFU, low, high, basis, source) of a curve at the workload's model size."""
-    p = workload.model.compute_params_billion  # a mixture of experts: its active size
-    spreads = catalog.throughput.spreads
-    named = stack
-    unmeasured = stack is not None and stack not in curve.stacks
-    if unmeasured:  # no record of that stack on this curve: the centre with the spread
-        stack = None
-    ref = curve.reference(p, stack)
-    offsets = [0.0, *curve.stacks.values()] if stack is None else [curve.stacks[stack]]
-    base = curve.reference(p)
-    lo_c = base + min(offsets) * curve.factor
-    hi_c = base + max(offsets) * curve.factor
-    outside = curve.decades_outside(p)
-    rel = max(curve.residual, spreads.minimum) + curve.extra_spread
-    rel = min(0.9, rel + spreads.per_decade_outside * outside)
-    # never narrower than the scatter of the records held out of the fit
-    s_lo, s_hi = curve.held_out_scatter or (1.0, 1.0)
-    extra = curve.extra_spread + spreads.per_decade_outside * outside  # beyond the records
-    f_lo = max(0.05, min(1 - rel, s_lo * (1 - extra)))
-    f_hi = max(1 + rel, s_hi * (1 + extra))
-    lo_s, hi_s = curve.params_range or (p, p)
-    sizes = f"{lo_s:g}B" if lo_s == hi_s else f"{lo_s:g}-{hi_s:g}B"
-    n = len(curve.records)
-    stacks = ", ".join(sorted(curve.stacks)) or "one stack"
-    if stack is not None:
-        stacks = f"stack {stack}, offset {curve.stacks[stack]:+.3f} of {stacks}"
-    elif unmeasured:
-        stacks = f"{stacks}; {named} has no record here: the centre, the stacks' spread"
-    if curve.from_curve is not None:
-        src = curve.from_curve
-        detail = f"x {curve.factor:g}, " if curve.factor != 1 else ""
-        beyond = f"; beyond the records' sizes to {p:g}B" if outside > 0 else ""
-        source = (
-            f"extrapolated from {src.family} {src.precision} ({detail}{n} records, {sizes}; "
-            f"{stacks}{beyond}): {curve.reason}"
-        )
-        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
-    fitted = f"{curve.family} {workload.precision} curve, {n} steady-state records ({stacks})"
-    if outside > 0:
-        source = f"extrapolated beyond the records' sizes ({sizes}) to {p:g}B: {fitted}"
-        return ref, lo_c * f_lo, hi_c * f_hi, "extrapolated", source
-    source = f"{fitted} at {p:g}B (sizes {sizes})"
-    return ref, lo_c * f_lo, hi_c * f_hi, "fitted", source
+    layout = layout or default_layout(catalog, instance_type, workload)
+    return curve_pick(catalog, instance_type, nodes, workload, layout, stack)
 
 
 def _measured_pick(
@@ -494,7 +367,7 @@ def _measured_pick(
     spreads = catalog.throughput.spreads
     chips_per_node = catalog.instance(m.instance_type).chips
     at = m.nodes or nodes
-    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node), workload)
+    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
     base, carried = measurements.carry(m, workload, _counted_per_token)
     mfu = base * eff / eff_at
     rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top

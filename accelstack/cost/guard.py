@@ -341,8 +341,7 @@ def _throughput_lines(e: TrainingEstimate) -> list[str]:
     out = [f"  MFU basis: {e.mfu_basis} ({e.mfu_source})"]
     if p.reference is not None:
         out.append(
-            f"  steady-state MFU at the reference scale (1 node, full per-chip batch): "
-            f"{p.reference:.3f}"
+            f"  step model MFU at this layout, before the node and batch terms: {p.reference:.3f}"
         )
     out += [
         f"  scaling efficiency at {e.nodes} node(s): {e.scaling_efficiency:.3f} "

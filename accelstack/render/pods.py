@@ -15,6 +15,19 @@ from accelstack.resolve import ResolvedPool, Stack
 _DIGEST_RE = re.compile(r"@[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[0-9a-fA-F]{32,}$")
 
 
+#: workload.model fields only the step model reads (docs/cost.md): not in the pre-compile key
+ESTIMATE_ONLY_MODEL_FIELDS = {
+    "active_params_billion",
+    "heads",
+    "head_dim",
+    "attention_layers",
+    "experts",
+    "experts_per_token",
+    "expert_hidden_size",
+    "moe_layers",
+}
+
+
 def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
     """What the compiled graphs depend on, hashed: the pre-compile marker carries it, so a
     changed model, argument, image, precision, batch or process layout compiles again while a
@@ -27,8 +40,9 @@ def precompile_key(stack: Stack, pool: ResolvedPool) -> str:
         "precompile_steps": wl.precompile_steps,
         "env": dict(sorted(wl.env.items())),
         "image": upstream_image(stack, stack.image),  # the same through the pull-through cache
-        # the active parameters of a mixture of experts count FLOPs only: no graph changes
-        "model": wl.model.model_dump(exclude={"active_params_billion"}),
+        # the fields the estimate alone reads (active parameters, attention width, the
+        # experts' shape) change no graph the entrypoint compiles
+        "model": wl.model.model_dump(exclude=ESTIMATE_ONLY_MODEL_FIELDS),
         "sequence_length": wl.sequence_length,
         "global_batch_size": wl.global_batch_size,
         "precision": wl.precision,

@@ -429,6 +429,39 @@ def _standalone_document_size(stack: Stack) -> Iterator[Finding]:
         )
 
 
+@stack_rule(
+    "moe-shape",
+    "the experts' shape (experts, experts_per_token, expert_hidden_size) belongs to a mixture "
+    "of experts and routes no more experts per token than it has",
+)
+def _moe_shape(stack: Stack) -> Iterator[Finding]:
+    m = stack.workload.model
+    given = [
+        k
+        for k in ("experts", "experts_per_token", "expert_hidden_size", "moe_layers")
+        if getattr(m, k) is not None
+    ]
+    if given and m.active_params_billion is None:
+        yield (
+            f"workload.model.{given[0]}",
+            f"{getattr(m, given[0])} describes experts, but workload.model.active_params_billion "
+            "is not set: a dense model has none (set the active parameters per token, or remove "
+            f"{', '.join(given)})",
+        )
+        return
+    if m.experts and m.experts_per_token and m.experts_per_token > m.experts:
+        yield (
+            "workload.model.experts_per_token",
+            f"{m.experts_per_token} is more than experts {m.experts}: a token is routed to at "
+            "most every expert",
+        )
+    if m.moe_layers is not None and m.layers is not None and m.moe_layers > m.layers:
+        yield (
+            "workload.model.moe_layers",
+            f"{m.moe_layers} is more than layers {m.layers}",
+        )
+
+
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
 @stack_rule(
     "pool-pod-room",
@@ -457,6 +490,7 @@ MODULE_RULES: tuple[StackRule, ...] = (
     _bucket_names,
     _tag_count,
     _workload_fit,
+    _moe_shape,
     _workload_size,
     _standalone_document_size,
     _pod_room,

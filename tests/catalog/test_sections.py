@@ -182,8 +182,8 @@ def test_a_capacity_block_rate_override_changes_the_comparison(tmp_path: Path) -
 
 
 def test_a_new_family_and_type_come_from_the_overlay_alone(tmp_path: Path) -> None:
-    """A new accelerator family (its row, a type, offerings, a price, an MFU curve and a
-    Python environment on the DLAMI) is overlay files only."""
+    """A new accelerator family (its row, a type, offerings, a price, its step model's curves and
+    step entry, and a Python environment on the DLAMI) is overlay files only."""
     inst = bundled("instances.yaml")
     family = dict(inst["families"]["trainium2"], accelerator="Overlay Trainium")
     row = dict(inst["instances"]["trn2.48xlarge"], family="overlaytrn", compare=False)
@@ -203,7 +203,14 @@ def test_a_new_family_and_type_come_from_the_overlay_alone(tmp_path: Path) -> No
                 "families": {"overlaytrn": family},
                 "instances": {"ovl1.48xlarge": row},
             },
-            "throughput.yaml": {"curves": curves},
+            "throughput.yaml": {
+                "curves": curves,
+                "step": [
+                    dict(s, family="overlaytrn")
+                    for s in bundled("throughput.yaml")["step"]
+                    if s["family"] == "trainium2"
+                ],
+            },
             "launch.yaml": {
                 "dlami_python_envs": [dict(env, families=[*env["families"], "overlaytrn"])]
             },

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from accelstack.catalog import Catalog
 from accelstack.cost.estimate import RunCost, estimate_training, training_flops
 from accelstack.cost.guard import check_budget
+from accelstack.cost.rates import default_layout, point, rates_for, shape_of, work_for
 from accelstack.errors import CatalogError
 from accelstack.resolve import resolve
 from accelstack.spec import Workload, load_spec, parse_spec
@@ -46,12 +47,19 @@ def test_no_attention_term_without_sequence_length() -> None:
 
 
 def test_wall_hours_formula(catalog: Catalog) -> None:
-    """wall = FLOPs / (chips x peak x reference MFU x scaling) / goodput + one-time hours."""
-    est = estimate_training(catalog, "p5.48xlarge", 16, workload())
+    """wall = FLOPs / (chips x peak x step MFU x scaling) / goodput + one-time hours."""
+    wl = workload()
+    est = estimate_training(catalog, "p5.48xlarge", 16, wl)
     chips = 16 * 8
     flops = 100e9 * (6 * 70e9 + 12 * 80 * 8192 * 8192)
-    ref = catalog.mfu_curve("h100", "bf16").reference(70)
-    assert 0.40 < ref < 0.50  # the steady-state H100 BF16 curve at 70B (one node)
+    layout = default_layout(catalog, "p5.48xlarge", wl)
+    assert layout.tensor_parallel == 4  # 70B: the records' NVIDIA recipes run TP4
+    work = work_for(catalog, "p5.48xlarge", shape_of(wl), 8192, layout, chips)
+    ref = point(
+        catalog, "p5.48xlarge", "bf16", work, rates_for(catalog, "h100", "bf16", 70, None)
+    ).mfu
+    assert 0.45 < ref < 0.60  # the H100 BF16 step at 70B, the centre of the stacks (one node)
+    assert est.pick.reference == pytest.approx(ref)
     sc = catalog.throughput.scaling
     eff = 1 - sc.loss_per_node_doubling * 4  # 16 nodes, 512 x 8192 / 128 = 32K tokens/chip
     assert est.scaling_efficiency == pytest.approx(eff)

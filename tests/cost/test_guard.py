@@ -182,8 +182,9 @@ def test_report_for_plan_ends_with_the_verdict() -> None:
     stack = resolve(load_spec(STACKS / "trn1-finetune.yaml"))
     text = report_for_plan(stack, SimpleNamespace(resources=billables(stack)))
     assert text.rstrip().endswith("verdict: trn1-finetune: within budget")
-    # 1.1B lies below the trn1 records' sizes (8-70.6B): extrapolated, never "fitted"
-    assert "MFU basis: extrapolated (extrapolated beyond the records' sizes (8.03-70.6B)" in text
+    # 1.1B lies below the trn1 records' sizes (6.74-70.6B): extrapolated, never "fitted"
+    assert "MFU basis: extrapolated (trainium bf16 step model" in text
+    assert "(6.74-70.6B," in text and "beyond the records' sizes to 1.1B" in text
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=preset_ids())

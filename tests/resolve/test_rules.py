@@ -130,6 +130,13 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "pools[0].nodes",
         "cannot hold the workload: 400B parameters need",
     ),
+    "moe-shape": (
+        "llama3-70b-p5",
+        model(experts=8, experts_per_token=2),
+        None,
+        "workload.model.experts",
+        "describes experts, but workload.model.active_params_billion is not set",
+    ),
     "kubernetes-names": (
         "llama3-70b-p5",
         NO_EDIT,

@@ -184,7 +184,7 @@ def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog,
     text = capsys.readouterr().out
     assert "MFU measured: old.jsonl, 2026-11-20, 9 steps on 1 node(s), carried to 2" in text
     assert "through the scaling model (x" in text and "; WARNING: measured on" in text
-    assert "MFU fitted: trainium bf16 curve" in text
+    assert "trainium bf16 step model" in text
     assert main(["compare", str(spec_path), "--instance-types", "p5.48xlarge"]) == 0
     only = capsys.readouterr().out
     assert "this pick depends on an estimate: " in only
