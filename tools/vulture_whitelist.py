@@ -58,7 +58,7 @@ release_pairs_source  # throughput.yaml calibration
 fp8_speedup_source  # throughput.yaml calibration
 documentation_networks  # placeholders.yaml shape (catalog/sections.py checks it)
 example_accounts  # placeholders.yaml shape
-replace_on_change  # replacements.yaml shape
+create_before_delete  # replacements.yaml shape
 stateful_types  # replacements.yaml shape
 PYTORCH_SOURCE  # tests/helpers_upstream.py: the source the restated PyTorchJob fields cite
 
