@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from accelstack import tokens
 from accelstack.plan.diff_inputs import flatten
 from accelstack.plan.lookups import planned_outputs
 from accelstack.plan.replacements import ProviderTable
@@ -74,7 +75,13 @@ def references(
     dependent: Mapping[str, Any], target: Mapping[str, Any], region: str, stack: str
 ) -> tuple[list[str], list[str]]:
     """(inputs carrying the target's computed outputs, inputs carrying its kept name)."""
-    computed, kept = outputs_of(target, region, stack)
+    return _references(dependent, outputs_of(target, region, stack))
+
+
+def _references(
+    dependent: Mapping[str, Any], outputs: tuple[set[str], set[str]]
+) -> tuple[list[str], list[str]]:
+    computed, kept = outputs
     hits: tuple[list[str], list[str]] = ([], [])
     for path, values in _leaves(dependent.get("inputs") or {}).items():
         if any(v in computed or any(c in v for c in computed if len(c) >= 12) for v in values):
@@ -101,15 +108,14 @@ def carried(
     old, new = _resources(base), _resources(head)
     region, stack = str((head or {}).get("region", "")), str((head or {}).get("stack", ""))
     both = old.keys() & new.keys()
+    dependents = _dependents(new, both)
     done, queue = set(replaced), sorted(replaced)
     out: dict[Key, Carried] = {}
     while queue:
         x = queue.pop(0)
-        for key in sorted(both):
-            dep = new[key]
-            if x not in _depends(dep, new):
-                continue
-            row = _carry(key, dep, new[x], x, (region, stack), table, delete_first(x))
+        outputs = outputs_of(new[x], region, stack)
+        for key in dependents.get(x, ()):
+            row = _carry(key, new[key], outputs, x, table, delete_first(x))
             if row is None:
                 continue
             out[key] = _merge(out.get(key), row)
@@ -119,23 +125,33 @@ def carried(
     return _with_kubernetes(out, done, new, both)
 
 
-def _depends(r: Mapping[str, Any], plan: dict[Key, dict[str, Any]]) -> list[Key]:
-    names = set(r.get("dependsOn") or [])
-    return [k for k in plan if k[1] in names]
+def _dependents(plan: dict[Key, dict[str, Any]], both: set[Key]) -> dict[Key, list[Key]]:
+    """Resource -> the resources on both sides that name it in `dependsOn` (sorted)."""
+    by_name: dict[str, list[Key]] = {}
+    for key in plan:
+        by_name.setdefault(key[1], []).append(key)
+    out: dict[Key, list[Key]] = {}
+    for key in sorted(both):
+        for name in plan[key].get("dependsOn") or ():
+            for target in by_name.get(name, ()):
+                out.setdefault(target, []).append(key)
+    return out
 
 
 def _carry(
     key: Key,
     dep: Mapping[str, Any],
-    target: Mapping[str, Any],
+    outputs: tuple[set[str], set[str]],
     x: Key,
-    where: tuple[str, str],
     table: ProviderTable,
     dbr: bool,
 ) -> Carried | None:
-    computed, kept = references(dep, target, *where)
+    computed, kept = _references(dep, outputs)
     paths = computed + (kept if dbr else [])
-    if key[0].startswith("pulumi:providers:"):  # its config is computed from the replaced one
+    if key[0].startswith("pulumi:providers:"):
+        # the Kubernetes provider's kubeconfig is computed from the cluster it reaches
+        if x[0] != tokens.CLUSTER:
+            return None
         return Carried(key, ("(config)",), ("(config)",), (x,))
     if not paths:
         return None

@@ -104,3 +104,23 @@ def test_outputs_split_into_computed_and_kept() -> None:
     computed, kept = outputs_of(vpc, base["region"], base["stack"])
     assert any(v.startswith("vpc-") for v in computed) and not kept
     assert vpc["inputs"]["cidrBlock"] not in computed
+
+
+def test_a_replaced_cluster_takes_the_kubernetes_objects_with_it() -> None:
+    """The Kubernetes provider's kubeconfig comes from the cluster: a new cluster replaces the
+    provider, and a replaced provider replaces every object it manages (pulumi-kubernetes
+    provider.go DiffConfig). A replaced role it also waits for does not."""
+    cluster = {"type": "aws:eks/cluster:Cluster", "name": "eks", "inputs": {"name": "c"}}
+    role = {"type": "aws:iam/role:Role", "name": "admin", "inputs": {}}
+    provider = {
+        "type": "pulumi:providers:kubernetes",
+        "name": "k8s",
+        "inputs": {"kubeconfig": "[secret]"},
+        "dependsOn": ["admin", "eks"],
+    }
+    cm = {"type": "kubernetes:core/v1:ConfigMap", "name": "cm", "inputs": {}, "dependsOn": []}
+    plan = {"stack": "s", "region": "us-east-2", "resources": [cluster, role, provider, cm]}
+    table = provider_table()
+    reach = carried(plan, plan, {("aws:eks/cluster:Cluster", "eks")}, table, lambda _k: True)
+    assert reach[("kubernetes:core/v1:ConfigMap", "cm")].forcing == ("(provider)",)
+    assert carried(plan, plan, {("aws:iam/role:Role", "admin")}, table, lambda _k: False) == {}

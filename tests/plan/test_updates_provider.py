@@ -333,3 +333,19 @@ def test_the_generator_reproduces_the_committed_table() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     ).stdout
     assert json.loads(out) == data
+
+
+def test_a_statically_bound_claim_does_not_grow_so_the_program_keeps_its_request() -> None:
+    """Kubernetes refuses to grow a claim no StorageClass provisioned; the FSx claim ignores
+    changes to its request (components/filesystem.py), so a grown FSx sends no claim patch."""
+    from accelstack.plan.updates import claim_requests, sent_inputs
+
+    stored = {"spec": {"resources": {"requests": {"storage": "4800Gi"}}, "storageClassName": ""}}
+    grown = {"spec": {"resources": {"requests": {"storage": "7200Gi"}}, "storageClassName": ""}}
+    (patch,) = claim_requests(stored, sent_inputs(stored, grown))
+    assert problems(patch) == [
+        "only dynamically provisioned pvc can be resized and the storageclass that provisions "
+        "the pvc must support resize"
+    ]
+    kept = sent_inputs(stored, grown, ["spec.resources.requests.storage"])
+    assert claim_requests(stored, kept) == []
