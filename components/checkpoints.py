@@ -134,7 +134,13 @@ class CheckpointStore(pulumi.ComponentResource):
                     "auto_import_policy": {"events": DRA_EVENTS},
                 },
                 tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self),
+                # A new prefix or bucket replaces the association (dataRepositoryPath forces
+                # it: catalog/provider_replacements.json), and the new one cannot be created
+                # while the old one holds the same file-system path ("Two data repository
+                # associations cannot have overlapping file system paths": botocore fsx
+                # 2018-03-01 CreateDataRepositoryAssociationRequest.FileSystemPath): the old
+                # one goes first.
+                opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
             )
         self.register_outputs({"bucketName": self.bucket_name, "url": self.url})
 

@@ -210,7 +210,16 @@ class FsxClaim(pulumi.ComponentResource):
             metadata={"name": args.claim_name, "namespace": args.namespace},
             spec=claim_spec,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[pv, *args.depends_on]
+                parent=self,
+                provider=args.provider,
+                depends_on=[pv, *args.depends_on],
+                # The claim is bound to this volume, not provisioned by a StorageClass, and
+                # Kubernetes refuses to grow such a claim ("only dynamically provisioned pvc can
+                # be resized": kubernetes/kubernetes@76434bd62ab6c21818b04c7d21cd06d394b13a28
+                # plugin/pkg/admission/storage/persistentvolume/resize/admission.go Validate):
+                # after FSx grows, the volume shows the new size and the claim keeps its first
+                # request (a bound claim's request does not limit what the pods see).
+                ignore_changes=["spec.resources.requests.storage"],
             ),
         )
         self.register_outputs({"claimName": args.claim_name})

@@ -66,7 +66,7 @@ fp8_speedup_source  # throughput.yaml calibration
 fp8_speedup_pairs  # throughput.yaml calibration: no reader since calibrate's ceiling became the physical bound; the run model's owner keeps or drops it
 documentation_networks  # placeholders.yaml shape (catalog/sections.py checks it)
 example_accounts  # placeholders.yaml shape
-replace_on_change  # replacements.yaml shape
+create_before_delete  # replacements.yaml shape
 stateful_types  # replacements.yaml shape
 PYTORCH_SOURCE  # tests/helpers_upstream.py: the source the restated PyTorchJob fields cite
 

@@ -162,15 +162,11 @@ class _Placeholders(BaseModel):
     example_accounts: tuple[_Account, ...]
 
 
-class _Replace(_Row):
-    keys: tuple[str, ...]
-
-
 class _Replacements(BaseModel):
-    # node_rolls: plan/rolls.py checks the rows
+    # node_rolls: plan/rolls.py checks the rows; create_before_delete: plan/create_before_delete.py
     model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
-    replace_on_change: dict[str, _Replace]
     stateful_types: tuple[str, ...]
+    create_before_delete: dict[str, Any]
 
 
 def _checked(model: type[BaseModel]) -> Build:
@@ -284,10 +280,10 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "replacements.yaml",
-        "which input changes replace a resource, stateful types, node rolls",
+        "stateful types, node rolls, what create-before-delete must keep unique",
         {},
         _checked(_Replacements),
-        reader="accelstack/plan/diff.py, accelstack/plan/rolls.py",
+        reader="accelstack/plan/diff.py, accelstack/plan/rolls.py, accelstack/plan/create_before_delete.py",
     ),
 )
 #: The files a catalog directory (bundled or overlay) may hold.

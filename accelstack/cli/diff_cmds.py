@@ -162,11 +162,13 @@ def diff(
 
     Compares the stacks of two git refs (two folders with --dirs: a folder never stands in
     for a ref of the same name), each resolved as the program does (its
-    Pulumi.<stack>.yaml): node rolls and stateful replacements first, then resources with
-    before -> after values and monthly cost, and the verdicts (a base that keeps another
-    accelstack wheel than the head is planned by its own version). Below every threshold,
+    Pulumi.<stack>.yaml): edits AWS or Pulumi would refuse, node rolls (replacements carried
+    to what depends on them) and stateful replacements first, then resources with before ->
+    after values and monthly cost, and the verdicts (a base that keeps another accelstack
+    wheel than the head is planned by its own version). Below every threshold,
     `github-comment` prints a "no longer applies" body for CI to update its earlier comment.
-    Exit 0, or the exit code of a HEAD stack that does not plan.
+    Exit 0; 1 when an edit is refused (create-before-delete collision, a control-plane zone
+    move, a protected resource replaced); or the exit code of a HEAD stack that does not plan.
 
     Examples:
 
@@ -187,9 +189,17 @@ def diff(
             _emit(_unlisted(base, head, failure), fmt, quiet=False)
         raise failure from None
     _emit(doc, fmt, below_threshold(doc, threshold_usd, threshold_percent, per_stack))
-    failed = [r["exit_code"] for r in [*new.values(), *old.values()] if r.get("errors")]
+    _exit(doc, [*new.values(), *old.values()])
+
+
+def _exit(doc: DiffDocument, rows: list[dict[str, Any]]) -> None:
+    """The exit code of a stack that did not plan, else 1 when an edit is refused (a verdict
+    said no: the change as written would stop `pulumi up`)."""
+    failed = [r["exit_code"] for r in rows if r.get("errors")]
     if failed:
         raise typer.Exit(max(failed))
+    if any(s.refused() for s in doc.stacks):
+        raise typer.Exit(1)
 
 
 def _unlisted(base: str, head: str, failure: Exception) -> DiffDocument:
@@ -211,7 +221,7 @@ def _diff_doc(
     from dataclasses import replace
 
     from accelstack.cli import crossversion as xv
-    from accelstack.cli.planning import accelerated_types, ceiling_for
+    from accelstack.cli.planning import accelerated_types, ceiling_for, instance_vcpus
     from accelstack.plan.diff import diff_document
 
     with tempfile.TemporaryDirectory(prefix="accelstack-diff-") as tmp:
@@ -242,7 +252,7 @@ def _diff_doc(
         changes = changes_between(*programs)
         accepted = programs[1].accepted() if changes else None
     labels = (sides[0][0], sides[1][0])
-    doc = diff_document(old, new, labels, same, accelerated_types(), gate)
+    doc = diff_document(old, new, labels, same, accelerated_types(), gate, instance_vcpus())
     doc = replace(doc, program_changes=tuple(changes), program_accepted=accepted)
     return replace(doc, planned_with=planned_with), old, new
 

@@ -19,6 +19,7 @@ from accelstack.cli.output import (
 from accelstack.cli.planning import (
     accelerated_types,
     ceiling_for,
+    instance_vcpus,
     plan_ref,
     plan_verdict,
     planned_row,
@@ -56,7 +57,7 @@ def _changes_against(
         label = checkout_ref(base, specs, Path(tmp), cwd=ref.root)
         old_ref = refs_at(Path(tmp), specs).get(ref.stack)
         old = planned_row(old_ref, load_catalog(), label, ceiling) if old_ref else None
-    return label, stack_diff(ref.stack, old, head, accelerated_types())
+    return label, stack_diff(ref.stack, old, head, accelerated_types(), instance_vcpus())
 
 
 def _echo_changes(base: str, changes: StackDiff) -> None:

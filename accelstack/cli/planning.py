@@ -197,6 +197,22 @@ def rel_to(path: Path, root: Path) -> str:
         return str(path)
 
 
+def instance_vcpus() -> Callable[[str], int | None]:
+    """vCPUs per instance type from the catalog (None: a type it does not know), for the
+    quota an overlap of node groups needs (`diff`'s create-before-delete lines)."""
+    from accelstack.catalog import load_catalog
+
+    catalog = load_catalog()
+
+    def vcpus(instance_type: str) -> int | None:
+        try:
+            return int(catalog.instance(instance_type).vcpus)
+        except Exception:  # not in the catalog (a system node type): the line names no vCPUs
+            return None
+
+    return vcpus
+
+
 def accelerated_types() -> Callable[[str], bool]:
     from accelstack.catalog import load_catalog
 

@@ -4,9 +4,13 @@ Pure: the input is, per side, a mapping of stack name to a *side row* (`{"file",
 "cost"}` with `plan` the plan document of `Plan.to_dict()` and `cost` the priced verdict, or
 `{"file", "errors"}` when the spec did not plan). Resources are matched by (type, logical name):
 one that appears is *added*, one that disappears *removed*, one whose inputs differ *changed*,
-or *replaced* when a differing input is one the provider cannot update in place
-(`catalog/replacements.yaml`). A replaced or removed resource that holds state (a stateful
-type, or one the program protects) is listed first, in `stateful`.
+or *replaced* when a differing input is one the pinned provider cannot update in place
+(`catalog/provider_replacements.json`, generated from the provider source: plan/replacements.py).
+A replacement is carried to every dependent whose input holds one of its outputs
+(plan/propagate.py): replaced too where that input forces it, else updated. A replaced or
+removed resource that holds state (a stateful type, or one the program protects) is listed first,
+in `stateful`; what create-before-delete does to the change (collisions, refusals, nodes that run
+twice) is each stack's `create_before_delete` (plan/create_before_delete.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import yaml
 
 from accelstack.catalog import catalog_file
 from accelstack.catalog.overlay import overlay_dir
+from accelstack.plan import create_before_delete as cbd
 from accelstack.plan.diff_inputs import changed_values, flatten
 from accelstack.plan.diffmodel import (
     COST_KEYS,
@@ -39,6 +44,8 @@ from accelstack.plan.diffmodel import (
     StatefulChange,
     Totals,
 )
+from accelstack.plan.propagate import carried
+from accelstack.plan.replacements import ProviderTable, provider_table
 from accelstack.plan.rolls import node_rolls
 from accelstack.plan.updates import sent_inputs
 
@@ -54,12 +61,14 @@ _CHANGES_SHOWN = 12  # before -> after values kept per resource (the rest: see t
 
 @dataclass(frozen=True)
 class ReplaceTable:
-    keys: dict[str, tuple[str, ...]]  # resource type -> inputs whose change forces replacement
+    keys: dict[str, tuple[str, ...]]  # resource type -> inputs whose change always replaces it
     stateful: frozenset[str]  # resource types whose replacement or removal loses state
+    provider: ProviderTable  # the generated table (conditional replacements included)
 
 
 def replace_table(path: Path | None = None) -> ReplaceTable:
-    """The table in `path`; default: the bundled one with the catalog overlay's on top."""
+    """The stateful types of `path` (default: the bundled replacements.yaml with the catalog
+    overlay's on top) with the pinned providers' generated replacement table."""
     return _replace_table(path, None if path else overlay_dir())
 
 
@@ -68,15 +77,9 @@ def _replace_table(path: Path | None, overlay: Path | None) -> ReplaceTable:
     data = (
         yaml.safe_load(path.read_text(encoding="utf-8")) if path else catalog_file(_FILE, overlay)
     )
-    keys = {t: tuple(row["keys"]) for t, row in data["replace_on_change"].items()}
-    return ReplaceTable(keys, frozenset(data["stateful_types"]))
-
-
-def _nested(inputs: dict[str, Any], dotted: str) -> Any:
-    value: Any = inputs
-    for part in dotted.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
+    provider = provider_table()
+    keys = {t: tuple(row.replace) for t, row in provider.rows.items()}
+    return ReplaceTable(keys, frozenset(data["stateful_types"]), provider)
 
 
 def _by_key(plan: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
@@ -99,7 +102,7 @@ def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> d
     keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
     if (old.get("options") or {}) != (new.get("options") or {}):
         keys.append("(options)")
-    forcing = [k for k in table.keys.get(new["type"], ()) if _nested(a, k) != _nested(b, k)]
+    forcing = table.provider.forcing(new["type"], a, b)
     changes = changed_values(
         flatten({k: a.get(k) for k in keys}), flatten({k: b.get(k) for k in keys})
     )
@@ -109,25 +112,34 @@ def _compare(old: dict[str, Any], new: dict[str, Any], table: ReplaceTable) -> d
 def resource_changes(
     base: dict[str, Any] | None, head: dict[str, Any] | None, table: ReplaceTable | None = None
 ) -> ResourceChanges:
-    """added / changed / replaced / removed between two plan documents (either may be None)."""
+    """added / changed / replaced / removed between two plan documents (either may be None);
+    a replacement carried to a dependent replaces it (or updates it) too, `via` naming whence."""
     table = table or replace_table()
     old, new = _by_key(base), _by_key(head)
+    deltas = {key: _compare(old[key], new[key], table) for key in old.keys() & new.keys()}
+    direct = {k for k, d in deltas.items() if d["replace_keys"]}
+    reach = carried(base, head, direct, table.provider, lambda k: cbd.deletes_first(new[k]))
     out: dict[str, list[ResourceChange]] = {"changed": [], "replaced": []}
-    for key in sorted(old.keys() & new.keys()):
-        delta = _compare(old[key], new[key], table)
-        if delta["keys"]:
-            kind = "replaced" if delta["replace_keys"] else "changed"
-            # protect on either side counts: unprotecting in the same change is still a loss
-            row = _row(new[key], table)
-            out[kind].append(
-                replace(
-                    row,
-                    stateful=row.stateful or _row(old[key], table).stateful,
-                    keys=tuple(delta["keys"]),
-                    replace_keys=tuple(delta["replace_keys"]),
-                    changes=tuple(delta["changes"]),
-                )
+    for key in sorted(deltas):
+        d, c = deltas[key], reach.get(key)
+        keys = d["keys"] + [i for i in (c.inputs if c else ()) if i not in d["keys"]]
+        forcing = d["replace_keys"] + [
+            i for i in (c.forcing if c else ()) if i not in d["replace_keys"]
+        ]
+        if not keys:
+            continue
+        # protect on either side counts: unprotecting in the same change is still a loss
+        row = _row(new[key], table)
+        out["replaced" if forcing else "changed"].append(
+            replace(
+                row,
+                stateful=row.stateful or _row(old[key], table).stateful,
+                keys=tuple(keys),
+                replace_keys=tuple(forcing),
+                changes=tuple(d["changes"]),
+                via=tuple(f"{t.split(':')[-1]} {n}" for t, n in (c.sources if c else ())),
             )
+        )
     return ResourceChanges(
         added=tuple(_row(new[k], table) for k in sorted(new.keys() - old.keys())),
         changed=tuple(out["changed"]),
@@ -185,11 +197,13 @@ def stack_diff(
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
     accelerated: Callable[[str], bool] | None = None,
+    vcpus: Callable[[str], int | None] | None = None,
 ) -> StackDiff:
-    """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost. A
-    side that does not plan (its errors) compares nothing: its resources are unknown, not
-    removed. A stack gone from the head is not destroyed: its resources stay (none is listed
-    removed) and it keeps its base cost (`orphaned` in the document)."""
+    """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost, and
+    what create-before-delete does to the change. A side that does not plan (its errors)
+    compares nothing: its resources are unknown, not removed. A stack gone from the head is not
+    destroyed: its resources stay (none is listed removed) and it keeps its base cost
+    (`orphaned` in the document)."""
     old_plan, new_plan = (base or {}).get("plan"), (head or {}).get("plan")
     broken = bool((head or {}).get("errors") or (base or {}).get("errors"))
     kept = head is None and base is not None
@@ -198,26 +212,59 @@ def stack_diff(
     if kept:
         ch = cb  # nothing destroys it: it keeps billing
     delta = _delta(None, None) if broken else _delta(cb, ch)  # unknown, never a saving
-    replaced = {(r.type, r.name) for r in res.replaced}
     both = old_plan and new_plan and not broken
-    rolls = node_rolls(old_plan, new_plan, replaced, accelerated) if both else []
+    why = {(r.type, r.name): _why_replaced(r) for r in res.replaced}
+    rolls = node_rolls(old_plan, new_plan, why, accelerated) if both else []
     before, after = (base or {}).get("inputs") or {}, (head or {}).get("inputs") or {}
     if broken:  # what a side that does not read lacks is unknown, not removed
-        both = before.keys() & after.keys()
-        before, after = {k: before[k] for k in both}, {k: after[k] for k in both}
+        kept_keys = before.keys() & after.keys()
+        before, after = {k: before[k] for k in kept_keys}, {k: after[k] for k in kept_keys}
     inputs = changed_values(before, after)
+    edited = inputs if base and head else []
+    checks = _checks(old_plan, new_plan, res, edited, (ch, vcpus)) if both else ()
     return StackDiff(
         stack=name,
         status=_status(base, head, res),
         file=(head or base or {}).get("file"),
         errors=tuple((head or {}).get("errors") or ()),
         base_errors=tuple((base or {}).get("errors") or ()),
-        inputs=tuple(inputs if base and head else ()),
+        inputs=tuple(edited),
         rolls=tuple(NodeRoll.from_dict(r) for r in rolls),
         resources=_priced(res, cb, ch),
         cost=StackCost(cb, ch, delta),
         headline=str((head or {}).get("headline") or ""),
+        checks=checks,
     )
+
+
+def _why_replaced(r: ResourceChange) -> str:
+    keys = ", ".join(r.replace_keys or ())
+    return f"{keys}; carried from {', '.join(r.via)}" if r.via else keys
+
+
+def _checks(
+    old_plan: dict[str, Any] | None,
+    new_plan: dict[str, Any] | None,
+    res: ResourceChanges,
+    edited: list[dict[str, Any]],
+    priced: tuple[SideCost | None, Callable[[str], int | None] | None],
+) -> tuple[cbd.Finding, ...]:
+    head, vcpus = priced
+    provider = replace_table().provider
+
+    def why(key: tuple[str, str], field: str) -> str:
+        row = provider.rows.get(key[0])
+        cond = row.conditional.get(field) if row else None
+        return cond.why if cond else "the provider cannot change it in place"
+
+    def hourly(name: str) -> float | None:
+        if head is None or name not in head.items or not head.monthly_usd:
+            return None
+        return float(head.items[name]) * head.hourly_usd / head.monthly_usd
+
+    replaced = {(r.type, r.name): tuple(r.replace_keys or ()) for r in res.replaced}
+    nf = cbd.NodeFacts(vcpus or (lambda _t: None), hourly)
+    return cbd.check(old_plan, new_plan, replaced, edited, why, nf)
 
 
 def diff_stack(
@@ -225,9 +272,10 @@ def diff_stack(
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
     accelerated: Callable[[str], bool] | None = None,
+    vcpus: Callable[[str], int | None] | None = None,
 ) -> dict[str, Any]:
     """`stack_diff` as its JSON form."""
-    return stack_diff(name, base, head, accelerated).to_dict()
+    return stack_diff(name, base, head, accelerated, vcpus).to_dict()
 
 
 def _rolls(stacks: list[StackDiff]) -> tuple[StackRoll, ...]:
@@ -295,13 +343,14 @@ def diff_document(
     unchanged: list[str] | None = None,
     accelerated: Callable[[str], bool] | None = None,
     gate_changes: list[str] | None = None,
+    vcpus: Callable[[str], int | None] | None = None,
 ) -> DiffDocument:
     """The whole diff document (see module doc); stacks sorted by name. `unchanged`: the
     stacks whose spec and stack config are identical on both sides (not planned; not in the
     totals). `accelerated(instance_type) -> bool` marks the node rolls that interrupt jobs.
     `gate_changes`: the edits to the ceiling or overlay the gate judges by."""
     names = sorted(base.keys() | head.keys())
-    stacks = [stack_diff(n, base.get(n), head.get(n), accelerated) for n in names]
+    stacks = [stack_diff(n, base.get(n), head.get(n), accelerated, vcpus) for n in names]
     return DiffDocument(
         base=labels[0],
         head=labels[1],
@@ -343,6 +392,10 @@ def stack_over(s: dict[str, Any], usd: float | None, percent: float | None) -> b
     return percent is not None and (pct is None or pct >= percent)
 
 
+def _by_replacement(roll: dict[str, Any]) -> bool:
+    return any(c.get("key") == "(replaced)" for c in roll.get("causes") or ())
+
+
 def below_threshold(
     document: DiffDocument | dict[str, Any],
     usd: float | None,
@@ -350,8 +403,9 @@ def below_threshold(
     per_stack: dict[str, float] | None = None,
 ) -> bool:
     """True when the change is not worth a comment: no program input changed (the gate cannot
-    plan those), nothing stateful replaced or removed, no
-    node of an accelerated pool rolls, no stack fails, and no stack's monthly cost moves by
+    plan those), nothing stateful replaced or removed, no node of an accelerated pool rolls and
+    no node rolls because of a replacement, nothing create-before-delete refuses, deletes first
+    or runs twice, no stack fails, and no stack's monthly cost moves by
     its threshold (`per_stack` overrides the USD threshold per stack name), and no stack file
     is removed (the stack keeps billing). Thresholds are per stack, never netted across
     stacks: +$300k on one and -$300k on another posts."""
@@ -363,8 +417,10 @@ def below_threshold(
         return False
     if doc["stateful"] or not doc["ok"] or doc.get("orphaned"):
         return False
-    if any(r["accelerated"] for r in doc.get("rolls", [])):
-        return False
+    if any(r["accelerated"] or _by_replacement(r) for r in doc.get("rolls", [])):
+        return False  # a replacement that rolls nodes is never quiet
+    if any(s.get("create_before_delete") for s in doc["stacks"]):
+        return False  # a refusal, a delete-first gap or nodes that run twice
     if usd is None and percent is None and not per_stack:
         return False
     return not any(stack_over(s, per_stack.get(s["stack"], usd), percent) for s in doc["stacks"])

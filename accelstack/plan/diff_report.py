@@ -70,7 +70,8 @@ def _verdict(stack: StackDiff, side: str) -> str:
 def _why(r: ResourceChange) -> str:
     keys = r.replace_keys or r.keys or ()
     tag = " [protected]" if r.protect else (" [stateful]" if r.stateful else "")
-    return (f" ({', '.join(keys)})" if keys else "") + tag
+    via = f" <- {', '.join(r.via)} replaced" if r.via else ""
+    return (f" ({', '.join(keys)}{via})" if keys else "") + tag
 
 
 def _change(c: dict[str, Any]) -> str:
@@ -105,6 +106,20 @@ def _res_cost(r: ResourceChange) -> str:
 
 def _roll_lines(doc: DiffDocument) -> list[str]:
     return [f"{r.stack}: {roll_line(r.roll.to_dict())}" for r in doc.rolls]
+
+
+def _check_lines(doc: DiffDocument, kinds: tuple[str, ...]) -> list[str]:
+    """The create-before-delete findings of every stack of these kinds, one line each."""
+    return [f"{s.stack}: {c.line}" for s in doc.stacks for c in s.checks if c.kind in kinds]
+
+
+#: (title, kinds, markdown alert) of the create-before-delete sections, in the order shown:
+#: refusals before everything, the rest after the node rolls.
+_REFUSED = ("REFUSED (AWS or Pulumi stops this change; do it as the line says)", ("refused",))
+_OVERLAP = (
+    "CREATED BEFORE THE OLD ONES ARE DELETED (both run during the update) OR DELETED FIRST",
+    ("overlap", "delete-first"),
+)
 
 
 def _orphan_lines(doc: DiffDocument) -> list[str]:
@@ -213,9 +228,11 @@ def render_text(document: Doc) -> str:
     if doc.gate_changes:
         lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
         lines += [f"  ! {line}" for line in doc.gate_changes]
+    lines += _text_section(_REFUSED[0], _check_lines(doc, _REFUSED[1]))
     if doc.rolls:
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
+    lines += _text_section(_OVERLAP[0], _check_lines(doc, _OVERLAP[1]))
     if doc.orphaned:
         lines.append("STACKS REMOVED FROM THE REPOSITORY (not destroyed: they keep billing):")
         lines += [f"  ! {line}" for line in _orphan_lines(doc)]
@@ -228,6 +245,16 @@ def render_text(document: Doc) -> str:
         lines.append(f"unchanged specs: {', '.join(doc.unchanged)}")
     lines.append(f"total: {_summary_line(doc)}" if doc.stacks else "no stack changed")
     return "\n".join(lines + _versions(doc, top=False)) + "\n"
+
+
+def _text_section(title: str, rows: list[str]) -> list[str]:
+    return [f"{title}:", *(f"  ! {line}" for line in rows)] if rows else []
+
+
+def _md_section(alert: str, title: str, note: str, rows: list[str]) -> list[str]:
+    if not rows:
+        return []
+    return [f"> [!{alert}]", f"> **{title}** ({note}):", *(f"> - {line}" for line in rows), ""]
 
 
 def check_verdict(stack: StackDiff) -> str:
@@ -306,7 +333,8 @@ def render_quiet(document: Doc) -> str:
     return (
         f"{COMMENT_MARKER}\n{QUIET_MARKER}\n"
         f"accelstack diff `{doc.base}` → `{doc.head}`: below every cost threshold, nothing "
-        f"stateful replaced and no accelerated node rolls "
+        f"stateful replaced, no accelerated node rolls, no node rolled by a replacement and "
+        f"nothing created before the old one is deleted "
         f"(monthly {_signed(doc.totals.delta.monthly_usd)})."
         " An earlier cost comment on this pull request no longer applies.\n"
         + (f"{_planned_line(doc)}\n" if doc.planned_with else "")
@@ -334,39 +362,45 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
     lines = [COMMENT_MARKER] if comment else []
     lines.append(f"### accelstack diff `{doc.base}` → `{doc.head}`")
     lines.append("")
-    if error_lines(doc):
-        lines.append("> [!CAUTION]")
-        lines.append("> **Cannot plan** (not priced, counted in no total):")
-        lines += [f"> - {_md_code_line(line)}" for line in error_lines(doc)]
-        lines.append("")
+    errors = [_md_code_line(line) for line in error_lines(doc)]
+    lines += _md_section("CAUTION", "Cannot plan", "not priced, counted in no total", errors)
     lines += _versions(doc, top=True, markdown=True)
-    if doc.program_changes:
-        lines.append("> [!CAUTION]")
-        lines.append(f"> **Program inputs changed** ({_program_title(doc)}):")
-        lines += [f"> - {_md_code_line(line)}" for line in program_lines(doc)]
-        lines.append("")
-    if doc.gate_changes:
-        lines.append("> [!CAUTION]")
-        lines.append(
-            "> **Gate inputs changed** (the ceiling or catalog overlay the gate judges by):"
-        )
-        lines += [f"> - {line}" for line in doc.gate_changes]
-        lines.append("")
-    if doc.rolls:
-        lines.append("> [!WARNING]")
-        lines.append("> **Nodes roll or are removed** (a running job on them is interrupted):")
-        lines += [f"> - {line}" for line in _roll_lines(doc)]
-        lines.append("")
-    if doc.orphaned:
-        lines.append("> [!CAUTION]")
-        lines.append("> **Stacks removed from the repository** (not destroyed: they keep billing):")
-        lines += [f"> - {line}" for line in _orphan_lines(doc)]
-        lines.append("")
-    if doc.stateful:
-        lines.append("> [!CAUTION]")
-        lines.append("> **Stateful resources are replaced or removed** (their data is lost):")
-        lines += [f"> - {_stateful_line(r)}" for r in doc.stateful]
-        lines.append("")
+    programs = [_md_code_line(line) for line in program_lines(doc)] if doc.program_changes else []
+    lines += _md_section("CAUTION", "Program inputs changed", _program_title(doc), programs)
+    lines += _md_section(
+        "CAUTION",
+        "Gate inputs changed",
+        "the ceiling or catalog overlay the gate judges by",
+        list(doc.gate_changes),
+    )
+    lines += _md_section(
+        "CAUTION",
+        "Refused",
+        "AWS or Pulumi stops this change; do it as the line says",
+        _check_lines(doc, _REFUSED[1]),
+    )
+    rolls = _roll_lines(doc) if doc.rolls else []
+    lines += _md_section(
+        "WARNING", "Nodes roll or are removed", "a running job on them is interrupted", rolls
+    )
+    lines += _md_section(
+        "WARNING",
+        "Created before the old ones are deleted, or deleted first",
+        "both run during the update, or one is missing for a while",
+        _check_lines(doc, _OVERLAP[1]),
+    )
+    lines += _md_section(
+        "CAUTION",
+        "Stacks removed from the repository",
+        "not destroyed: they keep billing",
+        _orphan_lines(doc) if doc.orphaned else [],
+    )
+    lines += _md_section(
+        "CAUTION",
+        "Stateful resources are replaced or removed",
+        "their data is lost",
+        [_stateful_line(r) for r in doc.stateful],
+    )
     if not doc.stacks:
         lines.append("No stack could be listed." if doc.errors else "No stack changed.")
     else:
@@ -391,7 +425,9 @@ def change_lines(stack: StackDiff | dict[str, Any], base: str | None = None) -> 
         stack = StackDiff.from_dict(stack)
     s = stack
     lines = [f"changes against {base or 'the base'}: {_counts(s)}"]
+    lines += [f"  ! refused: {c.line}" for c in s.refused()]
     lines += [f"  ! {roll_line(r.to_dict())}" for r in s.rolls]
+    lines += [f"  ! {c.line}" for c in s.checks if c.kind != "refused"]
     for action in ("replaced", "removed"):
         for r in s.resources.of(action):
             if r.stateful:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from accelstack.plan.create_before_delete import Finding
 from accelstack.programinputs import ProgramChange
 
 Action = Literal["added", "changed", "replaced", "removed"]
@@ -102,6 +103,8 @@ class ResourceChange:
     replace_keys: tuple[str, ...] | None = None
     changes: tuple[ValueChange, ...] | None = None
     monthly_usd: CostPair = field(default_factory=CostPair)
+    #: the replaced resources whose new outputs reach it (a replacement carried to it)
+    via: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -115,6 +118,8 @@ class ResourceChange:
             out["replace_keys"] = list(self.replace_keys or ())
             out["changes"] = list(self.changes or ())
         out["monthly_usd"] = self.monthly_usd.to_dict()
+        if self.via:
+            out["via"] = list(self.via)
         return out
 
     @classmethod
@@ -128,6 +133,7 @@ class ResourceChange:
             replace_keys=_maybe_tuple(d.get("replace_keys")),
             changes=_maybe_tuple(d.get("changes")),
             monthly_usd=CostPair.from_dict(d.get("monthly_usd")),
+            via=tuple(d.get("via") or ()),
         )
 
 
@@ -253,9 +259,11 @@ class StackDiff:
     cost: StackCost
     #: One line when the head does not plan: `cannot plan: file:line: reason`
     headline: str = ""
+    #: what create-before-delete does to the change (plan/create_before_delete.py)
+    checks: tuple[Finding, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "stack": self.stack,
             "status": self.status,
             "file": self.file,
@@ -267,6 +275,12 @@ class StackDiff:
             "resources": self.resources.to_dict(),
             "cost": self.cost.to_dict(),
         }
+        if self.checks:
+            out["create_before_delete"] = [c.to_dict() for c in self.checks]
+        return out
+
+    def refused(self) -> tuple[Finding, ...]:
+        return tuple(c for c in self.checks if c.kind == "refused")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StackDiff:
@@ -282,6 +296,7 @@ class StackDiff:
             resources=ResourceChanges.from_dict(d["resources"]),
             cost=StackCost.from_dict(d["cost"]),
             headline=str(d.get("headline") or ""),
+            checks=tuple(Finding.from_dict(c) for c in d.get("create_before_delete") or ()),
         )
 
 

@@ -191,17 +191,26 @@ class Answers:
     def new_resource(
         self, typ: str, name: str, inputs: dict[str, Any]
     ) -> tuple[str, dict[str, Any]]:
-        res = _NewResource.of(typ, name, inputs, self.region, self.stack.name)
-        build = _OUTPUT_BUILDERS.get(typ) or _builder_by_prefix(typ)
-        out: dict[str, Any] = dict(inputs)
-        if build is None:
-            rid = res.rid
-            out.setdefault("arn", res.arn)
-        else:
-            rid, extra = build(res)
-            out.update(extra)
-        out.setdefault("id", rid)
-        return rid, out
+        return planned_outputs(typ, name, inputs, self.region, self.stack.name)
+
+
+def planned_outputs(
+    typ: str, name: str, inputs: dict[str, Any], region: str, stack_name: str
+) -> tuple[str, dict[str, Any]]:
+    """The physical id and the outputs the offline plan gives a resource: its inputs, what the
+    provider computes (ids, ARNs, endpoints) and `id`. Pure: `diff` recomputes them from a plan
+    document to find which input of a resource carries another resource's output."""
+    res = _NewResource.of(typ, name, inputs, region, stack_name)
+    build = _OUTPUT_BUILDERS.get(typ) or _builder_by_prefix(typ)
+    out: dict[str, Any] = dict(inputs)
+    if build is None:
+        rid = res.rid
+        out.setdefault("arn", res.arn)
+    else:
+        rid, extra = build(res)
+        out.update(extra)
+    out.setdefault("id", rid)
+    return rid, out
 
 
 # -- resource outputs -------------------------------------------------------------------

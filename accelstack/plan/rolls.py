@@ -115,6 +115,19 @@ def _instance_type(r: dict[str, Any], src: NodeSource, lt: dict[str, Any] | None
     return str(value) if value else "?"
 
 
+def nodes_of(
+    plan: dict[str, Any] | None, r: dict[str, Any]
+) -> tuple[int, str, dict[str, Any] | None] | None:
+    """(node count, instance type, launch template) of a node source of `plan`; None for a
+    resource that runs no nodes."""
+    t = roll_table()
+    src = t.sources.get(r["type"])
+    if src is None:
+        return None
+    lt = _template_of(r, _templates(plan or {}, t))
+    return _count(r, src), _instance_type(r, src, lt), lt
+
+
 def _by_key(plan: dict[str, Any] | None) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["type"], r["name"]): r for r in (plan or {}).get("resources", [])}
 
@@ -123,13 +136,13 @@ def _causes(
     key: tuple[str, str],
     old: dict[str, Any],
     new: dict[str, Any],
-    ctx: tuple[dict[str, Any], dict[str, Any], NodeSource, RollTable, set[tuple[str, str]]],
+    ctx: tuple[dict[str, Any], dict[str, Any], NodeSource, RollTable, dict[tuple[str, str], str]],
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Why one node source rolls (empty: it does not) and the launch template it boots from."""
     old_lts, new_lts, src, t, replaced = ctx
     causes = _own_changes(old, new, src)
     if key in replaced:
-        causes.insert(0, {"key": "(replaced)", "before": None, "after": None})
+        causes.insert(0, {"key": "(replaced)", "before": None, "after": replaced[key] or None})
     lt_new, lt_old = _template_of(new, new_lts), _template_of(old, old_lts)
     if lt_new is not None and lt_old is not None:
         for c in _template_changes(lt_old, lt_new, t):
@@ -163,14 +176,16 @@ def _scale_in(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> int:
 def node_rolls(
     base: dict[str, Any] | None,
     head: dict[str, Any] | None,
-    replaced: set[tuple[str, str]] | None = None,
+    replaced: set[tuple[str, str]] | dict[tuple[str, str], str] | None = None,
     accelerated: Any = None,
 ) -> list[dict[str, Any]]:
     """Every node source of either plan that rolls or loses nodes (replaced, rolled, shrunk,
     removed or renamed): {type, name, action ('rolls' | 'removes'), count, instance_type,
     accelerated, causes: [{key, before, after}]};
     accelerated nodes first, then by name. `accelerated(instance_type) -> bool` says which
-    types carry accelerators."""
+    types carry accelerators. `replaced`: the replaced resources, each with why (the inputs
+    that force it, and the replacement it was carried from), shown as the roll's cause."""
+    why = replaced if isinstance(replaced, dict) else dict.fromkeys(replaced or (), "")
     t = roll_table()
     old, new = _by_key(base), _by_key(head)
     old_lts, new_lts = _templates(base or {}, t), _templates(head or {}, t)
@@ -179,7 +194,7 @@ def node_rolls(
         src = t.sources.get(key[0])
         if src is None:
             continue
-        ctx = (old_lts, new_lts, src, t, replaced or set())
+        ctx = (old_lts, new_lts, src, t, why)
         causes, lt = _causes(key, old[key], new[key], ctx)
         itype = _instance_type(new[key], src, lt)
         if causes:
@@ -233,6 +248,8 @@ def _gone(
 
 
 def _cause(c: dict[str, Any]) -> str:
+    if c["key"] == "(replaced)" and c.get("after"):
+        return f"(replaced: {c['after']})"
     if c["key"] in ("(replaced)", "(removed)"):
         return str(c["key"])
     if c["key"] == "(renamed)":

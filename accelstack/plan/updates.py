@@ -43,6 +43,11 @@ NODEGROUP_VERSION = ("launchTemplate.version", "version", "releaseVersion")
 #: FSx for Lustre PerUnitStorageThroughput values by deployment type (botocore fsx model,
 #: UpdateFileSystemLustreConfiguration.PerUnitStorageThroughput documentation).
 LUSTRE_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+#: FSx for Lustre SSD storage grows in steps of this many GiB, to more than it has (botocore fsx
+#: 2018-03-01 UpdateFileSystemRequest.StorageCapacity: "For SCRATCH_2, PERSISTENT_1, and
+#: PERSISTENT_2 SSD deployment types, valid values are in multiples of 2400 GiB. The value must
+#: be greater than the current storage capacity.")
+LUSTRE_SSD_STEP_GIB = 2400
 _PLACEHOLDER = "placeholder"  # the names and ids an update request carries (not simulated)
 
 
@@ -97,9 +102,12 @@ def operation(
     new: Mapping[str, Any] | None,
     ignore: Iterable[str] = (),
     replace_keys: Iterable[str] = (),
+    rtype: str | None = None,
 ) -> str:
     """'create' | 'delete' | 'replace' | 'update' | 'same' for one resource; `replace_keys` are
-    the inputs whose change the provider cannot apply in place (ForceNew)."""
+    the inputs whose change the provider cannot apply in place (ForceNew); `rtype`: also the
+    pinned provider's own table for that type, its conditional replacements included
+    (plan/replacements.py)."""
     if new is None:
         return "delete" if stored is not None else "same"
     if stored is None:
@@ -107,6 +115,11 @@ def operation(
     sent = sent_inputs(stored, new, ignore)
     if any(get_path(stored, k) != get_path(sent, k) for k in replace_keys):
         return "replace"
+    if rtype is not None:
+        from accelstack.plan.replacements import provider_table
+
+        if provider_table().forcing(rtype, stored, sent):
+            return "replace"
     return "update" if dict(stored) != sent else "same"
 
 
@@ -175,14 +188,56 @@ def lustre_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]) -
     return [Request("fsx", "UpdateFileSystem", params)] if len(params) > 1 else []
 
 
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+PV = "kubernetes:core/v1:PersistentVolume"
+_STORAGE = "spec.resources.requests.storage"
+
+
+def claim_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> list[Request]:
+    """The Kubernetes patch of a claim whose storage request changes (a create: none modelled)."""
+    if stored is None or get_path(stored, _STORAGE) == get_path(sent, _STORAGE):
+        return []
+    params = {
+        "from": get_path(stored, _STORAGE),
+        "storage": get_path(sent, _STORAGE),
+        "storageClassName": get_path(sent, "spec.storageClassName"),
+    }
+    return [Request("kubernetes", "PatchPersistentVolumeClaim", params)]
+
+
+def _gib(quantity: Any) -> float:
+    text = str(quantity or "0")
+    return float(text[:-2]) if text.endswith("Gi") else float(text or 0)
+
+
+def _claim_problems(params: Mapping[str, Any]) -> list[str]:
+    """Kubernetes grows a bound claim only when a StorageClass that allows expansion provisioned
+    it (kubernetes/kubernetes@76434bd62ab6c21818b04c7d21cd06d394b13a28
+    plugin/pkg/admission/storage/persistentvolume/resize/admission.go: Validate, allowResize:
+    an empty storageClassName never resizes)."""
+    if _gib(params.get("storage")) > _gib(params.get("from")) and not params.get(
+        "storageClassName"
+    ):
+        return [
+            "only dynamically provisioned pvc can be resized and the storageclass that "
+            "provisions the pvc must support resize"
+        ]
+    return []
+
+
 def requests_for(
     rtype: str, stored: Mapping[str, Any] | None, sent: Mapping[str, Any]
 ) -> list[Request]:
-    """The modelled AWS requests of one resource's create or update (others: none modelled)."""
+    """The modelled AWS (and Kubernetes) requests of one resource's create or update (others:
+    none modelled)."""
     if rtype == tokens.NODE_GROUP:
         return nodegroup_requests(stored, sent)
     if rtype == tokens.LUSTRE:
         return lustre_requests(stored, sent)
+    if rtype == PVC:
+        return claim_requests(stored, sent)
+    if rtype == PV and stored is not None and stored.get("spec") != sent.get("spec"):
+        return [Request("kubernetes", "PatchPersistentVolume", {})]
     return []
 
 
@@ -231,6 +286,8 @@ def problems(
     """Why AWS would refuse `req` (empty: accepted): the botocore shape, then the documented
     rules. `per_group`: nodes per managed node group (catalog scale limits); `stored`: the
     resource's stored inputs (an FSx file system's deployment type)."""
+    if req.service == "kubernetes":
+        return _claim_problems(req.params)
     shape = [] if req.params == {} else _shape_problems(req)
     if req.service == "eks" and "scalingConfig" in req.params:
         return shape + _scaling_problems(req.params["scalingConfig"], per_group)
@@ -239,7 +296,22 @@ def problems(
     allowed = LUSTRE_THROUGHPUT.get(str(deployment))
     if tier is not None and allowed and tier not in allowed:
         shape.append(f"PerUnitStorageThroughput {tier} is not one of {allowed} on {deployment}")
-    return shape
+    return shape + _capacity_problems(req.params.get("StorageCapacity"), stored or {})
+
+
+def _capacity_problems(target: Any, stored: Mapping[str, Any]) -> list[str]:
+    """FSx for Lustre SSD capacity: only up, in multiples of the step (SCRATCH_1: never)."""
+    if target is None or stored.get("storageType", "SSD") != "SSD":
+        return []
+    current = stored.get("storageCapacity")
+    if stored.get("deploymentType") == "SCRATCH_1":
+        return ["StorageCapacity: a SCRATCH_1 file system cannot grow"]
+    out = []
+    if isinstance(current, int) and target <= current:
+        out.append(f"StorageCapacity {target} must be greater than the current {current}")
+    if target % LUSTRE_SSD_STEP_GIB:
+        out.append(f"StorageCapacity {target} is not a multiple of {LUSTRE_SSD_STEP_GIB} GiB")
+    return out
 
 
 def reached(sent: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -103,8 +103,12 @@ def test_diff_shows_the_pointer_change_before_and_after(
     monkeypatch.chdir(pointer_repo)
     code, out, _ = _run(capsys, "diff", "main", "pr", "--format", "json")
     doc = json.loads(out)
-    assert code == 0 and [s["stack"] for s in doc["stacks"]] == ["prod"]
+    assert [s["stack"] for s in doc["stacks"]] == ["prod"]
     prod = doc["stacks"][0]
+    # the old spec's protected key and buckets would be deleted: Pulumi stops, so diff refuses
+    refused = [c for c in prod["create_before_delete"] if c["kind"] == "refused"]
+    assert code == 1 and {c["field"] for c in refused} == {"(removed)"}
+    assert any("secrets-key is removed but protected" in c["line"] for c in refused)
     assert prod["status"] == "changed"
     changes = {c["key"]: (c["before"], c["after"]) for c in prod["inputs"]}
     assert changes["config.accelstack:spec"] == (
@@ -116,6 +120,7 @@ def test_diff_shows_the_pointer_change_before_and_after(
     assert doc["unchanged"] == ["trn1-finetune"]
     code, md, _ = _run(capsys, "diff", "main", "pr", "--format", "markdown")
     assert "| `prod` | `config.accelstack:spec` | `stacks/trn1-finetune.yaml` |" in md
+    assert md.index("**Refused**") < md.index("**Cost:**")
 
 
 def _script(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,7 @@ commits of a temporary git repository (by refs and by directories), stateful cha
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ def by_refs(repo: Path) -> dict[str, Any]:
             code = main(["diff", "main", "pr", "--format", "json"])
     finally:
         os.chdir(here)
-    assert code == 0
+    assert code == 1  # trn1-multinode's new instance type moves its zone: refused
     doc: dict[str, Any] = json.loads(buf.getvalue())
     return doc
 
@@ -73,6 +74,28 @@ def test_stacks_are_matched_by_name_added_removed_and_unchanged(by_refs: dict[st
     }
     assert by_refs["unchanged"] == ["trn3-preview"]  # byte-identical: not planned at all
     assert by_refs["base"].startswith("main (") and by_refs["head"].startswith("pr (")
+
+
+def test_a_type_whose_zone_differs_is_refused_in_one_line_per_collision(
+    by_refs: dict[str, Any],
+) -> None:
+    """The issue's case: trn1n.32xlarge defaults to another zone than trn1.32xlarge, so the new
+    zone's subnets are created on CIDRs the old zone's subnets still hold (Pulumi deletes last)
+    and EKS would have to move the control plane to a zone it was not created with."""
+    checks = _stack(by_refs, "trn1-multinode")["create_before_delete"]
+    refused = [c for c in checks if c["kind"] == "refused"]
+    fields = sorted({c["field"] for c in refused})
+    assert fields == ["cidrBlock", "vpcConfig.subnetIds"]
+    assert all("\n" not in c["line"] for c in refused)
+    cidr = next(c for c in refused if c["field"] == "cidrBlock")
+    assert "still holds" in cidr["line"] and "two steps" in cidr["line"]
+    zone = next(c for c in refused if c["field"] == "vpcConfig.subnetIds")
+    assert "usw2-az4" in zone["line"] and "zones it was created with" in zone["line"]
+    overlap = [
+        c for c in checks if c["kind"] == "overlap" and c["instance_type"] == "trn1n.32xlarge"
+    ]
+    assert overlap and overlap[0]["instances"] == 4 and overlap[0]["vcpus"] == 4 * 128
+    assert overlap[0]["hours"] > 0 and overlap[0]["usd"] > 0
 
 
 def test_node_count_is_an_update_and_instance_type_a_replacement(by_refs: dict[str, Any]) -> None:
@@ -139,7 +162,7 @@ def test_directories_give_the_same_diff_as_refs(
     finally:
         git(repo, "checkout", "-q", "pr")
     code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
-    assert code == 0
+    assert code == 1  # refused, as by refs
     doc = json.loads(out)
     assert doc["base"] == str(old)
 
@@ -176,7 +199,10 @@ def test_comment_stays_under_githubs_size_limit(by_refs: dict[str, Any]) -> None
 def test_threshold_only_skips_cheap_harmless_changes(by_refs: dict[str, Any]) -> None:
     assert by_refs["comment"] is True
     assert not below_threshold(by_refs, 1e9, None)  # stateful removals always comment
-    harmless = {**by_refs, "stateful": [], "rolls": [], "orphaned": []}
+    quiet_stacks = [
+        {k: v for k, v in s.items() if k != "create_before_delete"} for s in by_refs["stacks"]
+    ]
+    harmless = {**by_refs, "stateful": [], "rolls": [], "orphaned": [], "stacks": quiet_stacks}
     moves = [abs(s["cost"]["delta"]["monthly_usd"]) for s in by_refs["stacks"]]
     assert below_threshold(harmless, max(moves) + 1, None)
     assert not below_threshold(harmless, max(moves) - 1, None)  # one stack is enough
@@ -294,11 +320,12 @@ def test_protected_resource_of_any_type_is_stateful_when_removed() -> None:
 
 
 def test_every_replacement_entry_is_sourced() -> None:
-    import yaml
-
-    from accelstack.plan.diff import _TABLE
-
-    data = yaml.safe_load(_TABLE.read_text(encoding="utf-8"))
-    for type_, row in data["replace_on_change"].items():
-        assert row["keys"] and "terraform-provider-aws@" in row["source"], type_
+    """Each replace-forcing input names the provider source line that makes it so."""
+    table = replace_table().provider
+    for type_, row in table.rows.items():
+        for key, where in row.replace.items():
+            assert re.fullmatch(r"\S+\.(goindex|go):\d+", where), (type_, key, where)
+        for key, cond in row.conditional.items():
+            assert re.fullmatch(r"\S+\.(goindex|go):\d+", cond.at) and cond.why, (type_, key)
+    assert table.sources["pulumi-aws"] == "hashicorp/terraform-provider-aws@v6.58.0"
     assert BUCKET in replace_table().stateful

@@ -86,7 +86,9 @@ def test_the_json_form_is_the_published_document() -> None:
     assert set(data["stacks"][0]) == {
         *("stack", "status", "file", "headline", "errors", "base_errors", "inputs", "rolls"),
         *("resources", "cost"),
+        "create_before_delete",  # only when it finds something: the bucket is deleted first
     }
+    assert "create_before_delete" not in data["stacks"][1]
     replaced = data["stacks"][0]["resources"]["replaced"][0]
     assert set(replaced) == {
         *("type", "name", "stateful", "protect", "keys", "replace_keys", "changes"),

@@ -1,9 +1,12 @@
 """The day-2 matrix (docs/day2.md): every EKS preset x every edit a team makes after the first
 `pulumi up`. For each: the Pulumi operation of every resource (stored state + new inputs +
-ignoreChanges, the replacement table: accelstack/plan/updates.py), every modelled AWS request
-checked against the botocore shape and the documented EKS/FSx rules, and what `diff` reports.
-The three must agree; the table in docs/day2.md is what this test computes
-(ACCELSTACK_UPDATE_GOLDEN=1 rewrites it)."""
+ignoreChanges, the pinned provider's replacement table with its conditional rules, and every
+replacement carried to its dependents: accelstack/plan/updates.py, replacements.py,
+propagate.py), every modelled AWS (and Kubernetes) request checked against the botocore shape and
+the documented EKS/FSx/Kubernetes rules, and what `diff` reports, or the one line that refuses
+the edit (create-before-delete collisions, control-plane zones, protected replacements:
+plan/create_before_delete.py). The three must agree; the table in docs/day2.md is what this test
+computes (ACCELSTACK_UPDATE_GOLDEN=1 rewrites it)."""
 
 from __future__ import annotations
 
@@ -16,9 +19,13 @@ from typing import Any
 
 import pytest
 
+from accelstack.catalog import load_catalog
 from accelstack.errors import AccelstackError
 from accelstack.plan import Plan
+from accelstack.plan.create_before_delete import deletes_first
 from accelstack.plan.diff import diff_stack, replace_table
+from accelstack.plan.diff_inputs import flatten
+from accelstack.plan.propagate import carried
 from accelstack.plan.updates import operation, problems, requests_for, sent_inputs
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec, read_yaml
@@ -116,6 +123,42 @@ def _nodes(delta: int) -> Callable[[Data], None]:
     return edit
 
 
+def _vpc_cidr(data: Data) -> None:
+    if (data.get("network") or {}).get("mode") == "existing":
+        raise NotApplicable("an existing VPC")
+    data.setdefault("network", {})["vpc_cidr"] = "10.43.0.0/16"
+
+
+def _zone_move(data: Data) -> None:
+    """The stack (and its first pool) to another zone the catalog offers the pool's type in."""
+    itype = _pool(data)["instance_type"]
+    here = _stack(copy.deepcopy(data)).pools[0].zone_id  # the zone it resolves to today
+    others = [z for z in load_catalog().zones_offering(data["region"], itype) if z != here]
+    if not others:
+        raise NotApplicable("one zone offers the type")
+    data["availability_zone"] = others[0]
+    _pool(data).pop("availability_zone", None)
+
+
+def _fsx(delta: int) -> Callable[[Data], None]:
+    def edit(data: Data) -> None:
+        storage = data.get("storage") or {}
+        if not storage.get("fsx_lustre_gib"):
+            raise NotApplicable("no FSx file system")
+        if storage["fsx_lustre_gib"] + delta < 1200:
+            raise NotApplicable("the smallest file system")
+        storage["fsx_lustre_gib"] += delta
+
+    return edit
+
+
+def _checkpoint(**change: str) -> Callable[[Data], None]:
+    def edit(data: Data) -> None:
+        data.setdefault("checkpoint", {}).update(change)
+
+    return edit
+
+
 #: edit -> (base spec change, head spec change); None: a plan-document or stack-file edit
 SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None]]] = {
     "pool +1": (None, _nodes(1)),
@@ -133,6 +176,16 @@ SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None
     "reservation id change": (None, _reservation),
     "purchase option change": (None, _purchase),
     "container storage switch": (None, _container_storage),
+    "VPC CIDR change": (None, _vpc_cidr),
+    "zone move": (None, _zone_move),
+    "FSx grow": (None, _fsx(2400)),
+    # a slower checkpoint target on both sides, so the smaller file system still meets it
+    "FSx shrink": (
+        lambda d: d.setdefault("checkpoint", {}).update(write_minutes=120),
+        _fsx(-2400),
+    ),
+    "checkpoint prefix change": (None, _checkpoint(prefix="checkpoints-v2/")),
+    "checkpoint bucket change": (None, _checkpoint(bucket="team-checkpoints-123456789012")),
 }
 EDITS = [*SPEC_EDITS, "label edit", "AMI bump", "stack file removed"]
 
@@ -189,11 +242,16 @@ def _ops(base: Plan, head: Plan | None) -> dict[tuple[str, str], str]:
             continue
         ignore = head.option(key[0], key[1], "ignoreChanges") or [] if key in new else []
         stored = old[key].inputs if key in old else None
-        op = operation(
-            stored, new[key].inputs if key in new else None, ignore, table.keys.get(key[0], ())
-        )
+        op = operation(stored, new[key].inputs if key in new else None, ignore, (), rtype=key[0])
         if op != "same":
             out[key] = op
+    if head is not None:  # a replacement reaches what depends on it
+        docs = (base.to_dict(), head.to_dict())
+        by_key = {(r["type"], r["name"]): r for r in docs[1]["resources"]}
+        direct = {k for k, op in out.items() if op == "replace"}
+        reach = carried(*docs, direct, table.provider, lambda k: deletes_first(by_key[k]))
+        for key, c in reach.items():
+            out[key] = "replace" if c.forcing else out.get(key, "update")
     return out
 
 
@@ -209,6 +267,9 @@ def _requests(base: Plan, head: Plan) -> list[tuple[str, list[str]]]:
     for r in head.resources:
         stored = old.get((r.type, r.name))
         sent = sent_inputs(stored, r.inputs, head.option(r.type, r.name, "ignoreChanges") or [])
+        kept = _kept(sent, r.inputs) if stored is not None else ""
+        if kept:  # an ignoreChanges path kept its stored value
+            out.append((f"{r.type.split(':')[-1]} keeps {kept}", []))
         if stored is not None and r.type == NODE_GROUP and lts & set(r.depends_on):
             # a changed launch template is a new version, which the group is then sent (the
             # plan's mocks give every template version "1")
@@ -216,6 +277,12 @@ def _requests(base: Plan, head: Plan) -> list[tuple[str, list[str]]]:
         for req in requests_for(r.type, stored, sent):
             out.append((req.operation, problems(req, 450, stored)))
     return out
+
+
+def _kept(sent: Data, new: Data) -> str:
+    """The inputs an update leaves as they are (ignoreChanges), for the AWS column."""
+    a, b = flatten(sent), flatten(new)
+    return ", ".join(sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)))
 
 
 def _side(plan: Plan | None, file: str) -> Data | None:
@@ -232,6 +299,9 @@ def _row(stem: str, edit: str) -> dict[str, str]:
     ops = _ops(base, head)
     doc = diff_stack(stem, _side(base, "base"), _side(head, "head"), accelerated)
     _agree(ops, doc, head)
+    said = [c for c in doc.get("create_before_delete", []) if c["kind"] == "refused"]
+    if said:  # refused before anything is sent: the one line that says why and what to do
+        return {"ops": _ops_text(ops), "aws": "-", "diff": f"refused: {said[0]['line']}"}
     reqs = _requests(base, head) if head is not None else []
     refused = [f"{op}: {'; '.join(p)}" for op, p in reqs if p]
     assert refused == [], (stem, edit, refused)
@@ -276,9 +346,17 @@ def _diff_text(doc: Data, head: Plan | None) -> str:
     if head is None:
         return "stack NOT destroyed, keeps billing; `pulumi destroy -s` then `pulumi stack rm`"
     rolls = doc["rolls"]
-    if not rolls:
-        return "no node disruption"
-    parts = [f"{r['action']} {r['count']} x {r['instance_type']}" for r in rolls]
+    parts = [f"{r['action']} {r['count']} x {r['instance_type']}" for r in rolls] or [
+        "no node disruption"
+    ]
+    for c in doc.get("create_before_delete", []):
+        if c["kind"] == "overlap":
+            parts.append(
+                f"{c['instances']} x {c['instance_type']} more for up to {c['hours']:g} h"
+                " (created before the old group is deleted)"
+            )
+        elif c["kind"] == "delete-first":
+            parts.append(f"{c['type'].split(':')[-1]} deleted before its replacement")
     return "; ".join(parts)
 
 

@@ -76,6 +76,7 @@ def test_the_wheel_installs_only_the_accelstack_package(tmp_path: Path) -> None:
     assert "accelstack/templates/_fabric_check.sh.j2" in names
     assert "accelstack/presets/llama3-70b-trn2.yaml" in names
     assert "accelstack/catalog/prices.yaml" in names
+    assert "accelstack/catalog/provider_replacements.json" in names  # `diff` reads it
     assert not any(n.startswith("components/") for n in names)
 
 
