@@ -30,6 +30,7 @@ from accelstack.catalog.ipbudget import (
 )
 from accelstack.catalog.sizing import experts_overflow_note
 from accelstack.errors import Problem, shown
+from accelstack.resolve import placement_rules, upstream_rules
 from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
 from accelstack.spec.models import Workload
@@ -444,4 +445,6 @@ MODULE_RULES: tuple[StackRule, ...] = (
 )
 
 #: The rules on the resolved stack, in report order (docs/spec.md lists them)
-STACK_RULES: rulebook.RuleSet[StackRule] = rulebook.RuleSet("stack", MODULE_RULES)
+STACK_RULES: rulebook.RuleSet[StackRule] = rulebook.RuleSet(
+    "stack", MODULE_RULES, placement_rules.MODULE_RULES, upstream_rules.MODULE_RULES
+)

@@ -142,6 +142,12 @@ class ResolvedPool:
         return self.nodes + self.spare_nodes
 
     @property
+    def held_instances(self) -> int | None:
+        """Instances the pool's one capacity block or reservation holds, as the spec states it
+        (purchase.instances; None: its nodes, or several reservations listed with their own)."""
+        return self.spec.purchase.instances
+
+    @property
     def reserved_capacity(self) -> bool:
         """On a capacity block or reservation: no room for surge nodes, minSize 0."""
         return self.purchase.needs_reservation
