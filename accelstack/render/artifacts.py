@@ -35,6 +35,7 @@ from accelstack.render.pods import (
 )
 from accelstack.render.registry import ImageCache
 from accelstack.render.runbook import stack_runbook_context
+from accelstack.render.shared import NEURON_CLAIM, SHARED_FILE, shared_claims
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -289,6 +290,9 @@ def _context(
         "checkpoint": checkpoint_context(stack),
         "neuron_claim": neuron_claim(stack, pool),
         "topology_preference": stack.topology_preference,
+        # the job's own objects (launch ConfigMap, NetworkPolicy) are named after the job; an
+        # alternative kind of the same job adds its kind, so no two files carry one object
+        "object_suffix": "",
     }
 
 
@@ -325,10 +329,6 @@ def render_node_script(
     )
     ctx["template_name"] = template
     return environment().get_template(template).render(ctx)
-
-
-#: The claim's name in each pod and in the ResourceClaimTemplate's device request.
-NEURON_CLAIM = "neurons"
 
 
 def check_device_path(stack: Stack, pool: ResolvedPool) -> None:
@@ -384,6 +384,38 @@ def neuron_claim(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
     }
 
 
+def render_shared(stack: Stack) -> str | None:
+    """`shared.yaml`: the objects several jobs use (the UltraServer ResourceClaimTemplates),
+    or None when the stack has none."""
+    claims = shared_claims(stack)
+    if not claims:
+        return None
+    return (
+        environment()
+        .get_template("shared.yaml.j2")
+        .render(
+            stack=stack,
+            claims=claims,
+            namespace=stack.training_namespace,
+            stack_label=STACK_LABEL,
+        )
+    )
+
+
+def shared_artifact(stack: Stack) -> Artifact | None:
+    """The shared objects as a file of their own, with its lifecycle in its purpose."""
+    text = render_shared(stack)
+    if text is None:
+        return None
+    return Artifact(
+        SHARED_FILE,
+        "objects several jobs use (the UltraServer ResourceClaimTemplates), rendered once: "
+        f"`kubectl apply --server-side -f {SHARED_FILE}` before any job; no job's file carries "
+        "them, so deleting a job or its file never deletes them",
+        text,
+    )
+
+
 def render_manifest(
     stack: Stack,
     kind: ManifestKind,
@@ -391,12 +423,15 @@ def render_manifest(
     bucket: str | None = None,
     name: str | None = None,
     extra_files: dict[str, str] | None = None,
+    alternative: bool = False,
 ) -> str:
     """Kubernetes manifests: a launch ConfigMap and NetworkPolicy plus a TrainingRuntime and
     TrainJob (`trainjob`, Kubeflow Trainer v2), a PyTorchJob (`pytorchjob`, Training Operator
     v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller). `name`
     replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
-    beside the script (mounted in SCRIPT_MOUNT_DIR)."""
+    beside the script (mounted in SCRIPT_MOUNT_DIR); `alternative`: the same job as another kind
+    than the one `render` lists first, its ConfigMap and NetworkPolicy named with the kind so
+    deleting one file never deletes the other's objects."""
     p = stack.workload_pool
     check_device_path(stack, p)
     orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
@@ -407,6 +442,8 @@ def render_manifest(
     if name:
         ctx.update(job_name=name, runtime_name=naming.training_runtime(name))
     ctx["extra_files"] = extra_files or {}
+    if alternative:
+        ctx["object_suffix"] = f"-{kind}"
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
 
 
@@ -512,12 +549,14 @@ def _eks_artifacts(
 ) -> list[Artifact]:
     """The manifests (the one to apply first leads) and the node script they embed."""
     kinds = manifest_kinds(stack)
-    out = [
+    shared = shared_artifact(stack)
+    out = [] if shared is None else [shared]
+    out += [
         Artifact(
             f"{kind}.yaml",
             f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply --server-side -f {kind}.yaml`"
-            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (same names)"),
-            render_manifest(stack, kind, bucket=bucket),
+            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (the same job)"),
+            render_manifest(stack, kind, bucket=bucket, alternative=i > 0),
         )
         for i, kind in enumerate(kinds)
     ]
@@ -579,7 +618,7 @@ def image_pulls(
     for a in artifacts:
         if a.path == "fabric-test.yaml":
             out.append((a.path, fabric_image(stack, cache)))
-        elif a.path.endswith(".yaml"):
+        elif a.path.endswith(".yaml") and a.path != SHARED_FILE:
             out.append((a.path, stack.image))
     return out
 

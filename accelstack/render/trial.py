@@ -25,8 +25,10 @@ from accelstack.render.artifacts import (
     RenderError,
     render_manifest,
     render_node_script,
+    shared_artifact,
 )
 from accelstack.render.registry import ImageCache
+from accelstack.render.shared import SHARED_FILE
 from accelstack.resolve import Stack, k8snames, resolve_unchecked
 from accelstack.spec import Spec
 
@@ -198,8 +200,9 @@ def render_trial(
     cache: ImageCache | None = None,
 ) -> list[Artifact]:
     """trial-POOL.sh per accelerated pool (and trial-POOL.yaml on EKS), the wrapper, a README."""
-    arts = []
     eks = stack.orchestration == "eks"
+    shared = shared_artifact(stack) if eks else None
+    arts = [] if shared is None else [shared]
     for pool in trial_pools(stack):
         n = trial_nodes(stack, pool, nodes)
         t = trial_stack(stack, pool, steps, records, n)
@@ -248,8 +251,14 @@ def _eks_readme(stack: Stack, records: str, nodes: int) -> str:
     first = trial_pools(stack)[0]
     job = trial_job_name(stack, first, trial_nodes(stack, first, nodes))
     pattern = naming.trial_job(stack.name, "POOL")
+    shared = (
+        f"`kubectl apply --server-side -f {SHARED_FILE}` once (objects the trials and the real "
+        "job share; deleting a trial's manifest leaves them), then "
+        if shared_artifact(stack) is not None
+        else ""
+    )
     return f"""
-On the cluster (EKS): `kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
+On the cluster (EKS): {shared}`kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
 pool, the stack's job kind named `{pattern}`, beside the real job). Each node
 appends its record to `{eks_records_path(stack, records)}` and prints it to its log; collect them with
 

@@ -15,7 +15,7 @@ import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.render import RenderError, render
-from accelstack.render.artifacts import check_device_path, render_manifest
+from accelstack.render.artifacts import check_device_path, render_manifest, render_shared
 from accelstack.render.trial import render_trial
 from accelstack.resolve import Stack, resolve
 from accelstack.resolve.queue import kueue_configuration
@@ -78,13 +78,22 @@ def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _check_claims(text: str, version: str) -> int:
-    """Every pod in `text` claims the file's ResourceClaimTemplate and requests no device-plugin
-    resource; returns how many pod specs were checked."""
+def _check_claims(text: str, shared: str, version: str) -> int:
+    """Every pod in the job file `text` claims one of the shared file's ResourceClaimTemplates
+    (the job file carries none of its own) and requests no device-plugin resource; returns how
+    many pod specs were checked."""
     docs = _docs(text)
-    templates = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaimTemplate"}
-    assert len(templates) == 1, [d["kind"] for d in docs]
-    (rct,) = templates.values()
+    assert "ResourceClaimTemplate" not in [d["kind"] for d in docs]
+    templates = {d["metadata"]["name"]: d for d in _docs(shared)}
+    assert {d["kind"] for d in templates.values()} == {"ResourceClaimTemplate"}
+    named = {
+        c["resourceClaimTemplateName"]
+        for d in docs
+        for p in _pod_specs(d)
+        for c in p.get("resourceClaims", [])
+    }
+    assert len(named) == 1 and named <= set(templates), (named, set(templates))
+    rct = templates[named.pop()]
     kubernetes_validate.validate(rct, version, strict=True)
     (req,) = rct["spec"]["spec"]["devices"]["requests"]
     assert req["exactly"]["deviceClassName"] == DOC_DEVICE_CLASS
@@ -95,7 +104,7 @@ def _check_claims(text: str, version: str) -> int:
     params = cfg["opaque"]["parameters"]
     assert set(params) == DOC_PARAMETER_KEYS and params["ultraserverMode"] in DOC_MODES
     assert {k: params[k] for k in DOC_PARAMETERS} == DOC_PARAMETERS
-    pods = [p for d in docs if d["kind"] != "ResourceClaimTemplate" for p in _pod_specs(d)]
+    pods = [p for d in docs for p in _pod_specs(d)]
     assert pods
     for pod in pods:
         claims = {c["name"]: c["resourceClaimTemplateName"] for c in pod["resourceClaims"]}
@@ -116,9 +125,9 @@ def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
     stack = trn2u_stack(catalog)
     version = stack.kubernetes_version
     files = {a.path: a.content for a in render(stack)}
-    assert {"trainjob.yaml", "job.yaml", "fabric-test.yaml"} <= set(files)
+    assert {"shared.yaml", "trainjob.yaml", "job.yaml", "fabric-test.yaml"} <= set(files)
     for name in ("trainjob.yaml", "job.yaml", "fabric-test.yaml"):
-        assert _check_claims(files[name], version) >= 1, name
+        assert _check_claims(files[name], files["shared.yaml"], version) >= 1, name
         for d in _docs(files[name]):
             if d["kind"] in ("TrainJob", "TrainingRuntime"):
                 assert model_problems(d) == [], (name, d["kind"])
@@ -130,7 +139,7 @@ def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
         kubernetes_validate.validate({**job, "spec": rj["template"]["spec"]}, version, True)
     # the legacy PyTorchJob path carries the same pod template
-    assert _check_claims(render_manifest(stack, "pytorchjob"), version) >= 1
+    assert _check_claims(render_manifest(stack, "pytorchjob"), files["shared.yaml"], version) >= 1
 
 
 def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: Any) -> None:
@@ -138,10 +147,12 @@ def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: 
     same-server affinity (the job takes every node of the pool, whole UltraServers)."""
     stack = trn2u_stack(catalog)
     text = render_manifest(stack, "job")
-    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
+    (claim,) = job["spec"]["template"]["spec"]["resourceClaims"]
+    shared = {d["metadata"]["name"]: d for d in _docs(render_shared(stack) or "")}
+    rct = shared[claim["resourceClaimTemplateName"]]
     cfg = rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
     assert cfg["ultraserverMode"] == stack.workload_pool.ultraserver.instances == 4
-    (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
     assert job["spec"]["completions"] == stack.workload_pool.nodes == 8
     assert "affinity" not in job["spec"]["template"]["spec"]
 
@@ -152,16 +163,21 @@ def test_trial_claims_one_node_or_one_whole_ultraserver(
 ) -> None:
     stack = trn2u_stack(catalog)
     arts = {a.path: a.content for a in render_trial(stack, 5, nodes=nodes)}
-    (text,) = [c for p, c in arts.items() if p.endswith(".yaml")]
-    assert _check_claims(text, stack.kubernetes_version) >= 1
-    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    (text,) = [c for p, c in arts.items() if p.endswith(".yaml") and p != "shared.yaml"]
+    assert _check_claims(text, arts["shared.yaml"], stack.kubernetes_version) >= 1
+    shared = {d["metadata"]["name"]: d for d in _docs(arts["shared.yaml"])}
+    (name,) = {
+        c["resourceClaimTemplateName"]
+        for d in _docs(text)
+        for p in _pod_specs(d)
+        for c in p["resourceClaims"]
+    }
+    rct = shared[name]
     assert (
         rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["ultraserverMode"]
         == mode
     )
-    for pod in [
-        p for d in _docs(text) for p in _pod_specs(d) if d["kind"] != "ResourceClaimTemplate"
-    ]:
+    for pod in [p for d in _docs(text) for p in _pod_specs(d)]:
         aff = pod.get("affinity", {}).get("podAffinity")
         if together:
             (term,) = aff["requiredDuringSchedulingIgnoredDuringExecution"]
