@@ -289,6 +289,7 @@ def _context(
         "queue_label": naming.QUEUE_LABEL,
         "checkpoint": checkpoint_context(stack),
         "neuron_claim": neuron_claim(stack, pool),
+        "ultraserver_job_label": naming.ULTRASERVER_JOB_LABEL,
         "topology_preference": stack.topology_preference,
         # the job's own objects (launch ConfigMap, NetworkPolicy) are named after the job; an
         # alternative kind of the same job adds its kind, so no two files carry one object
@@ -381,6 +382,7 @@ def neuron_claim(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
         "mode": mode,
         "dra": us.dra,
         "same_server": pool.nodes == us.instances,
+        "servers": pool.nodes // us.instances,
     }
 
 

@@ -38,6 +38,7 @@ DOC_PARAMETER_KEYS = {"apiVersion", "kind", "ultraserverMode"}
 DOC_PARAMETERS = {"apiVersion": "neuron.aws.com/v1", "kind": "UltraServerConfig"}
 DOC_MODES = {1, 2, 4}
 DOC_SERVER_LABEL = "neuron.amazonaws.com/ultraserver-server-id-4"
+ULTRASERVER_JOB = "accelstack.io/ultraserver-job"
 
 
 @pytest.fixture(scope="module")
@@ -142,9 +143,13 @@ def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
     assert _check_claims(render_manifest(stack, "pytorchjob"), files["shared.yaml"], version) >= 1
 
 
-def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: Any) -> None:
-    """8 nodes = 2 whole UltraServers: UltraServerConfig mode 4 (the UltraServer's size), no
-    same-server affinity (the job takes every node of the pool, whole UltraServers)."""
+def test_a_job_over_two_ultraservers_uses_mode_four_and_keeps_other_jobs_off(
+    catalog: Any,
+) -> None:
+    """8 nodes = 2 whole UltraServers: UltraServerConfig mode 4 (the UltraServer's size); as
+    Neuron's multi-UltraServer recipe places a job (ultraserver.rst:251-292): required
+    anti-affinity against other jobs' pods and preferred affinity to its own, on the server
+    label. Fails on the old render, which placed a multi-server job with no constraint."""
     stack = trn2u_stack(catalog)
     text = render_manifest(stack, "job")
     (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
@@ -154,7 +159,38 @@ def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: 
     cfg = rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
     assert cfg["ultraserverMode"] == stack.workload_pool.ultraserver.instances == 4
     assert job["spec"]["completions"] == stack.workload_pool.nodes == 8
-    assert "affinity" not in job["spec"]["template"]["spec"]
+    pod = job["spec"]["template"]
+    assert pod["metadata"]["labels"][ULTRASERVER_JOB] == job["metadata"]["name"]
+    aff = pod["spec"]["affinity"]
+    (anti,) = aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == DOC_SERVER_LABEL
+    (pref,) = aff["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert pref["weight"] == 100 and pref["podAffinityTerm"]["topologyKey"] == DOC_SERVER_LABEL
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in aff["podAffinity"]
+    # the anti-affinity selects other jobs' UltraServer pods only: not this job's, not a pod
+    # without the label (a DaemonSet's, a job on another pool)
+    own = job["metadata"]["name"]
+    assert _selects(anti["labelSelector"], {ULTRASERVER_JOB: f"{own}-trial-trn2"})
+    assert not _selects(anti["labelSelector"], {ULTRASERVER_JOB: own})
+    assert not _selects(anti["labelSelector"], {"app.kubernetes.io/name": "neuron-dra-driver"})
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector against a pod's labels (matchLabels and the four operators,
+    k8s.io/apimachinery pkg/labels/selector.go)."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
 
 
 @pytest.mark.parametrize(("nodes", "mode", "together"), [(1, 1, False), (4, 4, True)])
@@ -178,12 +214,14 @@ def test_trial_claims_one_node_or_one_whole_ultraserver(
         == mode
     )
     for pod in [p for d in _docs(text) for p in _pod_specs(d)]:
-        aff = pod.get("affinity", {}).get("podAffinity")
+        aff = pod.get("affinity", {})
         if together:
-            (term,) = aff["requiredDuringSchedulingIgnoredDuringExecution"]
+            (term,) = aff["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             assert term["topologyKey"] == DOC_SERVER_LABEL
+            (anti,) = aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert anti["topologyKey"] == DOC_SERVER_LABEL
         else:
-            assert aff is None
+            assert aff == {}  # a one-node trial (mode 1) uses no NeuronLink peer
 
 
 def test_trial_refuses_node_counts_that_split_ultraservers(catalog: Any) -> None:
