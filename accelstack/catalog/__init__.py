@@ -307,6 +307,19 @@ class FabricTestFacts(_Frozen):
     max_bytes: str
     iterations: int = Field(ge=1)
     tools: dict[str, FabricTool]
+    #: mpirun's SSH arguments where no Trainer sets them (its MPI runtime's default), and source
+    rsh_args: str = ""
+    rsh_args_source: str = ""
+    #: how long the launcher waits for every node's sshd before it fails naming the node
+    ssh_wait_seconds: int = Field(600, ge=1)
+
+
+class FlightRecorder(_Frozen):
+    """PyTorch's NCCL flight recorder on CUDA jobs (launch.yaml nccl_flight_recorder)."""
+
+    dist_backends: tuple[str, ...]
+    trace_buffer_size: int = Field(ge=1)
+    source: str
 
 
 class LaunchFacts(_Frozen):
@@ -314,6 +327,7 @@ class LaunchFacts(_Frozen):
     fault_tolerance: FaultTolerance
     dlami_python_envs: tuple[PythonEnv, ...]
     fabric_test: FabricTestFacts | None = None
+    nccl_flight_recorder: FlightRecorder | None = None
 
 
 class ChartCheck(_Frozen):

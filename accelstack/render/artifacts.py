@@ -21,7 +21,7 @@ from typing import Literal
 import jinja2
 
 from accelstack import naming
-from accelstack.catalog import Framework
+from accelstack.catalog import FlightRecorder, Framework
 from accelstack.errors import AccelstackError
 from accelstack.naming import POOL_LABEL, STACK_LABEL
 from accelstack.render.fabric import fabric_threshold, fabric_tool
@@ -239,7 +239,15 @@ def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
         "host_run": stack.orchestration == "ec2",
         "fabric_efa": pool.efa_interfaces,
         "fabric_accelerators": pool.accelerators_per_node,
+        "flight_recorder": flight_recorder(stack, fw),
     }
+
+
+def flight_recorder(stack: Stack, fw: Framework) -> FlightRecorder | None:
+    """PyTorch's NCCL flight recorder facts where the training path's backend is one it
+    applies to (catalog launch.yaml nccl_flight_recorder), else None."""
+    fr = stack.launch.nccl_flight_recorder
+    return fr if fr is not None and fw.dist_backend in fr.dist_backends else None
 
 
 def _context(
@@ -480,18 +488,47 @@ FABRIC_ROOT_COMM_PORT = 63182
 FABRIC_SSH_PORT = 2222
 
 
+#: The port the indexed-Job fabric test's launcher serves its public key on to the other pods
+#: (any free port; within the job's NetworkPolicy, which admits only the job's own pods).
+FABRIC_KEY_PORT = 2223
+
+
+def fabric_topology(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
+    """What the fabric test's launcher needs to order its hosts by UltraServer (a job of whole
+    UltraServers, mode > 1): the mode, each node's id files and the recipe's source; None on
+    other pools or where the catalog names no id files."""
+    mode = ultraserver_mode(pool)
+    dra = pool.ultraserver.dra if pool.ultraserver else None
+    if mode is None or mode <= 1 or dra is None:
+        return None
+    files = dra.id_files(mode)
+    if files is None:
+        return None
+    return {
+        "mode": mode,
+        "server_file": files[0],
+        "node_file": files[1],
+        "source": dra.placement_source,
+    }
+
+
 def render_fabric_test(stack: Stack, cache: ImageCache | None = None) -> str | None:
-    """The fabric acceptance job (ConfigMap with the script and parser, NetworkPolicy,
-    TrainingRuntime on the MPI runtime, TrainJob), or None where it does not apply: one node,
-    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack. `cache`:
-    the tool's image is pulled through the stack's pull-through cache (`render --registry`)."""
+    """The fabric acceptance job, or None where it does not apply (one node, no EFA, no
+    benchmark for the device kind, not on EKS). With Kubeflow Trainer: a TrainJob on its MPI
+    runtime (ConfigMap with the script and parser, NetworkPolicy, TrainingRuntime, TrainJob);
+    with `jobs.controller` pytorchjob or none: an indexed Job and its headless Service, whose pod
+    0 launches. `cache`: the tool's image is pulled through the stack's pull-through cache
+    (`render --registry`)."""
     p = stack.workload_pool
     th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
-    if th is None or tool is None or stack.job_controller != "trainer":
+    if th is None or tool is None or stack.orchestration != "eks":
         return None
     check_device_path(stack, p)
-    ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
-    ctx.update(_trainer_context(stack))
+    trainer = stack.job_controller == "trainer"
+    orch = "trainjob" if trainer else "standalone"
+    ctx = _context(stack, p, orchestrator=orch, bucket=None, procs_per_node_override=None)
+    if trainer:
+        ctx.update(_trainer_context(stack))
     name = naming.fabric_job(job_name(stack))
     ctx.update(
         job_name=name,
@@ -502,11 +539,20 @@ def render_fabric_test(stack: Stack, cache: ImageCache | None = None) -> str | N
         facts=stack.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
         ssh_port=FABRIC_SSH_PORT,
+        key_port=FABRIC_KEY_PORT,
+        trainer_mpi=trainer,
+        topology=fabric_topology(stack, p),
         fabric_image=fabric_image(stack, cache),
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
     ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
-    return environment().get_template("fabric-test.yaml.j2").render(ctx)
+    template = "fabric-test.yaml.j2" if trainer else "fabric-job.yaml.j2"
+    return environment().get_template(template).render(ctx)
+
+
+def fabric_kind(stack: Stack) -> str:
+    """The fabric test's kind for kubectl: a TrainJob with Kubeflow Trainer, else a Job."""
+    return "trainjob" if stack.job_controller == "trainer" else "job"
 
 
 def fabric_image(stack: Stack, cache: ImageCache | None = None) -> str:
@@ -571,7 +617,7 @@ def _eks_artifacts(
                 "fabric-test.yaml",
                 f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
                 f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job; to run it "
-                f"again, `kubectl -n {stack.training_namespace} delete trainjob "
+                f"again, `kubectl -n {stack.training_namespace} delete {fabric_kind(stack)} "
                 f"{naming.fabric_job(job_name(stack))} --ignore-not-found --wait` first",
                 fabric,
             )

@@ -68,7 +68,6 @@ def stack_runbook_context(stack: Stack) -> dict[str, object]:
         nodes=stack.workload_pool.nodes,
         queue=stack.queue_name,
         protected=protected_resources(stack),
-        fabric=stack.job_controller == "trainer"
-        and fabric_threshold(stack, stack.workload_pool) is not None,
+        fabric=fabric_threshold(stack, stack.workload_pool) is not None,
         shared=has_shared_objects(stack),
     )
