@@ -103,6 +103,12 @@ class ResolvedPool:
     #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
     ultraserver: UltraServer | None = None
     spare_nodes: int = 0  # running nodes beyond `nodes` (a restart needs no new capacity)
+    #: The node labels beyond the pool's own that scheduling depends on: what the pool's
+    #: device-plugin charts' default affinity requires (charts.<name>.node_labels, e.g.
+    #: nvidia.com/gpu.present) and, in a stack with an UltraServer pool, which Neuron allocation
+    #: serves the node (naming.NEURON_ALLOCATION_LABEL: dra or device-plugin; see
+    #: `with_node_groups`)
+    scheduling_labels: Mapping[str, str] = field(default_factory=dict)
     #: How the workload's training state fits this pool's type (None: the precision has no
     #: bytes-per-parameter figure, which validation refuses)
     memory_fit: MemoryFit | None = None
@@ -597,10 +603,12 @@ def with_node_groups(stack: Stack) -> Stack:
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
+    ultra = {p.device.name for p in stack.pools if p.instance_type in stack.catalog.scale.ultraservers}
     pools = tuple(
         replace(
             p,
             ultraserver=stack.catalog.scale.ultraservers.get(p.instance_type),
+            scheduling_labels=_scheduling_labels(stack.catalog, p, ultra),
             node_groups=tuple(
                 NodeGroupPart(
                     role=group_role(i),
@@ -616,6 +624,18 @@ def with_node_groups(stack: Stack) -> Stack:
         for p in stack.pools
     )
     return replace(stack, pools=pools, address_plan=plan)
+
+
+def _scheduling_labels(cat: Catalog, pool: ResolvedPool, ultra: set[str]) -> dict[str, str]:
+    """The pool's scheduling labels: its device-plugin charts' affinity labels, and the Neuron
+    allocation label where a pool of its device kind is an UltraServer pool (`ultra`: those
+    device kinds): 'dra' on UltraServer members, 'device-plugin' on the others; none in stacks
+    without UltraServer pools (their node groups do not change)."""
+    out = dict(cat.chart_node_labels(pool.device.name))
+    if pool.device.name in ultra:
+        dra = pool.instance_type in cat.scale.ultraservers
+        out[naming.NEURON_ALLOCATION_LABEL] = "dra" if dra else "device-plugin"
+    return out
 
 
 def _with_profile(
