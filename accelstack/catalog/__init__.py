@@ -269,6 +269,24 @@ class PodFacts(_Frozen):
     efa_add_capabilities: tuple[str, ...]
 
 
+class DaemonSetFacts(_Frozen):
+    """A DaemonSet the stack's add-ons or charts put on nodes (launch.yaml `daemonsets`, with
+    sources): what creates it, where it runs, what its pod requests and advertises."""
+
+    name: str
+    addon: str | None = None  # the EKS add-on that creates it (the plan's addonName)
+    chart: str | None = None  # the catalog chart (charts key) whose release creates it
+    enabled_key: str | None = None  # the release values key that turns it on
+    node_selector_key: str | None = None  # the release values key holding its nodeSelector
+    tolerations_key: str | None = None  # the release values key holding its tolerations
+    device_kind: str | None = None  # an add-on's DaemonSet that runs on this device kind only
+    advertises: Literal["device", "efa", "dra"] | None = None
+    cpu_millicores: int = Field(ge=0)
+    memory_mib: int = Field(ge=0)
+    estimate: bool = False
+    source: str
+
+
 class FaultTolerance(_Frozen):
     job_restarts: int = Field(ge=1)
     torchrun_max_restarts: int = Field(ge=1)
@@ -328,6 +346,7 @@ class LaunchFacts(_Frozen):
     dlami_python_envs: tuple[PythonEnv, ...]
     fabric_test: FabricTestFacts | None = None
     nccl_flight_recorder: FlightRecorder | None = None
+    daemonsets: tuple[DaemonSetFacts, ...] = ()
 
 
 class ChartCheck(_Frozen):
@@ -912,6 +931,19 @@ def _check_launch(c: Catalog) -> None:
             )
 
 
+def _check_daemonsets(c: Catalog) -> None:
+    """launch.yaml daemonsets: each row is created by exactly one of an add-on and a known
+    chart, and its device kind is known."""
+    for i, ds in enumerate(c.launch.daemonsets):
+        at = f"launch.daemonsets[{i}]"
+        if (ds.addon is None) == (ds.chart is None):
+            raise CatalogError(f"{at}: name exactly one of addon and chart (found {ds.name!r})")
+        if ds.chart is not None and ds.chart not in c.charts:
+            raise CatalogError(f"{at}.chart: unknown chart '{ds.chart}'")
+        if ds.device_kind is not None and ds.device_kind not in c.device_kinds:
+            raise CatalogError(f"{at}.device_kind: unknown '{ds.device_kind}'")
+
+
 def _check_frameworks(c: Catalog) -> None:
     """Every framework a device kind or family names exists and runs on that device kind."""
     for name, fw in c.frameworks.items():
@@ -946,4 +978,5 @@ _CHECKS: tuple[tuple[Callable[[Catalog], None], dict[str, str]], ...] = (
         {"prices": "prices.yaml", "throughput": "throughput.yaml", "records": "records.yaml"},
     ),
     (_check_launch, {"launch": "launch.yaml"}),
+    (_check_daemonsets, {"launch": "launch.yaml"}),
 )

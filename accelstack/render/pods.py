@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from accelstack.catalog import PythonEnv
+from accelstack.catalog import InstanceType, PodFacts, PythonEnv
 from accelstack.errors import AccelstackError
 from accelstack.render.registry import upstream_image
 from accelstack.resolve import ResolvedPool, Stack
@@ -56,19 +56,30 @@ def kube_reserved_millicores(vcpus: int, tiers: tuple[tuple[int, float], ...]) -
     return round(reserved)
 
 
+def node_allocatable(pods: PodFacts, inst: InstanceType, hugepages_mib: int) -> tuple[int, int]:
+    """(CPU millicores, memory MiB) the kubelet of an EKS node of type `inst` reports as
+    allocatable: its vCPUs less the EKS AMI's kube-reserved CPU; its memory less the
+    hypervisor's share, kube-reserved memory, the hard eviction threshold and the
+    `hugepages_mib` of 2 MiB huge pages the node pre-allocates (catalog launch.yaml `pods`,
+    sources there)."""
+    cpu = inst.vcpus * 1000 - kube_reserved_millicores(inst.vcpus, pods.kube_reserved_cpu_tiers)
+    small = inst.vcpus <= pods.max_pods_small_up_to_vcpus
+    max_pods = pods.max_pods_small if small else pods.max_pods_large
+    kube_mem = pods.kube_reserved_memory_mib_per_pod * max_pods + pods.kube_reserved_memory_mib_base
+    mem = int(inst.memory_gib * 1024 * (1 - pods.vm_memory_overhead_fraction))
+    mem -= kube_mem + pods.eviction_hard_memory_mib + hugepages_mib
+    return cpu, mem
+
+
 def pod_resources(stack: Stack, pool: ResolvedPool) -> PodResources:
-    """Requests that fit the node's allocatable CPU and memory with the DaemonSets beside it."""
+    """Requests that fit the node's allocatable CPU and memory with the DaemonSets beside it
+    (the catalog's DaemonSet reserve, which the deploy rule pods-schedulable holds to the
+    DaemonSets the stack's add-ons and charts create)."""
     f = stack.launch.pods
     inst = pool.instance
-    cpu = inst.vcpus * 1000 - kube_reserved_millicores(inst.vcpus, f.kube_reserved_cpu_tiers)
+    cpu, mem = node_allocatable(f, inst, f.efa_node_hugepages_mib if pool.efa else 0)
     cpu -= f.daemonset_reserve_millicores
-    small = inst.vcpus <= f.max_pods_small_up_to_vcpus
-    max_pods = f.max_pods_small if small else f.max_pods_large
-    kube_mem = f.kube_reserved_memory_mib_per_pod * max_pods + f.kube_reserved_memory_mib_base
-    mem = int(inst.memory_gib * 1024 * (1 - f.vm_memory_overhead_fraction))
-    mem -= kube_mem + f.eviction_hard_memory_mib + f.daemonset_reserve_mib
-    if pool.efa:
-        mem -= f.efa_node_hugepages_mib
+    mem -= f.daemonset_reserve_mib
     if cpu < 1000 or mem < 1024:
         raise LaunchFactError(
             f"pool '{pool.name}' ({inst.name}): {inst.vcpus} vCPUs and {inst.memory_gib} GiB "

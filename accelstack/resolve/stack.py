@@ -233,6 +233,11 @@ class Stack:
         return replace(self, image=image)
 
     @property
+    def system_instance(self) -> InstanceType | None:
+        """The system nodes' instance type row (None: a type the catalog does not list)."""
+        return self.catalog.instances.get(self.system_instance_type)
+
+    @property
     def addon_versions(self) -> dict[str, str]:
         """EKS add-on -> the version the catalog pins for this Kubernetes version (may be
         empty: those add-ons start at EKS's default for the version, see instances.yaml)."""
@@ -603,7 +608,9 @@ def with_node_groups(stack: Stack) -> Stack:
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
-    ultra = {p.device.name for p in stack.pools if p.instance_type in stack.catalog.scale.ultraservers}
+    ultra = {
+        p.device.name for p in stack.pools if p.instance_type in stack.catalog.scale.ultraservers
+    }
     pools = tuple(
         replace(
             p,

@@ -5,7 +5,6 @@ scales to zero, and every EKS stack has a durable checkpoint location its pods c
 from __future__ import annotations
 
 import base64
-
 import copy
 import json
 from dataclasses import replace

@@ -251,7 +251,11 @@ def test_an_indexed_node_without_the_launchers_key_stops_in_one_line(tmp_path: P
     (tmp_path / "fabric-test.sh").write_text(cm["data"]["fabric-test.sh"])
     root, shims = tmp_path / "root", tmp_path / "bin"
     ssh_shim(shims)
-    for need in ("/opt/amazon/openmpi/bin/mpirun", "/opt/nccl-tests/build/all_reduce_perf", "/usr/sbin/sshd"):
+    for need in (
+        "/opt/amazon/openmpi/bin/mpirun",
+        "/opt/nccl-tests/build/all_reduce_perf",
+        "/usr/sbin/sshd",
+    ):
         f = root / need.lstrip("/")
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("#!/usr/bin/env bash\n")
@@ -265,7 +269,11 @@ def test_an_indexed_node_without_the_launchers_key_stops_in_one_line(tmp_path: P
         "ACCELSTACK_TEST_SYSROOT": str(root),
     }
     proc = subprocess.run(
-        ["bash", str(tmp_path / "fabric-test.sh")], env=env, capture_output=True, text=True, timeout=60
+        ["bash", str(tmp_path / "fabric-test.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()

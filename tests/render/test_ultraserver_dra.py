@@ -312,7 +312,9 @@ def test_the_allocation_label_is_in_the_nodeadm_flags(catalog: Any) -> None:
     stack = trn2u_stack(catalog)
     plan = plan_stack(stack, guard=False)
     (lt,) = [
-        r for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate") if r.name.endswith("-trn2-lt")
+        r
+        for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name.endswith("-trn2-lt")
     ]
     text = base64.b64decode(lt.inputs["userData"]).decode()
     doc = json.loads(text.split("application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0])

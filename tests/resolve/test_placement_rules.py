@@ -1,5 +1,5 @@
 """Stack rules on UltraServer pools and on the upstream projects' stated limits
-(accelstack/resolve/placement_rules.py, upstream_rules.py): spares and a single reservation's
+(accelstack/resolve/rules.py, upstream.py): spares and a single reservation's
 size in whole UltraServers; Kueue topology-aware scheduling refused beside DRA pools, with the
 limit restated from its source. Each refuses in one line naming the spec file and key."""
 
@@ -13,7 +13,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.errors import SpecError
 from accelstack.resolve import resolve
-from accelstack.resolve.upstream_rules import LIMITS
+from accelstack.resolve.upstream import LIMITS
 from accelstack.spec import parse_spec
 
 from ..render.test_neuron_allocation import TRN2U_PRICE, mixed
@@ -43,7 +43,11 @@ def problems(catalog: Any, pool: dict[str, Any] | None = None, **jobs: Any) -> l
 
 def test_half_an_ultraserver_of_spares_is_refused_in_one_line(catalog: Any) -> None:
     """Fails without the rule: 8 nodes + 2 spares (2.5 UltraServers) validated."""
-    purchase = {"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890", "instances": 12}
+    purchase = {
+        "option": "capacity-block",
+        "reservation_id": "cr-0a1b2c3d4e5f67890",
+        "instances": 12,
+    }
     (p,) = problems(catalog, {"spare_nodes": 2, "purchase": purchase})
     assert (str(p.file), p.path) == ("llama3-70b-trn2.yaml", "pools[0].spare_nodes")
     assert "make the pool run 10 nodes, 2.5 UltraServers of 4" in p.message
@@ -51,13 +55,21 @@ def test_half_an_ultraserver_of_spares_is_refused_in_one_line(catalog: Any) -> N
 
 
 def test_whole_ultraservers_of_spares_pass(catalog: Any) -> None:
-    purchase = {"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890", "instances": 12}
+    purchase = {
+        "option": "capacity-block",
+        "reservation_id": "cr-0a1b2c3d4e5f67890",
+        "instances": 12,
+    }
     stack = trn2u(catalog, {"spare_nodes": 4, "purchase": purchase})
     assert stack.workload_pool.running_nodes == 12
 
 
 def test_a_reservation_size_that_splits_an_ultraserver_is_refused(catalog: Any) -> None:
-    purchase = {"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890", "instances": 10}
+    purchase = {
+        "option": "capacity-block",
+        "reservation_id": "cr-0a1b2c3d4e5f67890",
+        "instances": 10,
+    }
     (p,) = problems(catalog, {"purchase": purchase})
     assert p.path == "pools[0].purchase.instances"
     assert "10 trn2u.48xlarge instances is not a whole number of UltraServers" in p.message
