@@ -39,5 +39,5 @@ KUEUE_DRA_TAS = FeatureLimit(
     ),
 )
 
-#: Every limit restated here (tests/resolve/test_placement_rules.py holds each to its source).
+#: Every limit restated here (tests/resolve/test_rules_ultraserver.py holds each to its source).
 LIMITS: tuple[FeatureLimit, ...] = (KUEUE_DRA_TAS,)

@@ -26,7 +26,7 @@ from accelstack.tokens import HELM_RELEASE, NODE_GROUP
 from ..helpers_plan import plan_stack
 from ..render.test_neuron_allocation import TRN2U_PRICE, mixed
 from ..render.test_upstream_admission import EKS
-from .test_rules import assert_line, only, preset, with_inputs
+from .test_rules import LT, assert_line, only, preset, replace, with_inputs
 
 RULE = "pods-schedulable"
 SERVER = "neuron.amazonaws.com/ultraserver-server-id-4"
@@ -167,3 +167,13 @@ def test_ultraserver_pods_need_the_dra_driver(catalog: Any) -> None:
     values = {**rel.inputs["values"], "draDriver": {"enabled": False}}
     v = only(evaluate(with_inputs(plan, rel, values=values), stack), RULE)
     assert "publish no DRA device of class neuron.aws.com its claim selects" in v.message
+
+
+def test_a_preview_without_user_data_yet_still_places_the_pods() -> None:
+    """At a first `pulumi preview` a launch template's user data is computed from the cluster
+    and not known: the node groups' labels and the stack's huge-page allocation stand in."""
+    plan, stack = preset("llama3-70b-p5")
+    (lt,) = [r for r in plan.of_type(LT) if r.name.endswith("-h100-lt")]
+    inputs = {k: v for k, v in lt.inputs.items() if k != "userData"}
+    preview = replace(plan, LT, lt.name, inputs=inputs)
+    assert violations(preview, stack) == []

@@ -23,7 +23,7 @@ from accelstack.plan.document import Plan, PlannedResource
 from accelstack.plan.placement import DeviceOffer, Node, Taint, tolerated
 from accelstack.plan.rules.nodegroups import launch_template_of
 from accelstack.plan.rules.plugins import releases as chart_releases
-from accelstack.render.pods import node_allocatable
+from accelstack.render.pods import node_allocatable, node_hugepages_2mi
 from accelstack.tokens import ADDON, NODE_GROUP
 
 if TYPE_CHECKING:
@@ -89,6 +89,15 @@ def registration(text: str) -> tuple[dict[str, str], tuple[Taint, ...], int]:
     return labels, tuple(taints), pages * 2
 
 
+def _hugepages(group: GroupNodes, pool: ResolvedPool | None, stack: Stack) -> int:
+    """The node's 2 MiB huge pages (MiB): what its user data allocates; where the user data is
+    not known yet (a first `pulumi preview`, its inputs computed from the cluster), what the
+    stack's nodes allocate (render.pods.node_hugepages_2mi), so the rule judges the pods."""
+    if group.user_data_known or pool is None:
+        return group.hugepages_mib
+    return node_hugepages_2mi(stack, pool) * 2
+
+
 @dataclass(frozen=True)
 class GroupNodes:
     """One planned node group: its name, pool (None: the system group), node count, and the
@@ -100,6 +109,7 @@ class GroupNodes:
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
     hugepages_mib: int
+    user_data_known: bool = True
 
 
 def node_groups(plan: Plan) -> Iterator[GroupNodes]:
@@ -124,6 +134,7 @@ def node_groups(plan: Plan) -> Iterator[GroupNodes]:
             },
             taints=tuple(dict.fromkeys(taints + eks)),
             hugepages_mib=pages,
+            user_data_known=bool(lt is None or lt.inputs.get("userData")),
         )
 
 
@@ -215,8 +226,9 @@ def build_node(
     name = f"{group.name}-{index}"
     labels = {**group.labels, HOSTNAME: name, INSTANCE_TYPE: inst.name, OS: "linux"}
     labels.update(_server_labels(pool, index))
-    cpu, mem = node_allocatable(stack.launch.pods, inst, group.hugepages_mib)
-    alloc = {"cpu": cpu, "memory": mem, "hugepages-2Mi": group.hugepages_mib}
+    pages = _hugepages(group, pool, stack)
+    cpu, mem = node_allocatable(stack.launch.pods, inst, pages)
+    alloc = {"cpu": cpu, "memory": mem, "hugepages-2Mi": pages}
     offers: list[DeviceOffer] = []
     for ds in running:
         if not _selected(ds, labels, kind):
