@@ -20,7 +20,7 @@ from typing import Any
 
 from accelstack import naming, tokens
 from accelstack.catalog.scale import NodeGroupPart
-from accelstack.naming import EFA_LABEL, NEURON_ALLOCATION_LABEL, POOL_LABEL
+from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
 #: The purchase option of what the spec does not choose (the system nodes).
@@ -136,18 +136,10 @@ def node_labels(
     return labels
 
 
-def allocation_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
-    """`NEURON_ALLOCATION_LABEL` for a pool of the UltraServer pools' device kind (Neuron):
-    'dra' on UltraServer members, 'device-plugin' on the others; {} in stacks without
-    UltraServer pools (their node groups do not change)."""
-    if not any(u.device.name == pool.device.name for u in stack.ultraserver_pools):
-        return {}
-    return {NEURON_ALLOCATION_LABEL: "dra" if pool.ultraserver else "device-plugin"}
-
-
-def plugin_labels(stack: Stack, pool: ResolvedPool) -> dict[str, str]:
-    """The labels beyond the pool's own: the device-plugin chart's affinity, the allocation."""
-    return {**stack.catalog.chart_node_labels(pool.device.name), **allocation_labels(stack, pool)}
+def plugin_labels(pool: ResolvedPool) -> dict[str, str]:
+    """The labels beyond the pool's own: the device-plugin chart's affinity, the allocation
+    (resolved once: `ResolvedPool.scheduling_labels`)."""
+    return dict(pool.scheduling_labels)
 
 
 @dataclass(frozen=True)
@@ -200,7 +192,7 @@ def pool_node_groups(stack: Stack, pool: ResolvedPool) -> NodeGroups:
                 lt_type,
                 pool.root_volume_gib,
             )
-    labels = node_labels(pool, plugin_labels(stack, pool))
+    labels = node_labels(pool, plugin_labels(pool))
     groups = tuple(
         _pool_part(stack, pool, part, lts[part.launch_template].name, ng_types, labels)
         for part in pool.node_groups

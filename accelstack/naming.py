@@ -25,6 +25,9 @@ EFA_LABEL = "accelstack.io/efa"
 #: Neuron device plugin (EKS user guide, device-management-neuron), so each Neuron node group
 #: says which of the two serves it and each DaemonSet selects its own.
 NEURON_ALLOCATION_LABEL = "accelstack.io/neuron-allocation"
+#: The pod label of a job's pods on an UltraServer pool (value: the job's name): each job's
+#: required pod anti-affinity keeps every other labelled job off the UltraServers it uses.
+ULTRASERVER_JOB_LABEL = "accelstack.io/ultraserver-job"
 #: The label on every Kubernetes object the stack renders or creates (value: the stack name).
 STACK_LABEL = "accelstack.io/stack"
 #: `app.kubernetes.io/managed-by` value on the objects the components create.

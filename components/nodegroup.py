@@ -89,13 +89,16 @@ def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
 
 def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     """The labels a node registers with (nodeadm user data): the pool's own (pool, device
-    kind, EFA), which the job's and the device plugins' node selectors need from the start and
-    which change only with the pool itself (a change that rolls anyway). Every other label
-    (the charts' affinity labels, anything added later) is only in the node group's `labels`,
-    which EKS applies to the nodes in place (EKS API UpdateNodegroupConfig; with a custom AMI
-    asynchronously, EKS launch-templates guide), so a label edit never creates a
-    launch-template version and never rolls a node."""
-    return node_labels(pool)
+    kind, EFA) and its scheduling labels (resolve's `scheduling_labels`: the device-plugin
+    chart's affinity label such as nvidia.com/gpu.present, the Neuron allocation mode), which
+    the jobs' and the device plugins' and DRA driver's node selectors need from the moment the
+    node registers: with a custom AMI, EKS applies the node group's `labels` asynchronously
+    (EKS launch-templates guide), so a node carrying only those would start without its device
+    plugin or DRA driver. They change only with the pool's device kind or its stack's
+    UltraServer pools. Every other label (anything added later) is only in the node group's
+    `labels`, which EKS applies in place (EKS API UpdateNodegroupConfig), so such an edit never
+    creates a launch-template version and never rolls a node."""
+    return node_labels(pool, pool.scheduling_labels)
 
 
 def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None) -> Any:

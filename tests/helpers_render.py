@@ -97,6 +97,7 @@ def run_script(
         "ACCELSTACK_SKIP_PRECOMPILE": "1",
         "ACCELSTACK_SKIP_FABRIC_CHECK": "1",  # tests/render/test_fabric_check.py covers the check
         "ACCELSTACK_CHECKPOINT_DIR": str(tmp / "checkpoints"),  # an EKS script needs one
+        "ACCELSTACK_NCCL_TRACE_DIR": str(tmp / "nccl-trace"),  # CUDA scripts: not the FSx state dir
         **env,
     }
     proc = subprocess.run(

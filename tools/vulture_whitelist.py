@@ -18,6 +18,9 @@ binary  # catalog fabric-test facts (launch.yaml)
 min_bytes  # catalog fabric-test facts
 max_bytes  # catalog fabric-test facts
 iterations  # catalog fabric-test facts
+rsh_args  # catalog fabric-test facts: the fabric script's mpirun SSH arguments (template)
+rsh_args_source  # catalog fabric-test facts: their source (template comment)
+ssh_wait_seconds  # catalog fabric-test facts: the fabric script's sshd wait (template)
 offerings_source  # catalog offerings
 instance_types_source  # scale.yaml topology_labels
 operator_source  # scale.yaml ultraservers placement

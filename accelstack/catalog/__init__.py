@@ -281,6 +281,24 @@ class PodFacts(_Frozen):
     efa_add_capabilities: tuple[str, ...]
 
 
+class DaemonSetFacts(_Frozen):
+    """A DaemonSet the stack's add-ons or charts put on nodes (launch.yaml `daemonsets`, with
+    sources): what creates it, where it runs, what its pod requests and advertises."""
+
+    name: str
+    addon: str | None = None  # the EKS add-on that creates it (the plan's addonName)
+    chart: str | None = None  # the catalog chart (charts key) whose release creates it
+    enabled_key: str | None = None  # the release values key that turns it on
+    node_selector_key: str | None = None  # the release values key holding its nodeSelector
+    tolerations_key: str | None = None  # the release values key holding its tolerations
+    device_kind: str | None = None  # an add-on's DaemonSet that runs on this device kind only
+    advertises: Literal["device", "efa", "dra"] | None = None
+    cpu_millicores: int = Field(ge=0)
+    memory_mib: int = Field(ge=0)
+    estimate: bool = False
+    source: str
+
+
 class FaultTolerance(_Frozen):
     job_restarts: int = Field(ge=1)
     torchrun_max_restarts: int = Field(ge=1)
@@ -319,6 +337,19 @@ class FabricTestFacts(_Frozen):
     max_bytes: str
     iterations: int = Field(ge=1)
     tools: dict[str, FabricTool]
+    #: mpirun's SSH arguments where no Trainer sets them (its MPI runtime's default), and source
+    rsh_args: str = ""
+    rsh_args_source: str = ""
+    #: how long the launcher waits for every node's sshd before it fails naming the node
+    ssh_wait_seconds: int = Field(600, ge=1)
+
+
+class FlightRecorder(_Frozen):
+    """PyTorch's NCCL flight recorder on CUDA jobs (launch.yaml nccl_flight_recorder)."""
+
+    dist_backends: tuple[str, ...]
+    trace_buffer_size: int = Field(ge=1)
+    source: str
 
 
 class LaunchFacts(_Frozen):
@@ -326,6 +357,8 @@ class LaunchFacts(_Frozen):
     fault_tolerance: FaultTolerance
     dlami_python_envs: tuple[PythonEnv, ...]
     fabric_test: FabricTestFacts | None = None
+    nccl_flight_recorder: FlightRecorder | None = None
+    daemonsets: tuple[DaemonSetFacts, ...] = ()
 
 
 class ChartCheck(_Frozen):
@@ -939,6 +972,12 @@ def _check_integrity(c: Catalog) -> None:
     for name, chart in c.charts.items():
         if chart.device_kind is not None and chart.device_kind not in c.device_kinds:
             raise CatalogError(f"charts.{name}.device_kind: unknown '{chart.device_kind}'")
+    for i, ds in enumerate(c.launch.daemonsets):
+        if ds.chart is not None and ds.chart not in c.charts:
+            raise CatalogError(
+                f"charts: no row '{ds.chart}', which launch.yaml daemonsets[{i}] ({ds.name}) "
+                f"is created by{did_you_mean(ds.chart, c.charts)}"
+            )
     if c.defaults.kubernetes_version not in c.defaults.eks_versions:
         raise CatalogError("defaults.kubernetes_version is not in defaults.eks_versions")
     if c.defaults.system_instance_type not in c.instances:
@@ -966,6 +1005,17 @@ def _check_launch(c: Catalog) -> None:
             raise CatalogError(
                 f"launch.dlami_python_envs: family '{name}' needs exactly one default environment"
             )
+
+
+def _check_daemonsets(c: Catalog) -> None:
+    """launch.yaml daemonsets: each row is created by exactly one of an add-on and a chart
+    (which `_check_integrity` holds to a row of `charts`), and its device kind is known."""
+    for i, ds in enumerate(c.launch.daemonsets):
+        at = f"launch.daemonsets[{i}]"
+        if (ds.addon is None) == (ds.chart is None):
+            raise CatalogError(f"{at}: name exactly one of addon and chart (found {ds.name!r})")
+        if ds.device_kind is not None and ds.device_kind not in c.device_kinds:
+            raise CatalogError(f"{at}.device_kind: unknown '{ds.device_kind}'")
 
 
 def _check_frameworks(c: Catalog) -> None:
@@ -1002,4 +1052,5 @@ _CHECKS: tuple[tuple[Callable[[Catalog], None], dict[str, str]], ...] = (
         {"prices": "prices.yaml", "throughput": "throughput.yaml", "records": "records.yaml"},
     ),
     (_check_launch, {"launch": "launch.yaml"}),
+    (_check_daemonsets, {"launch": "launch.yaml"}),
 )

@@ -102,6 +102,17 @@ class UltraServerDRA(_Frozen):
     server_label: str
     kueue_resource: str
     source: str
+    #: where a pod reads its node's UltraServer id and position at a mode (`{mode}` filled in),
+    #: and the recipe that places a job's pods and orders its ranks by them
+    server_id_file: str | None = None
+    node_id_file: str | None = None
+    placement_source: str = ""
+
+    def id_files(self, mode: int) -> tuple[str, str] | None:
+        """(server id file, node id file) at `mode`, or None when the catalog has neither."""
+        if self.server_id_file is None or self.node_id_file is None:
+            return None
+        return self.server_id_file.format(mode=mode), self.node_id_file.format(mode=mode)
 
 
 class UltraServer(_Frozen):

@@ -21,7 +21,7 @@ from typing import Literal
 import jinja2
 
 from accelstack import naming
-from accelstack.catalog import Framework
+from accelstack.catalog import FlightRecorder, Framework
 from accelstack.errors import AccelstackError
 from accelstack.naming import POOL_LABEL, STACK_LABEL
 from accelstack.render.fabric import fabric_threshold, fabric_tool
@@ -33,6 +33,7 @@ from accelstack.render.pods import (
 )
 from accelstack.render.registry import ImageCache
 from accelstack.render.runbook import stack_runbook_context
+from accelstack.render.shared import NEURON_CLAIM, SHARED_FILE, shared_claims
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -236,7 +237,15 @@ def _path_context(stack: Stack, pool: ResolvedPool) -> dict[str, object]:
         "host_run": stack.orchestration == "ec2",
         "fabric_efa": pool.efa_interfaces,
         "fabric_accelerators": pool.accelerators_per_node,
+        "flight_recorder": flight_recorder(stack, fw),
     }
+
+
+def flight_recorder(stack: Stack, fw: Framework) -> FlightRecorder | None:
+    """PyTorch's NCCL flight recorder facts where the training path's backend is one it
+    applies to (catalog launch.yaml nccl_flight_recorder), else None."""
+    fr = stack.launch.nccl_flight_recorder
+    return fr if fr is not None and fw.dist_backend in fr.dist_backends else None
 
 
 def _context(
@@ -286,7 +295,11 @@ def _context(
         "queue_label": naming.QUEUE_LABEL,
         "checkpoint": checkpoint_context(stack),
         "neuron_claim": neuron_claim(stack, pool),
+        "ultraserver_job_label": naming.ULTRASERVER_JOB_LABEL,
         "topology_preference": stack.topology_preference,
+        # the job's own objects (launch ConfigMap, NetworkPolicy) are named after the job; an
+        # alternative kind of the same job adds its kind, so no two files carry one object
+        "object_suffix": "",
     }
 
 
@@ -330,10 +343,6 @@ def node_script(stack: Stack, pool: ResolvedPool, bucket: str | None) -> tuple[s
     `bucket` it writes to: what the standalone component installs through SSM (handed to
     `components.program.build` as its `node_script`)."""
     return launch_script_name(pool), render_node_script(stack, pool, "standalone", bucket=bucket)
-
-
-#: The claim's name in each pod and in the ResourceClaimTemplate's device request.
-NEURON_CLAIM = "neurons"
 
 
 def check_device_path(stack: Stack, pool: ResolvedPool) -> None:
@@ -386,7 +395,40 @@ def neuron_claim(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
         "mode": mode,
         "dra": us.dra,
         "same_server": pool.nodes == us.instances,
+        "servers": pool.nodes // us.instances,
     }
+
+
+def render_shared(stack: Stack) -> str | None:
+    """`shared.yaml`: the objects several jobs use (the UltraServer ResourceClaimTemplates),
+    or None when the stack has none."""
+    claims = shared_claims(stack)
+    if not claims:
+        return None
+    return (
+        environment()
+        .get_template("shared.yaml.j2")
+        .render(
+            stack=stack,
+            claims=claims,
+            namespace=stack.training_namespace,
+            stack_label=STACK_LABEL,
+        )
+    )
+
+
+def shared_artifact(stack: Stack) -> Artifact | None:
+    """The shared objects as a file of their own, with its lifecycle in its purpose."""
+    text = render_shared(stack)
+    if text is None:
+        return None
+    return Artifact(
+        SHARED_FILE,
+        "objects several jobs use (the UltraServer ResourceClaimTemplates), rendered once: "
+        f"`kubectl apply --server-side -f {SHARED_FILE}` before any job; no job's file carries "
+        "them, so deleting a job or its file never deletes them",
+        text,
+    )
 
 
 def render_manifest(
@@ -396,12 +438,15 @@ def render_manifest(
     bucket: str | None = None,
     name: str | None = None,
     extra_files: dict[str, str] | None = None,
+    alternative: bool = False,
 ) -> str:
     """Kubernetes manifests: a launch ConfigMap and NetworkPolicy plus a TrainingRuntime and
     TrainJob (`trainjob`, Kubeflow Trainer v2), a PyTorchJob (`pytorchjob`, Training Operator
     v1), or a headless Service and an indexed batch/v1 Job (`job`, no controller). `name`
     replaces the job name (a trial beside the real job); `extra_files` go into the ConfigMap
-    beside the script (mounted in SCRIPT_MOUNT_DIR)."""
+    beside the script (mounted in SCRIPT_MOUNT_DIR); `alternative`: the same job as another kind
+    than the one `render` lists first, its ConfigMap and NetworkPolicy named with the kind so
+    deleting one file never deletes the other's objects."""
     p = stack.workload_pool
     check_device_path(stack, p)
     orch = {"trainjob": "trainjob", "pytorchjob": "pytorchjob"}.get(kind, "standalone")
@@ -412,6 +457,8 @@ def render_manifest(
     if name:
         ctx.update(job_name=name, runtime_name=naming.training_runtime(name))
     ctx["extra_files"] = extra_files or {}
+    if alternative:
+        ctx["object_suffix"] = f"-{kind}"
     return environment().get_template(f"{kind}.yaml.j2").render(ctx)
 
 
@@ -446,18 +493,47 @@ FABRIC_ROOT_COMM_PORT = 63182
 FABRIC_SSH_PORT = 2222
 
 
+#: The port the indexed-Job fabric test's launcher serves its public key on to the other pods
+#: (any free port; within the job's NetworkPolicy, which admits only the job's own pods).
+FABRIC_KEY_PORT = 2223
+
+
+def fabric_topology(stack: Stack, pool: ResolvedPool) -> dict[str, object] | None:
+    """What the fabric test's launcher needs to order its hosts by UltraServer (a job of whole
+    UltraServers, mode > 1): the mode, each node's id files and the recipe's source; None on
+    other pools or where the catalog names no id files."""
+    mode = ultraserver_mode(pool)
+    dra = pool.ultraserver.dra if pool.ultraserver else None
+    if mode is None or mode <= 1 or dra is None:
+        return None
+    files = dra.id_files(mode)
+    if files is None:
+        return None
+    return {
+        "mode": mode,
+        "server_file": files[0],
+        "node_file": files[1],
+        "source": dra.placement_source,
+    }
+
+
 def render_fabric_test(stack: Stack, cache: ImageCache | None = None) -> str | None:
-    """The fabric acceptance job (ConfigMap with the script and parser, NetworkPolicy,
-    TrainingRuntime on the MPI runtime, TrainJob), or None where it does not apply: one node,
-    no EFA, no benchmark for the device kind, or no Kubeflow Trainer on the stack. `cache`:
-    the tool's image is pulled through the stack's pull-through cache (`render --registry`)."""
+    """The fabric acceptance job, or None where it does not apply (one node, no EFA, no
+    benchmark for the device kind, not on EKS). With Kubeflow Trainer: a TrainJob on its MPI
+    runtime (ConfigMap with the script and parser, NetworkPolicy, TrainingRuntime, TrainJob);
+    with `jobs.controller` pytorchjob or none: an indexed Job and its headless Service, whose pod
+    0 launches. `cache`: the tool's image is pulled through the stack's pull-through cache
+    (`render --registry`)."""
     p = stack.workload_pool
     th, tool = fabric_threshold(stack, p), fabric_tool(stack, p)
-    if th is None or tool is None or stack.job_controller != "trainer":
+    if th is None or tool is None or stack.orchestration != "eks":
         return None
     check_device_path(stack, p)
-    ctx = _context(stack, p, orchestrator="trainjob", bucket=None, procs_per_node_override=None)
-    ctx.update(_trainer_context(stack))
+    trainer = stack.job_controller == "trainer"
+    orch = "trainjob" if trainer else "standalone"
+    ctx = _context(stack, p, orchestrator=orch, bucket=None, procs_per_node_override=None)
+    if trainer:
+        ctx.update(_trainer_context(stack))
     name = naming.fabric_job(job_name(stack))
     ctx.update(
         job_name=name,
@@ -468,11 +544,20 @@ def render_fabric_test(stack: Stack, cache: ImageCache | None = None) -> str | N
         facts=stack.launch.fabric_test,
         root_comm_port=FABRIC_ROOT_COMM_PORT,
         ssh_port=FABRIC_SSH_PORT,
+        key_port=FABRIC_KEY_PORT,
+        trainer_mpi=trainer,
+        topology=fabric_topology(stack, p),
         fabric_image=fabric_image(stack, cache),
         parser=(Path(__file__).resolve().parents[1] / "trial" / "fabric.py").read_text(),
     )
     ctx["script"] = environment().get_template("fabric-test.sh.j2").render(ctx)
-    return environment().get_template("fabric-test.yaml.j2").render(ctx)
+    template = "fabric-test.yaml.j2" if trainer else "fabric-job.yaml.j2"
+    return environment().get_template(template).render(ctx)
+
+
+def fabric_kind(stack: Stack) -> str:
+    """The fabric test's kind for kubectl: a TrainJob with Kubeflow Trainer, else a Job."""
+    return "trainjob" if stack.job_controller == "trainer" else "job"
 
 
 def fabric_image(stack: Stack, cache: ImageCache | None = None) -> str:
@@ -517,12 +602,14 @@ def _eks_artifacts(
 ) -> list[Artifact]:
     """The manifests (the one to apply first leads) and the node script they embed."""
     kinds = manifest_kinds(stack)
-    out = [
+    shared = shared_artifact(stack)
+    out = [] if shared is None else [shared]
+    out += [
         Artifact(
             f"{kind}.yaml",
             f"{_MANIFEST_PURPOSE[kind]}: `kubectl apply --server-side -f {kind}.yaml`"
-            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (same names)"),
-            render_manifest(stack, kind, bucket=bucket),
+            + ("" if i == 0 else f"; instead of `{kinds[0]}.yaml`, not beside it (the same job)"),
+            render_manifest(stack, kind, bucket=bucket, alternative=i > 0),
         )
         for i, kind in enumerate(kinds)
     ]
@@ -535,7 +622,7 @@ def _eks_artifacts(
                 "fabric-test.yaml",
                 f"fabric acceptance job: all-reduce across all {p.nodes} nodes, fails below "
                 f"{th.min_gbs} GB/s bus bandwidth; apply it before the training job; to run it "
-                f"again, `kubectl -n {stack.training_namespace} delete trainjob "
+                f"again, `kubectl -n {stack.training_namespace} delete {fabric_kind(stack)} "
                 f"{naming.fabric_job(job_name(stack))} --ignore-not-found --wait` first",
                 fabric,
             )
@@ -584,7 +671,7 @@ def image_pulls(
     for a in artifacts:
         if a.path == "fabric-test.yaml":
             out.append((a.path, fabric_image(stack, cache)))
-        elif a.path.endswith(".yaml"):
+        elif a.path.endswith(".yaml") and a.path != SHARED_FILE:
             out.append((a.path, stack.image))
     return out
 

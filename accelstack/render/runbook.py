@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from accelstack import naming
 from accelstack.render.fabric import fabric_threshold
+from accelstack.render.shared import has_shared_objects
 from accelstack.resolve import Stack
 
 #: kubectl resource name of each manifest kind's job object.
@@ -35,8 +36,11 @@ def runbook_context(
     queue: str | None = None,
     protected: str = PROTECTED_GENERIC,
     fabric: bool = True,
+    shared: bool | None = None,
 ) -> dict[str, object]:
-    """The variables of `_runbook.md.j2` (rendered by `accelstack.render.render_runbook`)."""
+    """The variables of `_runbook.md.j2` (rendered by `accelstack.render.render_runbook`).
+    `shared`: whether the render has `shared.yaml` (objects several jobs use, applied once and
+    never deleted with a job); None when no stack is known (the sequence applies it if present)."""
     return {
         "name": name,
         "region": region,
@@ -48,6 +52,7 @@ def runbook_context(
         "queue": queue,
         "protected": protected,
         "fabric": fabric,
+        "shared": shared,
         "pool_label": naming.POOL_LABEL,
     }
 
@@ -63,6 +68,6 @@ def stack_runbook_context(stack: Stack) -> dict[str, object]:
         nodes=stack.workload_pool.nodes,
         queue=stack.queue_name,
         protected=protected_resources(stack),
-        fabric=stack.job_controller == "trainer"
-        and fabric_threshold(stack, stack.workload_pool) is not None,
+        fabric=fabric_threshold(stack, stack.workload_pool) is not None,
+        shared=has_shared_objects(stack),
     )

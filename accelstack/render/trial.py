@@ -25,6 +25,7 @@ from accelstack.render.artifacts import (
     RenderError,
     render_manifest,
     render_node_script,
+    shared_artifact,
 )
 from accelstack.render.reference import (
     REFERENCE,
@@ -36,6 +37,7 @@ from accelstack.render.reference import (
     reference_notes,
 )
 from accelstack.render.registry import ImageCache
+from accelstack.render.shared import SHARED_FILE
 from accelstack.resolve import Stack, k8snames, resolve_unchecked
 from accelstack.spec import Spec
 
@@ -250,6 +252,8 @@ def render_trial(
     `reference` the reference benchmark and its shape planner), a README."""
     arts = []
     eks = stack.orchestration == "eks"
+    shared = shared_artifact(stack) if eks else None
+    arts = [] if shared is None else [shared]
     for pool in trial_pools(stack):
         n = trial_nodes(stack, pool, nodes)
         t = trial_stack(stack, pool, steps, records, n, reference=reference)
@@ -329,8 +333,14 @@ def _eks_readme(stack: Stack, records: str, nodes: int) -> str:
     first = trial_pools(stack)[0]
     job = trial_job_name(stack, first, trial_nodes(stack, first, nodes))
     pattern = naming.trial_job(stack.name, "POOL")
+    shared = (
+        f"`kubectl apply --server-side -f {SHARED_FILE}` once (objects the trials and the real "
+        "job share; deleting a trial's manifest leaves them), then "
+        if shared_artifact(stack) is not None
+        else ""
+    )
     return f"""
-On the cluster (EKS): `kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
+On the cluster (EKS): {shared}`kubectl apply --server-side -f trial-{first}.yaml` (one manifest per
 pool, the stack's job kind named `{pattern}`, beside the real job). Each node
 appends its record to `{eks_records_path(stack, records)}` and prints it to its log; collect them with
 

@@ -61,11 +61,11 @@ def manifest_kinds(stack: Stack) -> set[str]:
 
 def fabric_test_applies(stack: Stack) -> bool:
     """Whether `render` writes the fabric acceptance job (render.fabric.fabric_threshold and
-    render_fabric_test decide it the same way): Kubeflow Trainer, 2+ EFA nodes, a benchmark
-    for the device kind."""
+    render_fabric_test decide it the same way): an EKS stack, 2+ EFA nodes, a benchmark for the
+    device kind (a TrainJob with Kubeflow Trainer, else an indexed Job)."""
     p, facts = stack.workload_pool, stack.catalog.launch.fabric_test
     return (
-        stack.job_controller == "trainer"
+        stack.orchestration == "eks"
         and facts is not None
         and p.nodes >= 2
         and p.efa
@@ -118,12 +118,19 @@ def _kueue_names(stack: Stack) -> Iterator[GeneratedName]:
 def _fabric_names(stack: Stack) -> Iterator[GeneratedName]:
     """The fabric test's TrainJob on the MPI runtime: the launcher (1 pod) and the other
     nodes (max(nodes - 1, 1) pods with runLauncherAsNode: kubeflow/trainer@658725bd
-    pkg/runtime/framework/plugins/mpi/mpi.go:117-124)."""
+    pkg/runtime/framework/plugins/mpi/mpi.go:117-124); without Trainer, its indexed Job's
+    Service and pod hostnames."""
     if not fabric_test_applies(stack):
         return
     job, nodes = naming.fabric_job(stack.name), stack.workload_pool.nodes
     what = "the fabric test"
     yield GeneratedName(f"{what}'s app.kubernetes.io/name label", job, LABEL_VALUE)
+    if stack.job_controller != "trainer":
+        yield GeneratedName(f"{what}'s headless Service", job, DNS_LABEL)
+        yield GeneratedName(
+            f"{what}'s last pod hostname", naming.indexed_pod_hostname(job, nodes), DNS_LABEL
+        )
+        return
     for rjob, pods in (
         (naming.LAUNCHER_REPLICATED_JOB, 1),
         (naming.TRAINER_REPLICATED_JOB, max(nodes - 1, 1)),

@@ -50,19 +50,28 @@ def kube_reserved_millicores(vcpus: int, tiers: tuple[tuple[int, float], ...]) -
 MIN_POD_MILLICORES, MIN_POD_MIB = 1000, 1024
 
 
-def pod_resources(f: PodFacts, inst: InstanceType, efa: bool) -> PodResources | None:
-    """Requests that fit the node's allocatable CPU and memory with the DaemonSets beside it;
-    None when the kubelet and DaemonSet reserve leave less than one small pod
-    (`pool-pod-room` refuses the pool)."""
+def node_allocatable(f: PodFacts, inst: InstanceType, hugepages_mib: int) -> tuple[int, int]:
+    """(CPU millicores, memory MiB) the kubelet of an EKS node of type `inst` reports as
+    allocatable: its vCPUs less the EKS AMI's kube-reserved CPU; its memory less the
+    hypervisor's share, kube-reserved memory, the hard eviction threshold and the
+    `hugepages_mib` of 2 MiB huge pages the node pre-allocates."""
     cpu = inst.vcpus * 1000 - kube_reserved_millicores(inst.vcpus, f.kube_reserved_cpu_tiers)
-    cpu -= f.daemonset_reserve_millicores
     small = inst.vcpus <= f.max_pods_small_up_to_vcpus
     max_pods = f.max_pods_small if small else f.max_pods_large
     kube_mem = f.kube_reserved_memory_mib_per_pod * max_pods + f.kube_reserved_memory_mib_base
     mem = int(inst.memory_gib * 1024 * (1 - f.vm_memory_overhead_fraction))
-    mem -= kube_mem + f.eviction_hard_memory_mib + f.daemonset_reserve_mib
-    if efa:
-        mem -= f.efa_node_hugepages_mib
+    mem -= kube_mem + f.eviction_hard_memory_mib + hugepages_mib
+    return cpu, mem
+
+
+def pod_resources(f: PodFacts, inst: InstanceType, efa: bool) -> PodResources | None:
+    """Requests that fit the node's allocatable CPU and memory with the DaemonSets beside it
+    (the catalog's DaemonSet reserve, which the deploy rule pods-schedulable holds to the
+    DaemonSets the stack's add-ons and charts create); None when the kubelet and DaemonSet
+    reserve leave less than one small pod (`pool-pod-room` refuses the pool)."""
+    cpu, mem = node_allocatable(f, inst, f.efa_node_hugepages_mib if efa else 0)
+    cpu -= f.daemonset_reserve_millicores
+    mem -= f.daemonset_reserve_mib
     if cpu < MIN_POD_MILLICORES or mem < MIN_POD_MIB:
         return None
     return PodResources(

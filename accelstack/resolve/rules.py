@@ -34,6 +34,7 @@ from accelstack.errors import Problem, shown
 from accelstack.resolve.k8snames import kubernetes_names
 from accelstack.resolve.scale_rules import first_url
 from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack
+from accelstack.resolve.upstream import KUEUE_DRA_TAS
 from accelstack.spec.models import Workload
 
 Finding = rulebook.Finding  # (YAML path, message)
@@ -462,6 +463,73 @@ def _moe_shape(stack: Stack) -> Iterator[Finding]:
         )
 
 
+# ---------------------------------------------------------------------------------------
+# UltraServer pools: whole servers; upstream limits (accelstack/resolve/upstream.py)
+# ---------------------------------------------------------------------------------------
+
+
+def _whole(count: int, size: int, least: int = 0) -> str:
+    """The whole-server counts nearest `count`, at least `least`: '0 or 4', '4 or 8'."""
+    lower = count - count % size
+    return " or ".join(str(n) for n in (lower, lower + size) if n >= least)
+
+
+@stack_rule(
+    "ultraserver-spares-whole",
+    "an UltraServer pool's spare nodes, and the capacity its single reservation holds, are "
+    "whole UltraServers",
+)
+def _ultraserver_spares(stack: Stack) -> Iterator[Finding]:
+    """8 nodes + 2 spares of trn2u.48xlarge would run 2.5 UltraServers: no Capacity Block
+    sells half a server (catalog scale.yaml ultraservers), and a spare that is not a whole
+    server cannot replace one a job uses whole (its UltraServerConfig takes every node of each
+    server). The spec rule pool-ultraserver holds `nodes` and each listed reservation."""
+    for at, p in _indexed(stack):
+        if p.ultraserver is None:
+            continue
+        size = p.ultraserver.instances
+        if p.spare_nodes % size:
+            yield (
+                f"{at}.spare_nodes",
+                f"{p.spare_nodes} spare {p.instance_type} node(s) make the pool run "
+                f"{p.running_nodes} nodes, {p.running_nodes / size:g} UltraServers of {size} "
+                "(catalog scale.yaml ultraservers): a Capacity Block sells whole UltraServers "
+                f"and a job takes every node of each one it uses; use "
+                f"{_whole(p.spare_nodes, size)} spare nodes",
+            )
+        held = p.held_instances
+        if held is not None and held % size:
+            yield (
+                f"{at}.purchase.instances",
+                f"{held} {p.instance_type} instances is not a whole number of UltraServers "
+                f"({size} instances each): a Capacity Block for UltraServers holds whole ones; "
+                f"use {_whole(held, size, least=1)}",
+            )
+
+
+@stack_rule(
+    "kueue-topology-dra",
+    "Kueue topology-aware scheduling is not used on a stack whose pools get devices through a "
+    "DRA driver (Kueue does not count DRA devices in its topology capacity)",
+)
+def _kueue_topology_dra(stack: Stack) -> Iterator[Finding]:
+    if not stack.topology_levels:
+        return
+    dra = [p for p in stack.ultraserver_pools if p.ultraserver and p.ultraserver.dra]
+    if not dra:
+        return
+    limit = KUEUE_DRA_TAS
+    row = stack.catalog.charts.get(limit.project)
+    pools = ", ".join(f"'{p.name}' ({p.instance_type})" for p in dra)
+    yield (
+        "jobs.topology_aware",
+        f"Kueue {row.version if row else ''} lists {limit.what} ({limit.source}); pool(s) "
+        f"{pools} get their devices through the Neuron DRA driver: set "
+        "jobs.topology_aware: false (UltraServer jobs are placed by the UltraServer label "
+        "instead), or move those pools to another stack",
+    )
+
+
 #: This module's rules, in report order (the kind's RuleSet lists this tuple).
 @stack_rule(
     "pool-pod-room",
@@ -494,6 +562,8 @@ MODULE_RULES: tuple[StackRule, ...] = (
     _workload_size,
     _standalone_document_size,
     _pod_room,
+    _ultraserver_spares,
+    _kueue_topology_dra,
 )
 
 #: The rules on the resolved stack, in report order (docs/spec.md lists them)

@@ -120,6 +120,12 @@ class ResolvedPool:
     #: The UltraServer the pool's type is a member of (catalog scale.yaml), or None
     ultraserver: UltraServer | None = None
     spare_nodes: int = 0  # running nodes beyond `nodes` (a restart needs no new capacity)
+    #: The node labels beyond the pool's own that scheduling depends on: what the pool's
+    #: device-plugin charts' default affinity requires (charts.<name>.node_labels, e.g.
+    #: nvidia.com/gpu.present) and, in a stack with an UltraServer pool, which Neuron allocation
+    #: serves the node (naming.NEURON_ALLOCATION_LABEL: dra or device-plugin; see
+    #: `with_node_groups`)
+    scheduling_labels: Mapping[str, str] = field(default_factory=dict)
     #: How the workload's training state fits this pool's type (None: the precision has no
     #: bytes-per-parameter figure, which validation refuses)
     memory_fit: MemoryFit | None = None
@@ -170,6 +176,12 @@ class ResolvedPool:
     def running_nodes(self) -> int:
         """Nodes the node group keeps running: the job's plus its spares."""
         return self.nodes + self.spare_nodes
+
+    @property
+    def held_instances(self) -> int | None:
+        """Instances the pool's one capacity block or reservation holds, as the spec states it
+        (purchase.instances; None: its nodes, or several reservations listed with their own)."""
+        return self.spec.purchase.instances
 
     @property
     def reserved_capacity(self) -> bool:
@@ -279,6 +291,11 @@ class Stack:
         same image through the stack's pull-through cache); the spec's `workload.image` stays
         as written."""
         return replace(self, image=image)
+
+    @property
+    def system_instance(self) -> InstanceType | None:
+        """The system nodes' instance type row (None: a type the catalog does not list)."""
+        return self.catalog.instances.get(self.system_instance_type)
 
     @property
     def addon_versions(self) -> dict[str, str]:
@@ -820,10 +837,14 @@ def with_node_groups(stack: Stack) -> Stack:
     sizes = {name: tuple(n for n, _, _ in ps) for name, ps in parts.items()}
     stack, steps = _with_profile(stack, sizes)
     plan = _address_plan(stack, sizes)
+    ultra = {
+        p.device.name for p in stack.pools if p.instance_type in stack.catalog.scale.ultraservers
+    }
     pools = tuple(
         replace(
             p,
             ultraserver=stack.catalog.scale.ultraservers.get(p.instance_type),
+            scheduling_labels=_scheduling_labels(stack.catalog, p, ultra),
             node_groups=tuple(
                 NodeGroupPart(
                     role=group_role(i),
@@ -847,6 +868,18 @@ def _splittable(pool: ResolvedPool, most: int) -> bool:
     and `pool-fleet-capacity` refuse: a count that large is never materialised."""
     held = sum(n for _, n in pool.reservations)
     return max(pool.running_nodes, held) <= most
+
+
+def _scheduling_labels(cat: Catalog, pool: ResolvedPool, ultra: set[str]) -> dict[str, str]:
+    """The pool's scheduling labels: its device-plugin charts' affinity labels, and the Neuron
+    allocation label where a pool of its device kind is an UltraServer pool (`ultra`: those
+    device kinds): 'dra' on UltraServer members, 'device-plugin' on the others; none in stacks
+    without UltraServer pools (their node groups do not change)."""
+    out = dict(cat.chart_node_labels(pool.device.name))
+    if pool.device.name in ultra:
+        dra = pool.instance_type in cat.scale.ultraservers
+        out[naming.NEURON_ALLOCATION_LABEL] = "dra" if dra else "device-plugin"
+    return out
 
 
 def _with_profile(

@@ -4,6 +4,7 @@ scales to zero, and every EKS stack has a durable checkpoint location its pods c
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from dataclasses import replace
@@ -101,9 +102,12 @@ def test_launch_templates_carry_only_stable_tags() -> None:
             assert set(spec["tags"]) == {"accelstack:stack", "managed-by", "Name"}, lt.name
 
 
-def test_label_edit_changes_the_node_group_not_the_launch_template(catalog: Catalog) -> None:
-    """A node label that is not the registration label (here: the NVIDIA chart's affinity
-    label, changed in the catalog) is applied by EKS from the node group's labels."""
+def test_scheduling_labels_are_registration_labels(catalog: Catalog) -> None:
+    """The device-plugin chart's affinity label (nvidia.com/gpu.present) is in the nodeadm
+    flags as well as the node group's labels: with a custom AMI EKS applies the group's labels
+    asynchronously, and a node registering without it would start without its device plugin.
+    So a change of it (a catalog edit, here) is a launch-template change that rolls the pool,
+    on purpose; the node group carries the same labels."""
     charts = dict(catalog.charts)
     charts["nvidia"] = charts["nvidia"].model_copy(
         update={"node_labels": {"nvidia.com/gpu.present": "true", "example.com/extra": "yes"}}
@@ -111,11 +115,14 @@ def test_label_edit_changes_the_node_group_not_the_launch_template(catalog: Cata
     edited = catalog.model_copy(update={"charts": charts})
     before = preset_plan("llama3-70b-p5")
     after = plan_stack(stack_of(spec_data("llama3-70b-p5"), edited))
-    assert accelerator_lts(after) == accelerator_lts(before)
+    (name,) = accelerator_lts(before)
+    for plan in (before, after):
+        flags = base64.b64decode(plan.get(LAUNCH_TEMPLATE, name).inputs["userData"]).decode()
+        assert "nvidia.com/gpu.present=true" in flags
+    text = base64.b64decode(after.get(LAUNCH_TEMPLATE, name).inputs["userData"]).decode()
+    assert "example.com/extra=yes" in text
     (ng,) = pool_node_groups(after)
     assert ng.inputs["labels"]["example.com/extra"] == "yes"
-    (old,) = pool_node_groups(before)
-    assert "example.com/extra" not in old.inputs["labels"]
 
 
 def test_lnc_and_ami_changes_do_change_the_launch_template() -> None:

@@ -88,6 +88,7 @@ def _run(tmp: Path, extra: dict[str, str]) -> list[subprocess.Popen[bytes]]:
             "ACCELSTACK_RDZV_PORT": str(port),
             "ACCELSTACK_RDZV_ID": f"resume-{port}",
             "ACCELSTACK_CHECKPOINT_DIR": str(tmp / "checkpoints"),
+            "ACCELSTACK_NCCL_TRACE_DIR": str(tmp / "nccl-trace"),
             "ACCELSTACK_TEST_OUT": str(tmp),
             "ACCELSTACK_TEST_STEPS": str(STEPS),
             "ACCELSTACK_TEST_EVERY": str(EVERY),

@@ -170,43 +170,90 @@ def test_fabric_job_is_listed_and_queued() -> None:
     (tj,) = [d for d in _docs(fab.content) if d["kind"] == "TrainJob"]
     assert tj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "llama3-70b-p5-queue"
     assert "fabric-test.yaml" in arts[-1].content
-    # only with Kubeflow Trainer installed (the same controller as the training job)
-    assert render_fabric_test(variant("llama3-70b-p5", jobs={"controller": "none"})) is None
+    # without Kubeflow Trainer: an indexed Job (tests/render/test_fabric_start.py)
+    bare = render_fabric_test(variant("llama3-70b-p5", jobs={"controller": "none"}))
+    assert bare is not None and {d["kind"] for d in _docs(bare)} >= {"Job", "Service"}
 
 
 # ---- the launcher script, end to end ------------------------------------------------------------
 
 
-def _run_launcher(tmp_path: Path, output: str, nodes: int = 16) -> subprocess.CompletedProcess[str]:
-    stack = preset_stack("llama3-70b-p5")
+#: A stand-in for ssh: options skipped, the first word is the host, the rest the command; every
+#: call logged; the host named by SSH_DOWN refuses; `cat` prints the host's file under FAKE_IDS.
+SSH_SHIM = """#!/usr/bin/env bash
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    -o|-p|-i|-l) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host="$1"
+shift
+echo "$host $*" >> "$SSH_LOG"
+[[ "$host" != "${SSH_DOWN:-}" ]] || exit 255
+if [[ "${1:-}" == cat ]]; then
+  cat "$FAKE_IDS/$host"
+fi
+"""
+
+
+def ssh_shim(shims: Path) -> None:
+    shims.mkdir(exist_ok=True)
+    (shims / "ssh").write_text(SSH_SHIM)
+    (shims / "ssh").chmod(0o755)
+
+
+def _run_launcher(
+    tmp_path: Path,
+    output: str,
+    nodes: int = 16,
+    env: dict[str, str] | None = None,
+    stack: Any = None,
+) -> subprocess.CompletedProcess[str]:
+    stack = stack or preset_stack("llama3-70b-p5")
     text = render_fabric_test(stack)
     assert text is not None
     (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
     for name, body in cm["data"].items():
         (tmp_path / name).write_text(body)
     shims = tmp_path / "bin"
-    shims.mkdir(exist_ok=True)
+    ssh_shim(shims)
     (tmp_path / "bench.txt").write_text(output)
     # the image's files under a stand-in root (ACCELSTACK_TEST_SYSROOT): mpirun at its absolute
     # OpenMPI path prints the benchmark output the real tool would; the others exist
     root = tmp_path / "root"
-    for need in stack.catalog.launch.fabric_test.tools["nvidia"].requires:  # type: ignore[union-attr]
-        f = root / need.lstrip("/")
+    tool = stack.catalog.launch.fabric_test.tools[stack.workload_pool.device.name]
+    for need in tool.requires:
+        f = root / need.lstrip("/") if need.startswith("/") else shims / need
+        if f.exists():
+            continue
         f.parent.mkdir(parents=True, exist_ok=True)
-        f.write_text(f"#!/usr/bin/env bash\ncat {tmp_path / 'bench.txt'}\n")
+        # the benchmark (and mpirun) print its output and record their arguments and hostfile
+        f.write_text(
+            "#!/usr/bin/env bash\n"
+            f'echo "$0 $*" >> {tmp_path / "argv.log"}\n'
+            f'cat "${{OMPI_MCA_orte_default_hostfile:-/dev/null}}" > {tmp_path / "hosts.used"}\n'
+            f'echo "$OMPI_MCA_plm_rsh_args" > {tmp_path / "rsh.used"}\n'
+            f"cat {tmp_path / 'bench.txt'}\n"
+        )
         f.chmod(0o755)
+    for name in ("python3",):  # the real one: the parser runs
+        (shims / name).unlink(missing_ok=True)
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("".join(f"host-{i} slots=8\n" for i in range(nodes)))
-    env = {
+    full = {
         **os.environ,
         "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
         "ACCELSTACK_FABRIC_ROLE": "launcher",
         "OMPI_MCA_orte_default_hostfile": str(hostfile),
         "ACCELSTACK_TEST_SYSROOT": str(root),
+        "SSH_LOG": str(tmp_path / "ssh.log"),
+        **(env or {}),
     }
     return subprocess.run(
         ["bash", str(tmp_path / "fabric-test.sh")],
-        env=env,
+        env=full,
         capture_output=True,
         text=True,
         timeout=60,
@@ -259,8 +306,8 @@ def test_sshd_listens_on_an_unprivileged_port_without_net_bind_service(preset: s
     docs = _docs(text)
     (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
     script = cm["data"]["fabric-test.sh"]
-    assert "exec /usr/sbin/sshd -De -p 2222" in script
-    assert 'export OMPI_MCA_plm_rsh_args="-p 2222"' in script
+    assert 'exec "$sysroot"/usr/sbin/sshd -De -p 2222' in script
+    assert 'export OMPI_MCA_plm_rsh_args="$rsh_args"' in script
     (rt,) = [d for d in docs if d["kind"] == "TrainingRuntime"]
     for rj in rt["spec"]["template"]["spec"]["replicatedJobs"]:
         (c,) = rj["template"]["spec"]["template"]["spec"]["containers"]
@@ -294,7 +341,10 @@ def test_an_image_without_the_tools_stops_at_start_in_one_line(tmp_path: Path) -
         )
         assert proc.returncode == 2, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
-        assert f"the image {stack.image} lacks nccom-test mpirun /usr/sbin/sshd" in line
+        assert (
+            f"the image {stack.image} lacks nccom-test mpirun /usr/sbin/sshd ssh ssh-keygen "
+            "python3" in line
+        )
 
 
 def test_the_index_and_the_manifest_say_how_to_run_it_again() -> None:

@@ -83,6 +83,7 @@ def _start(script: Path, out: Path, extra: dict[str, str]) -> list[subprocess.Po
             "ACCELSTACK_TEST_OUT": str(out),
             "ACCELSTACK_TEST_CRASH_MARKER": str(out / "crashed"),
             "ACCELSTACK_CHECKPOINT_DIR": str(out / "checkpoints"),  # not the preset's /fsx
+            "ACCELSTACK_NCCL_TRACE_DIR": str(out / "nccl-trace"),  # nor its FSx state dir
             "ACCELSTACK_TEST_EXPECT": json.dumps(
                 {"world_size": NODES * NPROC, "nproc": NPROC, "env": {}}
             ),

@@ -90,6 +90,7 @@ def _run_nodes(script: Path, out: Path, expect: dict[str, object], stack: Stack)
             "ACCELSTACK_STATE_DIR": str(out / "state"),
             "ACCELSTACK_NEFF_CACHE_DIR": str(out / "neff-cache"),
             "ACCELSTACK_CHECKPOINT_DIR": str(out / "checkpoints"),  # never the preset's /fsx
+            "ACCELSTACK_NCCL_TRACE_DIR": str(out / "nccl-trace"),  # nor its FSx state dir
         }
     )
     # the fabric self-check runs for real against faked probes showing the catalog's counts

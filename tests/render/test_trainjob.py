@@ -329,6 +329,7 @@ def test_trainjob_node_script_real_torchrun(tmp_path: Path) -> None:
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
             "ACCELSTACK_CHECKPOINT_DIR": str(tmp_path / "checkpoints"),
+            "ACCELSTACK_NCCL_TRACE_DIR": str(tmp_path / "nccl-trace"),
         }
     )
     fabric = fabric_env(tmp_path / "sysroot", stack.workload_pool)

@@ -15,7 +15,7 @@ import yaml
 
 from accelstack.catalog import load_catalog
 from accelstack.render import RenderError, render
-from accelstack.render.artifacts import check_device_path, render_manifest
+from accelstack.render.artifacts import check_device_path, render_manifest, render_shared
 from accelstack.render.trial import render_trial
 from accelstack.resolve import Stack, resolve
 from accelstack.resolve.queue import kueue_configuration
@@ -38,6 +38,7 @@ DOC_PARAMETER_KEYS = {"apiVersion", "kind", "ultraserverMode"}
 DOC_PARAMETERS = {"apiVersion": "neuron.aws.com/v1", "kind": "UltraServerConfig"}
 DOC_MODES = {1, 2, 4}
 DOC_SERVER_LABEL = "neuron.amazonaws.com/ultraserver-server-id-4"
+ULTRASERVER_JOB = "accelstack.io/ultraserver-job"
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +79,22 @@ def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _check_claims(text: str, version: str) -> int:
-    """Every pod in `text` claims the file's ResourceClaimTemplate and requests no device-plugin
-    resource; returns how many pod specs were checked."""
+def _check_claims(text: str, shared: str, version: str) -> int:
+    """Every pod in the job file `text` claims one of the shared file's ResourceClaimTemplates
+    (the job file carries none of its own) and requests no device-plugin resource; returns how
+    many pod specs were checked."""
     docs = _docs(text)
-    templates = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaimTemplate"}
-    assert len(templates) == 1, [d["kind"] for d in docs]
-    (rct,) = templates.values()
+    assert "ResourceClaimTemplate" not in [d["kind"] for d in docs]
+    templates = {d["metadata"]["name"]: d for d in _docs(shared)}
+    assert {d["kind"] for d in templates.values()} == {"ResourceClaimTemplate"}
+    named = {
+        c["resourceClaimTemplateName"]
+        for d in docs
+        for p in _pod_specs(d)
+        for c in p.get("resourceClaims", [])
+    }
+    assert len(named) == 1 and named <= set(templates), (named, set(templates))
+    rct = templates[named.pop()]
     kubernetes_validate.validate(rct, version, strict=True)
     (req,) = rct["spec"]["spec"]["devices"]["requests"]
     assert req["exactly"]["deviceClassName"] == DOC_DEVICE_CLASS
@@ -95,7 +105,7 @@ def _check_claims(text: str, version: str) -> int:
     params = cfg["opaque"]["parameters"]
     assert set(params) == DOC_PARAMETER_KEYS and params["ultraserverMode"] in DOC_MODES
     assert {k: params[k] for k in DOC_PARAMETERS} == DOC_PARAMETERS
-    pods = [p for d in docs if d["kind"] != "ResourceClaimTemplate" for p in _pod_specs(d)]
+    pods = [p for d in docs for p in _pod_specs(d)]
     assert pods
     for pod in pods:
         claims = {c["name"]: c["resourceClaimTemplateName"] for c in pod["resourceClaims"]}
@@ -116,9 +126,9 @@ def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
     stack = trn2u_stack(catalog)
     version = stack.kubernetes_version
     files = {a.path: a.content for a in render(stack)}
-    assert {"trainjob.yaml", "job.yaml", "fabric-test.yaml"} <= set(files)
+    assert {"shared.yaml", "trainjob.yaml", "job.yaml", "fabric-test.yaml"} <= set(files)
     for name in ("trainjob.yaml", "job.yaml", "fabric-test.yaml"):
-        assert _check_claims(files[name], version) >= 1, name
+        assert _check_claims(files[name], files["shared.yaml"], version) >= 1, name
         for d in _docs(files[name]):
             if d["kind"] in ("TrainJob", "TrainingRuntime"):
                 assert model_problems(d) == [], (name, d["kind"])
@@ -130,20 +140,57 @@ def test_trn2u_pods_claim_their_ultraserver_node_instead_of_the_device_plugin(
         job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
         kubernetes_validate.validate({**job, "spec": rj["template"]["spec"]}, version, True)
     # the legacy PyTorchJob path carries the same pod template
-    assert _check_claims(render_manifest(stack, "pytorchjob"), version) >= 1
+    assert _check_claims(render_manifest(stack, "pytorchjob"), files["shared.yaml"], version) >= 1
 
 
-def test_a_job_over_two_ultraservers_uses_mode_four_and_fills_the_pool(catalog: Any) -> None:
-    """8 nodes = 2 whole UltraServers: UltraServerConfig mode 4 (the UltraServer's size), no
-    same-server affinity (the job takes every node of the pool, whole UltraServers)."""
+def test_a_job_over_two_ultraservers_uses_mode_four_and_keeps_other_jobs_off(
+    catalog: Any,
+) -> None:
+    """8 nodes = 2 whole UltraServers: UltraServerConfig mode 4 (the UltraServer's size); as
+    Neuron's multi-UltraServer recipe places a job (ultraserver.rst:251-292): required
+    anti-affinity against other jobs' pods and preferred affinity to its own, on the server
+    label. Fails on the old render, which placed a multi-server job with no constraint."""
     stack = trn2u_stack(catalog)
     text = render_manifest(stack, "job")
-    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
+    (claim,) = job["spec"]["template"]["spec"]["resourceClaims"]
+    shared = {d["metadata"]["name"]: d for d in _docs(render_shared(stack) or "")}
+    rct = shared[claim["resourceClaimTemplateName"]]
     cfg = rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]
     assert cfg["ultraserverMode"] == stack.workload_pool.ultraserver.instances == 4
-    (job,) = [d for d in _docs(text) if d["kind"] == "Job"]
     assert job["spec"]["completions"] == stack.workload_pool.nodes == 8
-    assert "affinity" not in job["spec"]["template"]["spec"]
+    pod = job["spec"]["template"]
+    assert pod["metadata"]["labels"][ULTRASERVER_JOB] == job["metadata"]["name"]
+    aff = pod["spec"]["affinity"]
+    (anti,) = aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == DOC_SERVER_LABEL
+    (pref,) = aff["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert pref["weight"] == 100 and pref["podAffinityTerm"]["topologyKey"] == DOC_SERVER_LABEL
+    assert "requiredDuringSchedulingIgnoredDuringExecution" not in aff["podAffinity"]
+    # the anti-affinity selects other jobs' UltraServer pods only: not this job's, not a pod
+    # without the label (a DaemonSet's, a job on another pool)
+    own = job["metadata"]["name"]
+    assert _selects(anti["labelSelector"], {ULTRASERVER_JOB: f"{own}-trial-trn2"})
+    assert not _selects(anti["labelSelector"], {ULTRASERVER_JOB: own})
+    assert not _selects(anti["labelSelector"], {"app.kubernetes.io/name": "neuron-dra-driver"})
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector against a pod's labels (matchLabels and the four operators,
+    k8s.io/apimachinery pkg/labels/selector.go)."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
 
 
 @pytest.mark.parametrize(("nodes", "mode", "together"), [(1, 1, False), (4, 4, True)])
@@ -152,22 +199,29 @@ def test_trial_claims_one_node_or_one_whole_ultraserver(
 ) -> None:
     stack = trn2u_stack(catalog)
     arts = {a.path: a.content for a in render_trial(stack, 5, nodes=nodes)}
-    (text,) = [c for p, c in arts.items() if p.endswith(".yaml")]
-    assert _check_claims(text, stack.kubernetes_version) >= 1
-    (rct,) = [d for d in _docs(text) if d["kind"] == "ResourceClaimTemplate"]
+    (text,) = [c for p, c in arts.items() if p.endswith(".yaml") and p != "shared.yaml"]
+    assert _check_claims(text, arts["shared.yaml"], stack.kubernetes_version) >= 1
+    shared = {d["metadata"]["name"]: d for d in _docs(arts["shared.yaml"])}
+    (name,) = {
+        c["resourceClaimTemplateName"]
+        for d in _docs(text)
+        for p in _pod_specs(d)
+        for c in p["resourceClaims"]
+    }
+    rct = shared[name]
     assert (
         rct["spec"]["spec"]["devices"]["config"][0]["opaque"]["parameters"]["ultraserverMode"]
         == mode
     )
-    for pod in [
-        p for d in _docs(text) for p in _pod_specs(d) if d["kind"] != "ResourceClaimTemplate"
-    ]:
-        aff = pod.get("affinity", {}).get("podAffinity")
+    for pod in [p for d in _docs(text) for p in _pod_specs(d)]:
+        aff = pod.get("affinity", {})
         if together:
-            (term,) = aff["requiredDuringSchedulingIgnoredDuringExecution"]
+            (term,) = aff["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
             assert term["topologyKey"] == DOC_SERVER_LABEL
+            (anti,) = aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert anti["topologyKey"] == DOC_SERVER_LABEL
         else:
-            assert aff is None
+            assert aff == {}  # a one-node trial (mode 1) uses no NeuronLink peer
 
 
 def test_trial_refuses_node_counts_that_split_ultraservers(catalog: Any) -> None:
@@ -244,3 +298,28 @@ def test_the_planned_stack_serves_what_the_pods_claim_and_request(catalog: Any) 
         stack.workload_pool.instance_type
         in efa.inputs["values"]["supportedInstanceLabels"]["values"]
     )
+
+
+def test_the_allocation_label_is_in_the_nodeadm_flags(catalog: Any) -> None:
+    """The DRA driver's nodeSelector needs accelstack.io/neuron-allocation=dra from the moment
+    an UltraServer node registers: with a custom AMI, EKS applies the node group's labels
+    asynchronously. Fails on the old user data, which carried only the pool's own labels."""
+    import base64
+    import json
+
+    from ..helpers_plan import plan_stack
+
+    stack = trn2u_stack(catalog)
+    plan = plan_stack(stack, guard=False)
+    (lt,) = [
+        r
+        for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if r.name.endswith("-trn2-lt")
+    ]
+    text = base64.b64decode(lt.inputs["userData"]).decode()
+    doc = json.loads(text.split("application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0])
+    (flag,) = [f for f in doc["spec"]["kubelet"]["flags"] if f.startswith("--node-labels=")]
+    labels = dict(kv.split("=", 1) for kv in flag.removeprefix("--node-labels=").split(","))
+    assert labels["accelstack.io/neuron-allocation"] == "dra"
+    (ng,) = [r for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r.name.endswith("-trn2-ng")]
+    assert {k: v for k, v in ng.inputs["labels"].items() if k in labels} == labels

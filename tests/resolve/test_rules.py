@@ -72,6 +72,9 @@ def long_pool_name(d: dict[str, Any]) -> None:
 NO_EDIT: Edit = lambda d: None  # noqa: E731
 
 #: rule -> (preset, edit, spec name or None, YAML path, a piece of the message)
+TRN2U_BLOCK = {"option": "capacity-block", "reservation_id": "cr-0a1b2c3d4e5f67890"}
+
+
 CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
     "subnet-ip-budget": (
         "trn1-standalone",
@@ -159,6 +162,32 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "pools[1].instance_type",
         "UltraServer pool 'trn2' (trn2u.48xlarge) needs the DRA driver",
     ),
+    "ultraserver-spares-whole": (
+        "llama3-70b-trn2",
+        lambda d: (
+            d.update(region="ap-south-2", availability_zone=None),
+            d["pools"][0].update(
+                nodes=8,
+                spare_nodes=2,
+                instance_type="trn2u.48xlarge",
+                purchase={**TRN2U_BLOCK, "instances": 12},
+            ),
+        ),
+        None,
+        "pools[0].spare_nodes",
+        "make the pool run 10 nodes, 2.5 UltraServers of 4",
+    ),
+    "kueue-topology-dra": (
+        "llama3-70b-trn2",
+        lambda d: (
+            d.update(region="ap-south-2", availability_zone=None),
+            d["pools"][0].update(nodes=8, instance_type="trn2u.48xlarge", purchase=TRN2U_BLOCK),
+            d.update(jobs={"kueue": True, "topology_aware": True}),
+        ),
+        None,
+        "jobs.topology_aware",
+        "lists no DRA with topology-aware scheduling",
+    ),
     "workload-size": (
         "llama3-70b-p5",
         workload(args=["y" * 70_000]),
@@ -183,9 +212,24 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
 }
 
 
+TRN2U_RATE = {
+    "region": "ap-south-2",
+    "type": "trn2u.48xlarge",
+    "option": "capacity-block",
+    "usd": 1.0,
+    "as_of": "2026-11",
+    "estimate": True,
+    "source": "user-supplied rate (test overlay)",
+}
+
+
 #: rule -> the catalog overlay files its case reads (file name -> content): user-supplied rates
 #: for types the bundled catalog has no price for (prices fail closed), or a type changed
 CASE_OVERLAYS: dict[str, dict[str, dict[str, Any]]] = {
+    **{
+        rule: {"prices.yaml": {"instances": [TRN2U_RATE]}}
+        for rule in ("ultraserver-spares-whole", "kueue-topology-dra")
+    },
     "neuron-allocation": {
         "prices.yaml": {
             "instances": [

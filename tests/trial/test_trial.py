@@ -81,6 +81,7 @@ def _run_trial_script(script: Path) -> subprocess.CompletedProcess[str]:
             # no EFA or GPU on a CPU runner: the fabric self-check has its own tests
             "ACCELSTACK_SKIP_FABRIC_CHECK": "1",
             "ACCELSTACK_CHECKPOINT_DIR": str(script.parent / "checkpoints"),  # not the /fsx default
+            "ACCELSTACK_NCCL_TRACE_DIR": str(script.parent / "nccl-trace"),  # nor the FSx state dir
         }
     )
     return subprocess.run(

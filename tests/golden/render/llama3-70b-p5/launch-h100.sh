@@ -30,6 +30,16 @@ export NCCL_NET=Libfabric  # only the plugin's network: a missing plugin fails a
 export NCCL_SOCKET_IFNAME='^lo,docker'  # bootstrap over the host network, never loopback or docker bridges
 export TORCH_NCCL_ASYNC_ERROR_HANDLING=1  # a failed collective aborts the job instead of hanging
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # fewer out-of-memory errors from fragmentation
+# PyTorch's NCCL flight recorder, as awsome-distributed-training's EKS jobs set it (aws-samples/awsome-distributed-training@7217859f67bc693c52ff175ccc6082c41dbd7a1b 3.test_cases/pytorch/FSDP/kubernetes/fsdp.yaml-template:66-73)
+export TORCH_NCCL_TRACE_BUFFER_SIZE=20000  # every rank keeps its last 20000 collectives in a ring buffer (0 turns the recorder off)
+export TORCH_NCCL_DUMP_ON_TIMEOUT=1  # a collective that times out makes every rank write its buffer: which rank, which collective stopped
+export TORCH_NCCL_ENABLE_MONITORING=1  # a rank whose NCCL watchdog hangs is aborted by the heartbeat monitor, after its dump, instead of hanging the job
+nccl_trace_dir="${ACCELSTACK_NCCL_TRACE_DIR:-${ACCELSTACK_STATE_DIR:-/fsx/.accelstack/h100}/nccl-trace/llama3-70b-p5}"
+if ! mkdir -p "$nccl_trace_dir" 2>/dev/null; then
+  echo "accelstack: warning: cannot create $nccl_trace_dir: NCCL flight-recorder dumps go to /tmp" >&2
+  nccl_trace_dir=/tmp
+fi
+export TORCH_NCCL_DEBUG_INFO_TEMP_FILE="$nccl_trace_dir/rank_"  # where each rank writes its dump (its rank appended): FSx, kept after the pod
 export ACCELSTACK_DIST_BACKEND=nccl  # for the training script: torch.distributed backend of this path
 
 # ---- durable checkpoints (docs/checkpoints.md: save here, resume from the newest complete one) --
