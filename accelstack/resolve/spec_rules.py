@@ -320,6 +320,20 @@ def _pool_cache(stack: Stack) -> Iterator[Finding]:
             )
 
 
+@spec_rule("pool-labels-at-boot", "labels_at_boot on EKS pools only (nodeadm's kubelet flags)")
+def _pool_labels_at_boot(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration == "eks":
+        return
+    for i, pool in enumerate(stack.spec.pools):
+        if pool.labels_at_boot:
+            yield (
+                f"pools[{i}].labels_at_boot",
+                "is an EKS node setting (nodeadm's kubelet flags); standalone nodes "
+                "(orchestration ec2) boot the DLAMI without nodeadm: allowed here: false, or "
+                "leave it unset",
+            )
+
+
 def _zone_findings(stack: Stack, f: ResolvedPool, offered: Sequence[str]) -> Iterator[Finding]:
     spec, pool = stack.spec, f.spec
     zone = pool.availability_zone or spec.availability_zone
@@ -1068,6 +1082,7 @@ MODULE_RULES: tuple[SpecRule, ...] = (
     _network_ecr_endpoints,
     _pool_lnc,
     _pool_cache,
+    _pool_labels_at_boot,
     _pool_offered,
     _pool_priced,
     _system_nodes,
