@@ -21,6 +21,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.plan.diff import diff_stack, replace_table
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.rolls import node_rolls, roll_line
 from accelstack.plan.updates import operation
 from accelstack.resolve import resolve
@@ -260,9 +261,7 @@ def test_switching_container_storage_rolls_that_pool(before: str | None, after: 
         "rolls 2 x p5.48xlarge (mixed-trn2-p5-h100-ng): a running job is interrupted; "
         "mixed-trn2-p5-h100-lt.userData:"
     )
-    doc = diff_stack(
-        "mixed-trn2-p5", {"file": "b", "plan": base}, {"file": "h", "plan": head}, accelerated
-    )
+    doc = diff_stack("mixed-trn2-p5", SideRow("b", plan=base), SideRow("h", plan=head), accelerated)
     assert [r["name"] for r in doc["rolls"]] == ["mixed-trn2-p5-h100-ng"]
 
 
