@@ -459,6 +459,7 @@ def _item_dict(i: LineItem) -> dict[str, Any]:
         "quantity": i.quantity,
         "unit": i.unit,
         "unit_usd": i.unit_usd,
+        "rate_of": i.rate_of,  # the instance type or catalog service item the rate is for
         "hourly_usd": round(i.hourly_usd, 6),
         "hourly_usd_range": lohi(i.hourly_usd_range),
         "estimate": i.estimate,

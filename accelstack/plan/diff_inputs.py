@@ -137,26 +137,23 @@ def side_usage(
     where: tuple[Catalog, str],
 ) -> SideUsage:
     """The usage-priced items of one stack (`stack`: its name and region) from a side's usage
-    file, priced as `price --usage` prices them (cost/usage.py `usage_cost`: each amount x the
-    times it is billed / what one rate buys x the catalog's rate for the region; a group whose
-    resource types the stack lacks is not priced). It reads what a side row holds, not a
+    file, priced by the same `cost.usage.usage_lines` as `price --usage` (each amount x the times it
+    is billed / what one rate buys x the catalog's rate for the region; a group whose resource
+    types the stack lacks is not priced). It reads what a side row holds, not a
     resolved stack, since a base planned by another accelstack has only its plan document
     here: `types`, the resource types the side's plan prices; `where`, the catalog whose rates
     apply and the file's name as the document shows it (relative to the project). A test holds
     it equal to `usage_cost` (tests/plan/test_diffside.py)."""
-    from accelstack.cost.usage import GROUP_TYPES, USAGE_KEYS, unit_size
+    from accelstack.cost.usage import usage_lines
 
-    name, region = stack
     catalog, source = where
-    present = set(types)
-    items = []
-    for group, keys in usage.for_stack(name).items():
-        has = not GROUP_TYPES[group] or any(t in present for t in GROUP_TYPES[group])
-        for key, amount in keys.items():
-            item, times, label = USAGE_KEYS[group][key]
-            rate = catalog.service_rate(region, item)
-            unit = rate.unit or "unit"
-            usd = round(amount * times / unit_size(unit) * rate.usd, 2) if has else None
-            priced = (item, rate.usd, unit, times, usd, rate.estimate)
-            items.append(UsageItem(group, key, label, amount, *priced))
-    return SideUsage(source, tuple(items))
+    items = tuple(
+        UsageItem(
+            *(ln.group, ln.key, ln.label, ln.amount, ln.item, ln.rate_usd, ln.unit),
+            ln.billed_times,
+            None if ln.monthly_usd is None else round(ln.monthly_usd, 2),
+            ln.estimate,
+        )
+        for ln in usage_lines(*stack, types, usage, catalog)
+    )
+    return SideUsage(source, items)
