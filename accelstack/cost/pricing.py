@@ -29,7 +29,7 @@ from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
 from accelstack.catalog.sections import overlay_hint, service_row
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
-from accelstack.inventory import ON_DEMAND, billables
+from accelstack.inventory import billables
 from accelstack.naming import POOL_LABEL
 from accelstack.resolve import Stack
 
@@ -574,7 +574,8 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
         raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
     tags = inputs.get("tags") or {}
     pool = tags.get(POOL_LABEL) if isinstance(tags, Mapping) else None
-    option = ctx.pool_options.get(pool, ON_DEMAND) if isinstance(pool, str) else ON_DEMAND
+    reference = ctx.catalog.option_lists.reference  # what the spec does not choose
+    option = ctx.pool_options.get(pool, reference) if isinstance(pool, str) else reference
     option = _market_option(
         ctx.catalog, option, _get(inputs, "instanceMarketOptions", "marketType")
     )

@@ -884,7 +884,7 @@ def _capacity_block_limits(stack: Stack) -> Iterator[Finding]:
     cb = stack.catalog.capacity_blocks
     for f in stack.pools:
         purchase = f.spec.purchase
-        if purchase.option != "capacity-block":
+        if not f.purchase.capacity_block:
             continue
         held = sum(r.nodes for r in purchase.reservations) or purchase.instances or f.spec.nodes
         if held > cb.max_instances_per_account:
@@ -913,7 +913,7 @@ def _capacity_block_account_limit(stack: Stack) -> Iterator[Finding]:
     held = [
         (f, sum(r.nodes for r in f.spec.purchase.reservations) or f.spec.nodes)
         for f in stack.pools
-        if f.spec.purchase.option == "capacity-block"
+        if f.purchase.capacity_block
     ]
     total = sum(n for _, n in held)
     if len(held) < 2 or total <= cb.max_instances_per_account:
