@@ -12,6 +12,11 @@ PRESET ?= stacks/llama3-70b-trn2.yaml
 # boto3/botocore and others that the test extra must not be downgraded to
 CHECKOV_VENV ?= .venv-checkov
 CHECKOV = $(CHECKOV_VENV)/bin/checkov
+# Bytecode is written (into the ignored __pycache__/ folders): a machine that sets
+# PYTHONDONTWRITEBYTECODE (this project's containers do) would otherwise compile accelstack,
+# and pytest rewrite every test module, in each process the suite starts: about 6 s of every
+# test worker's collection and a tenth of a second per CLI subprocess (bench/suite.py).
+unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
 JOBS ?= auto
 
@@ -77,6 +82,7 @@ bench: $(RUNTIME_STAMP)
 	$(PY) bench/pricing.py
 	$(PY) bench/scale.py
 	$(PY) bench/startup.py
+	$(PY) bench/suite.py
 
 schema: $(RUNTIME_STAMP)
 	$(PY) -m accelstack.cli schema -o schema/spec.schema.json

@@ -78,8 +78,8 @@ denylist  # detect-secrets RegexBasedDetector: the plugin's patterns, read by th
 _.preserve_quotes  # ruamel.yaml round-trip setting, read by ruamel
 model_ran  # accelstack.trial: called by the user's training script
 _.forward  # accelstack/trial/reference.py: torch.nn.Module.__call__ calls each module's forward
-_.__call__  # accelstack/cli/lazy.py _Deferred: Python calls a metaclass's when the class is called
-_.__getattr__  # accelstack/cli/lazy.py _Deferred: Python's attribute lookup on the class
+_.load_bytecode  # accelstack/render/templatecache.py: jinja2.BytecodeCache, called by Jinja
+_.dump_bytecode  # accelstack/render/templatecache.py: jinja2.BytecodeCache, called by Jinja
 node_role_arn  # components/nodegroup.py: a Pulumi component output
 _.node_role_arn
 

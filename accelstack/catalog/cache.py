@@ -103,9 +103,9 @@ def read(name: str, kind: str = "catalog") -> object | None:
         return None
 
 
-def write(name: str, value: object, kind: str = "catalog") -> None:
+def write(name: str, value: object, kind: str = "catalog", keep: int = KEEP) -> None:
     """Store an entry atomically; a directory that cannot be written is no cache, not an error.
-    The newest `KEEP` entries of the kind are kept."""
+    The newest `keep` entries of the kind are kept."""
     where = cache_dir()
     if where is None:
         return
@@ -121,14 +121,14 @@ def write(name: str, value: object, kind: str = "catalog") -> None:
             os.replace(tmp, where / f"{kind}-{name}{_SUFFIX}")
         finally:
             Path(tmp).unlink(missing_ok=True)
-        _prune(where, kind)
+        _prune(where, kind, keep)
     except (OSError, pickle.PicklingError, RecursionError):
         return
 
 
-def _prune(where: Path, kind: str) -> None:
+def _prune(where: Path, kind: str, keep: int) -> None:
     entries = sorted(
         where.glob(f"{kind}-*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True
     )
-    for old in entries[KEEP:]:
+    for old in entries[keep:]:
         old.unlink(missing_ok=True)

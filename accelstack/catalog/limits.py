@@ -46,7 +46,7 @@ SHAPES = (("iam", "roleNameType"), ("iam", "tagListType"), ("eks", "TagMap"))
 _KEYS = ("min", "max", "pattern")
 
 
-def _model_file(service: str) -> Path:
+def model_file(service: str) -> Path:
     """botocore's model of `service` at the newest API version it ships (what a botocore
     session loads by default), found among the package's data files without importing it."""
     spec = importlib.util.find_spec("botocore")
@@ -73,7 +73,7 @@ def _shapes() -> dict[tuple[str, str], dict[str, Any]]:
     `Shape.metadata` has them. Reading the IAM and EKS models took about a twentieth of
     `accelstack validate`, so the few values read are kept in the on-disk cache (cache.py),
     named by each model file's path, size and modification time."""
-    files = {service: _model_file(service) for service, _ in SHAPES}
+    files = {service: model_file(service) for service, _ in SHAPES}
     stats = {str(p): p.stat() for p in files.values()}
     stamps = ((p, f"{s.st_size}:{s.st_mtime_ns}".encode()) for p, s in stats.items())
     name = disk.key(stamps, [Path(__file__)])

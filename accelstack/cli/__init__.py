@@ -20,7 +20,7 @@ import typer
 
 from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report
 from accelstack.cli.catalog_names import ACCELERATORS
-from accelstack.cli.lazy import LazyGroup
+from accelstack.cli.lazy import MARKUP, LazyGroup
 from accelstack.errors import AccelstackError
 
 
@@ -54,6 +54,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, pwsh)
     pretty_exceptions_enable=False,
+    rich_markup_mode=MARKUP,  # plain help: see accelstack.cli.lazy
     cls=LazyGroup,  # each command's module is imported when that command runs
 )
 

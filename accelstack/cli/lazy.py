@@ -4,9 +4,9 @@
 static table, so it imports no command module (they pull in the spec model, YAML, the
 catalog). Running a command, asking for its own `--help` or completing its options resolves it
 through `LazyGroup.resolve_command`, which imports its module, lets it `register` onto a fresh
-Typer app exactly as before, and swaps the summaries for the real commands. Rendering the
-root's help imports typer's rich help module without the two rich modules it imports for
-features this CLI's help never uses (`import_help_renderer`).
+Typer app exactly as before, and swaps the summaries for the real commands. Help is click's
+plain text (`MARKUP`): typer's rich renderer cost `--help` about 40 ms of imports and layout,
+most of the 0.1 s budget (bench/startup.py).
 `tests/cli/test_lazy.py` holds the table equal to the real commands (names, order, summaries)
 and every `--help` equal to the eagerly built group's.
 """
@@ -14,8 +14,6 @@ and every `--help` equal to the eagerly built group's.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 import typer
@@ -116,6 +114,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 
+#: typer's markup mode for every help text: None is click's plain formatter (no rich import)
+MARKUP = None
+
 #: Command modules, each with `register(app)`, in registration order.
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(module for _, module, _ in COMMANDS))
 _MODULE_OF = {name: module for name, module, _ in COMMANDS}
@@ -130,7 +131,7 @@ def module_commands(module: str) -> dict[str, Any]:
     command wrapped by `boundary.track` so that a failure names it)."""
     from accelstack.cli.boundary import track
 
-    sub = typer.Typer()
+    sub = typer.Typer(rich_markup_mode=MARKUP)
     importlib.import_module(module).register(sub)
     track(sub)
     return dict(typer.main.get_group(sub).commands)
@@ -158,48 +159,3 @@ class LazyGroup(TyperGroup):
         if args and args[0] in _MODULE_OF:
             self.load(args[0])
         return super().resolve_command(ctx, args)
-
-    def format_help(self, ctx: Any, formatter: Any) -> None:
-        import_help_renderer()
-        super().format_help(ctx, formatter)
-
-
-#: rich modules that typer's help renderer imports for Markdown help text and for rich
-#: tracebacks: this CLI's help is in rich markup mode and the boundary prints tracebacks,
-#: so `--help` never uses them (a third of the renderer's import time).
-_UNUSED_BY_HELP = (("rich.markdown", "Markdown"), ("rich.traceback", "Traceback"))
-
-
-class _Deferred(type):
-    """Metaclass of a stand-in for a rich class: calling the stand-in or reading one of its
-    attributes imports the real class's module and uses the real class."""
-
-    def real(cls) -> Any:
-        return getattr(importlib.import_module(cls.__module__), cls.__name__)
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        return cls.real()(*args, **kwargs)
-
-    def __getattr__(cls, attr: str) -> Any:
-        return getattr(cls.real(), attr)
-
-
-def import_help_renderer() -> None:
-    """Import `typer.rich_utils` with stand-ins for the rich classes `--help` does not use;
-    the stand-in modules leave `sys.modules` at once, so a later import gets the real ones."""
-    from typer.core import HAS_RICH
-
-    if not HAS_RICH or "typer.rich_utils" in sys.modules:
-        return
-    stand_ins: dict[str, types.ModuleType] = {}
-    for module, name in _UNUSED_BY_HELP:
-        if module not in sys.modules:
-            stand_ins[module] = types.ModuleType(module)
-            setattr(stand_ins[module], name, _Deferred(name, (), {"__module__": module}))
-    sys.modules.update(stand_ins)
-    try:
-        importlib.import_module("typer.rich_utils")
-    finally:
-        for module, stand_in in stand_ins.items():
-            if sys.modules.get(module) is stand_in:
-                del sys.modules[module]

@@ -112,9 +112,10 @@ def plan(
     verdict = plan_verdict(result, stack, ceiling_for(ceiling, ref.root))
     found = violations_of(result, stack)
     warnings = stack_warnings(stack, result) + ref_warnings(ref)
-    limit = ceiling_for(ceiling, ref.root)
-    head = side_row(ref, (stack, result, verdict), str(spec))
-    changes = _changes_against(against, ref, head, limit) if against else None
+    changes = None
+    if against:  # the diff's side of this plan: built only for a diff (a tenth of a plan)
+        head = side_row(ref, (stack, result, verdict), str(spec))
+        changes = _changes_against(against, ref, head, ceiling_for(ceiling, ref.root))
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}
         doc["violations"] = [violation_doc(v) for v in found]

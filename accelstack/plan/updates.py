@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelstack import tokens
@@ -254,6 +257,59 @@ def _service_model(service: str) -> ServiceModel:
 
 
 def _shape_problems(req: Request) -> list[str]:
+    """botocore's verdict on the request's shape, from the on-disk cache when this botocore has
+    judged the same request before (`_verdicts`): importing `botocore.validate` (urllib3, the
+    XML parser, ...) cost `accelstack plan` about a tenth of its time."""
+    digest = _request_digest(req)
+    known = _verdicts(req.service)
+    if digest not in known:
+        known[digest] = tuple(_validated(req))
+        _keep(req.service, known)
+    return list(known[digest])
+
+
+#: The cache kind of botocore's shape verdicts (accelstack/catalog/cache.py)
+VERDICTS = "shape-verdicts"
+
+
+def _request_digest(req: Request) -> str:
+    """A request's identity for the verdict cache: its operation and parameters, canonical."""
+    text = json.dumps([req.operation, req.params], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _verdict_entry(service: str) -> str:
+    """The cache entry of `service`'s verdicts, named by what a verdict depends on besides the
+    request: botocore's model file of the service and its validator module (path, size,
+    modification time), found without importing botocore, and this module's source."""
+    from accelstack.catalog import cache as disk
+    from accelstack.catalog.limits import model_file
+
+    model = model_file(service)
+    validator = model.parents[3] / "validate.py"  # botocore/data/<service>/<date>/service-2
+    stamps = []
+    for path in (model, validator):
+        st = path.stat()
+        stamps.append((str(path), f"{st.st_size}:{st.st_mtime_ns}".encode()))
+    return disk.key(stamps, [Path(__file__)])
+
+
+@functools.cache
+def _verdicts(service: str) -> dict[str, tuple[str, ...]]:
+    """The verdicts kept for `service` (request digest -> problems), read once per process."""
+    from accelstack.catalog import cache as disk
+
+    hit = disk.read(_verdict_entry(service), kind=VERDICTS)
+    return dict(hit) if isinstance(hit, dict) else {}
+
+
+def _keep(service: str, known: dict[str, tuple[str, ...]]) -> None:
+    from accelstack.catalog import cache as disk
+
+    disk.write(_verdict_entry(service), known, kind=VERDICTS)
+
+
+def _validated(req: Request) -> list[str]:
     """botocore's own validation of the request against the service model's input shape."""
     from botocore.exceptions import ParamValidationError
     from botocore.validate import ParamValidator

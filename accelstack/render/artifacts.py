@@ -34,6 +34,7 @@ from accelstack.render.pods import (
 from accelstack.render.registry import ImageCache
 from accelstack.render.runbook import stack_runbook_context
 from accelstack.render.shared import NEURON_CLAIM, SHARED_FILE, shared_claims
+from accelstack.render.templatecache import TemplateCache
 from accelstack.resolve import ResolvedPool, Stack
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
@@ -144,6 +145,7 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        bytecode_cache=TemplateCache(),  # compiled once per template source, across processes
     )
     env.filters["shquote"] = shquote
     env.filters["yamlstr"] = yamlstr

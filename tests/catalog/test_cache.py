@@ -246,7 +246,7 @@ def test_another_botocore_model_file_is_read_afresh(
 ) -> None:
     """A botocore upgrade (another model file, size or time) is a new entry."""
     limits._shapes()
-    real = limits._model_file
+    real = limits.model_file
     copies: dict[str, Path] = {}
 
     def copied(service: str) -> Path:
@@ -258,7 +258,7 @@ def test_another_botocore_model_file_is_read_afresh(
 
     reads: list[Path] = []
     model = limits._model
-    monkeypatch.setattr(limits, "_model_file", copied)
+    monkeypatch.setattr(limits, "model_file", copied)
     monkeypatch.setattr(limits, "_model", lambda path: reads.append(path) or model(path))
     limits._shapes.cache_clear()
     limits._shapes()

@@ -23,3 +23,14 @@ def test_the_synthetic_many_pool_spec_validates() -> None:
     spec = parse_spec(_bench("plan").synthetic_spec(16), "<bench>")
     assert len(spec.pools) == 16
     assert {p.instance_type for p in spec.pools} == {"trn2.48xlarge", "p5.48xlarge"}
+
+
+def test_bench_suite_reports_the_issue_targets() -> None:
+    bench = _bench("suite")
+    assert bench.TARGETS == {"test-fast": 30.0, "test": 300.0}
+    line = bench.report("test-fast", [{"wall_s": 41.0, "cpu_s": 70.0, "load": 1.0},
+                                      {"wall_s": 29.0, "cpu_s": 50.0, "load": 0.5}])  # fmt: skip
+    assert line.endswith("(target < 30 s: met)") and "wall   29.0 s" in line
+    assert bench.report("test", [{"wall_s": 301.0, "cpu_s": 500.0, "load": 1.0}]).endswith(
+        "MISSED)"
+    )

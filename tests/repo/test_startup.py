@@ -90,8 +90,13 @@ def test_bench_startup_reports_every_target() -> None:
     figures = {n: dict(f) for n in ("python", "help", "validate", "sdk floor")}
     figures["plan"] = {"wall_s": 1.2, "cpu_s": 0.75}
     text = "\n".join(bench.report(figures, 3))
-    assert "< 0.3 s wall" in text and "< 0.8 s wall" in text
-    assert "plan / sdk floor: 1.20x wall, 1.50x cpu (target < 1.5x)" in text
+    assert "help            1.000   0.500  <= 0.1 s wall: MISSED" in text
+    assert "validate        1.000   0.500  <= 0.5 s wall: MISSED" in text
+    assert "plan / sdk floor: 1.20x wall, 1.50x cpu (target <= 1.3x: MISSED)" in text
+    figures["help"] = {"wall_s": 0.09, "cpu_s": 0.08}
+    figures["plan"] = {"wall_s": 1.2, "cpu_s": 0.65}
+    text = "\n".join(bench.report(figures, 3))
+    assert "<= 0.1 s wall: met" in text and "(target <= 1.3x: met)" in text
     short = bench.report({n: dict(f) for n in ("python", "help")}, 3)
     assert "help" in short[-1] and not any("sdk floor" in line for line in short)
     assert set(bench.cases("x", "y", {"help"})) == {"python", "help"}
