@@ -683,6 +683,12 @@ class SystemNodeGroup(pulumi.ComponentResource):
             node_role_arn=role.arn,
             subnet_ids=args.subnet_ids,
             ami_type="AL2023_x86_64_STANDARD",
+            # an EKS AMI follows the cluster through `version`: without it the group stays at
+            # its creation version, and EKS refuses the next UpdateClusterVersion ("all of your
+            # node groups' Kubernetes versions must match the cluster's": botocore eks
+            # UpdateClusterVersion). A custom-AMI group (every pool's) must not set it (botocore
+            # eks CreateNodegroupRequest.version): it follows its pinned AMI (docs/amis.md).
+            version=args.kubernetes_version or None,
             update_config={"max_unavailable": 1},
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             tags=args.tags,

@@ -58,6 +58,11 @@ from accelstack.spec.models import NAME_RE, Budget, Cluster, Network, Standalone
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
 MIN_CLUSTER_ZONES = 2
+#: The EKS add-ons every EKS stack installs (components/cluster.py: the Pod Identity agent,
+#: vpc-cni and kube-proxy before the nodes; components/nodegroup.py: coredns on the system nodes)
+CORE_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy", "coredns")
+#: The FSx for Lustre CSI driver's add-on (components/filesystem.py), with a file system only
+FSX_CSI_ADDON = "aws-fsx-csi-driver"
 
 
 @dataclass(frozen=True)
@@ -299,9 +304,23 @@ class Stack:
 
     @property
     def addon_versions(self) -> dict[str, str]:
-        """EKS add-on -> the version the catalog pins for this Kubernetes version (may be
-        empty: those add-ons start at EKS's default for the version, see instances.yaml)."""
+        """EKS add-on -> the version the catalog pins for this Kubernetes version
+        (instances.yaml `eks_addon_versions`; every add-on of `addon_names` has one, or the
+        stack rule addon-versions-pinned refuses the stack)."""
         return dict(self.catalog.defaults.eks_addon_versions.get(self.kubernetes_version, {}))
+
+    @property
+    def addon_names(self) -> tuple[str, ...]:
+        """The EKS add-ons the stack installs (each needs the catalog's pin for its Kubernetes
+        version: stack rule addon-versions-pinned); none on a standalone stack."""
+        if self.spec.orchestration != "eks":
+            return ()
+        extra = [
+            self.monitoring_addon,
+            FSX_CSI_ADDON if self.fsx_lustre_gib else None,
+            self.metrics_addon.addon_name if self.metrics_addon else None,
+        ]
+        return (*CORE_ADDONS, *(a for a in extra if a))
 
     @property
     def ami_parameters(self) -> dict[str, list[str]]:
