@@ -114,6 +114,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "accelstack.cli.ami_cmds",
         "Pin AMI ids in the Pulumi stack config; upgrade them explicitly.",
     ),
+    (
+        "addons",
+        "accelstack.cli.addon_cmds",
+        "Pin EKS add-on versions per Kubernetes version; refresh them explicitly.",
+    ),
 )
 
 #: Command modules, each with `register(app)`, in registration order.

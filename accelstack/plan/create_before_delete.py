@@ -33,7 +33,9 @@ from accelstack.plan.rolls import nodes_of
 
 Key = tuple[str, str]
 Plan = Mapping[str, Any]
-Kind = Literal["refused", "delete-first", "overlap"]
+#: refused: AWS or Pulumi stops the change; delete-first: missing until its replacement exists;
+#: overlap: nodes run twice; daemonset: an add-on update rolls a DaemonSet (plan/upgrades.py)
+Kind = Literal["refused", "delete-first", "overlap", "daemonset"]
 _FILE = "replacements.yaml"
 _HOURS_PER_MONTH = 730.0
 
