@@ -19,7 +19,7 @@ import pulumi
 import pulumi_aws as aws
 
 from accelstack import naming
-from accelstack.catalog.resilience import NodeGroupUpdateFacts
+from accelstack.catalog.resilience import NodeGroupUpdateFacts, NodeRepairFacts
 from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.addons import addon_version
 from accelstack.components.amis import image_id
@@ -129,6 +129,19 @@ def node_group_timeouts(
     return pulumi.CustomTimeouts(
         create=create, update=f"{facts.update_minutes(running)}m", delete=default
     )
+
+
+def node_repair_config(facts: NodeRepairFacts | None, nodes: int, update: Any) -> Any:
+    """Auto repair of a node group of `nodes` nodes (None: off): stopped above the catalog's
+    share of unhealthy nodes (a count, at least 1), at most one update batch repaired at once
+    (`update`'s max_unavailable) (resilience.yaml node_repair)."""
+    if facts is None:
+        return None
+    return {
+        "enabled": True,
+        "max_unhealthy_node_threshold_count": facts.max_unhealthy(nodes),
+        "max_parallel_nodes_repaired_count": int(update.get("max_unavailable") or 1),
+    }
 
 
 def node_taints(pool: ResolvedPool) -> list[Any]:
@@ -362,7 +375,8 @@ class AcceleratorNodeGroupArgs:
     #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
     secondary_subnet_id: pulumi.Input[str] | None = None
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
-    node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
+    #: nodeRepairConfig (fed by the node monitoring agent); None: no auto repair
+    node_repair: NodeRepairFacts | None = None
     #: Node groups already declared (earlier pools), by creation step: a group of step k waits
     #: for every group of step k-1 (resolve's ClusterProfile staging)
     earlier_steps: Mapping[int, Sequence[pulumi.Resource]] = field(default_factory=dict)
@@ -389,7 +403,7 @@ class AcceleratorNodeGroupArgs:
             instance_tags=stack.tags,
             hugepages_2mi=pool.hugepages_2mi,
             update=stack.node_group_update,
-            node_repair=stack.node_repair,
+            node_repair=stack.node_repair_facts,
             earlier_steps=dict(earlier_steps or {}),
             step_minutes=stack.profile.step_minutes,
         )
@@ -575,8 +589,8 @@ def _pool_node_group(
     if subnet is None:
         raise ValueError(f"pool {pool.name}: node group {part.role} needs the secondary subnet")
     facts = args.update
-    repair: Any = {"enabled": True} if args.node_repair else None
     upd: Any = update_config(pool, facts, part.nodes) if facts else {"max_unavailable": 1}
+    repair: Any = node_repair_config(args.node_repair, part.nodes, upd)
     return aws.eks.NodeGroup(
         declared.name,
         cluster_name=c.name,

@@ -162,6 +162,8 @@ def nodegroup_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]
             params["scalingConfig"] = _scaling(sent)
         if "labels" in config:
             params["labels"] = _labels_payload(stored.get("labels"), sent.get("labels"))
+        if config.get("nodeRepairConfig") is not None:
+            params["nodeRepairConfig"] = config["nodeRepairConfig"]
         out.append(Request("eks", "UpdateNodegroupConfig", params))
     if any(get_path(stored, k) != get_path(sent, k) for k in NODEGROUP_VERSION):
         version = get_path(sent, "launchTemplate.version")

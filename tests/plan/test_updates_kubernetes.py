@@ -116,3 +116,28 @@ def test_two_upgrades_in_a_row_are_accepted_only_when_every_group_follows(
     else:
         assert second == []
     assert _versions_after(p34, p35, after, drop=False)[system] == "1.35"
+
+
+def test_deletion_protection_and_repair_thresholds_update_in_place() -> None:
+    """The generated provider table (catalog/provider_replacements.json): an existing cluster
+    given deletionProtection, and an existing node group given repair thresholds, are updated
+    in place (UpdateClusterConfig, UpdateNodegroupConfig), never replaced."""
+    from accelstack.plan.updates import nodegroup_requests, operation
+    from accelstack.tokens import CLUSTER as C
+    from accelstack.tokens import NODE_GROUP as NG
+
+    cluster = {"name": "c", "version": "1.35", "roleArn": "arn"}
+    protected = {**cluster, "deletionProtection": True}
+    assert operation(cluster, protected, rtype=C) == "update"
+    group = {"nodeGroupName": "g", "nodeRepairConfig": {"enabled": True}}
+    repaired = {
+        **group,
+        "nodeRepairConfig": {
+            "enabled": True,
+            "maxUnhealthyNodeThresholdCount": 4,
+            "maxParallelNodesRepairedCount": 4,
+        },
+    }
+    assert operation(group, repaired, rtype=NG) == "update"
+    (req,) = nodegroup_requests(group, repaired)
+    assert req.operation == "UpdateNodegroupConfig" and problems(req) == []

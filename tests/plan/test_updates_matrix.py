@@ -152,6 +152,34 @@ def _zone_move(data: Data) -> None:
     _pool(data).pop("availability_zone", None)
 
 
+def _keep_zones(data: Data) -> None:
+    """Write the control-plane zones the stack resolves to today into cluster.zones (in their
+    order, so a stack numbered by the zones in use keeps every subnet)."""
+    data.setdefault("cluster", {})["zones"] = list(
+        _stack(copy.deepcopy(data)).control_plane_zone_ids
+    )
+
+
+def _other_zone(data: Data, itype: str) -> str:
+    here = _stack(copy.deepcopy(data)).pools[0].zone_id
+    others = [z for z in load_catalog().zones_offering(data["region"], itype) if z != here]
+    if not others:
+        raise NotApplicable("one zone offers the type")
+    return others[-1]
+
+
+def _pool_zone_move(data: Data) -> None:
+    """The first pool to another zone, the control plane kept where it is (cluster.zones)."""
+    _pool(data)["availability_zone"] = _other_zone(data, _pool(data)["instance_type"])
+
+
+def _add_pool_elsewhere(data: Data) -> None:
+    """A one-node pool of the same type in another zone the type is offered in."""
+    zone = _other_zone(data, _pool(data)["instance_type"])
+    _add_pool(data)
+    data["pools"][-1]["availability_zone"] = zone
+
+
 def _fsx(delta: int) -> Callable[[Data], None]:
     def edit(data: Data) -> None:
         storage = data.get("storage") or {}
@@ -200,6 +228,10 @@ SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None
     "container storage switch": (None, _container_storage),
     "VPC CIDR change": (None, _vpc_cidr),
     "zone move": (None, _zone_move),
+    # with the control-plane zones kept (cluster.zones), a pool's zone moves alone: no subnet of
+    # another zone is renumbered, the control plane stays
+    "pool zone move, control plane kept": (_keep_zones, _pool_zone_move),
+    "add a pool in another zone": (_keep_zones, _add_pool_elsewhere),
     "FSx grow": (None, _fsx(2400)),
     # a slower checkpoint target on both sides, so the smaller file system still meets it
     "FSx shrink": (

@@ -110,6 +110,14 @@ def test_new_keeps_every_comment_of_the_preset(preset: Path, tmp_path: Path, cap
         assert c in kept
     body = [x for x in clone if not x.startswith("#")]
     want = [x for x in source if not x.startswith("#")]
+    # a new EKS stack on a created VPC numbers its subnets by zone id (written after cluster:)
+    added = ["network:", "  subnet_numbering: zone-id"]
+    if "orchestration: ec2" not in want:
+        at = body.index("network:")
+        assert body[at : at + 2] == added and body[at - 1].startswith("  ")
+        body = body[:at] + body[at + 2 :]
+    else:
+        assert "network:" not in body
     assert [x for x in body if not x.startswith("name:")] == [
         x for x in want if not x.startswith("name:")
     ]
@@ -144,8 +152,12 @@ def test_retargeting_back_to_trainium_restores_compile_cache_and_precompile(
     assert "workload.precompile_steps: restored (10)" in out
     back_text = (tmp_path / "stacks" / "back.yaml").read_text()
     assert "accelstack:neuron-settings" not in back_text
-    # the round trip gives the preset back, comments and key order included (name aside)
+    # the round trip gives the preset back, comments and key order included (name aside),
+    # with the subnet numbering a new stack gets (written once, after cluster:)
     body = [x for x in back_text.splitlines() if not x.startswith(("# Cloned", "# - ", "name:"))]
+    at = body.index("network:")
+    assert body[at : at + 2] == ["network:", "  subnet_numbering: zone-id"]
+    body = body[:at] + body[at + 2 :]
     source = (STACKS / "trn1-multinode.yaml").read_text().splitlines()
     assert body == [x for x in source if not x.startswith("name:")]
 

@@ -87,6 +87,25 @@ def _upgrade_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 
 
 @deploy_rule(
+    "eks-deletion-protection",
+    "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html",
+    "an EKS cluster has deletion protection as the spec asks (cluster.deletion_protection, on "
+    "by default): the cluster holds every Kubernetes object of the stack",
+)
+def _deletion_protection(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for r in plan.of_type(CLUSTER):
+        got = r.inputs.get("deletionProtection")
+        want = stack.access.deletion_protection
+        if bool(got) != want:
+            yield (
+                rid(r),
+                f"deletionProtection is {got!r}, the spec asks for {want} (unset means false: "
+                "a `pulumi destroy` or a replacement deletes the cluster and every Kubernetes "
+                "object on it)",
+            )
+
+
+@deploy_rule(
     "eks-addon-pinned",
     "https://docs.aws.amazon.com/eks/latest/userguide/managing-add-ons.html",
     "every EKS add-on carries the version the catalog pins for the cluster's Kubernetes version; "
@@ -119,5 +138,6 @@ def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 MODULE_RULES: tuple[DeployRule, ...] = (
     _ami_pinned,
     _upgrade_policy,
+    _deletion_protection,
     _addon_pinned,
 )
