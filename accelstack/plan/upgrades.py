@@ -139,7 +139,8 @@ def daemonset_rolls(
                     key[1],
                     changed[0],
                     f"add-on {name} {what} rolls DaemonSet {ds.name} on every node it runs on: "
-                    f"{total} nodes ({spread}); each node's {ds.name} pod is replaced",
+                    f"{total} node{'s' if total != 1 else ''} ({spread}); each node's "
+                    f"{ds.name} pod is replaced",
                     instances=total,
                     instance_type=None,
                 )

@@ -82,3 +82,13 @@ def test_a_device_kind_daemonset_rolls_only_on_that_kind() -> None:
         found["cloudwatch-agent"].instances
         == sum(f.instances for n, f in found.items() if n != "cloudwatch-agent") + 2
     )  # and the 2 system nodes
+
+
+def test_one_node_is_said_as_one_node() -> None:
+    base = planned("trn1-finetune", "1.35")
+    head = copy.deepcopy(base)
+    for r in head["resources"]:
+        if r["type"] == ADDON and r["inputs"]["addonName"] == "amazon-cloudwatch-observability":
+            r["inputs"]["addonVersion"] = "v9.9.9-eksbuild.1"
+    (monitor,) = [f for f in daemonset_rolls(base, head) if "neuron-monitor" in f.line]
+    assert "on every node it runs on: 1 node (1 x trn1.2xlarge)" in monitor.line
