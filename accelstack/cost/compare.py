@@ -183,7 +183,8 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
 def _memory_fit(stack: Stack, instance_type: str) -> MemoryFit:
     """The workload's memory fit on `instance_type`, as `resolve` gives it to the candidate
     (it does not depend on the node count or the option)."""
-    candidate = retarget_stack(stack, instance_type, stack.workload_pool.nodes, "on-demand")
+    reference = stack.option_lists.reference  # on-demand terms: the option does not matter
+    candidate = retarget_stack(stack, instance_type, stack.workload_pool.nodes, reference)
     fit = candidate.workload_memory_fit
     if fit is None:  # the spec rules refuse a precision without a bytes-per-parameter figure
         raise CatalogError(f"no bytes-per-parameter figure for {stack.workload.precision}")
@@ -241,7 +242,8 @@ def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> t
 
 
 def _wall(stack: Stack, instance_type: str, nodes: int) -> float:
-    return estimate_for(retarget_stack(stack, instance_type, nodes, "on-demand")).wall_hours
+    reference = stack.option_lists.reference
+    return estimate_for(retarget_stack(stack, instance_type, nodes, reference)).wall_hours
 
 
 #: Deadline sizing adds nodes while the extra nodes deliver at least this share of their
@@ -399,11 +401,12 @@ def _buyable(
     """The priced options a candidate of this size can buy, and "option: why" for the others:
     a Capacity Block over its limits, or a candidate the stack rules refuse (`resolve` would
     refuse the spec `new` writes for it)."""
-    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
-    refused = [f"capacity-block: {cb_why}"] if cb_why else []
+    blocks = [o for o in priced if o in stack.option_lists.capacity_block]
+    cb_why = capacity_block_refusal(stack, nodes) if blocks else None
+    refused = [f"{o}: {cb_why}" for o in blocks] if cb_why else []
     buyable = []
     for o in priced:
-        if cb_why and o == "capacity-block":
+        if cb_why and o in blocks:
             continue
         problems = check_stack(retarget_stack(stack, instance_type, nodes, o))
         if problems:
@@ -646,7 +649,7 @@ def compare(
         fastest_of_all(cands, sizing, spot, lists=lists),
         sizing,
         opts,
-        spot if "spot" in opts else "",
+        spot if any(o in lists.interruptible for o in opts) else "",
         within,
         tuple(o for o in opts if o in lists.commitment_years),
     )
