@@ -12,6 +12,7 @@ import pytest
 
 from accelstack.plan.diff import diff_document
 from accelstack.plan.diff_report import render_text
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.upgrades import daemonset_rolls, version_steps
 from accelstack.resolve import resolve
 from accelstack.spec import parse_spec, read_yaml
@@ -59,8 +60,8 @@ def test_a_kubernetes_bump_rolls_the_daemonsets_of_the_addons_it_updates() -> No
     assert "ADD-ON UPDATES ROLL DAEMONSETS" in text and "rolls DaemonSet aws-node" in text
 
 
-def _side(plan: dict[str, Any]) -> dict[str, Any]:
-    return {"file": "s.yaml", "plan": plan}
+def _side(plan: dict[str, Any]) -> SideRow:
+    return SideRow("s.yaml", plan=plan)
 
 
 def test_a_device_kind_daemonset_rolls_only_on_that_kind() -> None:
