@@ -12,6 +12,7 @@ import pytest
 
 from accelstack.errors import SpecError
 from accelstack.plan.diff import diff_stack
+from accelstack.plan.diffside import SideRow
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec, read_yaml
 from accelstack.tokens import SUBNET
@@ -83,8 +84,8 @@ def _subnets(stack: Stack) -> dict[str, str]:
     return {r.name: str(r.inputs["cidrBlock"]) for r in plan.of_type(SUBNET)}
 
 
-def _plan_doc(stack: Stack) -> dict[str, Any]:
-    return {"file": "f", "plan": plan_stack(stack, guard=False).to_dict()}
+def _plan_doc(stack: Stack) -> SideRow:
+    return SideRow("f", plan=plan_stack(stack, guard=False).to_dict())
 
 
 @pytest.mark.plan
