@@ -94,6 +94,7 @@ class ClusterArgs:
     account_id: pulumi.Input[str] = ""
     tags: dict[str, str] = field(default_factory=dict)
     support_type: str = "STANDARD"  # EKS upgrade policy
+    deletion_protection: bool = True  # EKS refuses DeleteCluster while it is on
     addon_versions: dict[str, str] = field(default_factory=dict)  # catalog pins
     #: vpc-cni add-on `env` (resolve's address plan: WARM_IP_TARGET/MINIMUM_IP_TARGET for
     #: large pools); empty: the add-on's defaults
@@ -126,6 +127,7 @@ class ClusterArgs:
             partition=partition,
             tags=stable_tags(stack.tags),
             support_type=c.support_type,
+            deletion_protection=c.deletion_protection,
             addon_versions=stack.addon_versions,
             cni_env=dict(stack.address_plan.cni_env),
             cni_network_policy=stack.cni_network_policy,
@@ -249,6 +251,12 @@ def _eks_cluster(
         # STANDARD: EKS upgrades the cluster when standard support ends instead of moving it
         # into paid extended support (the API default is EXTENDED); cluster.support_type
         upgrade_policy={"support_type": args.support_type},
+        # the cluster holds every Kubernetes object of the stack: EKS refuses to delete it
+        # while this is on (botocore eks CreateClusterRequest.deletionProtection); an in-place
+        # update either way (terraform-provider-aws@v6.58.0 internal/service/eks
+        # resourceClusterUpdate: updateClusterDeletionProtection; not replace-forcing in
+        # catalog/provider_replacements.json)
+        deletion_protection=args.deletion_protection,
         enabled_cluster_log_types=list(LOG_TYPES),
         encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
         tags=args.tags,

@@ -28,6 +28,9 @@ class FileSystemArgs:
     vpc_id: pulumi.Input[str]
     client_security_group_ids: list[pulumi.Input[str]]
     tags: dict[str, str] = field(default_factory=dict)
+    #: (create, update) minutes `pulumi up` waits for the file system (resilience.yaml
+    #: fsx_timeouts); None: the provider's defaults
+    timeouts: tuple[int, int] | None = None
 
     @property
     def storage_gib(self) -> int:
@@ -50,6 +53,7 @@ class FileSystemArgs:
             vpc_id=vpc_id,
             client_security_group_ids=client_security_group_ids,
             tags=stable_tags(stack.tags),
+            timeouts=stack.fsx_timeouts,
         )
 
 
@@ -93,6 +97,13 @@ def _lustre_rules(
     return rules
 
 
+def _timeouts(minutes: tuple[int, int] | None) -> pulumi.CustomTimeouts | None:
+    """Create and update waits of the file system; delete at the provider's default."""
+    if minutes is None:
+        return None
+    return pulumi.CustomTimeouts(create=f"{minutes[0]}m", update=f"{minutes[1]}m")
+
+
 class FileSystem(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: FileSystemArgs, opts: pulumi.ResourceOptions | None = None
@@ -116,7 +127,12 @@ class FileSystem(pulumi.ComponentResource):
             security_group_ids=[sg.id],
             file_system_type_version="2.15",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=rules),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=True,
+                depends_on=rules,
+                custom_timeouts=_timeouts(args.timeouts),
+            ),
             **args.declared.args,
         )
         self.file_system_id = fs.id

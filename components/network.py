@@ -24,16 +24,18 @@ from accelstack.inventory import (
 from accelstack.resolve import Stack
 
 
-def subnet_cidrs(vpc_cidr: str, zone_ids: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-    """zone id -> (private CIDR, public CIDR). The VPC is cut in eight: the first seven are
-    large private subnets (EFA interfaces use many IPs), the eighth is cut in eight small public
-    ones. Deterministic in the zone order, so adding a zone at the end changes nothing else."""
+def subnet_cidrs(vpc_cidr: str, slots: Mapping[str, int]) -> dict[str, tuple[str, str]]:
+    """zone id -> (private CIDR, public CIDR), each zone at its slot (resolve's
+    `Stack.subnet_slots`: by zone id, or the order of the zones in use for a stack created
+    before). The VPC is cut in eight: the first seven are large private subnets (EFA
+    interfaces use many IPs), the eighth is cut in eight small public ones. A zone's subnets
+    depend on its slot alone, so a zone added or removed elsewhere moves nothing."""
     net = ipaddress.IPv4Network(vpc_cidr)
-    if len(zone_ids) > 7:
-        raise ValueError(f"at most 7 zones fit the subnet layout of {vpc_cidr}")
+    if any(not 0 <= i < 7 for i in slots.values()) or len(set(slots.values())) < len(slots):
+        raise ValueError(f"zone slots {dict(slots)} do not fit the 7-zone layout of {vpc_cidr}")
     big = list(net.subnets(prefixlen_diff=3))
     small = list(big[7].subnets(prefixlen_diff=3))
-    return {z: (str(big[i]), str(small[i])) for i, z in enumerate(zone_ids)}
+    return {z: (str(big[i]), str(small[i])) for z, i in slots.items()}
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class NetworkArgs:
     cluster_name: str
     zone_ids: tuple[str, ...]
     vpc_cidr: str
+    #: zone id -> its subnet slot (resolve's `Stack.subnet_slots`); default: the zones' order
+    subnet_slots: dict[str, int] = field(default_factory=dict)
     existing_vpc_id: str | None = None
     existing_private_subnet_ids: tuple[str, ...] = ()
     existing_public_subnet_ids: tuple[str, ...] = ()
@@ -65,6 +69,7 @@ class NetworkArgs:
             cluster_name=stack.name,
             zone_ids=stack.network_zone_ids,
             vpc_cidr=stack.vpc_cidr,
+            subnet_slots=stack.subnet_slots,
             existing_vpc_id=existing.vpc_id if existing else None,
             existing_private_subnet_ids=existing.private_subnet_ids if existing else (),
             existing_public_subnet_ids=existing.public_subnet_ids if existing else (),
@@ -232,7 +237,8 @@ def _zone_subnets(
 ) -> tuple[dict[str, aws.ec2.Subnet], dict[str, aws.ec2.Subnet]]:
     """Per zone: a public subnet (associated with the public route table) and a private one."""
     cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
-    cidrs = subnet_cidrs(args.vpc_cidr, args.zone_ids)
+    slots = args.subnet_slots or {z: i for i, z in enumerate(args.zone_ids)}
+    cidrs = subnet_cidrs(args.vpc_cidr, slots)
     public: dict[str, aws.ec2.Subnet] = {}
     private: dict[str, aws.ec2.Subnet] = {}
     for zone in args.zone_ids:

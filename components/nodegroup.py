@@ -19,7 +19,7 @@ import pulumi
 import pulumi_aws as aws
 
 from accelstack import naming
-from accelstack.catalog.resilience import NodeGroupUpdateFacts
+from accelstack.catalog.resilience import NodeGroupUpdateFacts, NodeRepairFacts
 from accelstack.catalog.scale import NodeGroupPart
 from accelstack.components.addons import addon_version
 from accelstack.components.amis import image_id
@@ -130,6 +130,19 @@ def node_group_timeouts(
     return pulumi.CustomTimeouts(
         create=create, update=f"{facts.update_minutes(running)}m", delete=default
     )
+
+
+def node_repair_config(facts: NodeRepairFacts | None, nodes: int, update: Any) -> Any:
+    """Auto repair of a node group of `nodes` nodes (None: off): stopped above the catalog's
+    share of unhealthy nodes (a count, at least 1), at most one update batch repaired at once
+    (`update`'s max_unavailable) (resilience.yaml node_repair)."""
+    if facts is None:
+        return None
+    return {
+        "enabled": True,
+        "max_unhealthy_node_threshold_count": facts.max_unhealthy(nodes),
+        "max_parallel_nodes_repaired_count": int(update.get("max_unavailable") or 1),
+    }
 
 
 def node_taints(pool: ResolvedPool) -> list[Any]:
@@ -363,7 +376,8 @@ class AcceleratorNodeGroupArgs:
     #: The zone's subnet in the secondary CIDR, for the node groups the address plan puts there
     secondary_subnet_id: pulumi.Input[str] | None = None
     update: NodeGroupUpdateFacts | None = None  # None: one node at a time, provider timeouts
-    node_repair: bool = False  # nodeRepairConfig.enabled (fed by the node monitoring agent)
+    #: nodeRepairConfig (fed by the node monitoring agent); None: no auto repair
+    node_repair: NodeRepairFacts | None = None
     #: Node groups already declared (earlier pools), by creation step: a group of step k waits
     #: for every group of step k-1 (resolve's ClusterProfile staging)
     earlier_steps: Mapping[int, Sequence[pulumi.Resource]] = field(default_factory=dict)
@@ -390,7 +404,7 @@ class AcceleratorNodeGroupArgs:
             instance_tags=stack.tags,
             hugepages_2mi=pool.hugepages_2mi,
             update=stack.node_group_update,
-            node_repair=stack.node_repair,
+            node_repair=stack.node_repair_facts,
             earlier_steps=dict(earlier_steps or {}),
             step_minutes=stack.profile.step_minutes,
         )
@@ -576,8 +590,8 @@ def _pool_node_group(
     if subnet is None:
         raise ValueError(f"pool {pool.name}: node group {part.role} needs the secondary subnet")
     facts = args.update
-    repair: Any = {"enabled": True} if args.node_repair else None
     upd: Any = update_config(pool, facts, part.nodes) if facts else {"max_unavailable": 1}
+    repair: Any = node_repair_config(args.node_repair, part.nodes, upd)
     return aws.eks.NodeGroup(
         declared.name,
         cluster_name=c.name,
@@ -684,6 +698,12 @@ class SystemNodeGroup(pulumi.ComponentResource):
             node_role_arn=role.arn,
             subnet_ids=args.subnet_ids,
             ami_type="AL2023_x86_64_STANDARD",
+            # an EKS AMI follows the cluster through `version`: without it the group stays at
+            # its creation version, and EKS refuses the next UpdateClusterVersion ("all of your
+            # node groups' Kubernetes versions must match the cluster's": botocore eks
+            # UpdateClusterVersion). A custom-AMI group (every pool's) must not set it (botocore
+            # eks CreateNodegroupRequest.version): it follows its pinned AMI (docs/amis.md).
+            version=args.kubernetes_version or None,
             update_config={"max_unavailable": 1},
             launch_template={"id": lt.id, "version": lt.latest_version.apply(str)},
             tags=args.tags,

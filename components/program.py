@@ -349,18 +349,21 @@ def build(stack: Stack, node_script: NodeScript | None = None) -> dict[str, Any]
     top, partition, account_id = aws_context(stack)
 
     network = Network(naming.network(name), NetworkArgs.from_stack(stack), opts=top)
-    all_private: list[pulumi.Input[str]] = [
-        network.private_subnet_ids[z] for z in sorted(network.private_subnet_ids)
+    # the control plane and the system nodes stay in the control-plane zones (EKS keeps a
+    # cluster where it was created; a node group's subnets are replace-forcing): a pool in
+    # another zone adds that zone's subnets and changes neither
+    plane: list[pulumi.Input[str]] = [
+        network.private_subnet_ids[z] for z in sorted(stack.control_plane_zone_ids)
     ]
     cluster = Cluster(
         naming.cluster(name),
-        ClusterArgs.from_stack(stack, all_private, partition, account_id),
+        ClusterArgs.from_stack(stack, plane, partition, account_id),
         opts=top,
     )
     network.finish(cluster.cluster_security_group_id)  # its last child, then its outputs
     ref = _cluster_ref(cluster, network, (stack, account_id, partition))
     system = SystemNodeGroup(
-        naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, all_private), opts=top
+        naming.system_nodes(name), SystemNodeGroupArgs.from_stack(stack, ref, plane), opts=top
     )
     pools = _accelerator_pools(stack, ref, network, top)
 

@@ -255,6 +255,9 @@ class Defaults(_Frozen):
     vpc_cni_network_policy: dict[str, str] = Field(default_factory=dict)
     #: Kubernetes version -> add-on name -> pinned add-on version (sourced in the YAML)
     eks_addon_versions: dict[str, dict[str, str]] = Field(default_factory=dict)
+    #: Kubernetes version -> where its add-on row came from (a table, or DescribeAddonVersions
+    #: as `accelstack addons refresh` read it)
+    eks_addon_sources: dict[str, str] = Field(default_factory=dict)
     subnet_reserved_ips: int = Field(ge=0)
     spot_interruption: SpotInterruption
 
@@ -1018,6 +1021,17 @@ def _check_daemonsets(c: Catalog) -> None:
             raise CatalogError(f"{at}.device_kind: unknown '{ds.device_kind}'")
 
 
+def _check_addon_sources(c: Catalog) -> None:
+    """Every Kubernetes version's add-on row says where it came from."""
+    d = c.defaults
+    for version in d.eks_addon_versions:
+        if not d.eks_addon_sources.get(version):
+            raise CatalogError(
+                f"defaults.eks_addon_sources: no source for the add-on versions of Kubernetes "
+                f"{version} (defaults.eks_addon_versions)"
+            )
+
+
 def _check_frameworks(c: Catalog) -> None:
     """Every framework a device kind or family names exists and runs on that device kind."""
     for name, fw in c.frameworks.items():
@@ -1053,4 +1067,5 @@ _CHECKS: tuple[tuple[Callable[[Catalog], None], dict[str, str]], ...] = (
     ),
     (_check_launch, {"launch": "launch.yaml"}),
     (_check_daemonsets, {"launch": "launch.yaml"}),
+    (_check_addon_sources, {}),
 )

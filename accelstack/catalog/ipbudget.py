@@ -173,6 +173,24 @@ def plan_existing(
     return AddressPlan(cni_env=env, problems=problems)
 
 
+def plan_unstated(
+    catalog: Catalog,
+    vpc_cidr: str,
+    groups: Sequence[GroupDemand],
+    fixed: dict[str, tuple[int, int]],
+) -> AddressPlan:
+    """The address plan of an existing VPC whose free addresses the spec does not state: the
+    VPC CNI defaults while every zone's nodes fit what a created VPC of `vpc_cidr` gives a zone
+    (`private_subnet_cidr`), else the compact settings, which any subnet holding the nodes at
+    the defaults also holds (MINIMUM_IP_TARGET + WARM_IP_TARGET per node instead of whole warm
+    ENIs). Whether the subnets hold even those is for `accelstack preflight` (or the spec's
+    network.private_subnet_addresses) to say."""
+    cap = usable_ips(catalog, private_subnet_cidr(vpc_cidr))
+    if _fits(catalog, groups, {z: d for z, (d, _) in fixed.items()}, cap):
+        return AddressPlan()
+    return AddressPlan(cni_env=catalog.scale.address_space.compact_cni.env())
+
+
 def pool_group_demands(
     catalog: Catalog,
     at: str,

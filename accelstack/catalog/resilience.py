@@ -29,6 +29,24 @@ class CheckpointFacts(_Row):
 class NodeRepairFacts(_Row):
     enabled: bool
     monitoring_addon: str = Field(min_length=1)
+    #: share of a node group unhealthy at once above which auto repair stops (a fault of the
+    #: zone, the driver or the AMI, which replacing nodes does not fix)
+    max_unhealthy_fraction: float = Field(gt=0, le=1)
+    source: str = Field(min_length=1)
+
+    def max_unhealthy(self, nodes: int) -> int:
+        """NodeRepairConfig.maxUnhealthyNodeThresholdCount of a `nodes`-node group: at least 1
+        (a count, not the API's percentage: a share of a one-node group would stop repair at
+        its first unhealthy node)."""
+        return max(1, math.ceil(nodes * self.max_unhealthy_fraction))
+
+
+class FsxTimeoutFacts(_Row):
+    """How long `pulumi up` waits for the FSx for Lustre file system (resilience.yaml)."""
+
+    create_minutes: int = Field(ge=1)
+    update_minutes: int = Field(ge=1)
+    estimate: bool
     source: str = Field(min_length=1)
 
 
@@ -57,3 +75,4 @@ class ResilienceFacts(_Row):
     checkpoint: CheckpointFacts
     node_repair: NodeRepairFacts
     node_group_update: NodeGroupUpdateFacts
+    fsx_timeouts: FsxTimeoutFacts

@@ -112,6 +112,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "accelstack.cli.ami_cmds",
         "Pin AMI ids in the Pulumi stack config; upgrade them explicitly.",
     ),
+    (
+        "addons",
+        "accelstack.cli.addon_cmds",
+        "Pin EKS add-on versions per Kubernetes version; refresh them explicitly.",
+    ),
 )
 
 #: typer's markup mode for every help text: None is click's plain formatter (no rich import)

@@ -108,10 +108,12 @@ pulumi up
 ## Teardown
 
 Stateful resources (the secrets KMS key, the compile-cache bucket, FSx for Lustre) are
-protected, so `pulumi destroy` stops at them. To remove the whole stack on purpose:
+protected, and an EKS cluster has deletion protection on (`cluster.deletion_protection`), so
+`pulumi destroy` stops at them. To remove the whole stack on purpose:
 
 ```bash
 pulumi stack export > backup.json    # keep a copy of the state
+pulumi up                            # EKS: with cluster.deletion_protection: false in the spec
 pulumi state unprotect --all         # allow deleting the protected resources
 pulumi destroy
 pulumi stack rm @STACK@

@@ -33,7 +33,9 @@ from accelstack.plan.rolls import nodes_of
 
 Key = tuple[str, str]
 Plan = Mapping[str, Any]
-Kind = Literal["refused", "delete-first", "overlap"]
+#: refused: AWS or Pulumi stops the change; delete-first: missing until its replacement exists;
+#: overlap: nodes run twice; daemonset: an add-on update rolls a DaemonSet (plan/upgrades.py)
+Kind = Literal["refused", "delete-first", "overlap", "daemonset"]
 _FILE = "replacements.yaml"
 _HOURS_PER_MONTH = 730.0
 
@@ -217,6 +219,11 @@ def _collision(t: str, u: Unique, c: _Held, h: _Held) -> Finding:
             f"{h.value} (Pulumi deletes the old one last): make the change in two steps, "
             "remove first, then add"
         )
+    if t == tokens.SUBNET:  # the zones in use renumbered (network.subnet_numbering unset)
+        line += (
+            "; or keep every zone's subnets where they are: list the zones the stack uses now, "
+            'in their order, in cluster.zones (docs/day2.md, "Stable addressing")'
+        )
     return Finding("refused", t, c.key[1], u.key, line)
 
 
@@ -251,10 +258,16 @@ def control_plane_zones(base: Plan | None, head: Plan | None, gone: set[str]) ->
         was = _subnets(base, get_path(_inputs(old[key]), "vpcConfig.subnetIds") or [])
         now = _subnets(head, get_path(_inputs(r), "vpcConfig.subnetIds") or [])
         moved = sorted(set(_zones(now)) - set(_zones(was)))
+        created = ", ".join(_zones(was))
         if any(s.get("vpcId") in gone for s in now):
             where = "a new VPC (the change replaces the cluster's VPC)"
+            how = "keep the VPC as it is"
         elif was and moved:
             where = ", ".join(moved)
+            how = (
+                f"keep them: set cluster.zones: [{created}] and move only the pools (a pool's "
+                "new zone gets subnets of its own)"
+            )
         else:
             continue
         out.append(
@@ -264,9 +277,8 @@ def control_plane_zones(base: Plan | None, head: Plan | None, gone: set[str]) ->
                 key[1],
                 "vpcConfig.subnetIds",
                 f"Cluster {key[1]} vpcConfig.subnetIds moves the control plane to {where}: EKS "
-                f"keeps it in the VPC and the zones it was created with ({', '.join(_zones(was))}"
-                "); keep them in the stack and move only the pools, or create a new stack and "
-                "move the work there",
+                f"keeps it in the VPC and the zones it was created with ({created}); {how}, or "
+                "create a new stack and move the work there",
             )
         )
     return out

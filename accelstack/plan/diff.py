@@ -27,6 +27,7 @@ import yaml
 from accelstack.catalog import catalog_file
 from accelstack.catalog.overlay import overlay_dir
 from accelstack.plan import create_before_delete as cbd
+from accelstack.plan import upgrades
 from accelstack.plan.diff_inputs import changed_values, flatten
 from accelstack.plan.diffmodel import (
     COST_KEYS,
@@ -285,7 +286,10 @@ def _checks(
 
     replaced = {(r.type, r.name): tuple(r.replace_keys or ()) for r in res.replaced}
     nf = cbd.NodeFacts(vcpus or (lambda _t: None), hourly)
-    return cbd.check(old_plan, new_plan, replaced, edited, why, nf)
+    found = cbd.check(old_plan, new_plan, replaced, edited, why, nf)
+    # a Kubernetes version jump is refused first; add-on updates roll DaemonSets (upgrades.py)
+    steps = upgrades.version_steps(old_plan, new_plan)
+    return (*steps, *found, *upgrades.daemonset_rolls(old_plan, new_plan))
 
 
 def diff_stack(

@@ -266,6 +266,11 @@ def _check_lines(doc: DiffDocument, kinds: tuple[str, ...]) -> list[str]:
 #: (title, kinds, markdown alert) of the create-before-delete sections, in the order shown:
 #: refusals before everything, the rest after the node rolls.
 _REFUSED = ("REFUSED (AWS or Pulumi stops this change; do it as the line says)", ("refused",))
+#: add-on updates: the DaemonSets they roll, after the node rolls (plan/upgrades.py)
+_DAEMONSETS = (
+    "ADD-ON UPDATES ROLL DAEMONSETS (each node's pod of the DaemonSet is replaced)",
+    ("daemonset",),
+)
 _OVERLAP = (
     "CREATED BEFORE THE OLD ONES ARE DELETED (both run during the update) OR DELETED FIRST",
     ("overlap", "delete-first"),
@@ -387,6 +392,7 @@ def render_text(document: Doc) -> str:
     if doc.rolls:
         lines.append("NODES ROLL OR ARE REMOVED (a running job on them is interrupted):")
         lines += [f"  ! {line}" for line in _roll_lines(doc)]
+    lines += _text_section(_DAEMONSETS[0], _check_lines(doc, _DAEMONSETS[1]))
     lines += _text_section(_OVERLAP[0], _check_lines(doc, _OVERLAP[1]))
     if doc.orphaned:
         lines.append("STACKS REMOVED FROM THE REPOSITORY (not destroyed: they keep billing):")
@@ -512,6 +518,28 @@ def _versions(doc: DiffDocument, top: bool, markdown: bool = False) -> list[str]
     return [_planned_line(doc), ""] if top else ["", _planned_line(doc)]
 
 
+def _md_node_sections(doc: DiffDocument) -> list[str]:
+    """What the change does to nodes: rolls, the DaemonSets add-on updates roll, and nodes that
+    run twice or resources missing for a while."""
+    rolls = _roll_lines(doc) if doc.rolls else []
+    lines = _md_section(
+        "WARNING", "Nodes roll or are removed", "a running job on them is interrupted", rolls
+    )
+    lines += _md_section(
+        "WARNING",
+        "Add-on updates roll DaemonSets",
+        "each node's pod of the DaemonSet is replaced",
+        _check_lines(doc, _DAEMONSETS[1]),
+    )
+    lines += _md_section(
+        "WARNING",
+        "Created before the old ones are deleted, or deleted first",
+        "both run during the update, or one is missing for a while",
+        _check_lines(doc, _OVERLAP[1]),
+    )
+    return lines
+
+
 def render_markdown(document: Doc, comment: bool = False) -> str:
     """Markdown; `comment`: with the hidden marker CI uses to update its own PR comment."""
     doc = as_document(document)
@@ -535,16 +563,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
         "AWS or Pulumi stops this change; do it as the line says",
         _check_lines(doc, _REFUSED[1]),
     )
-    rolls = _roll_lines(doc) if doc.rolls else []
-    lines += _md_section(
-        "WARNING", "Nodes roll or are removed", "a running job on them is interrupted", rolls
-    )
-    lines += _md_section(
-        "WARNING",
-        "Created before the old ones are deleted, or deleted first",
-        "both run during the update, or one is missing for a while",
-        _check_lines(doc, _OVERLAP[1]),
-    )
+    lines += _md_node_sections(doc)
     lines += _md_section(
         "CAUTION",
         "Stacks removed from the repository",

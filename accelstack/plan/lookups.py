@@ -118,7 +118,6 @@ class Answers:
                 "zoneIds": [_zones(self.stack)[z] for z in sorted(_zones(self.stack))],
                 "id": self.region,
             },
-            tokens.ADDON_VERSION_LOOKUP: self._addon_version,
             "aws:ec2/getSubnet:getSubnet": self._subnet,
             "aws:ec2/getVpc:getVpc": lambda a: {
                 "id": a.get("id"),
@@ -150,24 +149,6 @@ class Answers:
             "arn": f"arn:aws:ssm:{self.region}::parameter{name}",
             "id": name,
             "withDecryption": True,
-        }
-
-    def _addon_version(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The newest version of an add-on for a Kubernetes version (aws.eks.get_addon_version):
-        offline, a marker naming both, since EKS's answer is only known at deploy time."""
-        addon, version = str(args.get("addonName")), str(args.get("kubernetesVersion"))
-        if version not in self.stack.catalog.defaults.eks_versions:
-            raise self.refuse(
-                f"no EKS add-on versions for Kubernetes {version} (add-on '{addon}'); "
-                f"known versions: {', '.join(sorted(self.stack.catalog.defaults.eks_versions))}",
-                input_caused=version == self.stack.cluster.kubernetes_version,
-            )
-        return {
-            "addonName": addon,
-            "kubernetesVersion": version,
-            "mostRecent": bool(args.get("mostRecent")),
-            "version": f"{addon}-newest-for-{version}",
-            "id": addon,
         }
 
     def _subnet(self, args: dict[str, Any]) -> dict[str, Any]:

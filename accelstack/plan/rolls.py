@@ -34,6 +34,9 @@ class NodeSource:
     instance_type: str
     keys: tuple[str, ...]
     shrink: str | None = None
+    #: input -> "<type>.<input>" of the resource whose value the provider stores for it when
+    #: the program leaves it out (a node group's `version`: the cluster's)
+    computed: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,13 @@ def _roll_table(path: Path | None, overlay: Path | None) -> RollTable:
     text = path.read_text(encoding="utf-8") if path else None
     data = (yaml.safe_load(text) if text else catalog_file(_FILE, overlay))["node_rolls"]
     sources = {
-        t: NodeSource(str(r["count"]), r["instance_type"], tuple(r["keys"]), r.get("shrink"))
+        t: NodeSource(
+            str(r["count"]),
+            r["instance_type"],
+            tuple(r["keys"]),
+            r.get("shrink"),
+            tuple(sorted((r.get("computed") or {}).items())),
+        )
         for t, r in data["node_sources"].items()
     }
     lt = data["launch_template"]
@@ -81,10 +90,32 @@ def _template_changes(
     return [value_change(k, a.get(k), b.get(k)) for k in keys]
 
 
-def _own_changes(old: dict[str, Any], new: dict[str, Any], src: NodeSource) -> list[dict[str, Any]]:
+def _own_changes(
+    old: dict[str, Any], new: dict[str, Any], src: NodeSource, stored: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The node source's roll keys that change; `stored`: the value the provider stored for
+    each computed key the base left out (the same value newly set changes nothing)."""
     a, b = old.get("inputs") or {}, new.get("inputs") or {}
-    keys = [k for k in src.keys if k not in _ignored(new) and nested(a, k) != nested(b, k)]
+    keys = [
+        k
+        for k in src.keys
+        if k not in _ignored(new)
+        and nested(a, k) != nested(b, k)
+        and not (nested(a, k) is None and k in stored and stored[k] == nested(b, k))
+    ]
     return [value_change(k, nested(a, k), nested(b, k)) for k in keys]
+
+
+def stored_defaults(base: dict[str, Any] | None, src: NodeSource) -> dict[str, Any]:
+    """input -> the value the provider stored for a computed input of `src` (from the base
+    plan: the resource whose value it takes)."""
+    out: dict[str, Any] = {}
+    for key, where in src.computed:
+        rtype, _, field = where.rpartition(".")
+        found = [r for r in (base or {}).get("resources", []) if r["type"] == rtype]
+        if len(found) == 1:
+            out[key] = nested(found[0].get("inputs") or {}, field)
+    return out
 
 
 def _templates(plan: dict[str, Any], t: RollTable) -> dict[str, dict[str, Any]]:
@@ -136,11 +167,18 @@ def _causes(
     key: tuple[str, str],
     old: dict[str, Any],
     new: dict[str, Any],
-    ctx: tuple[dict[str, Any], dict[str, Any], NodeSource, RollTable, dict[tuple[str, str], str]],
+    ctx: tuple[
+        dict[str, Any],
+        dict[str, Any],
+        NodeSource,
+        RollTable,
+        dict[tuple[str, str], str],
+        dict[str, Any],
+    ],
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Why one node source rolls (empty: it does not) and the launch template it boots from."""
-    old_lts, new_lts, src, t, replaced = ctx
-    causes = _own_changes(old, new, src)
+    old_lts, new_lts, src, t, replaced, stored = ctx
+    causes = _own_changes(old, new, src, stored)
     if key in replaced:
         causes.insert(0, {"key": "(replaced)", "before": None, "after": replaced[key] or None})
     lt_new, lt_old = _template_of(new, new_lts), _template_of(old, old_lts)
@@ -194,7 +232,7 @@ def node_rolls(
         src = t.sources.get(key[0])
         if src is None:
             continue
-        ctx = (old_lts, new_lts, src, t, why)
+        ctx = (old_lts, new_lts, src, t, why, stored_defaults(base, src))
         causes, lt = _causes(key, old[key], new[key], ctx)
         itype = _instance_type(new[key], src, lt)
         if causes:

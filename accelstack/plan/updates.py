@@ -15,6 +15,18 @@ Each request is checked against what the API documents: the botocore service mod
 capacity N can't be greater than desired size M" otherwise, as terraform-aws-modules/
 terraform-aws-eks issues #748, #2508 and #3306 report; FSx `PerUnitStorageThroughput`: the
 valid values per deployment type, botocore fsx `UpdateFileSystemLustreConfiguration`).
+
+A Kubernetes upgrade is one `UpdateClusterVersion` (the cluster's `version`), which EKS accepts
+only one minor version up ("Unsupported Kubernetes minor version update from 1.22 to 1.25":
+terraform-aws-modules/terraform-aws-eks#2607) and only while every managed node group runs the
+cluster's current version ("If your cluster has managed node groups attached to it, all of your
+node groups' Kubernetes versions must match the cluster's Kubernetes version in order to update
+the cluster to a new Kubernetes version": botocore eks 2017-11-01 UpdateClusterVersion; EKS
+answers "Nodegroups X must be updated to match cluster version 1.18 before updating cluster
+version", hashicorp/terraform-provider-aws#19478). `node_group_versions` follows each group
+through an update: an EKS-AMI group runs its `version` input (the provider stores the cluster's
+when the input is left out, and nothing moves it afterwards), a custom-AMI group the version of
+the AMI it launched last (the pinned AMI of the cluster's version: docs/amis.md).
 """
 
 from __future__ import annotations
@@ -153,6 +165,8 @@ def nodegroup_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]
             params["scalingConfig"] = _scaling(sent)
         if "labels" in config:
             params["labels"] = _labels_payload(stored.get("labels"), sent.get("labels"))
+        if config.get("nodeRepairConfig") is not None:
+            params["nodeRepairConfig"] = config["nodeRepairConfig"]
         out.append(Request("eks", "UpdateNodegroupConfig", params))
     if any(get_path(stored, k) != get_path(sent, k) for k in NODEGROUP_VERSION):
         version = get_path(sent, "launchTemplate.version")
@@ -228,11 +242,82 @@ def _claim_problems(params: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def cluster_requests(stored: Mapping[str, Any] | None, sent: Mapping[str, Any]) -> list[Request]:
+    """EKS requests for the cluster: UpdateClusterVersion for a new Kubernetes version and
+    UpdateClusterConfig for deletion protection (both in place; a create: none modelled)."""
+    if stored is None:
+        return []
+    out = []
+    if stored.get("version") != sent.get("version") and sent.get("version") is not None:
+        params = {"name": _PLACEHOLDER, "version": str(sent.get("version"))}
+        out.append(Request("eks", "UpdateClusterVersion", params))
+    if stored.get("deletionProtection") != sent.get("deletionProtection"):
+        protect = bool(sent.get("deletionProtection"))
+        out.append(
+            Request(
+                "eks", "UpdateClusterConfig", {"name": _PLACEHOLDER, "deletionProtection": protect}
+            )
+        )
+    return out
+
+
+def minor_version(version: Any) -> tuple[int, int] | None:
+    """(major, minor) of a Kubernetes version such as '1.35'; None for anything else."""
+    parts = str(version or "").split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def version_step_problem(current: Any, wanted: Any) -> str | None:
+    """EKS moves a control plane one minor version up at a time, never down."""
+    a, b = minor_version(current), minor_version(wanted)
+    if a is None or b is None or a == b:
+        return None
+    if b[0] != a[0] or b[1] - a[1] != 1:
+        return f"Unsupported Kubernetes minor version update from {current} to {wanted}"
+    return None
+
+
+def lagging_groups(current: Any, groups: Mapping[str, str]) -> list[str]:
+    """The managed node groups (name -> the Kubernetes version they run) that keep EKS from
+    updating a cluster at `current`: every group must run the cluster's version."""
+    return sorted(name for name, v in groups.items() if v != str(current))
+
+
+def upgrade_problems(current: Any, wanted: Any, groups: Mapping[str, str]) -> list[str]:
+    """Why EKS refuses UpdateClusterVersion from `current` to `wanted` (empty: accepted)."""
+    out = [p for p in [version_step_problem(current, wanted)] if p]
+    lag = lagging_groups(current, groups)
+    if lag:
+        out.append(
+            f"Nodegroups {', '.join(lag)} must be updated to match cluster version {current} "
+            "before updating cluster version"
+        )
+    return out
+
+
+def node_group_version(
+    sent: Mapping[str, Any], before: str | None, cluster_version: str, new_image: bool
+) -> str:
+    """The Kubernetes version a node group runs after an update: an EKS-AMI group its `version`
+    input (left out: the version it had, or the cluster's when it is created now); a custom-AMI
+    group (a launch template with its own image, no amiType) the cluster's when it launched a new
+    AMI in this update (the pin of the cluster's version) or is created now, else its old one."""
+    if sent.get("amiType") or sent.get("version"):
+        return str(sent.get("version") or before or cluster_version)
+    if new_image or before is None:
+        return cluster_version
+    return before
+
+
 def requests_for(
     rtype: str, stored: Mapping[str, Any] | None, sent: Mapping[str, Any]
 ) -> list[Request]:
     """The modelled AWS (and Kubernetes) requests of one resource's create or update (others:
     none modelled)."""
+    if rtype == tokens.CLUSTER:
+        return cluster_requests(stored, sent)
     if rtype == tokens.NODE_GROUP:
         return nodegroup_requests(stored, sent)
     if rtype == tokens.LUSTRE:

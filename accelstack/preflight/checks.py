@@ -445,9 +445,19 @@ def _subnet_free(clients: AwsClients, ids: tuple[str, ...]) -> dict[str, list[tu
     return found
 
 
+def _cni_basis(stack: Stack) -> str:
+    """What the addresses per node were counted at: the compact settings, or the defaults."""
+    env = stack.address_plan.cni_env
+    if env:
+        settings = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+        return f"counted at the compact VPC CNI settings the stack applies ({settings})"
+    return "the VPC CNI keeps a warm ENI of addresses per node"
+
+
 def check_subnets(stack: Stack, clients: AwsClients) -> list[CheckResult]:
     """An existing VPC's private subnets: the free addresses in each pool's zone cover what its
-    nodes take at the VPC CNI defaults (a created VPC is sized by validation instead)."""
+    nodes take at the plan's VPC CNI settings (the defaults, or the compact ones the address
+    plan applies at scale; a created VPC is sized by validation instead)."""
     from accelstack.preflight.scale_checks import zone_address_needs
 
     net = stack.network
@@ -474,7 +484,7 @@ def check_subnets(stack: Stack, clients: AwsClients) -> list[CheckResult]:
                 "subnets",
                 f"zone {zone}",
                 FAIL,
-                f"{msg}; the VPC CNI keeps a warm ENI of addresses per node "
+                f"{msg}; {_cni_basis(stack)} "
                 "(https://docs.aws.amazon.com/eks/latest/best-practices/vpc-cni.html)",
                 "set network.private_subnet_addresses for this zone (the stack then applies "
                 "compact VPC CNI settings when the defaults do not fit), add a larger private "

@@ -152,8 +152,56 @@ def _existing_vpc_nat_pull(stack: Stack) -> Iterator[Finding]:
         )
 
 
+@stack_warning(
+    "pool-one-placement-group",
+    "an EFA pool in one created cluster placement group has more node groups than one launch "
+    "bucket starts at once (scale.yaml placement.max_nodes_per_group_source): the later ones "
+    "launch into a group EC2 may have no room left in",
+)
+def _one_placement_group(stack: Stack) -> Iterator[Finding]:
+    scale = stack.catalog.scale
+    at_once = scale.node_groups_per_placement_group
+    for p in stack.pools:
+        if not p.placement_group or p.placement_per_launch or len(p.node_groups) <= at_once:
+            continue
+        steps = len({part.step for part in p.node_groups})
+        per = at_once * scale.limits.nodes_per_node_group.value
+        yield (
+            f"{p.at}.placement_groups",
+            f"one cluster placement group holds all {p.running_nodes:,} nodes of the pool, "
+            f"launched in {steps} creation steps: EC2 advises launching a cluster placement "
+            "group's instances in one request (later launches are more likely to fail with "
+            "insufficient capacity); set placement_groups: per-launch (a placement group per "
+            f"{per:,} nodes launched at once, docs/scale.md), or run the pool on a capacity "
+            "reservation",
+        )
+
+
+@stack_warning(
+    "network-existing-addresses",
+    "an existing VPC without network.private_subnet_addresses whose nodes would not fit a "
+    "created VPC's zone at the VPC CNI defaults: the compact settings apply, unchecked",
+)
+def _existing_vpc_addresses(stack: Stack) -> Iterator[Finding]:
+    """The stack runs the compact VPC CNI settings on an existing VPC whose free addresses it
+    does not know (resolve's address plan, `plan_unstated`): say so, and how to have them
+    checked."""
+    net = stack.spec.network
+    env = stack.address_plan.cni_env
+    if net.mode != "existing" or net.private_subnet_addresses or not env:
+        return
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+    yield (
+        "network.private_subnet_addresses",
+        f"unset: {stack.profile.nodes:,} nodes need more addresses per zone at the VPC CNI "
+        f"defaults (a warm ENI per node) than a created VPC's zone holds, so the stack sets "
+        f"{settings} (docs/scale.md); state each zone's free private addresses to have them "
+        "checked (and the defaults kept where they fit), or run `accelstack preflight`",
+    )
+
+
 #: The warnings on the resolved stack, in report order (docs/spec.md lists them)
 STACK_WARNINGS: rulebook.RuleSet[rulebook.Rule[Stack]] = rulebook.RuleSet(
     "stack warning",
-    (_root_volume_images, _existing_vpc_nat_pull),
+    (_root_volume_images, _existing_vpc_nat_pull, _existing_vpc_addresses, _one_placement_group),
 )

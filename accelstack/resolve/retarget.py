@@ -305,6 +305,31 @@ def _new_stack_storage(out: dict[str, Any], catalog: Catalog) -> list[str]:
     return notes
 
 
+#: The network setting that numbers a created VPC's subnets by zone id (spec
+#: network.subnet_numbering), what a new stack gets; unset means the order of the zones in use
+#: (what stacks created before it keep, so their subnets never move).
+NUMBERING_KEY, BY_ZONE_ID = "subnet_numbering", "zone-id"
+
+
+def _new_stack_network(out: dict[str, Any]) -> list[str]:
+    """A new EKS stack on a created VPC numbers its subnets by zone id, written into the file
+    (a new stack has no subnets yet to renumber). A value already there is kept."""
+    if out.get("orchestration", "eks") != "eks":
+        return []
+    net = out.get("network")
+    if net is None:
+        net = {}
+        _put_back(out, "network", net, "cluster" if "cluster" in out else None)
+        net = out["network"]
+    if net.get("mode", "create") != "create" or NUMBERING_KEY in net:
+        return []
+    net[NUMBERING_KEY] = BY_ZONE_ID
+    return [
+        f"network.{NUMBERING_KEY}: {BY_ZONE_ID} (each zone's subnets at its zone id's place: "
+        "moving or adding a zone never renumbers another; docs/day2.md)"
+    ]
+
+
 LABELS_KEY = "labels_at_boot"
 
 
@@ -405,6 +430,7 @@ def retarget(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
     notes += _new_stack_storage(out, catalog) + _new_stack_labels(out)
+    notes += _new_stack_network(out)
     spec = _validated(out, source, name)
     return Retargeted(out, spec, notes, carried)
 

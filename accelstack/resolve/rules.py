@@ -548,6 +548,26 @@ def _pod_room(stack: Stack) -> Iterator[Finding]:
             )
 
 
+@stack_rule(
+    "addon-versions-pinned",
+    "every EKS add-on the stack installs has the catalog's pinned version for its Kubernetes "
+    "version (instances.yaml eks_addon_versions): none floats to EKS's newest at deploy time",
+)
+def _addon_versions_pinned(stack: Stack) -> Iterator[Finding]:
+    pins = stack.addon_versions
+    missing = [a for a in stack.addon_names if not pins.get(a)]
+    if missing:
+        k8s = stack.kubernetes_version
+        yield (
+            "cluster.kubernetes_version",
+            f"{shown(k8s)}: the catalog pins no version of the add-on(s) {', '.join(missing)} "
+            f"for Kubernetes {k8s} (instances.yaml defaults.eks_addon_versions); pin them from "
+            f"EKS: `accelstack --catalog DIR addons refresh --kubernetes-version {k8s}` (writes "
+            "the overlay's instances.yaml), or choose a version the catalog pins: "
+            f"{', '.join(sorted(stack.defaults.eks_addon_versions))}",
+        )
+
+
 MODULE_RULES: tuple[StackRule, ...] = (
     _subnet_ip_budget,
     _pool_addresses,
@@ -564,6 +584,7 @@ MODULE_RULES: tuple[StackRule, ...] = (
     _pod_room,
     _ultraserver_spares,
     _kueue_topology_dra,
+    _addon_versions_pinned,
 )
 
 #: The rules on the resolved stack, in report order (docs/spec.md lists them)

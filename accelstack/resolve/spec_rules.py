@@ -31,7 +31,7 @@ from accelstack.catalog.sections import (
 from accelstack.clock import today
 from accelstack.errors import CatalogError, allowed, did_you_mean, shown
 from accelstack.naming import IDENTITY_TAG_KEYS, IDENTITY_TAG_PREFIXES
-from accelstack.resolve.stack import ResolvedPool, Stack, vpc_cidr_problem
+from accelstack.resolve.stack import MIN_CLUSTER_ZONES, ResolvedPool, Stack, vpc_cidr_problem
 from accelstack.spec.models import (
     FSX_MOUNT_PATH,
     OPEN_CIDRS,
@@ -117,6 +117,45 @@ def _subnet_addresses(stack: Stack) -> Iterator[Finding]:
                 f"{shown(zone)} is not a zone of {stack.spec.region}"
                 f"{did_you_mean(zone, names)} (known: {allowed(names)})",
             )
+
+
+@spec_rule(
+    "cluster-zones",
+    "cluster.zones: zones of the region, at least two different ones (EKS control plane), EKS only",
+)
+def _cluster_zones(stack: Stack) -> Iterator[Finding]:
+    """EKS wants the control plane's subnets in at least two Availability Zones ("You must
+    specify at least two subnets in different Availability Zones": EKS user guide,
+    network-reqs.html)."""
+    zones_given, cat = stack.spec.cluster.zones, stack.catalog
+    if not zones_given:
+        return
+    if stack.spec.orchestration != "eks":
+        yield ("cluster.zones", "applies to orchestration 'eks' only (no control plane)")
+        return
+    if not stack.region_known:
+        return
+    known = cat.regions[stack.spec.region].zones
+    names = [*known, *known.values()]
+    ids = []
+    for i, zone in enumerate(zones_given):
+        zid = cat.zone_id(stack.spec.region, zone)
+        if zid is None:
+            yield (
+                f"cluster.zones[{i}]",
+                f"{shown(zone)} is not a zone of {stack.spec.region}"
+                f"{did_you_mean(zone, names)} (known: {allowed(names)})",
+            )
+        ids.append(zid)
+    found = {z for z in ids if z}
+    if len(found) == len([z for z in ids if z]) and len(found) >= MIN_CLUSTER_ZONES:
+        return
+    if None not in ids:
+        yield (
+            "cluster.zones",
+            f"{', '.join(zones_given)}: the EKS control plane needs subnets in at least "
+            f"{MIN_CLUSTER_ZONES} different zones, each named once",
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -1071,6 +1110,7 @@ MODULE_RULES: tuple[SpecRule, ...] = (
     _region,
     _zone,
     _subnet_addresses,
+    _cluster_zones,
     _pool_unique,
     _pool_reserved,
     _pool_type,

@@ -32,11 +32,12 @@ from accelstack.catalog.ipbudget import (
     AddressPlan,
     plan_addresses,
     plan_existing,
+    plan_unstated,
     pool_group_demands,
     system_demand,
 )
 from accelstack.catalog.purchase import OptionLists
-from accelstack.catalog.resilience import NodeGroupUpdateFacts
+from accelstack.catalog.resilience import NodeGroupUpdateFacts, NodeRepairFacts
 from accelstack.catalog.scale import (
     ClusterProfile,
     NodeGroupPart,
@@ -58,6 +59,11 @@ from accelstack.spec.models import NAME_RE, Budget, Cluster, Network, Standalone
 
 #: EKS needs subnets in at least two zones for its control-plane network interfaces.
 MIN_CLUSTER_ZONES = 2
+#: The EKS add-ons every EKS stack installs (components/cluster.py: the Pod Identity agent,
+#: vpc-cni and kube-proxy before the nodes; components/nodegroup.py: coredns on the system nodes)
+CORE_ADDONS = ("eks-pod-identity-agent", "vpc-cni", "kube-proxy", "coredns")
+#: The FSx for Lustre CSI driver's add-on (components/filesystem.py), with a file system only
+FSX_CSI_ADDON = "aws-fsx-csi-driver"
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,7 @@ class ClusterAccess:
     admin_principal_arns: tuple[str, ...]  # IAM principals given cluster-admin access entries
     creator_admin: bool  # EKS grants the creator cluster-admin
     support_type: str  # the EKS upgrade policy (STANDARD | EXTENDED)
+    deletion_protection: bool = True  # EKS refuses to delete the cluster while it is on
 
 
 @dataclass(frozen=True)
@@ -302,9 +309,23 @@ class Stack:
 
     @property
     def addon_versions(self) -> dict[str, str]:
-        """EKS add-on -> the version the catalog pins for this Kubernetes version (may be
-        empty: those add-ons start at EKS's default for the version, see instances.yaml)."""
+        """EKS add-on -> the version the catalog pins for this Kubernetes version
+        (instances.yaml `eks_addon_versions`; every add-on of `addon_names` has one, or the
+        stack rule addon-versions-pinned refuses the stack)."""
         return dict(self.catalog.defaults.eks_addon_versions.get(self.kubernetes_version, {}))
+
+    @property
+    def addon_names(self) -> tuple[str, ...]:
+        """The EKS add-ons the stack installs (each needs the catalog's pin for its Kubernetes
+        version: stack rule addon-versions-pinned); none on a standalone stack."""
+        if self.spec.orchestration != "eks":
+            return ()
+        extra = [
+            self.monitoring_addon,
+            FSX_CSI_ADDON if self.fsx_lustre_gib else None,
+            self.metrics_addon.addon_name if self.metrics_addon else None,
+        ]
+        return (*CORE_ADDONS, *(a for a in extra if a))
 
     @property
     def ami_parameters(self) -> dict[str, list[str]]:
@@ -493,6 +514,7 @@ class Stack:
             admin_principal_arns=c.admin_principal_arns,
             creator_admin=c.creator_admin,
             support_type=c.support_type,
+            deletion_protection=c.deletion_protection,
         )
 
     @property
@@ -525,6 +547,20 @@ class Stack:
     def node_repair(self) -> bool:
         """Accelerator node groups repair their nodes (`nodeRepairConfig`, resilience.yaml)."""
         return self.catalog.resilience.node_repair.enabled
+
+    @property
+    def fsx_timeouts(self) -> tuple[int, int]:
+        """(create, update) minutes `pulumi up` waits for the FSx for Lustre file system
+        (resilience.yaml `fsx_timeouts`)."""
+        t = self.catalog.resilience.fsx_timeouts
+        return t.create_minutes, t.update_minutes
+
+    @property
+    def node_repair_facts(self) -> NodeRepairFacts | None:
+        """How accelerator node groups repair their nodes (thresholds, resilience.yaml); None:
+        auto repair off."""
+        repair = self.catalog.resilience.node_repair
+        return repair if repair.enabled else None
 
     @property
     def node_group_update(self) -> NodeGroupUpdateFacts:
@@ -623,20 +659,53 @@ class Stack:
         return tuple(sorted({p.zone_id for p in self.pools}))
 
     @property
-    def network_zone_ids(self) -> tuple[str, ...]:
-        """Zones the stack's network spans: a standalone (ec2) stack's pools' zones only (EFA
-        traffic does not cross zones, no control plane needs a second); an EKS stack's pool
-        zones topped up with the region's other zones (sorted by zone id) until the control
-        plane has MIN_CLUSTER_ZONES."""
+    def control_plane_zone_ids(self) -> tuple[str, ...]:
+        """Zones of the EKS control plane's subnets (and the system nodes'): `cluster.zones`
+        as written (zone names resolved to ids; unknown ones dropped: the spec rule
+        cluster-zones refuses them), else the pools' zones (sorted) topped up with the
+        region's other zones (sorted by zone id) until there are MIN_CLUSTER_ZONES; none on a
+        standalone (ec2) stack."""
         if self.spec.orchestration == "ec2":
-            return self.zone_ids
+            return ()
+        if self.spec.cluster.zones and self.region_known:
+            found = (self.catalog.zone_id(self.region, z) for z in self.spec.cluster.zones)
+            return tuple(dict.fromkeys(z for z in found if z))
         zones = list(self.zone_ids)
-        for zid in sorted(self.catalog.region(self.region).zones.values()):
+        for zid in self._region_zone_ids:
             if len(zones) >= MIN_CLUSTER_ZONES:
                 break
             if zid not in zones:
                 zones.append(zid)
         return tuple(zones)
+
+    @property
+    def _region_zone_ids(self) -> tuple[str, ...]:
+        if not self.region_known:
+            return ()
+        return tuple(sorted(self.catalog.region(self.region).zones.values()))
+
+    @property
+    def network_zone_ids(self) -> tuple[str, ...]:
+        """Zones the stack's network spans: a standalone (ec2) stack's pools' zones only (EFA
+        traffic does not cross zones, no control plane needs a second); an EKS stack's
+        control-plane zones, in their order, then the pools' other zones (sorted)."""
+        if self.spec.orchestration == "ec2":
+            return self.zone_ids
+        plane = self.control_plane_zone_ids
+        return (*plane, *(z for z in self.zone_ids if z not in plane))
+
+    @property
+    def subnet_slots(self) -> dict[str, int]:
+        """zone id -> which of the created VPC's seven private (and public) subnet ranges the
+        zone takes (components/network.py `subnet_cidrs`). `network.subnet_numbering:
+        zone-id`: the zone's place among the region's zone ids, so no zone's subnets move when
+        another is added or removed; unset or `in-use` (stacks created before it): the order of
+        `network_zone_ids`, which keeps every such stack's subnets where they are."""
+        zones = self.network_zone_ids
+        if self.spec.network.subnet_numbering == "zone-id":
+            region = self._region_zone_ids
+            return {z: region.index(z) if z in region else len(region) for z in zones}
+        return {z: i for i, z in enumerate(zones)}
 
 
 def ami_parameter(spec: Spec, catalog: Catalog, device: DeviceKind, k8s: str) -> str | None:
@@ -962,8 +1031,6 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
     net = stack.spec.network
     if stack.spec.orchestration != "eks" or not stack.placed:
         return AddressPlan()
-    if net.mode != "create" and not net.private_subnet_addresses:
-        return AddressPlan()
     if net.mode == "create" and vpc_cidr_problem(stack.vpc_cidr) is not None:
         return AddressPlan()  # `vpc-cidr` refuses it
     cat = stack.catalog
@@ -982,9 +1049,15 @@ def _address_plan(stack: Stack, sizes: Mapping[str, tuple[int, ...]]) -> Address
         )
     ]
     zones = stack.network_zone_ids
-    system = system_demand(
-        cat, cat.instances.get(stack.system_instance_type), stack.system_nodes, zones
+    system = system_demand(  # the system nodes spread over the control-plane zones
+        cat,
+        cat.instances.get(stack.system_instance_type),
+        stack.system_nodes,
+        stack.control_plane_zone_ids,
     )
+    if net.mode != "create" and not net.private_subnet_addresses:
+        # an existing VPC at scale: the compact settings (network-existing-addresses warns)
+        return plan_unstated(cat, stack.vpc_cidr, groups, system)
     if net.mode != "create":
         free = {
             cat.zone_id(stack.region, z) or z: n for z, n in net.private_subnet_addresses.items()

@@ -325,8 +325,21 @@ class Cluster(Strict):
         description="EKS upgrade policy: STANDARD upgrades the cluster when standard support "
         "ends; EXTENDED keeps the version in paid extended support",
     )
+    deletion_protection: bool = Field(
+        True,
+        description="EKS refuses to delete the cluster while this is on (the cluster holds "
+        "every Kubernetes object of the stack); set false and `pulumi up` before `pulumi "
+        "destroy`. Turning it on or off is an in-place update of the cluster",
+    )
     system_nodes: SystemNodes = Field(
         default_factory=SystemNodes, description="CPU node group for add-ons"
+    )
+    zones: tuple[Text, ...] = Field(
+        (),
+        description="the zones (ids or names) of the control plane's subnets, which the system "
+        "nodes use too; EKS keeps a cluster in the zones it was created with, so a stack that "
+        "moves or adds a pool elsewhere keeps these (the pool's zone gets subnets of its own); "
+        "default: the pools' zones topped up to two with the region's lowest zone ids",
     )
 
 
@@ -361,6 +374,13 @@ class Network(Strict):
         False,
         description="one NAT gateway for every zone (cheaper hourly, but cross-zone traffic "
         "pays inter-AZ data charges); default: one per zone in use",
+    )
+    subnet_numbering: Literal["zone-id", "in-use"] | None = Field(
+        None,
+        description="created VPC: which eighth of the VPC each zone's subnets take. zone-id: "
+        "the zone's place among the region's zone ids, so adding or moving a zone never "
+        "renumbers another (`accelstack new` writes it); in-use (the default, what stacks "
+        "created before it have): the order of the zones in use, cluster.zones first",
     )
     ecr_endpoints: bool = Field(
         False,

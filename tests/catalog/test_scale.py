@@ -71,10 +71,15 @@ def test_growing_400_to_500_adds_a_group_and_keeps_the_first() -> None:
     assert list(before) == ["llama3-70b-p5-h100-ng"]
     assert sorted(after) == ["llama3-70b-p5-h100-ng", "llama3-70b-p5-h100-ng-2"]
     first_before, first_after = before["llama3-70b-p5-h100-ng"], after["llama3-70b-p5-h100-ng"]
-    assert {k: v for k, v in first_before.items() if k != "scalingConfig"} == {
-        k: v for k, v in first_after.items() if k != "scalingConfig"
+    # the repair threshold follows the group's size (a fifth of 400, of 450: resilience.yaml
+    # node_repair), in place with the size (UpdateNodegroupConfig), no roll
+    sized_keys = ("scalingConfig", "nodeRepairConfig")
+    assert {k: v for k, v in first_before.items() if k not in sized_keys} == {
+        k: v for k, v in first_after.items() if k not in sized_keys
     }
     assert first_after["scalingConfig"] == {"desiredSize": 450, "maxSize": 450, "minSize": 450}
+    assert first_before["nodeRepairConfig"]["maxUnhealthyNodeThresholdCount"] == 80
+    assert first_after["nodeRepairConfig"]["maxUnhealthyNodeThresholdCount"] == 90
     second = after["llama3-70b-p5-h100-ng-2"]
     assert second["scalingConfig"]["maxSize"] == 50
     assert second["subnetIds"] != first_after["subnetIds"]
@@ -237,8 +242,10 @@ def test_preflight_counts_an_existing_subnets_free_addresses(
         (bad,) = check_subnets(stack_with(512), clients)
     assert ok.status == "PASS" and f"{sid} (4091 free)" in ok.message
     assert bad.status == "FAIL"
-    # 512 nodes: the large-cluster profile's 3 system nodes (scale.yaml large_cluster)
-    assert "4091 free addresses, 51260 needed (pool h100: 51200, system nodes: 60)" in bad.message
+    # 512 nodes: the large-cluster profile's 3 system nodes (scale.yaml large_cluster), at the
+    # compact VPC CNI settings an existing VPC at scale gets (11 addresses a p5 node)
+    assert "4091 free addresses, 5654 needed (pool h100: 5632, system nodes: 22)" in bad.message
+    assert "compact VPC CNI settings the stack applies" in bad.message
     assert bad.fix is not None and "network.mode 'create'" in bad.fix
 
 
@@ -769,7 +776,17 @@ def test_an_existing_vpc_with_known_subnet_sizes_gets_the_compact_cni_settings()
 
 def test_an_existing_vpc_that_holds_the_defaults_keeps_them() -> None:
     assert existing_with(16, 16000).address_plan.cni_env == {}
-    assert existing_with(512, None).address_plan.cni_env == {}  # unknown: preflight judges
+    assert existing_with(64, None).address_plan.cni_env == {}  # unknown, small: the defaults
+
+
+def test_an_existing_vpc_at_scale_without_free_addresses_gets_the_compact_settings() -> None:
+    """Unknown free addresses and more nodes than a created VPC's zone holds at the defaults
+    (a /19: 8,187 addresses, 100 a p5 node): the compact settings, not the defaults (which an
+    existing VPC's subnets rarely hold at 512 p5 nodes); preflight still checks the subnets."""
+    assert existing_with(512, None).address_plan.cni_env == {
+        "MINIMUM_IP_TARGET": "8",
+        "WARM_IP_TARGET": "2",
+    }
 
 
 def test_an_existing_vpc_too_small_even_for_the_compact_settings_is_refused() -> None:
@@ -794,7 +811,9 @@ def test_preflight_counts_the_addresses_at_the_plans_cni_settings() -> None:
     from accelstack.preflight.scale_checks import zone_address_needs
 
     compact = zone_address_needs(existing_with(512, 16000))
-    default = zone_address_needs(existing_with(512, None))
+    default = zone_address_needs(existing_with(64, None))
     (zone,) = [z for z, needs in compact.items() if any(w == "pool h100" for w, _ in needs)]
     assert dict(compact[zone])["pool h100"] == 512 * 11
-    assert dict(default[zone])["pool h100"] == 512 * 100
+    assert dict(default[zone])["pool h100"] == 64 * 100
+    unstated = zone_address_needs(existing_with(512, None))  # at scale: compact, unstated
+    assert dict(unstated[zone])["pool h100"] == 512 * 11

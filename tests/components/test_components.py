@@ -221,14 +221,18 @@ def test_bucket_policy_denies_plain_http() -> None:
 
 
 def test_subnet_layout_is_disjoint_and_inside_the_vpc() -> None:
-    zones = ("use2-az1", "use2-az2", "use2-az3")
-    cidrs = subnet_cidrs("10.42.0.0/16", zones)
+    slots = {"use2-az1": 0, "use2-az2": 1, "use2-az3": 2}
+    cidrs = subnet_cidrs("10.42.0.0/16", slots)
     nets = [ipaddress.ip_network(c) for pair in cidrs.values() for c in pair]
     vpc = ipaddress.ip_network("10.42.0.0/16")
     assert all(n.subnet_of(vpc) for n in nets)
     assert not any(a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
-    # adding a zone does not move the existing ones (no subnet replacement)
-    assert subnet_cidrs("10.42.0.0/16", (*zones, "use2-az4"))["use2-az2"] == cidrs["use2-az2"]
+    # a zone's subnets depend on its slot alone: removing another zone moves nothing
+    assert subnet_cidrs("10.42.0.0/16", {"use2-az3": 2})["use2-az3"] == cidrs["use2-az3"]
+    with pytest.raises(ValueError, match="do not fit"):
+        subnet_cidrs("10.42.0.0/16", {"use2-az1": 7})
+    with pytest.raises(ValueError, match="do not fit"):
+        subnet_cidrs("10.42.0.0/16", {"use2-az1": 1, "use2-az2": 1})
 
 
 def test_network_spans_pool_zones_plus_a_second_for_the_control_plane(catalog: Catalog) -> None:

@@ -27,7 +27,7 @@ from accelstack.plan.updates import operation
 from accelstack.resolve import resolve
 from accelstack.resolve.retarget import retarget
 from accelstack.spec import parse_spec, read_yaml
-from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
+from accelstack.tokens import CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP
 
 from ..conftest import STACKS, TESTS_DIR
 from ..helpers_plan import plan_stack
@@ -97,13 +97,40 @@ def test_upgrading_accelstack_rolls_no_node_of_a_released_spec(stem: str) -> Non
     head = planned(yaml.safe_load(fixture["spec"]))
     new = {(r["type"], r["name"]): r for r in head["resources"]}
     keys = replace_table().keys
+    k8s = _cluster(head)["inputs"]["version"]
     for r in fixture["resources"]:
         now = new[(r["type"], r["name"])]
         ignore = (now.get("options") or {}).get("ignoreChanges") or []
-        op = operation(r["inputs"], now["inputs"], ignore, keys.get(r["type"], ()))
+        inputs = _this_release_undone(r["inputs"], now["inputs"], k8s)
+        op = operation(r["inputs"], inputs, ignore, keys.get(r["type"], ()))
         assert op == "same", (r["name"], op)
     assert {r["type"] for r in fixture["resources"]} == {LAUNCH_TEMPLATE, NODE_GROUP}
-    assert node_rolls({"resources": fixture["resources"]}, head, accelerated=accelerated) == []
+    assert node_rolls(_released_base(fixture, head), head, accelerated=accelerated) == []
+
+
+def _this_release_undone(released: dict[str, Any], now: dict[str, Any], k8s: str) -> dict[str, Any]:
+    """`now` without this release's deliberate node-group changes, none of which rolls a node
+    (CHANGELOG): the system node group's version set to the cluster's (the value the provider
+    stored for it already: Pulumi sends nothing), and auto repair's thresholds (an
+    UpdateNodegroupConfig in place)."""
+    inputs = dict(now)
+    if "version" not in released and inputs.get("version") == k8s:
+        del inputs["version"]
+    repair = inputs.get("nodeRepairConfig")
+    if isinstance(repair, dict) and released.get("nodeRepairConfig") == {"enabled": True}:
+        inputs["nodeRepairConfig"] = {"enabled": repair.get("enabled")}
+    return inputs
+
+
+def _cluster(plan: dict[str, Any]) -> dict[str, Any]:
+    (found,) = [r for r in plan["resources"] if r["type"] == CLUSTER]
+    return dict(found)
+
+
+def _released_base(fixture: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
+    """The released plan's node groups and launch templates, with the cluster they were planned
+    against (the spec's Kubernetes version, unchanged: the fixture keeps node sources only)."""
+    return {"resources": [*fixture["resources"], _cluster(head)]}
 
 
 # ---- new stacks: instance store written explicitly ---------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -174,8 +175,14 @@ def test_every_accelerator_node_group_repairs_and_updates_in_time(stem: str) -> 
     assert facts.node_repair.monitoring_addon in addons
     for ng in pool_node_groups(plan):
         pool = stack.pool(ng.name.removeprefix(f"{stack.name}-").removesuffix("-ng"))
-        assert ng.inputs["nodeRepairConfig"] == {"enabled": True}
         sc = ng.inputs["scalingConfig"]
+        # repair stops above a fifth of the group unhealthy (at least 1 node), one update
+        # batch repaired at once (resilience.yaml node_repair)
+        assert ng.inputs["nodeRepairConfig"] == {
+            "enabled": True,
+            "maxUnhealthyNodeThresholdCount": max(1, math.ceil(0.2 * sc["desiredSize"])),
+            "maxParallelNodesRepairedCount": ng.inputs["updateConfig"]["maxUnavailable"],
+        }
         assert sc["desiredSize"] == sc["maxSize"] == pool.nodes + pool.spare_nodes
         assert sc["minSize"] == (0 if pool.reserved_capacity else pool.nodes + pool.spare_nodes)
         upd = ng.inputs["updateConfig"]

@@ -403,8 +403,25 @@ def test_clusters_default_to_standard_support_and_extended_is_a_choice() -> None
     assert not fired(ext_plan, ext, "eks-upgrade-policy")
 
 
+def test_clusters_have_deletion_protection_unless_the_spec_turns_it_off() -> None:
+    """Fails on the old program: the cluster carried no deletionProtection (EKS's default off:
+    a `pulumi destroy` deleted it with every Kubernetes object of the stack)."""
+    stack = preset("trn1-finetune")
+    plan = plan_stack(stack, guard=False)
+    (cluster,) = plan.of_type(CLUSTER)
+    assert cluster.inputs["deletionProtection"] is True
+    unset = edit(plan, CLUSTER, lambda i: {k: v for k, v in i.items() if k != "deletionProtection"})
+    (v,) = fired(unset, stack, "eks-deletion-protection")
+    assert_one_line(v, f"{CLUSTER} 'trn1-finetune-cluster-eks'", "API_CreateCluster")
+    off = variant("trn1-finetune", lambda d: d["cluster"].update(deletion_protection=False))
+    off_plan = plan_stack(off, guard=False)
+    assert off_plan.of_type(CLUSTER)[0].inputs["deletionProtection"] is False
+    assert not fired(off_plan, off, "eks-deletion-protection")
+
+
 def test_addons_carry_the_catalog_version_where_one_is_pinned() -> None:
-    """Kubernetes 1.33 has sourced rows for vpc-cni and coredns; 1.35 has none (EKS default)."""
+    """Every version pins every add-on (instances.yaml eks_addon_versions); an add-on that lost
+    its version (or carries another one) is reported."""
     stack = variant("trn1-finetune", lambda d: d["cluster"].update(kubernetes_version="1.33"))
     plan = plan_stack(stack, guard=False)
     versions = {a.inputs["addonName"]: a.inputs.get("addonVersion") for a in plan.of_type(ADDON)}
@@ -419,5 +436,5 @@ def test_addons_carry_the_catalog_version_where_one_is_pinned() -> None:
     lines = fired(edit(plan, ADDON, unpin), stack, "eks-addon-pinned")
     assert {v.resource for v in lines} >= {f"{ADDON} 'trn1-finetune-cluster-addon-vpc-cni'"}
     assert "managing-add-ons" in lines[0].line()
-    latest = preset("trn1-finetune")  # 1.35: nothing pinned, nothing to report
-    assert latest.addon_versions == {}
+    latest = preset("trn1-finetune")  # 1.35: every add-on pinned too
+    assert set(latest.addon_names) <= set(latest.addon_versions)

@@ -5,8 +5,13 @@ replacement carried to its dependents: accelstack/plan/updates.py, replacements.
 propagate.py), every modelled AWS (and Kubernetes) request checked against the botocore shape and
 the documented EKS/FSx/Kubernetes rules, and what `diff` reports, or the one line that refuses
 the edit (create-before-delete collisions, control-plane zones, protected replacements:
-plan/create_before_delete.py). The three must agree; the table in docs/day2.md is what this test
-computes (ACCELSTACK_UPDATE_GOLDEN=1 rewrites it)."""
+plan/create_before_delete.py, plan/upgrades.py). The three must agree; the table in docs/day2.md
+is what this test computes (ACCELSTACK_UPDATE_GOLDEN=1 rewrites it).
+
+Kubernetes upgrades carry the version every managed node group runs through the updates
+(updates.node_group_version): each stack is created at its base's version, and "two Kubernetes
+upgrades" first applies 1.33 -> 1.34 (every request of it accepted), then shows 1.34 -> 1.35,
+whose UpdateClusterVersion EKS accepts only when every node group followed the first."""
 
 from __future__ import annotations
 
@@ -27,10 +32,17 @@ from accelstack.plan.diff import diff_stack, replace_table
 from accelstack.plan.diff_inputs import flatten
 from accelstack.plan.diffside import SideRow
 from accelstack.plan.propagate import carried
-from accelstack.plan.updates import operation, problems, requests_for, sent_inputs
+from accelstack.plan.updates import (
+    node_group_version,
+    operation,
+    problems,
+    requests_for,
+    sent_inputs,
+    upgrade_problems,
+)
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import parse_spec, read_yaml
-from accelstack.tokens import LAUNCH_TEMPLATE, NODE_GROUP
+from accelstack.tokens import CLUSTER, LAUNCH_TEMPLATE, NODE_GROUP
 from tests.conftest import ROOT, STACKS
 from tests.helpers_plan import plan_stack
 
@@ -141,6 +153,34 @@ def _zone_move(data: Data) -> None:
     _pool(data).pop("availability_zone", None)
 
 
+def _keep_zones(data: Data) -> None:
+    """Write the control-plane zones the stack resolves to today into cluster.zones (in their
+    order, so a stack numbered by the zones in use keeps every subnet)."""
+    data.setdefault("cluster", {})["zones"] = list(
+        _stack(copy.deepcopy(data)).control_plane_zone_ids
+    )
+
+
+def _other_zone(data: Data, itype: str) -> str:
+    here = _stack(copy.deepcopy(data)).pools[0].zone_id
+    others = [z for z in load_catalog().zones_offering(data["region"], itype) if z != here]
+    if not others:
+        raise NotApplicable("one zone offers the type")
+    return others[-1]
+
+
+def _pool_zone_move(data: Data) -> None:
+    """The first pool to another zone, the control plane kept where it is (cluster.zones)."""
+    _pool(data)["availability_zone"] = _other_zone(data, _pool(data)["instance_type"])
+
+
+def _add_pool_elsewhere(data: Data) -> None:
+    """A one-node pool of the same type in another zone the type is offered in."""
+    zone = _other_zone(data, _pool(data)["instance_type"])
+    _add_pool(data)
+    data["pools"][-1]["availability_zone"] = zone
+
+
 def _fsx(delta: int) -> Callable[[Data], None]:
     def edit(data: Data) -> None:
         storage = data.get("storage") or {}
@@ -173,12 +213,26 @@ SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None
         lambda d: d["cluster"].update(kubernetes_version="1.34"),
         lambda d: d["cluster"].update(kubernetes_version="1.35"),
     ),
+    # the second of two upgrades in a row: 1.33 -> 1.34 (applied first, see FIRST_STEP), then
+    # 1.34 -> 1.35, which EKS refuses while a node group still runs 1.33
+    "two Kubernetes upgrades": (
+        lambda d: d["cluster"].update(kubernetes_version="1.34"),
+        lambda d: d["cluster"].update(kubernetes_version="1.35"),
+    ),
+    "Kubernetes jump of two": (
+        lambda d: d["cluster"].update(kubernetes_version="1.33"),
+        lambda d: d["cluster"].update(kubernetes_version="1.35"),
+    ),
     "FSx tier change": (None, _fsx_tier),
     "reservation id change": (None, _reservation),
     "purchase option change": (None, _purchase),
     "container storage switch": (None, _container_storage),
     "VPC CIDR change": (None, _vpc_cidr),
     "zone move": (None, _zone_move),
+    # with the control-plane zones kept (cluster.zones), a pool's zone moves alone: no subnet of
+    # another zone is renumbered, the control plane stays
+    "pool zone move, control plane kept": (_keep_zones, _pool_zone_move),
+    "add a pool in another zone": (_keep_zones, _add_pool_elsewhere),
     "FSx grow": (None, _fsx(2400)),
     # a slower checkpoint target on both sides, so the smaller file system still meets it
     "FSx shrink": (
@@ -189,6 +243,10 @@ SPEC_EDITS: dict[str, tuple[Callable[[Data], None] | None, Callable[[Data], None
     "checkpoint bucket change": (None, _checkpoint(bucket="team-checkpoints-123456789012")),
 }
 EDITS = [*SPEC_EDITS, "label edit", "AMI bump", "stack file removed"]
+#: edit -> the spec change of an update applied before the base (the stack was created at it)
+FIRST_STEP: dict[str, Callable[[Data], None]] = {
+    "two Kubernetes upgrades": lambda d: d["cluster"].update(kubernetes_version="1.33"),
+}
 
 
 def _data(stem: str) -> Data:
@@ -233,6 +291,21 @@ def _plans(stem: str, edit: str) -> tuple[Plan, Plan | None]:
     return base, plan_stack(_stack(head_data), guard=False)
 
 
+def _versions(stem: str, edit: str, base: Plan) -> Versions:
+    """What each node group of the base runs: the version it was created at, or, after an
+    earlier upgrade (FIRST_STEP), what that upgrade left, every request of it accepted."""
+    first = FIRST_STEP.get(edit)
+    if first is None:
+        return _created(base)
+    data = _data(stem)
+    first(data)
+    created = plan_stack(_stack(data), guard=False)
+    reqs, after = _requests(created, base, _created(created))
+    refused = [f"{op}: {'; '.join(p)}" for op, p in reqs if p]
+    assert refused == [], (stem, edit, "first step", refused)
+    return after
+
+
 def _ops(base: Plan, head: Plan | None) -> dict[tuple[str, str], str]:
     table = replace_table()
     old = {(r.type, r.name): r for r in base.resources}
@@ -256,15 +329,41 @@ def _ops(base: Plan, head: Plan | None) -> dict[tuple[str, str], str]:
     return out
 
 
-def _requests(base: Plan, head: Plan) -> list[tuple[str, list[str]]]:
-    """Every modelled AWS request of the edit with why AWS would refuse it (empty: accepted)."""
+Versions = dict[str, str]  # node group -> the Kubernetes version it runs
+
+
+def _cluster_version(plan: Plan) -> str:
+    return str(next(iter(plan.of_type(CLUSTER))).inputs.get("version") or "")
+
+
+def _created(plan: Plan) -> Versions:
+    """Every node group of a stack just created: the cluster's version."""
+    return {r.name: _cluster_version(plan) for r in plan.of_type(NODE_GROUP)}
+
+
+def _new_images(base: Plan, head: Plan) -> set[str]:
+    """The launch templates whose image changes (a new AMI pin)."""
+    old = {r.name: r.inputs for r in base.of_type(LAUNCH_TEMPLATE)}
+    return {
+        r.name
+        for r in head.of_type(LAUNCH_TEMPLATE)
+        if r.name in old and old[r.name].get("imageId") != r.inputs.get("imageId")
+    }
+
+
+def _requests(
+    base: Plan, head: Plan, versions: Versions
+) -> tuple[list[tuple[str, list[str]]], Versions]:
+    """Every modelled AWS request of the edit with why AWS would refuse it (empty: accepted),
+    and the Kubernetes version each node group runs after it (`versions`: before it)."""
     old = {(r.type, r.name): r.inputs for r in base.resources}
     lts = {
         r.name
         for r in head.of_type(LAUNCH_TEMPLATE)
         if old.get((r.type, r.name)) not in (None, r.inputs)
     }
-    out = []
+    images, k8s = _new_images(base, head), _cluster_version(head)
+    out, after = [], {}
     for r in head.resources:
         stored = old.get((r.type, r.name))
         sent = sent_inputs(stored, r.inputs, head.option(r.type, r.name, "ignoreChanges") or [])
@@ -275,9 +374,15 @@ def _requests(base: Plan, head: Plan) -> list[tuple[str, list[str]]]:
             # a changed launch template is a new version, which the group is then sent (the
             # plan's mocks give every template version "1")
             sent["launchTemplate"] = {**(sent.get("launchTemplate") or {}), "version": "2"}
+        if r.type == NODE_GROUP:
+            new_image = bool(images & set(r.depends_on))
+            after[r.name] = node_group_version(sent, versions.get(r.name), k8s, new_image)
         for req in requests_for(r.type, stored, sent):
-            out.append((req.operation, problems(req, 450, stored)))
-    return out
+            found = problems(req, 450, stored)
+            if req.operation == "UpdateClusterVersion":
+                found += upgrade_problems((stored or {}).get("version"), k8s, versions)
+            out.append((req.operation, found))
+    return out, after
 
 
 def _kept(sent: Data, new: Data) -> str:
@@ -303,7 +408,7 @@ def _row(stem: str, edit: str) -> dict[str, str]:
     said = [c for c in doc.get("create_before_delete", []) if c["kind"] == "refused"]
     if said:  # refused before anything is sent: the one line that says why and what to do
         return {"ops": _ops_text(ops), "aws": "-", "diff": f"refused: {said[0]['line']}"}
-    reqs = _requests(base, head) if head is not None else []
+    reqs = _requests(base, head, _versions(stem, edit, base))[0] if head is not None else []
     refused = [f"{op}: {'; '.join(p)}" for op, p in reqs if p]
     assert refused == [], (stem, edit, refused)
     return {"ops": _ops_text(ops), "aws": _aws_text(reqs), "diff": _diff_text(doc, head)}
@@ -358,6 +463,11 @@ def _diff_text(doc: Data, head: Plan | None) -> str:
             )
         elif c["kind"] == "delete-first":
             parts.append(f"{c['type'].split(':')[-1]} deleted before its replacement")
+    daemonsets = [c for c in doc.get("create_before_delete", []) if c["kind"] == "daemonset"]
+    if daemonsets:  # one part for every DaemonSet the add-on updates roll
+        names = sorted({c["line"].split("rolls DaemonSet ")[1].split(" ")[0] for c in daemonsets})
+        most = max(c["instances"] for c in daemonsets)
+        parts.append(f"DaemonSets {', '.join(names)} roll (up to {most} nodes)")
     return "; ".join(parts)
 
 

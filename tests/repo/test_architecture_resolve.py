@@ -40,7 +40,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "accelstack/render/artifacts.py": (2, "the templates' `spec`; the chart rows they name"),
     "accelstack/preflight/checks.py": (3, "compares catalog facts with what the account says"),
     "accelstack/preflight/scale_checks.py": (2, "compares catalog limits with the account's"),
-    "accelstack/plan/lookups.py": (4, "the offline plan's mocks answer from the catalog"),
+    "accelstack/plan/lookups.py": (2, "the offline plan's mocks answer from the catalog"),
     "accelstack/plan/rules/network.py": (1, "the system nodes' type row (address budget)"),
     "accelstack/plan/rules/plugins.py": (1, "matches planned Helm releases to chart rows"),
     "accelstack/render/runbook.py": (1, "names the spec file the runbook edits"),

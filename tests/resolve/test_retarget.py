@@ -110,9 +110,17 @@ def test_new_keeps_every_comment_of_the_preset(preset: Path, tmp_path: Path, cap
         assert c in kept
     body = [x for x in clone if not x.startswith("#")]
     want = [x for x in source if not x.startswith("#")]
+    # a new EKS stack on a created VPC numbers its subnets by zone id (written after cluster:)
+    network = ["network:", "  subnet_numbering: zone-id"]
+    eks = "orchestration: ec2" not in preset.read_text()
+    if eks:
+        at = body.index("network:")
+        assert body[at : at + 2] == network and body[at - 1].startswith("  ")
+        body = body[:at] + body[at + 2 :]
+    else:
+        assert "network:" not in body
     # a new stack's EKS pools also register with their scheduling labels (written, not default)
     added = [x for x in body if x.strip() == "labels_at_boot: true"]
-    eks = "orchestration: ec2" not in preset.read_text()
     assert len(added) == (preset.read_text().count("  - name: ") if eks else 0)
     assert [x for x in body if not x.startswith("name:") and x not in added] == [
         x for x in want if not x.startswith("name:")
@@ -148,9 +156,13 @@ def test_retargeting_back_to_trainium_restores_compile_cache_and_precompile(
     assert "workload.precompile_steps: restored (10)" in out
     back_text = (tmp_path / "stacks" / "back.yaml").read_text()
     assert "accelstack:neuron-settings" not in back_text
-    # the round trip gives the preset back, comments and key order included (name aside), and
-    # the new stack's labels_at_boot after its container storage
+    # the round trip gives the preset back, comments and key order included (name aside),
+    # with the subnet numbering a new stack gets (written once, after cluster:) and the new
+    # stack's labels_at_boot after its container storage
     body = [x for x in back_text.splitlines() if not x.startswith(("# Cloned", "# - ", "name:"))]
+    at = body.index("network:")
+    assert body[at : at + 2] == ["network:", "  subnet_numbering: zone-id"]
+    body = body[:at] + body[at + 2 :]
     source = (STACKS / "trn1-multinode.yaml").read_text().splitlines()
     want = [x for x in source if not x.startswith("name:")]
     at = next(i for i, x in enumerate(want) if x.strip().startswith("container_storage:"))

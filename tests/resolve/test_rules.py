@@ -195,6 +195,15 @@ CASES: dict[str, tuple[str, Edit, str | None, str, str]] = {
         "workload",
         "entrypoint, args and env add up to",
     ),
+    "addon-versions-pinned": (
+        "trn1-finetune",
+        lambda d: d["cluster"].update(kubernetes_version="1.36"),
+        None,
+        "cluster.kubernetes_version",
+        "the catalog pins no version of the add-on(s) eks-pod-identity-agent, vpc-cni, "
+        "kube-proxy, coredns, eks-node-monitoring-agent, amazon-cloudwatch-observability for "
+        "Kubernetes 1.36",
+    ),
     "pool-pod-room": (
         "trn1-finetune",
         NO_EDIT,
@@ -249,6 +258,19 @@ CASE_OVERLAYS: dict[str, dict[str, dict[str, Any]]] = {
     # a type whose node leaves no room for a pod beside the kubelet and DaemonSet reserve
     "pool-pod-room": {
         "instances.yaml": {"instances": {"trn1.2xlarge": {"vcpus": 1, "memory_gib": 2}}}
+    },
+    # an overlay that adds a Kubernetes version and no add-on row for it
+    "addon-versions-pinned": {
+        "instances.yaml": {
+            "defaults": {
+                "eks_versions": {
+                    "1.36": {
+                        "standard_support_end": "2027-07-28",
+                        "extended_support_end": "2028-07-28",
+                    }
+                }
+            }
+        }
     },
 }
 

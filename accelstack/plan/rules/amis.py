@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 from accelstack.plan.document import Plan
 from accelstack.plan.rules._res import get_in, rid
 from accelstack.plan.rules.registry import DeployRule, deploy_rule
-from accelstack.tokens import ADDON, CLUSTER, FLEET, INSTANCE, LAUNCH_TEMPLATE, SSM_PARAMETER_LOOKUP
+from accelstack.tokens import (
+    ADDON,
+    ADDON_VERSION_LOOKUP,
+    CLUSTER,
+    FLEET,
+    INSTANCE,
+    LAUNCH_TEMPLATE,
+    SSM_PARAMETER_LOOKUP,
+)
 
 if TYPE_CHECKING:
     from accelstack.resolve import Stack
@@ -79,19 +87,50 @@ def _upgrade_policy(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 
 
 @deploy_rule(
+    "eks-deletion-protection",
+    "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html",
+    "an EKS cluster has deletion protection as the spec asks (cluster.deletion_protection, on "
+    "by default): the cluster holds every Kubernetes object of the stack",
+)
+def _deletion_protection(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
+    for r in plan.of_type(CLUSTER):
+        got = r.inputs.get("deletionProtection")
+        want = stack.access.deletion_protection
+        if bool(got) != want:
+            yield (
+                rid(r),
+                f"deletionProtection is {got!r}, the spec asks for {want} (unset means false: "
+                "a `pulumi destroy` or a replacement deletes the cluster and every Kubernetes "
+                "object on it)",
+            )
+
+
+@deploy_rule(
     "eks-addon-pinned",
     "https://docs.aws.amazon.com/eks/latest/userguide/managing-add-ons.html",
-    "EKS add-ons carry the version the catalog pins for the cluster's Kubernetes version",
+    "every EKS add-on carries the version the catalog pins for the cluster's Kubernetes version; "
+    "none floats (no version, or EKS's newest asked at deploy time)",
 )
 def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
     pins = stack.addon_versions
+    for lookup in plan.lookups:
+        if lookup.get("token") == ADDON_VERSION_LOOKUP:
+            addon = get_in(lookup, "args", "addonName")
+            yield (
+                f"stack '{plan.stack}'",
+                f"asks EKS for the newest version of add-on {addon} at deploy time (an "
+                "unrelated `pulumi up` updates it and rolls its DaemonSet); pin it in the "
+                "catalog (instances.yaml eks_addon_versions, `accelstack addons refresh`)",
+            )
     for r in plan.of_type(ADDON):
         name = str(r.inputs.get("addonName"))
-        if name in pins and r.inputs.get("addonVersion") != pins[name]:
+        got = r.inputs.get("addonVersion")
+        if got != pins.get(name):
+            want = pins.get(name) or "nothing (no pin: stack rule addon-versions-pinned)"
             yield (
                 rid(r),
-                f"{name} version is {r.inputs.get('addonVersion')!r}; the catalog pins "
-                f"{pins[name]} for Kubernetes {stack.kubernetes_version}",
+                f"{name} version is {got!r}; the catalog pins {want} for Kubernetes "
+                f"{stack.kubernetes_version}",
             )
 
 
@@ -99,5 +138,6 @@ def _addon_pinned(plan: Plan, stack: Stack) -> Iterator[tuple[str, str]]:
 MODULE_RULES: tuple[DeployRule, ...] = (
     _ami_pinned,
     _upgrade_policy,
+    _deletion_protection,
     _addon_pinned,
 )
