@@ -64,6 +64,7 @@ def _source(answers: list[tuple[str, str, list[tuple[str, bool]]]]) -> AwsAddonS
     return AwsAddonSource(eks, "us-east-1")
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_default_version_is_pinned_and_written_to_the_overlay(tmp_path: Path) -> None:
     (tmp_path / "instances.yaml").write_text("defaults:\n  system_nodes: 3\n", encoding="utf-8")
     src = _source(
@@ -89,6 +90,7 @@ def test_the_default_version_is_pinned_and_written_to_the_overlay(tmp_path: Path
     assert merged["coredns"] == load_catalog().defaults.eks_addon_versions["1.35"]["coredns"]
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_paginated_answers_and_an_addon_eks_does_not_offer(tmp_path: Path) -> None:
     eks = boto3.client("eks", region_name="us-east-1")
     stub = Stubber(eks)

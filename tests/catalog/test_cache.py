@@ -95,6 +95,7 @@ def _module(stem: str) -> object:
     return importlib.import_module(name)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_an_edited_file_is_a_new_entry_and_loads_the_edit(tmp_path: Path, cache_dir: Path) -> None:
     overlay = _overlay(tmp_path, 700)
     first = catalog_pkg._load.__wrapped__(CATALOG_DIR, overlay)
@@ -139,6 +140,7 @@ def test_the_key_names_the_pydantic_version(monkeypatch: pytest.MonkeyPatch) -> 
     assert cache.key([]) != before
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path: Path, cache_dir: Path) -> None:
     overlay = _overlay(tmp_path, 710)
     catalog_pkg._load.__wrapped__(CATALOG_DIR, overlay)
@@ -191,6 +193,7 @@ def test_off_stores_nothing(
     assert not cache_dir.exists()
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_cache_that_cannot_be_written_is_no_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -195,6 +195,7 @@ def test_broken_catalog_does_not_load(tmp_path: Path):
         load_catalog(tmp_path)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_duplicate_price_row_rejected(tmp_path: Path):
     for f in CATALOG_DIR.glob("*.yaml"):
         (tmp_path / f.name).write_text(f.read_text())

@@ -119,6 +119,7 @@ def test_unreadable_or_unknown_overlay_files_are_refused(
         load_catalog(overlay=d)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_cli_reads_the_overlay_from_the_flag_and_the_environment(
     overlay: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -146,6 +147,7 @@ def test_prices_refresh_writes_into_the_overlay_never_the_package(
     assert default_target() == tmp_path.resolve() / "prices.yaml"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("name", FILES)
 def test_an_unknown_top_level_key_is_refused_in_every_overlay_file(
     tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]

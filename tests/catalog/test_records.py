@@ -183,6 +183,7 @@ def test_the_ranges_are_the_cross_validated_residuals() -> None:
     assert um.range[1] < 1.0
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_scaling_and_goodput_coefficients_are_the_fit() -> None:
     loss, exponent = fit_scaling(CATALOG)
     sc = CATALOG.throughput.scaling
@@ -360,6 +361,7 @@ def test_a_broken_throughput_file_does_not_load(tmp_path: Path, edit: Any, messa
     assert "throughput.yaml" in str(err.value)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_record_without_kind_stops_the_catalog(tmp_path: Path) -> None:
     base = _broken_catalog(tmp_path, "records.yaml", lambda d: d["records"][3].pop("kind"))
     with pytest.raises(CatalogError, match=r"records\.yaml: records\[3\]\.kind"):

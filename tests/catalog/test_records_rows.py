@@ -67,6 +67,7 @@ def test_observed_spot_differs_per_region() -> None:
     assert not CATALOG.has_rate("us-east-2", "p5.4xlarge", "spot")  # none observed: refused
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("as_of", ["", "late 2024", "2024/12"])
 def test_a_row_without_a_date_does_not_load(tmp_path: Path, as_of: str) -> None:
     for f in CATALOG_DIR.glob("*.yaml"):

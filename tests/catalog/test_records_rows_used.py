@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from accelstack.spec import read_yaml
 
 from ..conftest import ROOT
@@ -25,6 +27,7 @@ def _referenced(item: str, text: str, prefixes: set[str]) -> bool:
     return bool(literal) or any(item.startswith(p) for p in prefixes)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_every_service_price_row_is_read_by_the_cost_code() -> None:
     text = _sources()
     # f-string families (f"fsx-lustre-{...}", f"eks-control-plane-{...}")

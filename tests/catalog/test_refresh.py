@@ -381,6 +381,7 @@ def test_refresh_writes_the_overlay_and_leaves_the_package_alone(
     assert load_catalog().instance_rate("us-east-1", "m6i.large", "on-demand").usd != 0.1
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_refresh_fails_when_nothing_could_be_refreshed(tmp_path: Path) -> None:
     target = tmp_path / "prices.yaml"
     target.write_text((CATALOG_DIR / "prices.yaml").read_text())

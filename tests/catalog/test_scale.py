@@ -431,6 +431,7 @@ def test_standalone_advice_leaves_out_efa_only_when_the_pool_has_it() -> None:
     assert line.endswith("use fewer nodes or pools in other zones")
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_preflight_judges_each_reservation_behind_a_pool() -> None:
     """Two Capacity Blocks of 8 behind a 16-node p5e pool: each is judged against the nodes the
     pool launches into it (8 each); one holding only 4 fails as too small."""

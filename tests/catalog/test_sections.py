@@ -181,6 +181,7 @@ def test_a_capacity_block_rate_override_changes_the_comparison(tmp_path: Path) -
     assert cb.instance_rate_usd == 12.34
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_new_family_and_type_come_from_the_overlay_alone(tmp_path: Path) -> None:
     """A new accelerator family (its row, a type, offerings, a price, its step model's curves and
     step entry, and a Python environment on the DLAMI) is overlay files only."""
@@ -236,6 +237,7 @@ def test_an_overlay_error_names_the_overlay_file_and_the_row(tmp_path: Path) -> 
     assert line.startswith(f"{d.resolve() / 'prices.yaml'}: instances[1].usd: ")
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_an_overlay_section_error_names_its_file_and_path(tmp_path: Path) -> None:
     d = overlay_of(tmp_path, {"placeholders.yaml": {"example_accounts": [{"id": "1"}]}})
     with pytest.raises(CatalogError) as err:

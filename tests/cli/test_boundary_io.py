@@ -468,6 +468,7 @@ def test_new_writes_both_files_or_neither(
     assert leftovers(tmp_path) == [] and leftovers(tmp_path / "stacks") == []
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_prices_refresh_file_errors(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -513,6 +514,7 @@ def _render(capsys: pytest.CaptureFixture[str], spec: Path, out: Path, *extra: s
     return run(capsys, "render", str(spec), "-o", str(out), *extra)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_render_refuses_a_directory_it_did_not_write(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -558,6 +560,7 @@ def test_render_manifest_and_stale_files(
     assert (out / "notes.txt").read_text() == "user file\n"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_render_refuses_foreign_file_of_an_artifact_name(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -576,6 +579,7 @@ def test_render_refuses_foreign_file_of_an_artifact_name(
     assert (out / victim).read_text() == "someone else's\n"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_render_never_follows_a_symlink(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert _render(capsys, TINY, out)[0] == 0
@@ -592,6 +596,7 @@ def test_render_never_follows_a_symlink(capsys: pytest.CaptureFixture[str], tmp_
     assert stat.S_IMODE(victim.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_killed_render_leaves_no_truncated_script(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -649,6 +654,7 @@ def test_render_refuses_a_symlinked_folder_on_the_way(
     assert list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_render_ignores_names_outside_dir_in_a_manifest(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -326,6 +326,7 @@ def test_new_cheapest_matches_compare_pick(project: Path, capsys):
     assert f"--cheapest picked {expected[1]} x {expected[0]}, on-demand" in out
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_new_cheapest_with_impossible_deadline_exits_1(project: Path, capsys):
     code, _, err = run(
         capsys,

@@ -148,6 +148,7 @@ def stack_with(preset: str, budget: dict[str, float]) -> Any:
     return resolve(parse_spec(d, "test"))
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_table_matches_brute_force_figures() -> None:
     cmp = compare(stack_with("llama3-70b-p5", {}), options=COMPARE_OPTIONS)
     ours = {
@@ -205,6 +206,7 @@ def test_equal_chip_budget_sizes_nodes_per_type() -> None:
     )
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_equal_deadline_sizes_the_fewest_nodes_that_meet_it(catalog: Catalog) -> None:
     stack = stack_with("llama3-70b-p5", {})
     cmp = compare(stack, deadline_hours=300)
@@ -320,6 +322,7 @@ def test_pick_says_when_it_depends_on_an_estimate_and_prints_assumptions() -> No
     assert "depends on an estimate" not in render(od)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_cheapest_target_and_refusal() -> None:
     d = data_of("llama3-70b-p5")
     spec = parse_spec(d, "t")

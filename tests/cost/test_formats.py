@@ -95,6 +95,7 @@ def test_data_parallel_cap_and_layout() -> None:
     assert odd is not None and "span 8 chips (tensor parallelism 8)" in odd
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_deadline_sizing_is_capped_by_the_global_batch() -> None:
     """An 8B model with a 256-sequence batch cannot feed more than 256 nodes (one sequence per
     data-parallel rank, a rank at most one node): a deadline that needs more is refused in

@@ -77,6 +77,7 @@ def moto_aws() -> Iterator[None]:
 # ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_offering_passes_where_moto_offers_the_type(moto_aws: None) -> None:
     stack = stack_from("trn1-multinode")
     r = only(check_offerings(stack, make_clients("us-west-2", "ec2")))
@@ -95,6 +96,7 @@ def test_offering_fails_in_wrong_zone_and_lists_zones_that_work(moto_aws: None) 
     assert r.fix == "set pools[0].availability_zone: usw2-az1 (or another zone listed)"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_offering_fails_when_no_zone_of_the_region_offers_it(moto_aws: None) -> None:
     stack = stack_from("trn3-preview")  # trn3 zones are catalog estimates; moto has no trn3
     r = only(check_offerings(stack, make_clients("us-east-2", "ec2")))
@@ -103,6 +105,7 @@ def test_offering_fails_when_no_zone_of_the_region_offers_it(moto_aws: None) -> 
     assert r.fix == "choose another instance type; no region in the catalog offers it"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_offering_missing_for_a_reservation_pool_is_only_a_warning(moto_aws: None) -> None:
     stack = with_zone(stack_from("p5e-capacity-block"), "use2-az9")
     r = only(check_offerings(stack, make_clients("us-east-2", "ec2")))
@@ -111,6 +114,7 @@ def test_offering_missing_for_a_reservation_pool_is_only_a_warning(moto_aws: Non
     assert r.fix is not None and r.fix.startswith("set pools[0].availability_zone: use2-az")
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_offering_access_denied_is_a_warning_with_the_permission() -> None:
     ec2, stub = stubbed("ec2", "us-west-2")
     stub.add_client_error(
@@ -591,6 +595,7 @@ def test_named_bucket_ours_in_another_region_warns(moto_aws: None) -> None:
     assert r.fix == "use a bucket in us-west-2"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_named_bucket_taken_by_someone_else_fails() -> None:
     s3, stub = stubbed("s3", "us-west-2")
     stub.add_client_error("head_bucket", "403", "Forbidden", http_status_code=403)

@@ -123,6 +123,7 @@ def test_the_spec_rule_reads_through_every_disguise(
     assert "Hunter2Xyz" not in err and "aBcDe" not in err
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_every_echoed_value_is_bounded_and_a_credential_is_masked_whole() -> None:
     long = "x" * 100_000
     assert len(shown(long)) == VALUE_LIMIT + 5  # quotes and "..."
@@ -134,6 +135,7 @@ def test_every_echoed_value_is_bounded_and_a_credential_is_masked_whole() -> Non
     assert redact('{"userData": "' + long + '"}') == '{"userData": "' + long + '"}'
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize(
     "path",
     [

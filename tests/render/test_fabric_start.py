@@ -44,6 +44,7 @@ def test_the_launcher_keeps_trainers_rsh_arguments_and_adds_the_port(tmp_path: P
     assert used[-2:] == ["-p", "2222"]
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_every_nodes_sshd_is_probed_before_mpirun(tmp_path: Path) -> None:
     proc = _run_launcher(tmp_path, FAST, env={"OMPI_MCA_plm_rsh_args": TRAINER_RSH})
     assert proc.returncode == 0, proc.stderr
@@ -52,6 +53,7 @@ def test_every_nodes_sshd_is_probed_before_mpirun(tmp_path: Path) -> None:
     assert "sshd answers on all 16 nodes" in proc.stderr
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_node_whose_sshd_does_not_answer_is_named_in_one_line(tmp_path: Path) -> None:
     """Fails on the old launcher, which started mpirun without asking."""
     env = {"SSH_DOWN": "host-7", "ACCELSTACK_FABRIC_SSH_WAIT": "1"}
@@ -173,6 +175,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_indexed_launcher_serves_its_public_key_and_runs_the_test(tmp_path: Path) -> None:
     """Pod 0 makes a key pair, serves the public key to the other pods while the test runs and
     lists every pod, itself first, in the hostfile; the private key is never served."""
@@ -243,6 +246,7 @@ def test_the_indexed_launcher_serves_its_public_key_and_runs_the_test(tmp_path: 
     assert hosts == [f"{name}-{i}.{name}" for i in range(stack.workload_pool.nodes)]
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_an_indexed_node_without_the_launchers_key_stops_in_one_line(tmp_path: Path) -> None:
     stack = variant("llama3-70b-p5", jobs={"controller": "none"})
     text = render_fabric_test(stack)
@@ -301,6 +305,7 @@ def _ids(tmp_path: Path, servers: dict[str, list[str]]) -> Path:
     return d
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_launcher_orders_hosts_by_ultraserver(tmp_path: Path, trn2u: Any) -> None:
     """Each server's ranks contiguous, by position: the hostfile and nccom-test's --hosts follow
     the UltraServer ids, not the hostfile Trainer wrote (interleaved here)."""

@@ -25,6 +25,7 @@ def _render(capsys: pytest.CaptureFixture[str], out: Path) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize(
     ("code", "text"),
     [(errno.EROFS, "Read-only file system"), (errno.EACCES, "Permission denied")],
@@ -82,6 +83,7 @@ def test_a_mount_point_is_written_in_place(
     assert rc == 0, err
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_render_killed_inside_the_swap_is_repaired(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -95,6 +97,7 @@ def test_a_render_killed_inside_the_swap_is_repaired(
     assert not list(tmp_path.glob(".out.stage-*"))
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_re_render_copies_none_of_the_users_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +126,7 @@ def test_a_re_render_copies_none_of_the_users_files(
     assert not list(tmp_path.glob(".out.stage-*"))
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_a_render_killed_while_moving_files_in_is_finished_by_the_next(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -126,6 +126,7 @@ def test_the_policy_admits_exactly_the_flows_the_job_needs(preset: str) -> None:
         assert got == expected, (art.path, [f.what for f in got if got[f] != expected[f]])
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("preset", ["llama3-70b-p5", "llama3-70b-trn2"])
 def test_the_policy_and_the_pods_agree_on_every_port_and_peer(preset: str) -> None:
     """A named port in a NetworkPolicy matches only a container port of that name on the

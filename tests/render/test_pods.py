@@ -44,6 +44,7 @@ def _pods(stack: Stack) -> list[dict[str, Any]]:
 # ---- requests from node allocatable (sized by resolve: tests/resolve/test_node.py) ------------
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("preset", EKS)
 def test_pods_are_sized_and_hardened(preset: str) -> None:
     stack = preset_stack(preset)
@@ -75,6 +76,7 @@ def test_pods_are_sized_and_hardened(preset: str) -> None:
 # ---- NetworkPolicy --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("kind", ["pytorchjob", "job"])
 def test_network_policy_admits_only_the_jobs_own_pods(kind: str) -> None:
     stack = preset_stack("llama3-70b-p5")

@@ -83,6 +83,7 @@ def rendered(stack: Stack) -> dict[str, str]:
     return {a.path: a.content for a in arts}
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_trainjob_job_and_fabric_test_pull_through_the_cache_keeping_path_and_tag() -> None:
     stack = p5()
     files = rendered(stack)

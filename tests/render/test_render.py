@@ -170,6 +170,7 @@ def test_manifests_validate(preset: str) -> None:
                 kubernetes_validate.validate(doc, version, strict=True)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_restated_pytorchjob_api_rejects_bad_pytorchjob() -> None:
     (doc,) = [
         d

@@ -73,6 +73,7 @@ def test_no_two_files_of_a_preset_carry_the_same_object(preset: str) -> None:
         assert {k: v for k, v in shared.items() if len(v) > 1} == {}, nodes
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_ultraserver_claim_templates_are_rendered_once_in_shared_yaml(
     ultra_catalog: Any,
 ) -> None:

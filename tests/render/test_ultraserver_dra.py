@@ -193,6 +193,7 @@ def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return True
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize(("nodes", "mode", "together"), [(1, 1, False), (4, 4, True)])
 def test_trial_claims_one_node_or_one_whole_ultraserver(
     catalog: Any, nodes: int, mode: int, together: bool

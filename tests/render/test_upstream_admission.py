@@ -124,6 +124,7 @@ def test_every_rendered_custom_resource_passes_the_upstream_models_cel_and_webho
     assert checked >= 2
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_models_catch_an_unknown_or_mistyped_field_at_any_depth() -> None:
     text = _manifests("llama3-70b-p5")["trainjob.yaml"]
     by_kind = {d["kind"]: d for d in docs(text)}

@@ -135,6 +135,7 @@ def _private_imports(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_no_module_imports_another_modules_private_names() -> None:
     """A name two modules share is public in the module that owns it; an underscore name is
     that module's own (a command module reaching into another's helpers is the first step

@@ -11,6 +11,8 @@ import fnmatch
 import re
 from pathlib import Path
 
+import pytest
+
 from ..conftest import ROOT
 
 PACKAGE = ROOT / "accelstack"
@@ -85,10 +87,12 @@ def test_the_architecture_section_names_every_module_data_file_and_link() -> Non
     assert missing(_section(), tree) == []
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_architecture_section_names_nothing_that_is_gone() -> None:
     assert stale(_section(), _code()) == []
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_the_checks_see_a_missing_and_a_stale_name() -> None:
     pkg = PACKAGE.name  # spelt apart, so the repository's own path check skips these examples
     section = f"`catalog/` holds `limits.py`; `cli/*_cmds.py`; `gone.py`, `{pkg}/nothere/`"

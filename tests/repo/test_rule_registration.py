@@ -158,6 +158,7 @@ def _twice(rel: Path, where: str, items: list[ast.expr]) -> list[str]:
     ]
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_no_list_names_a_rule_twice() -> None:
     twice = [line for p in sorted(PACKAGE.rglob("*.py")) for line in _names_listed_twice(p)]
     assert twice == [], "\n".join(twice)
@@ -209,6 +210,7 @@ def test_a_new_module_is_told_to_make_its_tuple_and_list_it() -> None:
     )
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_an_unlisted_rule_of_a_real_module_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     from accelstack.plan.rules import network, ruleset
 

@@ -47,6 +47,7 @@ def test_help_loads_no_catalog_spec_or_aws_sdk() -> None:
     assert "pydantic" not in _modules_after(["--help"])
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_validate_of_a_priced_preset_imports_no_pricing() -> None:
     """`validate` checks that a budget is set, never prices the stack: the cost guard and its
     pricing modules (and the plan inventory they read) load only to refuse a spec without one."""

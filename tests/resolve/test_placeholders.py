@@ -118,6 +118,7 @@ def test_rendered_files_never_carry_credentials(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_render_is_all_or_nothing_and_locked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

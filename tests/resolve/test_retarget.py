@@ -98,6 +98,7 @@ def test_renamed_pools_stay_unique_and_other_names_are_kept() -> None:
     assert [p.name for p in out.spec.pools] == ["workers", "p5"]
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.stem)
 def test_new_keeps_every_comment_of_the_preset(preset: Path, tmp_path: Path, capsys: Any) -> None:
     code, out = new(capsys, tmp_path, "clone-x", "--from", str(preset))

@@ -281,6 +281,7 @@ def test_every_stack_rule_has_a_case_and_no_name_is_in_both_registries() -> None
     assert not set(names) & set(SPEC_RULES.names)
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("rule", sorted(CASES))
 def test_each_stack_rule_refuses_through_resolve_naming_the_file_and_path(
     rule: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

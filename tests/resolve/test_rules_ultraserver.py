@@ -41,6 +41,7 @@ def problems(catalog: Any, pool: dict[str, Any] | None = None, **jobs: Any) -> l
     return err.value.problems
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_half_an_ultraserver_of_spares_is_refused_in_one_line(catalog: Any) -> None:
     """Fails without the rule: 8 nodes + 2 spares (2.5 UltraServers) validated."""
     purchase = {

@@ -100,6 +100,7 @@ def test_the_whole_token_is_masked_not_the_prefix_the_library_reports(case: str)
     assert shown == f"error: pools[0].nodes: found '<redacted: {CASES[case][0]}>' (a token)"
 
 
+@pytest.mark.slow  # about half a second or more: make test (not test-fast)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_token_in_the_spec_is_refused_and_never_echoed(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
