@@ -220,7 +220,8 @@ class Spreads(_Frozen):
     per_doubling_outside: float = Field(0.0, ge=0, lt=1)  # sequences beyond the records'
     measured: float = Field(gt=0, lt=1)  # a trial measurement on the spec's node count
     carried_per_node_doubling: float = Field(ge=0, lt=1)  # measured on fewer nodes
-    mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
+    carried_per_sequence_doubling: float = Field(ge=0, lt=1)  # measured at another length
+    mfu_floor: float = Field(gt=0, lt=1)  # below it no training step (calibrate refuses)
 
 
 class Calibration(_Frozen):
