@@ -242,6 +242,17 @@ class Calibration(_Frozen):
     fp8_speedup_source: str = Field(min_length=1)
 
 
+class Layouts(_Frozen):
+    """What `compare`'s layout search (accelstack/cost/layout.py) reads: the activation memory
+    per layer and token and the shortest sequence per context-parallel rank it tries."""
+
+    activation_bytes: float = Field(gt=0)  # per layer x token x hidden / TP, no recompute
+    checkpointed_bytes: float = Field(gt=0)  # per layer x token x hidden / TP, full recompute
+    activation_source: str = Field(min_length=1)
+    min_context_tokens: int = Field(ge=1)  # sequence per context-parallel rank, at least
+    min_context_tokens_source: str = Field(min_length=1)
+
+
 class Throughput(_Frozen):
     curves: tuple[MfuCurve, ...]
     step: tuple[StepFamily, ...] = ()
@@ -250,6 +261,7 @@ class Throughput(_Frozen):
     goodput: Goodput
     spreads: Spreads
     calibration: Calibration
+    layouts: Layouts
     training_stacks: dict[str, str] = Field(default_factory=dict)  # name -> what it is
 
     def curve_for(self, family: str, precision: str) -> MfuCurve | None:

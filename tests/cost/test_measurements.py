@@ -184,8 +184,8 @@ def test_a_scaled_down_reference_run_is_carried_to_the_spec_model_and_length(
     assert ran.layers < full.layers and ran.hidden == full.hidden
     target = {"params_billion": 8.03, **full.as_record()}
     rec = _record(cat, "p5.48xlarge", ran, 8.03, 4096, target=target)
-    model_8b = {"params_billion": 8.03, "layers": 32, "hidden_size": 4096}
-    spec = _spec(tmp_path, "p5.48xlarge", 2, model_8b, 16384)
+    llama8 = {"params_billion": 8.03, "layers": 32, "hidden_size": 4096}
+    spec = _spec(tmp_path, "p5.48xlarge", 2, llama8, 16384)
     model = _curve_mfu(cat, spec)
     training = _calibrate_and_price(tmp_path, spec, rec)
     assert training["mfu_basis"] == "measured"
