@@ -154,10 +154,10 @@ def compare(
     on_demand_max_nodes: Annotated[
         int | None,
         typer.Option(
-            "--on-demand-max-nodes",
+            "--capacity-nodes",
             min=1,
-            help="flag on-demand rows above this many instances (your approved capacity; "
-            "default: the catalog's scale.yaml on_demand_capacity)",
+            help="flag rows launched on demand above this many instances (your approved "
+            "capacity; default: the catalog's scale.yaml on_demand_capacity)",
         ),
     ] = None,
     fmt: FormatMdOpt = "text",

@@ -469,7 +469,7 @@ def on_demand_flag(stack: Stack, instance_type: str, nodes: int, limit: int | No
     inst = cat.instance(instance_type)
     code = cat.quotas[cat.device_kinds[cat.family_of(instance_type).device_kind].quota_family]
     code_on_demand = code.on_demand
-    where = "--on-demand-max-nodes" if limit is not None else "scale.yaml on_demand_capacity"
+    where = "--capacity-nodes" if limit is not None else "scale.yaml on_demand_capacity"
     return (
         f"{nodes:,} on-demand {instance_type} is above {most:,} instances ({where}): reserve "
         f"the capacity with AWS and raise the on-demand vCPU quota {code_on_demand} to "

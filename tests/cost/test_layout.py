@@ -78,13 +78,13 @@ def test_the_capacity_threshold_is_overridable(
     path = factories.write_spec(tmp_path / "stacks", {**d, "name": "big405"})
     args = ["compare", str(path), "--instance-types", "p5.48xlarge"]
     args += ["--deadline-hours", str(DAYS_90), "--format", "json"]
-    assert main([*args, "--on-demand-max-nodes", "4096"]) == 0
+    assert main([*args, "--capacity-nodes", "4096"]) == 0
     (cand,) = json.loads(capsys.readouterr().out)["candidates"]
     (row,) = cand["options"]
     assert cand["nodes"] > 256 and row["capacity"] is None
-    assert main([*args, "--on-demand-max-nodes", "1000"]) == 0
+    assert main([*args, "--capacity-nodes", "1000"]) == 0
     (cand,) = json.loads(capsys.readouterr().out)["candidates"]
-    assert "(--on-demand-max-nodes)" in cand["options"][0]["capacity"]
+    assert "(--capacity-nodes)" in cand["options"][0]["capacity"]
 
 
 def test_activation_memory_follows_megatrons_estimate() -> None:
