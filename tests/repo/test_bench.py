@@ -23,3 +23,8 @@ def test_the_synthetic_many_pool_spec_validates() -> None:
     spec = parse_spec(_bench("plan").synthetic_spec(16), "<bench>")
     assert len(spec.pools) == 16
     assert {p.instance_type for p in spec.pools} == {"trn2.48xlarge", "p5.48xlarge"}
+
+
+def test_the_deadline_bench_spec_validates() -> None:
+    spec = parse_spec(_bench("pricing").big_405b_spec(), "<bench>")
+    assert spec.workload.tokens_billion == 15_000 and spec.budget.unlimited
