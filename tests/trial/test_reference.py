@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.trial import runner
 from accelstack.trial import shape as planner
@@ -106,5 +107,17 @@ def test_reference_benchmark_runs_into_calibrate_and_price(
     training = json.loads(capsys.readouterr().out)["training"]
     assert training["mfu_basis"] == "measured"
     (at_spec,) = [r for r in rows if r["sequence_length"] == LENGTHS[-1]]
-    assert training["mfu"] == pytest.approx(at_spec["mfu"])
+    # the spec's batch gives each chip 4 x 256 / 2 = 512 tokens a step, what ran 256: the
+    # measurement is carried by the batch term of throughput.yaml scaling (2 ** exponent)
+    exponent = load_catalog(overlay=ov).throughput.scaling.batch_exponent
+    assert training["mfu"] == pytest.approx(at_spec["mfu"] * 2**exponent)
     assert "records.jsonl" in training["mfu_source"]
+    # at a length not measured, the nearest measurement is carried through the step model
+    longer = yaml.safe_load(spec.read_text())
+    longer["workload"]["sequence_length"] = 2 * LENGTHS[-1]
+    spec.write_text(yaml.safe_dump(longer, sort_keys=False))
+    assert main([*base, "price", str(spec), "--format", "json"]) == 0
+    carried = json.loads(capsys.readouterr().out)["training"]
+    assert carried["mfu_basis"] == "measured"
+    assert f"{LENGTHS[-1]:,} -> {2 * LENGTHS[-1]:,} tokens" in carried["mfu_source"]
+    assert carried["mfu"] > training["mfu"]  # the attention work grows, counted in full
