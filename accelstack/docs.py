@@ -235,6 +235,9 @@ def catalog_names_module(catalog: Catalog | None = None) -> str:
         f"COMPARE_FAMILIES = {json.dumps(compare_families(catalog))}\n"
         "#: The purchase options `new --cheapest --options` takes (purchase_options.yaml)\n"
         f"CHEAPEST_OPTIONS = {json.dumps(', '.join(cheapest_options(catalog)))}\n"
+        "#: The option what the spec does not choose is sized and billed as (purchase_options.yaml:\n"
+        "#: the first on-demand row with no reservation or commitment)\n"
+        f"REFERENCE_OPTION = {json.dumps(catalog.option_lists.reference)}\n"
     )
 
 

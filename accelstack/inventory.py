@@ -23,8 +23,6 @@ from accelstack.catalog.scale import NodeGroupPart
 from accelstack.naming import EFA_LABEL, POOL_LABEL
 from accelstack.resolve import ResolvedPool, Stack
 
-#: The purchase option of what the spec does not choose (the system nodes).
-ON_DEMAND = "on-demand"
 #: The root device of the EKS-optimized AL2023 AMIs the node groups boot: Amazon Linux boots
 #: from /dev/xvda (https://docs.aws.amazon.com/ebs/latest/userguide/device_naming.html).
 EKS_ROOT_DEVICE = "/dev/xvda"
@@ -232,7 +230,8 @@ def system_node_group(stack: Stack) -> NodeGroups:
         comp,
         lt.name,
         [stack.system_instance_type],
-        stack.catalog.purchase(ON_DEMAND).capacity_type,
+        # what the spec does not choose is billed under the purchase table's reference option
+        stack.catalog.purchase(stack.option_lists.reference).capacity_type,
         {"desired_size": n, "min_size": n, "max_size": n},
         {kind.node_label.key: kind.node_label.value},
     )

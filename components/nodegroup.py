@@ -89,16 +89,17 @@ def efa_network_interfaces(pool: ResolvedPool) -> list[Any]:
 
 def registration_labels(pool: ResolvedPool) -> dict[str, str]:
     """The labels a node registers with (nodeadm user data): the pool's own (pool, device
-    kind, EFA) and its scheduling labels (resolve's `scheduling_labels`: the device-plugin
-    chart's affinity label such as nvidia.com/gpu.present, the Neuron allocation mode), which
-    the jobs' and the device plugins' and DRA driver's node selectors need from the moment the
-    node registers: with a custom AMI, EKS applies the node group's `labels` asynchronously
-    (EKS launch-templates guide), so a node carrying only those would start without its device
-    plugin or DRA driver. They change only with the pool's device kind or its stack's
-    UltraServer pools. Every other label (anything added later) is only in the node group's
-    `labels`, which EKS applies in place (EKS API UpdateNodegroupConfig), so such an edit never
-    creates a launch-template version and never rolls a node."""
-    return node_labels(pool, pool.scheduling_labels)
+    kind, EFA) and, with `labels_at_boot` (spec pools[].labels_at_boot), its scheduling labels
+    (resolve's `scheduling_labels`: the device-plugin chart's affinity label such as
+    nvidia.com/gpu.present, the Neuron allocation mode), which the device plugins' and DRA
+    driver's node selectors need: with a custom AMI, EKS applies the node group's `labels`
+    asynchronously (EKS launch-templates guide), so without them a node's plugin starts once
+    EKS has labelled it. Opt-in because the user data is the launch template's: turning it on
+    rolls the pool once, so upgrading accelstack rolls no node of a spec written before it.
+    Every other label (anything added later) is only in the node group's `labels`, which EKS
+    applies in place (EKS API UpdateNodegroupConfig), so such an edit never creates a
+    launch-template version and never rolls a node."""
+    return node_labels(pool, pool.scheduling_labels if pool.labels_at_boot else {})
 
 
 def update_config(pool: ResolvedPool, facts: NodeGroupUpdateFacts, nodes: int | None = None) -> Any:

@@ -112,3 +112,18 @@ def write_spec(directory: Path, data: Mapping[str, Any], name: str | None = None
     path = directory / f"{name or data['name']}.yaml"
     path.write_text(yaml.safe_dump(dict(data)), encoding="utf-8")
     return path
+
+
+#: Pool settings of an EKS node (nodeadm's user data) that a standalone stack refuses
+EKS_NODE_SETTINGS = ("container_storage", "labels_at_boot")
+
+
+def to_standalone(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (an EKS spec) moved to orchestration ec2 as a user would move it: its pools' EKS
+    node settings dropped (validation refuses them on standalone nodes). Edits in place and
+    returns it."""
+    data["orchestration"] = "ec2"
+    for pool in data["pools"]:
+        for key in EKS_NODE_SETTINGS:
+            pool.pop(key, None)
+    return data

@@ -16,6 +16,7 @@ from accelstack.resolve import Stack, resolve, resolve_unchecked
 from accelstack.spec import Spec, load_spec
 
 from .conftest import ROOT, STACKS
+from .factories import EKS_NODE_SETTINGS
 
 SHIMS = ROOT / "tests" / "shims"
 ARGV_SHIM_DIR = SHIMS / "argv"
@@ -67,8 +68,9 @@ def variant(name: str, **changes: Any) -> Stack:
 
 def standalone_variant(name: str, **changes: Any) -> Stack:
     """A preset moved to orchestration ec2 (standalone instances) as a user would move it:
-    its EKS-only pool setting (container storage on nodeadm's RAID0) dropped."""
-    return variant(name, orchestration="ec2", pool_container_storage=None, **changes)
+    its EKS-only pool settings (factories.EKS_NODE_SETTINGS) unset."""
+    unset = {f"pool_{key}": None for key in EKS_NODE_SETTINGS}
+    return variant(name, orchestration="ec2", **unset, **changes)
 
 
 def unchecked_variant(name: str, **workload: Any) -> Stack:

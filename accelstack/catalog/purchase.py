@@ -17,6 +17,8 @@ from accelstack.errors import CatalogError
 FILE = "purchase_options.yaml"
 CapacityType = Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"]
 FleetMarket = Literal["on-demand", "spot", "capacity-block"]
+#: The AWS API a rate is refreshed from (purchase_options.yaml `price_api`)
+PriceApi = Literal["price-list", "spot-price-history", "savings-plans", "capacity-block-offerings"]
 
 
 class PurchaseOptionFacts(BaseModel):
@@ -36,13 +38,40 @@ class PurchaseOptionFacts(BaseModel):
     reservation_first: bool
     comparable: bool
     compare_default: bool
-    refreshed: bool
+    price_api: PriceApi | None  # None: `prices refresh` does not fetch it
     limits: dict[str, object] = Field(default_factory=dict)
     sources: tuple[str, ...] = Field(min_length=1)
 
     @property
     def needs_reservation(self) -> bool:
         return self.reservation_id == "required"
+
+    @property
+    def interruptible(self) -> bool:
+        """EC2 may take the capacity back (Spot): the run pays for interruptions."""
+        return self.capacity_type == "SPOT"
+
+    @property
+    def capacity_block(self) -> bool:
+        """An EC2 Capacity Block for ML: bought in blocks (capacity_blocks.yaml limits), the
+        whole window paid up front (EKS capacityType CAPACITY_BLOCK)."""
+        return self.capacity_type == "CAPACITY_BLOCK"
+
+    @property
+    def on_demand_terms(self) -> bool:
+        """On-Demand capacity with no reservation and no commitment behind it."""
+        return (
+            self.capacity_type == "ON_DEMAND"
+            and not self.needs_reservation
+            and self.commitment_years is None
+        )
+
+    @property
+    def unreserved_on_demand(self) -> bool:
+        """Launched into EC2's On-Demand capacity with no reservation behind it (On-Demand, a
+        savings plan's discounted usage): the size is the account's on-demand vCPU quota and
+        whatever capacity AWS has, nothing reserved (compare's capacity threshold)."""
+        return self.capacity_type == "ON_DEMAND" and not self.needs_reservation
 
     @property
     def rate_alias(self) -> str | None:
@@ -59,7 +88,14 @@ class OptionLists:
     compare_default: tuple[str, ...]  # compared unless asked otherwise (`compare_default`)
     commitment_years: Mapping[str, int]  # a savings plan's term (`commitment_years`)
     needs_reservation: tuple[str, ...]  # bought only with a reservation id
-    refreshed: tuple[str, ...]  # `prices refresh` fetches their rates (`refreshed`)
+    refreshed: tuple[str, ...]  # `prices refresh` fetches their rates (`price_api` set)
+    price_apis: Mapping[str, str]  # option -> the AWS API its rate is refreshed from
+    interruptible: tuple[str, ...]  # EC2 may take the capacity back (Spot)
+    capacity_block: tuple[str, ...]  # EC2 Capacity Blocks for ML (block limits, windows)
+    #: The option a what-if (compare's sizing) is sized under and what the spec does not choose
+    #: (the system nodes) is billed as: the first on-demand row with no reservation or
+    #: commitment (`PurchaseOptionFacts.on_demand_terms`)
+    reference: str
 
     def order(self, option: str) -> int:
         """The option's place among the comparable ones (ties rank by it); others last."""
@@ -73,7 +109,11 @@ def option_lists(rows: Mapping[str, PurchaseOptionFacts]) -> OptionLists:
         compare_default=tuple(n for n, r in rows.items() if r.compare_default),
         commitment_years={n: r.commitment_years for n, r in rows.items() if r.commitment_years},
         needs_reservation=tuple(n for n, r in rows.items() if r.needs_reservation),
-        refreshed=tuple(n for n, r in rows.items() if r.refreshed),
+        refreshed=tuple(n for n, r in rows.items() if r.price_api),
+        price_apis={n: r.price_api for n, r in rows.items() if r.price_api},
+        interruptible=tuple(n for n, r in rows.items() if r.interruptible),
+        capacity_block=tuple(n for n, r in rows.items() if r.capacity_block),
+        reference=next(n for n, r in rows.items() if r.on_demand_terms),
     )
 
 
@@ -121,6 +161,11 @@ def parse_table(data: object, path: Path, options: tuple[str, ...]) -> PurchaseT
             raise CatalogError(
                 f"{path}: purchase_options.{name}.price_key: unknown option {row.price_key!r}"
             )
+    if not any(r.on_demand_terms for r in table.purchase_options.values()):
+        raise CatalogError(
+            f"{path}: purchase_options: no ON_DEMAND row without a reservation or commitment "
+            "(the reference option what-ifs are sized under and system nodes billed as)"
+        )
     return table
 
 

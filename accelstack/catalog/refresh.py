@@ -40,7 +40,7 @@ from accelstack.files import check_target, write_text_atomic
 
 #: A savings plan's term in seconds per year (the Savings Plans API's `durations` filter:
 #: 365-day years). Which options are fetched, and each plan's term in years, come from the
-#: loaded catalog's purchase_options (`refreshed`, `commitment_years`): `_option_lists`.
+#: loaded catalog's purchase_options (`price_api`, `commitment_years`): `_option_lists`.
 YEAR = 31_536_000
 ROW_RE = re.compile(r"^(?P<indent>\s*)- \{(?P<body>.*)\}\s*$")
 FIELD_ORDER = ("region", "type", "option", "usd", "as_of", "estimate", "source", "note")
@@ -114,15 +114,17 @@ class AwsPriceSource:
         )
 
     def quote(self, region: str, instance_type: str, option: str) -> Quote | None:
-        if option == "on-demand":
+        """The option's rate from the API its purchase-table row names (`price_api`)."""
+        api = _option_lists().price_apis.get(option)
+        if api == "price-list":
             return self.on_demand(region, instance_type)
-        if option == "spot":
+        if api == "spot-price-history":
             return self.spot(region, instance_type)
-        if option in self.years:
+        if api == "savings-plans":
             return self.savings_plan(region, instance_type, option)
-        if option == "capacity-block":
+        if api == "capacity-block-offerings":
             return self.capacity_block(region, instance_type)
-        raise ValueError(option)
+        raise ValueError(f"{option}: the purchase table names no price_api to refresh it from")
 
     # -- on-demand: Price List API ------------------------------------------------------
     def on_demand(self, region: str, instance_type: str) -> Quote | None:
@@ -237,7 +239,7 @@ class AwsPriceSource:
             kwargs["nextToken"] = token
         if not rates:
             return None
-        years = option[-2]
+        years = self.years[option]  # the row's commitment_years
         return Quote(
             min(rates),
             f"AWS Savings Plans API (Compute Savings Plan, No Upfront, "
@@ -463,7 +465,7 @@ def refresh_text(
     options: Sequence[str] | None = None,
 ) -> RefreshResult:
     """Refresh the instance rows of prices.yaml text; returns the new text and what changed.
-    `options`: the ones fetched (default: the loaded catalog's `refreshed` options)."""
+    `options`: the ones fetched (default: the options the loaded catalog's purchase table names a `price_api` for)."""
     lines = text.splitlines(keepends=True)
     rows = _instance_rows(lines)
     have = {(r["region"], r["type"], r["option"]) for _, _, r in rows}

@@ -19,3 +19,6 @@ ACCELERATED_TYPES: tuple[str, ...] = (
 COMPARE_FAMILIES = "trn1/trn1n/trn2/trn3/p5/p5e/p5en"
 #: The purchase options `new --cheapest --options` takes (purchase_options.yaml)
 CHEAPEST_OPTIONS = "on-demand, spot, savings-plan-1y, savings-plan-3y"
+#: The option what the spec does not choose is sized and billed as (purchase_options.yaml:
+#: the first on-demand row with no reservation or commitment)
+REFERENCE_OPTION = "on-demand"

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from accelstack.cli.trust import GateFiles
-    from accelstack.plan.diffmodel import PlannedWith
+    from accelstack.plan.diffmodel import PlannedWith, SideCost
+    from accelstack.plan.diffprice import PricedLine
+    from accelstack.plan.diffside import SideRow
     from accelstack.stackconfig import StackRef
 
 #: The plan document's own keys besides the plan (`accelstack plan --format json`).
@@ -171,20 +173,22 @@ def run_old_plan(ref: StackRef, site: Path, gates: GateFiles) -> subprocess.Comp
     )
 
 
-def old_row(
-    ref: StackRef, site: Path, gates: GateFiles, shown: str, version: str
-) -> dict[str, Any]:
-    """The diff side row (`planning.side_row`'s shape) of one base stack planned by the base's
-    accelstack. A plan that fails the budget or the rules still prints its document (exit 1);
-    a stack the old version refuses is an error row, as one the running version refuses;
-    output that cannot be read is refused in one line."""
+def old_row(ref: StackRef, site: Path, gates: GateFiles, shown: str, version: str) -> SideRow:
+    """The diff side row (`planning.side_row`'s) of one base stack planned by the base's
+    accelstack, read from its `plan --format json` (the JSON boundary): the plan document,
+    the priced verdict and each line item's quantity and unit price; its usage-priced items
+    from the base's usage file at the running catalog's rates. A plan that fails the budget
+    or the rules still prints its document (exit 1); a stack the old version refuses is an
+    error row, as one the running version refuses; output that cannot be read is refused in
+    one line."""
     from accelstack.plan.diff_inputs import inputs_of
+    from accelstack.plan.diffside import SideRow
 
     done = run_old_plan(ref, site, gates)
     doc = _document(done.stdout)
     if doc is None and done.returncode != 0 and not done.stdout.strip():
         code = done.returncode if done.returncode > 0 else 2
-        return {"file": shown, "errors": _error_lines(done, ref, shown), "exit_code": code}
+        return SideRow(file=shown, errors=tuple(_error_lines(done, ref, shown)), exit_code=code)
     if doc is None:
         raise SpecError(
             [
@@ -197,7 +201,7 @@ def old_row(
             ]
         )
     try:
-        cost = _cost(doc)
+        cost, lines = _cost(doc), _lines(doc)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise SpecError(
             [
@@ -210,16 +214,39 @@ def old_row(
             ]
         ) from None
     plan = {k: v for k, v in doc.items() if k not in _NOT_PLAN}
-    return {"file": shown, "plan": plan, "cost": cost, "inputs": inputs_of(ref)}
+    row = SideRow(file=shown, inputs=inputs_of(ref), plan=plan, cost=cost, lines=lines)
+    return _with_usage(row, ref, doc)
 
 
-def old_planner(
-    site: Path, gates: GateFiles, version: str
-) -> Callable[[StackRef, str], dict[str, Any]]:
+def _with_usage(row: SideRow, ref: StackRef, doc: dict[str, Any]) -> SideRow:
+    """The row with the usage-priced items of the base's usage file, priced by the running
+    accelstack's catalog for the region the old plan names (the old version may know no usage
+    file); a usage file that cannot be read makes it an error row."""
+    from dataclasses import replace
+
+    from accelstack.catalog import load_catalog
+    from accelstack.cli.planning import error_row
+    from accelstack.cli.usagefile import usage_at
+    from accelstack.plan.diff_inputs import side_usage
+
+    try:
+        usage = usage_at(ref.root)
+    except Exception as exc:  # a bad file: one line, as the running version says it
+        return error_row(ref, exc, row.file)
+    region = str(doc.get("region") or (doc.get("cost") or {}).get("region") or "")
+    if usage is None or not region:
+        return row
+    types = (str(r.get("type")) for r in doc.get("resources") or () if isinstance(r, dict))
+    name = str(doc.get("stack") or ref.stack)  # the resolved stack's name, as `price` keys it
+    priced = side_usage((name, region), types, usage[0], (load_catalog(), usage[1]))
+    return replace(row, usage=priced)
+
+
+def old_planner(site: Path, gates: GateFiles, version: str) -> Callable[[StackRef, str], SideRow]:
     """A base-side planner for `diff`: each stack planned by the base's accelstack."""
     from accelstack.cli.planning import rel_to
 
-    def plan(ref: StackRef, label: str) -> dict[str, Any]:
+    def plan(ref: StackRef, label: str) -> SideRow:
         return old_row(ref, site, gates, f"{label}:{rel_to(ref.spec, ref.root)}", version)
 
     return plan
@@ -233,25 +260,42 @@ def _document(text: str) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) and isinstance(doc.get("resources"), list) else None
 
 
-def _cost(doc: dict[str, Any]) -> dict[str, Any]:
+def _hours(doc: dict[str, Any]) -> float:
+    """Hours per month of the plan document's verdict (monthly over hourly)."""
+    hourly, monthly = float(doc["cost"]["hourly_usd"]), float(doc["cost"]["monthly_usd"])
+    return monthly / hourly if hourly else 0.0
+
+
+def _cost(doc: dict[str, Any]) -> SideCost:
     """The side row's cost from the plan document's verdict (`planning.side_row`)."""
+    from accelstack.plan.diffmodel import SideCost
+
     c = doc["cost"]
-    hourly, monthly = float(c["hourly_usd"]), float(c["monthly_usd"])
-    hours = monthly / hourly if hourly else 0.0
+    hours = _hours(doc)
     items: dict[str, float] = {}
     for item in c["items"]:
         name = str(item["resource"])
         items[name] = round(items.get(name, 0.0) + float(item["hourly_usd"]) * hours, 2)
-    return {
-        "hourly_usd": round(hourly, 4),
-        "monthly_usd": round(monthly, 2),
-        "run_usd": round(float(c["training"]["run_usd"]), 2),
-        "estimate": bool(c["estimate"]),
-        "ok": bool(c["ok"]),
-        "verdict": str(c["verdict"]),
-        "violations": [_violation_line(v) for v in doc["violations"]],
-        "items": items,
-    }
+    return SideCost(
+        hourly_usd=round(float(c["hourly_usd"]), 4),
+        monthly_usd=round(float(c["monthly_usd"]), 2),
+        run_usd=round(float(c["training"]["run_usd"]), 2),
+        estimate=bool(c["estimate"]),
+        ok=bool(c["ok"]),
+        verdict=str(c["verdict"]),
+        violations=tuple(_violation_line(v) for v in doc["violations"]),
+        items=items,
+    )
+
+
+def _lines(doc: dict[str, Any]) -> tuple[PricedLine, ...]:
+    """Each line item of the plan document's verdict with its quantity and unit price (an
+    older accelstack's item without them is left out: its resource keeps its monthly cost)."""
+    from accelstack.plan.diffprice import PricedLine
+
+    hours = _hours(doc)
+    found = (PricedLine.from_item_dict(i, hours) for i in doc["cost"]["items"])
+    return tuple(line for line in found if line is not None)
 
 
 def _violation_line(v: dict[str, Any]) -> str:

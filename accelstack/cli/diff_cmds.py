@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 
     from accelstack.cost.ceiling import Ceiling
     from accelstack.plan.diffmodel import DiffDocument
+    from accelstack.plan.diffside import SideRow
 
     #: Plans one base stack (ref, side label) into its diff side row.
-    BasePlanner = Callable[[StackRef, str], dict[str, Any]]
+    BasePlanner = Callable[[StackRef, str], SideRow]
+    Rows = dict[str, SideRow]
 
 DiffFormat = Literal["text", "json", "markdown", "github-comment"]
 NO_GATE = GateFiles(None, None)
@@ -43,48 +45,52 @@ def _plan_sides(
     gates: tuple[GateFiles, GateFiles] = (NO_GATE, NO_GATE),
     base_planner: BasePlanner | None = None,
     programs: tuple[str, str] = ("", ""),
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str]]:
+) -> tuple[Rows, Rows, list[str]]:
     """Plan each changed stack on both sides; a stack whose deploy inputs are identical on
     both (`deploy_fingerprint`: spec, stack file, project file, ceiling, overlay, and the
-    digest of the program inputs, `programs`) is not planned (both sides run the same
-    accelstack and catalog). `base_planner`: the base's own accelstack plans the base side
-    (cli/crossversion.py)."""
+    digest of the program inputs, `programs`) and whose side's usage file is the same
+    (cli/usagefile.py) is not planned (both sides run the same accelstack and catalog).
+    `base_planner`: the base's own accelstack plans the base side (cli/crossversion.py)."""
     from accelstack.catalog import load_catalog
     from accelstack.cli.planning import planned_row
+    from accelstack.cli.usagefile import usage_bytes
 
     catalog = load_catalog()
+    usage_same = usage_bytes(base[2]) == usage_bytes(head[2])
     same = {
         n
         for n in base[1].keys() & head[1].keys()
-        if deploy_fingerprint(base[1][n], gates[0], programs[0])
+        if usage_same
+        and deploy_fingerprint(base[1][n], gates[0], programs[0])
         == deploy_fingerprint(head[1][n], gates[1], programs[1])
     }
-    rows: list[dict[str, dict[str, Any]]] = [{}, {}]
+    rows: list[Rows] = [{}, {}]
     for i, (label, refs, _) in enumerate((base, head)):
         for name in sorted(refs.keys() - same):
             if i == 0 and base_planner is not None:
                 rows[i][name] = base_planner(refs[name], label)
             else:
-                rows[i][name] = planned_row(refs[name], catalog, label, ceiling)
+                rows[i][name] = planned_row(refs[name], catalog, label, ceiling, with_usage=True)
     _name_deleted(rows[1], base[1], head[1])
     return rows[0], rows[1], sorted(same)
 
 
-def _name_deleted(
-    rows: dict[str, dict[str, Any]], old: dict[str, StackRef], new: dict[str, StackRef]
-) -> None:
+def _name_deleted(rows: Rows, old: dict[str, StackRef], new: dict[str, StackRef]) -> None:
     """A head stack whose spec this change deletes (its stack file still points at it) is
     headlined as such, not as a file that cannot be read."""
+    from dataclasses import replace
+
     from accelstack.cli.planning import rel_to
 
     for name, row in rows.items():
         ref, was = new.get(name), old.get(name)
-        if not row.get("errors") or ref is None or was is None or ref.spec.exists():
+        if not row.broken or ref is None or was is None or ref.spec.exists():
             continue
         rel = rel_to(ref.spec, ref.root)
         if (was.root / rel).is_file():
             by = ref.config_file.name if ref.config_file else f"stack {name}"
-            row["headline"] = f"cannot plan: {rel} is deleted by this change, but {by} deploys it"
+            headline = f"cannot plan: {rel} is deleted by this change, but {by} deploys it"
+            rows[name] = replace(row, headline=headline)
 
 
 def _per_stack(values: list[str] | None) -> dict[str, float]:
@@ -192,10 +198,10 @@ def diff(
     _exit(doc, [*new.values(), *old.values()])
 
 
-def _exit(doc: DiffDocument, rows: list[dict[str, Any]]) -> None:
+def _exit(doc: DiffDocument, rows: list[SideRow]) -> None:
     """The exit code of a stack that did not plan, else 1 when an edit is refused (a verdict
     said no: the change as written would stop `pulumi up`)."""
-    failed = [r["exit_code"] for r in rows if r.get("errors")]
+    failed = [r.exit_code for r in rows if r.broken]
     if failed:
         raise typer.Exit(max(failed))
     if any(s.refused() for s in doc.stacks):
@@ -215,13 +221,14 @@ def _unlisted(base: str, head: str, failure: Exception) -> DiffDocument:
 
 def _diff_doc(
     base: str, head: str, specs: str, stack_name: str | None, ceiling: Path | None, dirs: bool
-) -> tuple[DiffDocument, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+) -> tuple[DiffDocument, Rows, Rows]:
     """The diff document of two refs (or folders), and the base and head sides' rows; it
     names the accelstack version that planned each side (`crossversion.planned_with`)."""
     from dataclasses import replace
 
     from accelstack.cli import crossversion as xv
     from accelstack.cli.planning import accelerated_types, ceiling_for, instance_vcpus
+    from accelstack.cli.usagefile import usage_changes
     from accelstack.plan.diff import diff_document
 
     with tempfile.TemporaryDirectory(prefix="accelstack-diff-") as tmp:
@@ -249,6 +256,7 @@ def _diff_doc(
             old, new, same, gate = _plan_trusted(
                 sides, base, ceiling, Path(tmp, "trusted"), (site, planned_with.base), digests
             )
+        gate += usage_changes(sides[0][2], sides[1][2])  # each side reads its own
         changes = changes_between(*programs)
         accepted = programs[1].accepted() if changes else None
     labels = (sides[0][0], sides[1][0])
@@ -289,7 +297,7 @@ def _plan_trusted(
     into: Path,
     old_wheel: tuple[Path | None, str] = (None, ""),
     programs: tuple[str, str] = ("", ""),
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[str], list[str]]:
+) -> tuple[Rows, Rows, list[str], list[str]]:
     """Both refs planned with the gate inputs trusted from outside the change: the ceiling and
     catalog overlay of the CI setting, else the base ref's; their changes listed first.
     `old_wheel`: (the base's unpacked wheel, its version) when the base's own accelstack

@@ -38,12 +38,13 @@ if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.cost.ceiling import Ceiling
     from accelstack.plan.diffmodel import StackDiff
+    from accelstack.plan.diffside import SideRow
     from accelstack.resolve import Stack
     from accelstack.stackconfig import StackRef
 
 
 def _changes_against(
-    base: str, ref: StackRef, head: dict[str, Any], ceiling: Ceiling | None
+    base: str, ref: StackRef, head: SideRow, ceiling: Ceiling | None
 ) -> tuple[str, StackDiff]:
     """This stack diffed against the same stack at git ref `base` (absent there: added)."""
     import tempfile
@@ -112,7 +113,7 @@ def plan(
     found = violations_of(result, stack)
     warnings = stack_warnings(stack, result) + ref_warnings(ref)
     limit = ceiling_for(ceiling, ref.root)
-    head = side_row(ref, stack, result, verdict, str(spec))
+    head = side_row(ref, (stack, result, verdict), str(spec))
     changes = _changes_against(against, ref, head, limit) if against else None
     if fmt == "json":
         doc = {**result.to_dict(), "cost": verdict_dict(verdict), "verdict": verdict_doc(verdict)}

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from accelstack.catalog import Catalog
     from accelstack.cost.ceiling import Ceiling
     from accelstack.cost.guard import Verdict
+    from accelstack.cost.usage import UsageFile
     from accelstack.plan import Plan, Program
+    from accelstack.plan.diffprice import SideUsage
+    from accelstack.plan.diffside import SideRow
     from accelstack.plan.rules import Violation
     from accelstack.resolve import Stack
     from accelstack.stackconfig import StackRef
@@ -88,58 +91,91 @@ def plan_ref(ref: StackRef, catalog: Catalog | None = None) -> tuple[Stack, Plan
 
 
 def side_row(
-    ref: StackRef, stack: Stack, result: Plan, verdict: Verdict, label: str
-) -> dict[str, Any]:
-    """One side of a diff for a planned stack: its plan document, priced verdict, inputs."""
-    from accelstack.plan.diff_inputs import inputs_of, resource_costs
+    ref: StackRef,
+    planned: tuple[Stack, Plan, Verdict],
+    label: str,
+    usage: SideUsage | None = None,
+) -> SideRow:
+    """One side of a diff for a planned stack: its plan document, priced verdict, priced line
+    items, inputs, and the usage-priced items of its side's usage file (`usage_of`)."""
+    from accelstack.plan.diff_inputs import inputs_of, priced_lines, resource_costs
+    from accelstack.plan.diffmodel import SideCost
+    from accelstack.plan.diffside import SideRow
 
-    cost = {
-        "hourly_usd": round(verdict.cost.hourly_usd, 4),
-        "monthly_usd": round(verdict.cost.monthly_usd, 2),
-        "run_usd": round(verdict.run.run_usd, 2),
-        "estimate": verdict.cost.estimate,
-        "ok": verdict.ok,
-        "verdict": verdict.one_line(),
-        "violations": [v.line() for v in violations_of(result, stack)],
-        "items": resource_costs(verdict),
-    }
-    return {
-        "file": label,
-        "stack_file": rel_to(ref.config_file, ref.root) if ref.config_file else None,
-        "plan": result.to_dict(),
-        "cost": cost,
-        "inputs": inputs_of(ref),
-    }
+    stack, result, verdict = planned
+    cost = SideCost(
+        hourly_usd=round(verdict.cost.hourly_usd, 4),
+        monthly_usd=round(verdict.cost.monthly_usd, 2),
+        run_usd=round(verdict.run.run_usd, 2),
+        estimate=verdict.cost.estimate,
+        ok=verdict.ok,
+        verdict=verdict.one_line(),
+        violations=tuple(v.line() for v in violations_of(result, stack)),
+        items=resource_costs(verdict),
+    )
+    return SideRow(
+        file=label,
+        stack_file=rel_to(ref.config_file, ref.root) if ref.config_file else None,
+        inputs=inputs_of(ref),
+        plan=result.to_dict(),
+        cost=cost,
+        lines=priced_lines(verdict),
+        usage=usage,
+    )
+
+
+def usage_of(verdict: Verdict, usage: tuple[UsageFile, str], catalog: Catalog) -> SideUsage:
+    """The usage-priced items of a planned stack from its side's usage file (and its name as
+    shown), at `catalog`'s rates for the stack's region."""
+    from accelstack.plan.diff_inputs import side_usage
+
+    types = (item.type for item in verdict.cost.items)
+    stack = (verdict.stack, verdict.cost.region)
+    return side_usage(stack, types, usage[0], (catalog, usage[1]))
 
 
 def planned_row(
-    ref: StackRef, catalog: Catalog, label: str, ceiling: Ceiling | None
-) -> dict[str, Any]:
-    """The diff side row of one stack (`side_row`), or its errors when it does not plan."""
+    ref: StackRef,
+    catalog: Catalog,
+    label: str,
+    ceiling: Ceiling | None,
+    with_usage: bool = False,
+) -> SideRow:
+    """The diff side row of one stack (`side_row`), or its errors when it does not plan (or,
+    `with_usage`, when its side's usage file cannot be read: cli/usagefile.py)."""
+    from accelstack.cli.usagefile import usage_at
+
     shown = f"{label}:{rel_to(ref.spec, ref.root)}"
     try:
         stack, result = plan_ref(ref, catalog)
         verdict = plan_verdict(result, stack, ceiling)
         if verdict.unbounded:  # bad input (exit 2): the stack cannot be judged, never priced
             raise verdict.failure()
-        return side_row(ref, stack, result, verdict, shown)
+        usage = usage_at(ref.root) if with_usage else None
+        priced = usage_of(verdict, usage, catalog) if usage else None
+        return side_row(ref, (stack, result, verdict), shown, priced)
     except Exception as exc:  # one broken spec must not hide the rest
-        failure = as_failure(exc, f"diff {shown}")
-        lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
-        from accelstack.spec.secrets import redact
+        return error_row(ref, exc, shown)
 
-        lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
-        lines = lines or [type(failure).__name__]
-        from accelstack.plan.diff_inputs import inputs_of
 
-        return {
-            "file": shown,
-            "stack_file": rel_to(ref.config_file, ref.root) if ref.config_file else None,
-            "inputs": inputs_of(ref),
-            "errors": lines,
-            "headline": redact(cannot_plan(failure, ref)),
-            "exit_code": failure.exit_code,
-        }
+def error_row(ref: StackRef, exc: Exception, shown: str) -> SideRow:
+    """The side row of a stack that does not plan: its error lines (paths relative to the
+    project, credentials redacted), the `cannot plan` headline and the exit code."""
+    from accelstack.plan.diff_inputs import inputs_of
+    from accelstack.plan.diffside import SideRow
+    from accelstack.spec.secrets import redact
+
+    failure = as_failure(exc, f"diff {shown}")
+    lines = [x.replace(str(ref.spec), shown) for x in str(failure).splitlines()]
+    lines = [redact(x.replace(str(ref.root) + "/", "")) for x in lines]
+    return SideRow(
+        file=shown,
+        stack_file=rel_to(ref.config_file, ref.root) if ref.config_file else None,
+        inputs=inputs_of(ref),
+        errors=tuple(lines or [type(failure).__name__]),
+        headline=redact(cannot_plan(failure, ref)),
+        exit_code=failure.exit_code,
+    )
 
 
 def cannot_plan(failure: Exception, ref: StackRef) -> str:

@@ -59,13 +59,16 @@ def _inside(path: Path | None, root: Path) -> str | None:
 
 
 def gate_data(gate: GateFiles | None, root: Path) -> list[str]:
-    """The gate's own inputs inside the project (its ceiling file, an overlay folder): left
-    out of the program inputs, since the gate lists their changes first and enforces them
-    from the base (cli/trust.py)."""
+    """The gate's own inputs inside the project (its ceiling file, an overlay folder, the
+    usage file): left out of the program inputs, since the gate lists their changes first
+    and enforces the ceiling and overlay from the base (cli/trust.py) and prices each side's
+    usage file itself (cli/usagefile.py), which the program never reads."""
     if gate is None:
         return []
+    from accelstack.cli.usagefile import usage_data
+
     ceiling, overlay = _inside(gate.ceiling, root), _inside(gate.overlay, root)
-    return [x for x in (ceiling, f"{overlay}/" if overlay else None) if x]
+    return [x for x in (ceiling, f"{overlay}/" if overlay else None) if x] + usage_data(root)
 
 
 def spec_data(refs: Iterable[StackRef], root: Path) -> list[str]:

@@ -9,7 +9,7 @@ import typer
 
 from accelstack.cli import completion
 from accelstack.cli.boundary import as_failure, echo_error
-from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS
+from accelstack.cli.catalog_names import ACCELERATED_TYPES, CHEAPEST_OPTIONS, REFERENCE_OPTION
 from accelstack.cli.output import FormatOpt, echo_json
 from accelstack.cli.specfiles import (
     check_name,
@@ -251,7 +251,7 @@ _OptionsOpt = Annotated[
     str,
     typer.Option(
         help="with --cheapest: purchase options to consider (comma-separated, from "
-        f"{CHEAPEST_OPTIONS}). Default on-demand only: "
+        f"{CHEAPEST_OPTIONS}). Default {REFERENCE_OPTION} only: "
         "a savings-plan rate is only the run's true cost when the 1-3 year commitment "
         "is used anyway, and spot interrupts long runs",
     ),
@@ -301,7 +301,7 @@ def new(
     image: _ImageOpt = None,
     cheapest: _CheapestOpt = False,
     deadline_hours: _DeadlineOpt = None,
-    options: _OptionsOpt = "on-demand",
+    options: _OptionsOpt = REFERENCE_OPTION,
     directory: _DirOpt = Path("."),
     force: _ForceOpt = False,
 ) -> None:

@@ -189,7 +189,8 @@ def retarget_stack(stack: Stack, instance_type: str, nodes: int, option: str) ->
 def _memory_fit(stack: Stack, instance_type: str) -> MemoryFit:
     """The workload's memory fit on `instance_type`, as `resolve` gives it to the candidate
     (it does not depend on the node count or the option)."""
-    candidate = retarget_stack(stack, instance_type, stack.workload_pool.nodes, "on-demand")
+    reference = stack.option_lists.reference  # on-demand terms: the option does not matter
+    candidate = retarget_stack(stack, instance_type, stack.workload_pool.nodes, reference)
     fit = candidate.workload_memory_fit
     if fit is None:  # the spec rules refuse a precision without a bytes-per-parameter figure
         raise CatalogError(f"no bytes-per-parameter figure for {stack.workload.precision}")
@@ -324,7 +325,8 @@ class DeadlineSizer:
         found = search(self.catalog, self.instance_type, nodes, wl, self.fit, wl.stack)
         if found is None:
             return None
-        candidate = retarget_stack(self.stack, self.instance_type, nodes, "on-demand")
+        reference = self.stack.option_lists.reference  # the option does not change the speed
+        candidate = retarget_stack(self.stack, self.instance_type, nodes, reference)
         return _At(estimate_for(candidate, found.layout).wall_hours, found)
 
     def _step(self, n: int) -> int:
@@ -491,7 +493,7 @@ def _option_run(
     cat = stack.catalog
     rate = cat.instance_rate(stack.region, instance_type, opt)
     years = stack.option_lists.commitment_years.get(opt)
-    launched_on_demand = cat.purchase(opt).quota_market == "on-demand"
+    launched_on_demand = cat.purchase(opt).unreserved_on_demand
     return OptionRun(
         option=opt,
         hourly_usd=v.cost.hourly_usd,
@@ -535,11 +537,12 @@ def _buyable(
     """The priced options a candidate of this size can buy, and "option: why" for the others:
     a Capacity Block over its limits, or a candidate the stack rules refuse (`resolve` would
     refuse the spec `new` writes for it)."""
-    cb_why = capacity_block_refusal(stack, nodes) if "capacity-block" in priced else None
-    refused = [f"capacity-block: {cb_why}"] if cb_why else []
+    blocks = [o for o in priced if o in stack.option_lists.capacity_block]
+    cb_why = capacity_block_refusal(stack, nodes) if blocks else None
+    refused = [f"{o}: {cb_why}" for o in blocks] if cb_why else []
     buyable = []
     for o in priced:
-        if cb_why and o == "capacity-block":
+        if cb_why and o in blocks:
             continue
         problems = check_stack(retarget_stack(stack, instance_type, nodes, o))
         if problems:
@@ -821,7 +824,7 @@ def compare(
         fastest_of_all(cands, sizing, spot, lists=lists),
         sizing,
         opts,
-        spot if "spot" in opts else "",
+        spot if any(o in lists.interruptible for o in opts) else "",
         within,
         tuple(o for o in opts if o in lists.commitment_years),
     )

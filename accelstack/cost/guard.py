@@ -149,9 +149,10 @@ def estimate_for(stack: Stack, layout: Layout | None = None) -> TrainingEstimate
 
 
 def spot_factor(stack: Stack) -> float:
-    """Wall-time multiplier for a workload pool on spot (catalog defaults.spot_interruption)."""
+    """Wall-time multiplier for a workload pool on interruptible capacity (Spot: the purchase
+    table's capacity_type; catalog defaults.spot_interruption)."""
     pool = stack.workload_pool
-    if pool.purchase_option != "spot":
+    if not pool.purchase.interruptible:
         return 1.0
     d = stack.defaults
     return d.spot_interruption.overhead_factor(pool.nodes, d.hours_per_month)
@@ -160,7 +161,7 @@ def spot_factor(stack: Stack) -> float:
 def billed_hours(stack: Stack, wall_hours: float) -> float | None:
     """Pool hours billed for a run: a Capacity Block pool pays its whole window up front (the
     run rounded up to the next duration a block can be bought for); None for other options."""
-    if stack.workload_pool.purchase_option != "capacity-block":
+    if not stack.workload_pool.purchase.capacity_block:
         return None
     return stack.catalog.capacity_blocks.window_days(wall_hours) * 24.0
 
@@ -233,7 +234,7 @@ def check_budget(
     unbounded = not b.has_limit and not b.unlimited
     blocks: tuple[int, ...] = ()
     wp = stack.workload_pool
-    if wp.purchase_option == "capacity-block":
+    if wp.purchase.capacity_block:
         named = tuple(n for _, n in wp.reservations)
         blocks = named or stack.catalog.capacity_blocks.blocks_for(wp.nodes)
     reservations = tuple((rid, n, wp.zone_id) for rid, n in wp.reservations)
@@ -466,6 +467,7 @@ def _item_dict(i: LineItem) -> dict[str, Any]:
         "quantity": i.quantity,
         "unit": i.unit,
         "unit_usd": i.unit_usd,
+        "rate_of": i.rate_of,  # the instance type or catalog service item the rate is for
         "hourly_usd": round(i.hourly_usd, 6),
         "hourly_usd_range": lohi(i.hourly_usd_range),
         "estimate": i.estimate,

@@ -29,7 +29,7 @@ from accelstack.catalog import PURCHASE_OPTIONS, Catalog, Rate
 from accelstack.catalog.sections import overlay_hint, service_row
 from accelstack.clock import today
 from accelstack.errors import MissingPrice
-from accelstack.inventory import ON_DEMAND, billables
+from accelstack.inventory import billables
 from accelstack.naming import POOL_LABEL
 from accelstack.resolve import Stack
 
@@ -198,6 +198,9 @@ class LineItem:
     assumption: str | None = None
     # (low, high) factors of an estimated rate (price_ranges.yaml); (1, 1) when observed
     span: tuple[float, float] = (1.0, 1.0)
+    #: what one unit is billed at: the instance type of an instance-hour, else the catalog
+    #: service item (`ebs-gp3`, `nat-gateway`), so a diff can say "16 -> 24 x trn2.48xlarge"
+    rate_of: str = ""
 
     @property
     def hourly_usd_range(self) -> tuple[float, float]:
@@ -360,6 +363,7 @@ def _monthly_item(
         pool=pool,
         assumption=assumption,
         span=span,
+        rate_of=item,
     )
 
 
@@ -389,6 +393,7 @@ def _hourly_item(
         as_of=rate.as_of,
         assumption=assumption,
         span=_span(ctx, item, "service", rate),
+        rate_of=item,
     )
 
 
@@ -443,6 +448,7 @@ def _instance_item(
         option=option,
         assumption=note or None,
         span=_span(ctx, instance_type, rate.option or option, rate),
+        rate_of=instance_type,
     )
 
 
@@ -568,7 +574,8 @@ def price_instance(res: ResourceLike, ctx: PricingContext) -> list[LineItem]:
         raise MissingPrice(f"cannot price {res.type} '{res.name}': instanceType is {itype!r}")
     tags = inputs.get("tags") or {}
     pool = tags.get(POOL_LABEL) if isinstance(tags, Mapping) else None
-    option = ctx.pool_options.get(pool, ON_DEMAND) if isinstance(pool, str) else ON_DEMAND
+    reference = ctx.catalog.option_lists.reference  # what the spec does not choose
+    option = ctx.pool_options.get(pool, reference) if isinstance(pool, str) else reference
     option = _market_option(
         ctx.catalog, option, _get(inputs, "instanceMarketOptions", "marketType")
     )

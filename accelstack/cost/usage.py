@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -194,13 +195,23 @@ def find_usage(flag: Path | None = None, root: Path | None = None) -> UsageFile 
 
 def usage_cost(stack: Stack, cost: StackCost, usage: UsageFile, catalog: Catalog) -> UsageCost:
     """Each usage amount of the stack, priced at `catalog`'s rate for the stack's region."""
-    present = {item.type for item in cost.items}
+    types = {item.type for item in cost.items}
+    return UsageCost(usage.source, usage_lines(stack.name, stack.region, types, usage, catalog))
+
+
+def usage_lines(
+    name: str, region: str, types: Iterable[str], usage: UsageFile, catalog: Catalog
+) -> tuple[UsageLine, ...]:
+    """The usage amounts the file gives stack `name`, each priced at `catalog`'s rate for
+    `region`; a group whose resource types (`types`: what the stack's plan prices) the stack
+    lacks is not priced. `price --usage` and `diff` (each side's plan) both read these."""
+    present = set(types)
     lines: list[UsageLine] = []
-    for group, keys in usage.for_stack(stack.name).items():
+    for group, keys in usage.for_stack(name).items():
         has = not GROUP_TYPES[group] or any(t in present for t in GROUP_TYPES[group])
         for key, amount in keys.items():
-            lines.append(_priced(catalog, stack.region, (group, key), amount, has))
-    return UsageCost(usage.source, tuple(lines))
+            lines.append(_priced(catalog, region, (group, key), amount, has))
+    return tuple(lines)
 
 
 def _priced(

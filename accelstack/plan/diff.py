@@ -1,11 +1,12 @@
 """What a change to the specs does: two sets of planned stacks compared (`accelstack diff`).
 
-Pure: the input is, per side, a mapping of stack name to a *side row* (`{"file", "plan",
-"cost"}` with `plan` the plan document of `Plan.to_dict()` and `cost` the priced verdict, or
-`{"file", "errors"}` when the spec did not plan). Resources are matched by (type, logical name):
-one that appears is *added*, one that disappears *removed*, one whose inputs differ *changed*,
-or *replaced* when a differing input is one the pinned provider cannot update in place
-(`catalog/provider_replacements.json`, generated from the provider source: plan/replacements.py).
+Pure: the input is, per side, a mapping of stack name to its side row (`plan/diffside.SideRow`:
+the plan document of `Plan.to_dict()`, the priced verdict, each priced line item and the
+usage-priced items, or the errors when the spec did not plan). Resources are matched by (type,
+logical name): one that appears is *added*, one that disappears *removed*, one whose inputs
+differ *changed*, or *replaced* when a differing input is one the pinned provider cannot update
+in place (`catalog/provider_replacements.json`, generated from the provider source:
+plan/replacements.py).
 A replacement is carried to every dependent whose input holds one of its outputs
 (plan/propagate.py): replaced too where that input forces it, else updated. A replaced or
 removed resource that holds state (a stateful type, or one the program protects) is listed first,
@@ -15,7 +16,7 @@ twice) is each stack's `create_before_delete` (plan/create_before_delete.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -44,6 +45,8 @@ from accelstack.plan.diffmodel import (
     StatefulChange,
     Totals,
 )
+from accelstack.plan.diffprice import Billed, UsageChange, billed_pairs
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.propagate import carried
 from accelstack.plan.replacements import ProviderTable, provider_table
 from accelstack.plan.rolls import node_rolls
@@ -155,9 +158,8 @@ def diff_resources(
     return resource_changes(base, head, table).to_dict()
 
 
-def _cost_of(side: dict[str, Any] | None) -> SideCost | None:
-    cost = (side or {}).get("cost")
-    return None if cost is None else SideCost.from_dict(cost)
+def _cost_of(side: SideRow | None) -> SideCost | None:
+    return None if side is None else side.cost
 
 
 def _delta(base: SideCost | None, head: SideCost | None) -> CostDelta:
@@ -167,10 +169,8 @@ def _delta(base: SideCost | None, head: SideCost | None) -> CostDelta:
     return CostDelta(*(d(k) for k in COST_KEYS))
 
 
-def _status(
-    base: dict[str, Any] | None, head: dict[str, Any] | None, res: ResourceChanges
-) -> StackStatus:
-    if (head or {}).get("errors") or (base or {}).get("errors"):
+def _status(base: SideRow | None, head: SideRow | None, res: ResourceChanges) -> StackStatus:
+    if (head is not None and head.broken) or (base is not None and base.broken):
         return "error"
     if base is None:
         return "added"
@@ -180,13 +180,24 @@ def _status(
     return "changed" if moved or res.any() else "unchanged"
 
 
-def _priced(res: ResourceChanges, cb: SideCost | None, ch: SideCost | None) -> ResourceChanges:
-    """Each listed resource with its monthly cost before and after (None: not priced)."""
+def _priced(res: ResourceChanges, sides: tuple[SideRow | None, SideRow | None]) -> ResourceChanges:
+    """Each listed resource with its monthly cost before and after (None: not priced), and
+    its priced line items (quantity, unit price) on the two sides."""
+    base, head = sides
+    cb, ch = _cost_of(base), _cost_of(head)
     old, new = (cb.items if cb else {}), (ch.items if ch else {})
+
+    def billed(name: str) -> tuple[Billed, ...]:
+        return billed_pairs(
+            base.lines_of(name) if base else (), head.lines_of(name) if head else ()
+        )
 
     def each(rows: tuple[ResourceChange, ...]) -> tuple[ResourceChange, ...]:
         return tuple(
-            replace(r, monthly_usd=CostPair(old.get(r.name), new.get(r.name))) for r in rows
+            replace(
+                r, monthly_usd=CostPair(old.get(r.name), new.get(r.name)), billed=billed(r.name)
+            )
+            for r in rows
         )
 
     return ResourceChanges(*(each(res.of(a)) for a in ("added", "changed", "replaced", "removed")))
@@ -194,18 +205,19 @@ def _priced(res: ResourceChanges, cb: SideCost | None, ch: SideCost | None) -> R
 
 def stack_diff(
     name: str,
-    base: dict[str, Any] | None,
-    head: dict[str, Any] | None,
+    base: SideRow | None,
+    head: SideRow | None,
     accelerated: Callable[[str], bool] | None = None,
     vcpus: Callable[[str], int | None] | None = None,
 ) -> StackDiff:
     """One stack's diff: resources, node rolls, the edited inputs (before -> after), cost, and
     what create-before-delete does to the change. A side that does not plan (its errors)
     compares nothing: its resources are unknown, not removed. A stack gone from the head is not
-    destroyed: its resources stay (none is listed removed) and it keeps its base cost
+    destroyed: its resources stay (none is listed removed) and it keeps its base cost and usage
     (`orphaned` in the document)."""
-    old_plan, new_plan = (base or {}).get("plan"), (head or {}).get("plan")
-    broken = bool((head or {}).get("errors") or (base or {}).get("errors"))
+    old_plan = base.plan if base else None
+    new_plan = head.plan if head else None
+    broken = bool((head and head.broken) or (base and base.broken))
     kept = head is None and base is not None
     res = resource_changes(None, None) if broken or kept else resource_changes(old_plan, new_plan)
     cb, ch = _cost_of(base), _cost_of(head)
@@ -215,26 +227,35 @@ def stack_diff(
     both = old_plan and new_plan and not broken
     why = {(r.type, r.name): _why_replaced(r) for r in res.replaced}
     rolls = node_rolls(old_plan, new_plan, why, accelerated) if both else []
-    before, after = (base or {}).get("inputs") or {}, (head or {}).get("inputs") or {}
+    before = dict(base.inputs) if base else {}
+    after = dict(head.inputs) if head else {}
     if broken:  # what a side that does not read lacks is unknown, not removed
         kept_keys = before.keys() & after.keys()
         before, after = {k: before[k] for k in kept_keys}, {k: after[k] for k in kept_keys}
     inputs = changed_values(before, after)
     edited = inputs if base and head else []
     checks = _checks(old_plan, new_plan, res, edited, (ch, vcpus)) if both else ()
+    shown = head or base
     return StackDiff(
         stack=name,
         status=_status(base, head, res),
-        file=(head or base or {}).get("file"),
-        errors=tuple((head or {}).get("errors") or ()),
-        base_errors=tuple((base or {}).get("errors") or ()),
+        file=shown.file if shown else None,
+        errors=head.errors if head else (),
+        base_errors=base.errors if base else (),
         inputs=tuple(edited),
         rolls=tuple(NodeRoll.from_dict(r) for r in rolls),
-        resources=_priced(res, cb, ch),
+        resources=_priced(res, (base, head)),
         cost=StackCost(cb, ch, delta),
-        headline=str((head or {}).get("headline") or ""),
+        headline=head.headline if head else "",
         checks=checks,
+        usage=None if broken else _usage(base, base if kept else head),
     )
+
+
+def _usage(base: SideRow | None, head: SideRow | None) -> UsageChange | None:
+    """The usage-priced items of the two sides (None: neither has a usage file)."""
+    old, new = (base.usage if base else None), (head.usage if head else None)
+    return None if old is None and new is None else UsageChange(old, new)
 
 
 def _why_replaced(r: ResourceChange) -> str:
@@ -269,8 +290,8 @@ def _checks(
 
 def diff_stack(
     name: str,
-    base: dict[str, Any] | None,
-    head: dict[str, Any] | None,
+    base: SideRow | None,
+    head: SideRow | None,
     accelerated: Callable[[str], bool] | None = None,
     vcpus: Callable[[str], int | None] | None = None,
 ) -> dict[str, Any]:
@@ -283,9 +304,7 @@ def _rolls(stacks: list[StackDiff]) -> tuple[StackRoll, ...]:
     return tuple(sorted(found, key=lambda r: (not r.roll.accelerated, r.stack, r.roll.name)))
 
 
-def _orphaned(
-    stacks: list[StackDiff], base: dict[str, dict[str, Any]]
-) -> tuple[OrphanedStack, ...]:
+def _orphaned(stacks: list[StackDiff], base: Mapping[str, SideRow]) -> tuple[OrphanedStack, ...]:
     """The stacks gone from the head (their stack file or spec deleted): nothing destroys them,
     so they keep billing outside the repository until someone runs `pulumi destroy`. The file
     named deleted is the one that made the stack: its stack file, else its spec."""
@@ -295,11 +314,15 @@ def _orphaned(
             s.file,
             float(s.cost.base.monthly_usd if s.cost.base else 0.0),
             (f"pulumi destroy -s {s.stack}", f"pulumi stack rm {s.stack}"),
-            base.get(s.stack, {}).get("stack_file") or _spec_of(s.file),
+            _stack_file(base.get(s.stack)) or _spec_of(s.file),
         )
         for s in stacks
         if s.status == "removed"
     )
+
+
+def _stack_file(row: SideRow | None) -> str | None:
+    return row.stack_file if row else None
 
 
 def _spec_of(label: str | None) -> str | None:
@@ -337,8 +360,8 @@ def _totals(stacks: list[StackDiff]) -> Totals:
 
 
 def diff_document(
-    base: dict[str, dict[str, Any]],
-    head: dict[str, dict[str, Any]],
+    base: Mapping[str, SideRow],
+    head: Mapping[str, SideRow],
     labels: tuple[str, str],
     unchanged: list[str] | None = None,
     accelerated: Callable[[str], bool] | None = None,
@@ -348,7 +371,8 @@ def diff_document(
     """The whole diff document (see module doc); stacks sorted by name. `unchanged`: the
     stacks whose spec and stack config are identical on both sides (not planned; not in the
     totals). `accelerated(instance_type) -> bool` marks the node rolls that interrupt jobs.
-    `gate_changes`: the edits to the ceiling or overlay the gate judges by."""
+    `gate_changes`: the edits to the ceiling or overlay the gate judges by, and to the usage
+    file."""
     names = sorted(base.keys() | head.keys())
     stacks = [stack_diff(n, base.get(n), head.get(n), accelerated, vcpus) for n in names]
     return DiffDocument(
@@ -366,8 +390,8 @@ def diff_document(
 
 
 def diff_sides(
-    base: dict[str, dict[str, Any]],
-    head: dict[str, dict[str, Any]],
+    base: Mapping[str, SideRow],
+    head: Mapping[str, SideRow],
     labels: tuple[str, str],
     unchanged: list[str] | None = None,
     accelerated: Callable[[str], bool] | None = None,
@@ -378,49 +402,51 @@ def diff_sides(
     return doc
 
 
-def _stack_percent(s: dict[str, Any]) -> float | None:
-    base = float((s["cost"]["base"] or {}).get("monthly_usd", 0.0))
-    delta = float(s["cost"]["delta"]["monthly_usd"])
+def _stack_percent(s: StackDiff) -> float | None:
+    base = float(s.cost.base.monthly_usd if s.cost.base else 0.0)
+    delta = float(s.cost.delta.monthly_usd)
     return 100 * abs(delta) / base if base else (None if delta else 0.0)
 
 
-def stack_over(s: dict[str, Any], usd: float | None, percent: float | None) -> bool:
+def stack_over(s: StackDiff, usd: float | None, percent: float | None) -> bool:
     """One stack's monthly cost moves (up or down) by at least a threshold given."""
-    if usd is not None and abs(float(s["cost"]["delta"]["monthly_usd"])) >= usd:
+    if usd is not None and abs(float(s.cost.delta.monthly_usd)) >= usd:
         return True
     pct = _stack_percent(s)
     return percent is not None and (pct is None or pct >= percent)
 
 
-def _by_replacement(roll: dict[str, Any]) -> bool:
-    return any(c.get("key") == "(replaced)" for c in roll.get("causes") or ())
+def _by_replacement(roll: StackRoll) -> bool:
+    return any(c.get("key") == "(replaced)" for c in roll.roll.causes)
 
 
 def below_threshold(
-    document: DiffDocument | dict[str, Any],
+    document: DiffDocument | Mapping[str, Any],
     usd: float | None,
     percent: float | None,
     per_stack: dict[str, float] | None = None,
 ) -> bool:
     """True when the change is not worth a comment: no program input changed (the gate cannot
-    plan those), nothing stateful replaced or removed, no node of an accelerated pool rolls and
-    no node rolls because of a replacement, nothing create-before-delete refuses, deletes first
-    or runs twice, no stack fails, and no stack's monthly cost moves by
-    its threshold (`per_stack` overrides the USD threshold per stack name), and no stack file
-    is removed (the stack keeps billing). Thresholds are per stack, never netted across
-    stacks: +$300k on one and -$300k on another posts."""
-    doc = document.to_dict() if isinstance(document, DiffDocument) else document
+    plan those), no gate input changed (the ceiling, the overlay, the usage file), nothing
+    stateful replaced or removed, no node of an accelerated pool rolls and no node rolls
+    because of a replacement, nothing create-before-delete refuses, deletes first or runs
+    twice, no stack fails, and no stack's monthly cost moves by its threshold (`per_stack`
+    overrides the USD threshold per stack name), and no stack file is removed (the stack keeps
+    billing). Thresholds are per stack, never netted across stacks: +$300k on one and -$300k
+    on another posts. The usage-priced items are estimates outside every threshold. A JSON
+    form (`diff --format json`) is read back into the typed document first."""
+    doc = document if isinstance(document, DiffDocument) else DiffDocument.from_dict(document)
     per_stack = per_stack or {}
-    if doc.get("gate_changes"):  # a ceiling or overlay edit always posts
+    if doc.gate_changes:  # a ceiling, overlay or usage file edit always posts
         return False
-    if doc.get("program_changes") or doc.get("errors"):  # what cannot be planned always posts
+    if doc.program_changes or doc.errors:  # what cannot be planned always posts
         return False
-    if doc["stateful"] or not doc["ok"] or doc.get("orphaned"):
+    if doc.stateful or not doc.ok or doc.orphaned:
         return False
-    if any(r["accelerated"] or _by_replacement(r) for r in doc.get("rolls", [])):
+    if any(r.roll.accelerated or _by_replacement(r) for r in doc.rolls):
         return False  # a replacement that rolls nodes is never quiet
-    if any(s.get("create_before_delete") for s in doc["stacks"]):
+    if any(s.checks for s in doc.stacks):
         return False  # a refusal, a delete-first gap or nodes that run twice
     if usd is None and percent is None and not per_stack:
         return False
-    return not any(stack_over(s, per_stack.get(s["stack"], usd), percent) for s in doc["stacks"])
+    return not any(stack_over(s, per_stack.get(s.stack, usd), percent) for s in doc.stacks)

@@ -1,15 +1,21 @@
 """What `diff` records per stack besides the plan: the inputs a person edited (the spec's values
-and the stack config, flattened to dotted paths, for before -> after lines) and the monthly
-cost of each priced resource (for the per-resource cost column)."""
+and the stack config, flattened to dotted paths, for before -> after lines), the monthly cost of
+each priced resource (for the per-resource cost column), each priced line item with its
+quantity and unit price, and the usage-priced items of the side's usage file."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from accelstack.plan.diffprice import PricedLine, SideUsage, UsageItem
+
 if TYPE_CHECKING:
+    from accelstack.catalog import Catalog
     from accelstack.cost.guard import Verdict
+    from accelstack.cost.usage import UsageFile
     from accelstack.stackconfig import StackRef
 
 #: A value longer than this is shortened in before -> after lines (user data, policies).
@@ -115,3 +121,39 @@ def resource_costs(verdict: Verdict) -> dict[str, float]:
     for item in verdict.cost.items:
         out[item.resource] = round(out.get(item.resource, 0.0) + item.hourly_usd * hours, 2)
     return out
+
+
+def priced_lines(verdict: Verdict) -> tuple[PricedLine, ...]:
+    """Each priced line item of the verdict: quantity, unit, unit price, monthly USD."""
+    c = verdict.cost
+    hours = c.monthly_usd / c.hourly_usd if c.hourly_usd else 0.0
+    return tuple(PricedLine.of(item, hours) for item in c.items)
+
+
+def side_usage(
+    stack: tuple[str, str],
+    types: Iterable[str],
+    usage: UsageFile,
+    where: tuple[Catalog, str],
+) -> SideUsage:
+    """The usage-priced items of one stack (`stack`: its name and region) from a side's usage
+    file, priced by the same `cost.usage.usage_lines` as `price --usage` (each amount x the times it
+    is billed / what one rate buys x the catalog's rate for the region; a group whose resource
+    types the stack lacks is not priced). It reads what a side row holds, not a
+    resolved stack, since a base planned by another accelstack has only its plan document
+    here: `types`, the resource types the side's plan prices; `where`, the catalog whose rates
+    apply and the file's name as the document shows it (relative to the project). A test holds
+    it equal to `usage_cost` (tests/plan/test_diffside.py)."""
+    from accelstack.cost.usage import usage_lines
+
+    catalog, source = where
+    items = tuple(
+        UsageItem(
+            *(ln.group, ln.key, ln.label, ln.amount, ln.item, ln.rate_usd, ln.unit),
+            ln.billed_times,
+            None if ln.monthly_usd is None else round(ln.monthly_usd, 2),
+            ln.estimate,
+        )
+        for ln in usage_lines(*stack, types, usage, catalog)
+    )
+    return SideUsage(source, items)

@@ -17,6 +17,7 @@ from accelstack.plan.diffmodel import (
     StackDiff,
     StatefulChange,
 )
+from accelstack.plan.diffprice import Billed, PricedLine, UsageChange, UsageItem
 from accelstack.plan.rolls import roll_line
 
 _ACTIONS: tuple[Action, ...] = ("replaced", "removed", "changed", "added")
@@ -104,6 +105,155 @@ def _res_cost(r: ResourceChange) -> str:
     return f" ({_usd(m.base)} -> {_usd(m.head)}/month)"
 
 
+def _number(x: float) -> str:
+    """A quantity: whole numbers with thousands separators, else up to two decimals."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.2f}".rstrip("0").rstrip(".")
+
+
+def _rate(usd: float) -> str:
+    """A unit price: cents, or as many decimals as the rate has (up to six: $0.0045)."""
+    cents = f"{usd:,.2f}"
+    exact = f"{usd:,.6f}".rstrip("0")
+    return f"${cents if len(exact.split('.')[1]) <= 2 else exact}"
+
+
+def _price(line: PricedLine) -> str:
+    """`$45.00` (`*`: an estimated rate)."""
+    return f"{_rate(line.unit_usd)}{'*' if line.estimate else ''}"
+
+
+def _per(line: PricedLine) -> str:
+    """What the unit price is per: `h` for an hourly unit, else the unit (`GiB-month`)."""
+    return "h" if line.unit.endswith("-hour") else line.unit
+
+
+def _what(line: PricedLine, quantity: str) -> str:
+    """`16 x trn2.48xlarge` (hourly units), `1,600 GiB-month of ebs-gp3` (others); the cost
+    report's description when the rate's subject is not known (an older accelstack's plan)."""
+    if not line.rate_of:
+        return line.what
+    if line.unit.endswith("-hour"):
+        return f"{quantity} x {line.rate_of}"
+    return f"{quantity} {line.unit} of {line.rate_of}"
+
+
+def priced_line(line: PricedLine) -> str:
+    """One side's line item: `16 x trn2.48xlarge at $45.00/h`."""
+    return f"{_what(line, _number(line.quantity))} at {_price(line)}/{_per(line)}"
+
+
+def billed_line(b: Billed) -> str:
+    """A line item before and after: `16 -> 24 x trn2.48xlarge at $45.00/h` (the same rate
+    subject; `at $A -> $B/h` when its price moved), `16 x trn2.48xlarge at $A/h -> 16 x
+    p5.48xlarge at $B/h` (another subject), `(none) -> ...` / `... -> (none)` when one side
+    has no such item."""
+    old, new = b.base, b.head
+    if new is None:
+        return f"{priced_line(old)} -> (none)" if old else ""
+    if old is None:
+        return f"(none) -> {priced_line(new)}"
+    if not old.rate_of or (old.rate_of, old.unit) != (new.rate_of, new.unit):
+        return f"{priced_line(old)} -> {priced_line(new)}"
+    count = _number(old.quantity)
+    if old.quantity != new.quantity:
+        count = f"{count} -> {_number(new.quantity)}"
+    price = _price(new)
+    if _price(old) != price:
+        price = f"{_price(old)} -> {price}"
+    return f"{_what(new, count)} at {price}/{_per(new)}"
+
+
+def _billed_lines(r: ResourceChange, action: Action) -> list[str]:
+    """A listed resource's priced line items; an added or removed one's from its own side."""
+    if action in ("added", "removed"):
+        return [priced_line(line) for b in r.billed for line in (b.head or b.base,) if line]
+    return [billed_line(b) for b in r.billed]
+
+
+#: How the usage block names what it shows: estimates, outside every verdict and total.
+USAGE_NOTE = "usage estimates at the catalog's rates; not in the budget verdict or the totals"
+
+
+def _moved(a: str, b: str, arrow: str) -> str:
+    return a if a == b else f"{a} {arrow} {b}"
+
+
+def _amount(item: UsageItem | None) -> str:
+    """`2,000`, `100 x 2` when each amount is billed twice (inter-AZ: both sides)."""
+    if item is None:
+        return "(none)"
+    times = f" x {item.billed_times:g}" if item.billed_times != 1 else ""
+    return f"{_number(item.amount)}{times}"
+
+
+def _usage_usd(item: UsageItem | None) -> str:
+    if item is None:
+        return "(none)"
+    if item.monthly_usd is None:
+        return f"not priced (the stack has no {item.group.replace('_', ' ')})"
+    return f"{_usd(item.monthly_usd)}{'*' if item.estimate else ''}"
+
+
+def _usage_rate(old: UsageItem | None, new: UsageItem | None, arrow: str) -> str:
+    """`$0.045 per gb`, the two when they differ."""
+
+    def rate(i: UsageItem | None) -> str:
+        return "(none)" if i is None else f"{_rate(i.rate_usd)} per {i.unit}"
+
+    return _moved(rate(old or new), rate(new or old), arrow)
+
+
+def _label(old: UsageItem | None, new: UsageItem | None) -> str:
+    one = new or old
+    return one.label if one else ""
+
+
+def usage_item_line(old: UsageItem | None, new: UsageItem | None, arrow: str = "->") -> str:
+    """`NAT gateway data processed (GB): 500 -> 2,000 at $0.045 per gb = $22.50 -> $90.00/month`
+    (as `price --usage` words one side)."""
+    amount = _moved(_amount(old), _amount(new), arrow)
+    usd = _moved(_usage_usd(old), _usage_usd(new), arrow)
+    return f"{_label(old, new)}: {amount} at {_usage_rate(old, new, arrow)} = {usd}/month"
+
+
+def _usage_head(u: UsageChange) -> str:
+    """`usage (from FILE; NOTE): $a -> $b/month (+$d)`."""
+    old, new = (x.source if x else "(no usage file)" for x in (u.base, u.head))
+    source = _moved(old, new, "->")
+    base, head = (_usd(x.monthly_usd) if x else "-" for x in (u.base, u.head))
+    return (
+        f"usage (from {source}; {USAGE_NOTE}): {base} -> {head}/month "
+        f"({_signed(u.delta_monthly_usd)})"
+    )
+
+
+def _usage_text(s: StackDiff) -> list[str]:
+    if s.usage is None:
+        return []
+    rows = [usage_item_line(a, b) for a, b in s.usage.pairs()]
+    return [f"  {_usage_head(s.usage)}", *(f"    {row}" for row in rows)]
+
+
+def _md_usage(doc: DiffDocument) -> list[str]:
+    """The usage-priced items per stack, before and after: estimates, outside every verdict."""
+    rows = [(s.stack, s.usage) for s in doc.stacks if s.usage is not None]
+    if not rows:
+        return []
+    lines = [
+        f"**Usage-priced items** (monthly, from each side's usage file; {USAGE_NOTE})",
+        "",
+        "| stack | item | monthly amount | rate | USD/month |",
+        "|---|---|---|---|---|",
+    ]
+    for stack, usage in rows:
+        for a, b in usage.pairs():
+            lines.append(
+                f"| `{stack}` | {_label(a, b)} | {_moved(_amount(a), _amount(b), '→')} | "
+                f"{_usage_rate(a, b, '→')} | {_moved(_usage_usd(a), _usage_usd(b), '→')} |"
+            )
+    return [*lines, ""]
+
+
 def _roll_lines(doc: DiffDocument) -> list[str]:
     return [f"{r.stack}: {roll_line(r.roll.to_dict())}" for r in doc.rolls]
 
@@ -132,6 +282,9 @@ def _orphan_lines(doc: DiffDocument) -> list[str]:
         for o in doc.orphaned
     ]
 
+
+#: What the gate-input section lists: the files the gate reads itself, besides the stacks.
+_GATE_NOTE = "the ceiling or catalog overlay the gate judges by, the usage file it prices"
 
 #: What the reader must do about program changes, by acceptance.
 _ACCEPT_HOW = {
@@ -195,6 +348,7 @@ def _resource_lines(s: StackDiff) -> list[str]:
             lines += [
                 f"             {line}" for c in r.changes or () for line in readable_change(c)
             ]
+            lines += [f"             billed: {line}" for line in _billed_lines(r, action)]
     return lines
 
 
@@ -209,6 +363,7 @@ def _text_stack(s: StackDiff) -> list[str]:
     old, new = _cost_of(s, "base", "run_usd"), _cost_of(s, "head", "run_usd")
     lines.append(f"  training run: {_usd(old, 0)} -> {_usd(new, 0)} ({_signed(d.run_usd, 0)})")
     lines.append(f"  verdict: base {_verdict(s, 'base')}; head {_verdict(s, 'head')}")
+    lines += _usage_text(s)
     lines += [f"  input    {_change(c)}" for c in s.inputs]
     if s.status in ("changed", "error"):
         lines += _resource_lines(s)
@@ -226,7 +381,7 @@ def render_text(document: Doc) -> str:
         lines.append(f"PROGRAM INPUTS CHANGED ({_program_title(doc)}):")
         lines += [f"  ! {line}" for line in program_lines(doc)]
     if doc.gate_changes:
-        lines.append("GATE INPUTS CHANGED (the ceiling or catalog overlay the gate judges by):")
+        lines.append(f"GATE INPUTS CHANGED ({_GATE_NOTE}):")
         lines += [f"  ! {line}" for line in doc.gate_changes]
     lines += _text_section(_REFUSED[0], _check_lines(doc, _REFUSED[1]))
     if doc.rolls:
@@ -304,6 +459,7 @@ def _md_details(s: StackDiff) -> list[str]:
     for a, r in rows[:200]:
         lines.append(f"- **{a}** `{r.type}` `{r.name}`{_why(r)}{_res_cost(r)}")
         lines += [f"  - `{line}`" for c in r.changes or () for line in readable_change(c)]
+        lines += [f"  - billed: `{line}`" for line in _billed_lines(r, a)]
     if len(rows) > 200:
         lines.append(f"- ... and {len(rows) - 200} more (see `accelstack diff --format json`)")
     return [*lines, "", "</details>"]
@@ -370,7 +526,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
     lines += _md_section(
         "CAUTION",
         "Gate inputs changed",
-        "the ceiling or catalog overlay the gate judges by",
+        _GATE_NOTE,
         list(doc.gate_changes),
     )
     lines += _md_section(
@@ -407,6 +563,7 @@ def render_markdown(document: Doc, comment: bool = False) -> str:
         lines.append(f"**Cost:** {_summary_line(doc)}")
         lines += ["", *_md_table(doc), ""]
         lines += _md_inputs(doc)
+        lines += _md_usage(doc)
         details = [line for s in doc.stacks for line in _md_details(s)]
         if sum(len(line) + 1 for line in lines + details) > COMMENT_LIMIT:
             details = ["Resource lists left out (too long for a comment): see the CI log."]

@@ -2,10 +2,10 @@
 the formatters (`plan/diff_report.py`: text, markdown; JSON through `to_dict`) render.
 
 `to_dict()` is the published JSON form (`diff --format json`, document version 2): its keys and
-values are the contract, so every class here writes exactly the keys the document has always
-had. A *side row* (one stack planned on one side: `{"file", "plan", "cost", "inputs"}`, or
-`{"file", "errors", "exit_code"}` when it did not plan) stays the input mapping; its `cost` is
-read into `SideCost`.
+values are the contract, so every class here writes the keys the document has always had; the
+keys added since (a resource's `billed` line items, a stack's `usage`) are written only when
+there is something in them. The input, one stack planned on one side, is the typed side row
+(`plan/diffside.SideRow`); its `cost` is a `SideCost`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from accelstack.plan.create_before_delete import Finding
+from accelstack.plan.diffprice import Billed, UsageChange
 from accelstack.programinputs import ProgramChange
 
 Action = Literal["added", "changed", "replaced", "removed"]
@@ -105,6 +106,8 @@ class ResourceChange:
     monthly_usd: CostPair = field(default_factory=CostPair)
     #: the replaced resources whose new outputs reach it (a replacement carried to it)
     via: tuple[str, ...] = ()
+    #: its priced line items before and after: quantity, unit and unit price
+    billed: tuple[Billed, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -120,6 +123,8 @@ class ResourceChange:
         out["monthly_usd"] = self.monthly_usd.to_dict()
         if self.via:
             out["via"] = list(self.via)
+        if self.billed:
+            out["billed"] = [b.to_dict() for b in self.billed]
         return out
 
     @classmethod
@@ -134,6 +139,7 @@ class ResourceChange:
             changes=_maybe_tuple(d.get("changes")),
             monthly_usd=CostPair.from_dict(d.get("monthly_usd")),
             via=tuple(d.get("via") or ()),
+            billed=tuple(Billed.from_dict(b) for b in d.get("billed") or ()),
         )
 
 
@@ -261,6 +267,8 @@ class StackDiff:
     headline: str = ""
     #: what create-before-delete does to the change (plan/create_before_delete.py)
     checks: tuple[Finding, ...] = ()
+    #: the usage-priced items of each side's usage file (None: neither side has one)
+    usage: UsageChange | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -277,6 +285,8 @@ class StackDiff:
         }
         if self.checks:
             out["create_before_delete"] = [c.to_dict() for c in self.checks]
+        if self.usage is not None:
+            out["usage"] = self.usage.to_dict()
         return out
 
     def refused(self) -> tuple[Finding, ...]:
@@ -297,6 +307,7 @@ class StackDiff:
             cost=StackCost.from_dict(d["cost"]),
             headline=str(d.get("headline") or ""),
             checks=tuple(Finding.from_dict(c) for c in d.get("create_before_delete") or ()),
+            usage=UsageChange.from_dict(d["usage"]) if d.get("usage") else None,
         )
 
 

@@ -203,9 +203,10 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         sys_inst = cat.instance(stack.system_instance_type)
         kind = cat.device_kinds[cat.families[sys_inst.family].device_kind]
         vcpus = stack.system_nodes * sys_inst.vcpus
+        reference = cat.purchase(stack.option_lists.reference)  # what system nodes are billed as
         add(
             kind.quota_family,
-            "on-demand",
+            reference.quota_market or "on-demand",
             vcpus,
             f"system nodes: {stack.system_nodes} x {sys_inst.name} ({vcpus} vCPUs)",
         )
@@ -630,7 +631,8 @@ def _reservation_in_use(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) ->
 
 
 def _reservation_other_option(stack: Stack, pool: ResolvedPool, cr: dict[str, Any]) -> _Finding:
-    expected = "capacity-block" if pool.purchase_option == "capacity-block" else "default"
+    # EC2's ReservationType of the capacity the pool's option buys
+    expected = "capacity-block" if pool.purchase.capacity_block else "default"
     if cr.get("ReservationType", expected) == expected:
         return None
     return (

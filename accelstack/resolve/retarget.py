@@ -305,6 +305,28 @@ def _new_stack_storage(out: dict[str, Any], catalog: Catalog) -> list[str]:
     return notes
 
 
+LABELS_KEY = "labels_at_boot"
+
+
+def _new_stack_labels(out: dict[str, Any]) -> list[str]:
+    """A new stack's EKS pools register their nodes with their scheduling labels, written
+    into the file: the spec's unset default leaves them to EKS (what specs written before the
+    setting boot with), and a new stack has no nodes yet to roll. A value already there is
+    kept."""
+    if out.get("orchestration", "eks") != "eks":
+        return []
+    notes = []
+    for pool in out.get("pools") or []:
+        if LABELS_KEY in pool:
+            continue
+        _put_back(pool, LABELS_KEY, True, STORAGE_KEY if STORAGE_KEY in pool else "nodes")
+        notes.append(
+            f"pools.{pool.get('name')}.{LABELS_KEY}: true (nodes register with their device "
+            "plugin's scheduling labels)"
+        )
+    return notes
+
+
 def _retype(
     out: dict[str, Any],
     pool: dict[str, Any],
@@ -382,7 +404,7 @@ def retarget(
         raise SpecError(
             [Problem(source, "", f"cannot retarget to {instance_type}: {r}") for r in refuse]
         )
-    notes += _new_stack_storage(out, catalog)
+    notes += _new_stack_storage(out, catalog) + _new_stack_labels(out)
     spec = _validated(out, source, name)
     return Retargeted(out, spec, notes, carried)
 

@@ -322,6 +322,20 @@ def _pool_cache(stack: Stack) -> Iterator[Finding]:
             )
 
 
+@spec_rule("pool-labels-at-boot", "labels_at_boot on EKS pools only (nodeadm's kubelet flags)")
+def _pool_labels_at_boot(stack: Stack) -> Iterator[Finding]:
+    if stack.spec.orchestration == "eks":
+        return
+    for i, pool in enumerate(stack.spec.pools):
+        if pool.labels_at_boot:
+            yield (
+                f"pools[{i}].labels_at_boot",
+                "is an EKS node setting (nodeadm's kubelet flags); standalone nodes "
+                "(orchestration ec2) boot the DLAMI without nodeadm: allowed here: false, or "
+                "leave it unset",
+            )
+
+
 def _zone_findings(stack: Stack, f: ResolvedPool, offered: Sequence[str]) -> Iterator[Finding]:
     spec, pool = stack.spec, f.spec
     zone = pool.availability_zone or spec.availability_zone
@@ -872,7 +886,7 @@ def _capacity_block_limits(stack: Stack) -> Iterator[Finding]:
     cb = stack.catalog.capacity_blocks
     for f in stack.pools:
         purchase = f.spec.purchase
-        if purchase.option != "capacity-block":
+        if not f.purchase.capacity_block:
             continue
         held = sum(r.nodes for r in purchase.reservations) or purchase.instances or f.spec.nodes
         if held > cb.max_instances_per_account:
@@ -901,7 +915,7 @@ def _capacity_block_account_limit(stack: Stack) -> Iterator[Finding]:
     held = [
         (f, sum(r.nodes for r in f.spec.purchase.reservations) or f.spec.nodes)
         for f in stack.pools
-        if f.spec.purchase.option == "capacity-block"
+        if f.purchase.capacity_block
     ]
     total = sum(n for _, n in held)
     if len(held) < 2 or total <= cb.max_instances_per_account:
@@ -1104,6 +1118,7 @@ MODULE_RULES: tuple[SpecRule, ...] = (
     _network_ecr_endpoints,
     _pool_lnc,
     _pool_cache,
+    _pool_labels_at_boot,
     _pool_offered,
     _pool_priced,
     _system_nodes,

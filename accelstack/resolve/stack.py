@@ -126,6 +126,9 @@ class ResolvedPool:
     #: serves the node (naming.NEURON_ALLOCATION_LABEL: dra or device-plugin; see
     #: `with_node_groups`)
     scheduling_labels: Mapping[str, str] = field(default_factory=dict)
+    #: nodes register with `scheduling_labels` in nodeadm's kubelet flags too (spec
+    #: labels_at_boot); False: only the pool's own there (EKS applies the rest a little later)
+    labels_at_boot: bool = False
     #: How the workload's training state fits this pool's type (None: the precision has no
     #: bytes-per-parameter figure, which validation refuses)
     memory_fit: MemoryFit | None = None
@@ -734,6 +737,7 @@ def _resolve_pool(spec: Spec, index: int, p: Pool, cat: Catalog) -> ResolvedPool
         placement_group_name=p.purchase.placement_group,
         placement_per_launch=p.placement_groups == "per-launch",
         local_storage=_local_storage(p, cat),
+        labels_at_boot=bool(p.labels_at_boot),
         framework=framework,
         ami_parameter=ami_parameter(spec, cat, dev, _kubernetes_version(spec, cat)),
         spare_nodes=p.spare_nodes,

@@ -276,6 +276,16 @@ class Pool(Strict):
         "volume, as specs written before this setting boot; `new` and `init` write "
         "instance_store_raid0 where the type allows it. Changing it rolls the pool's nodes once",
     )
+    labels_at_boot: bool | None = Field(
+        None,
+        description="orchestration eks: nodes register with their scheduling labels too (the "
+        "device-plugin chart's affinity label such as nvidia.com/gpu.present, the Neuron "
+        "allocation mode) in nodeadm's kubelet flags, so the device plugin or DRA driver starts "
+        "the moment a node joins. Unset or false: only the pool's own labels there, as specs "
+        "written before this setting boot; EKS applies the node group's labels a little later "
+        "with a custom AMI and the plugin starts then. `new` and `init` write true for a new "
+        "stack. Changing it rolls the pool's nodes once",
+    )
 
 
 class SystemNodes(Strict):

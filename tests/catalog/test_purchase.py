@@ -3,9 +3,11 @@ allows, validated like the rest of the catalog, and read by every layer."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from pathlib import Path
+from typing import get_args
 
 import pytest
 import yaml
@@ -17,13 +19,16 @@ from accelstack.cost.compare import compare
 from accelstack.cost.pricing import PricingContext, _billed_option, _market_option
 from accelstack.errors import CatalogError
 from accelstack.resolve import Stack, resolve
-from accelstack.spec import parse_spec
+from accelstack.spec import parse_spec, read_yaml
+from accelstack.spec.models import PurchaseOption
 
 from ..conftest import STACKS
 
 
 def test_one_row_per_option_of_the_spec_in_order(catalog: Catalog) -> None:
     assert tuple(catalog.purchase_options) == PURCHASE_OPTIONS
+    # the schema's literal (the spec package knows nothing of the catalog) names the same rows
+    assert get_args(PurchaseOption) == PURCHASE_OPTIONS
     for row in catalog.purchase_options.values():
         assert row.sources and all(s in catalog.purchase_sources for s in row.sources)
         assert all("https://" in catalog.purchase_sources[s] for s in row.sources)
@@ -139,7 +144,7 @@ def test_a_broken_table_is_one_line_naming_the_file(tmp_path: Path, change, mess
 RATES_OVERLAY = {
     "purchase_options": {
         "reservation": {"price_key": "savings-plan-1y"},
-        "spot": {"refreshed": False},
+        "spot": {"price_api": None},
     }
 }
 
@@ -231,3 +236,51 @@ def test_compares_help_names_no_fixed_option_list(capsys: pytest.CaptureFixture[
     assert "compare_default" in shown and "comparable" in shown
     for option in PURCHASE_OPTIONS:
         assert option not in shown, option
+
+
+def test_what_an_option_does_follows_its_row_not_its_name(tmp_path: Path) -> None:
+    """Interruptible (Spot), a Capacity Block and the reference option are read from a row's
+    own fields: an overlay that gives `reservation` the Spot capacity type makes the guard
+    charge its interruptions; one that takes on-demand's place as the reference needs a row on
+    On-Demand terms, else the table is refused in one line."""
+    from accelstack.cost.guard import spot_factor
+
+    d = tmp_path / "o"
+    d.mkdir()
+    (d / FILE).write_text(
+        yaml.safe_dump({"purchase_options": {"reservation": {"capacity_type": "SPOT"}}})
+    )
+    bundled, overlaid = load_catalog(), load_catalog(overlay=d)
+    assert bundled.option_lists.interruptible == ("spot",)
+    assert overlaid.option_lists.interruptible == ("spot", "reservation")
+    assert bundled.option_lists.capacity_block == ("capacity-block",)
+    assert bundled.option_lists.reference == "on-demand"
+    spec = copy.deepcopy(read_yaml(STACKS / "llama3-70b-p5.yaml"))
+    spec["pools"][0]["purchase"] = {
+        "option": "reservation",
+        "reservation_id": "cr-0123456789abcdef0",
+    }
+    assert spot_factor(resolve(parse_spec(spec, "llama3-70b-p5.yaml"), bundled)) == 1.0
+    assert spot_factor(resolve(parse_spec(spec, "llama3-70b-p5.yaml"), overlaid)) > 1.0
+    other = tmp_path / "no-reference"  # load_catalog caches per directory
+    other.mkdir()
+    (other / FILE).write_text(
+        yaml.safe_dump({"purchase_options": {"on-demand": {"reservation_id": "required"}}})
+    )
+    with pytest.raises(CatalogError, match="no ON_DEMAND row without a reservation or commitment"):
+        load_catalog(overlay=other)
+
+
+def test_prices_refresh_asks_the_api_each_row_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accelstack.catalog.refresh import AwsPriceSource
+
+    called: list[tuple[str, str]] = []
+    src = AwsPriceSource(None, None, lambda r: None, "2026-11-26")
+    for name in ("on_demand", "spot", "capacity_block"):
+        monkeypatch.setattr(src, name, lambda r, t, _n=name: called.append((_n, t)))
+    monkeypatch.setattr(src, "savings_plan", lambda r, t, o: called.append(("savings_plan", o)))
+    for option in ("on-demand", "spot", "savings-plan-3y", "capacity-block"):
+        src.quote("us-east-1", "p5.48xlarge", option)
+    assert [c[0] for c in called] == ["on_demand", "spot", "savings_plan", "capacity_block"]
+    with pytest.raises(ValueError, match="names no price_api"):
+        src.quote("us-east-1", "p5.48xlarge", "reservation")

@@ -19,6 +19,7 @@ from accelstack.plan.lookups import fake_ami
 from accelstack.plan.rules import evaluate
 from accelstack.resolve import resolve
 from accelstack.spec import load_spec
+from tests import factories
 from tests.conftest import ROOT
 from tests.helpers_plan import plan_stack
 
@@ -158,8 +159,7 @@ def test_the_gpu_dlami_ami_id_parameter_has_an_offline_answer() -> None:
     """The standalone p5 path plans when it looks the alias up (the GPU
     DLAMI parameter ends in /ami-id, not /image_id)."""
     data = yaml.safe_load((ROOT / "stacks" / "p5e-capacity-block.yaml").read_text())
-    data["orchestration"] = "ec2"
-    data["pools"][0].pop("container_storage")  # an EKS node setting, refused on ec2
+    factories.to_standalone(data)
     from accelstack.spec import parse_spec
 
     stack = resolve(parse_spec(data, "p5e-capacity-block.yaml"))

@@ -237,6 +237,37 @@ def test_an_over_budget_exit_of_the_old_version_is_read(
     assert stack["resources"]["removed"][0]["monthly_usd"]["base"] == 1460.0
 
 
+def test_the_old_versions_line_items_and_the_bases_usage_file_are_read(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The base planned by the old version: each line item's quantity and unit price from its
+    `plan --format json`, and the usage-priced items of the base ref's usage file (priced by
+    the running catalog for the region the old plan names)."""
+    item = {
+        **_DOC["cost"]["items"][0],
+        **{"type": "aws:s3/bucket:Bucket", "what": "S3 Standard, 100 GiB assumed"},
+        **{"quantity": 100, "unit": "GiB-month", "unit_usd": 0.023, "rate_of": "s3-standard"},
+    }
+    doc = {**_DOC, "cost": {**_DOC["cost"], "items": [item]}}
+    usage = "version: 0.1\ndefault:\n  s3_buckets:\n    monthly_tier_1_requests: 1000000\n"
+    (repo / "accelstack-usage.yaml").write_text(usage, encoding="utf-8")
+    _old_prints(repo, json.dumps(doc), 1)
+    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    assert code == 0, err
+    (stack,) = json.loads(out)["stacks"]
+    (billed,) = stack["resources"]["removed"][0]["billed"]
+    assert billed["head"] is None
+    assert billed["base"]["quantity"] == 100 and billed["base"]["rate_of"] == "s3-standard"
+    assert billed["base"]["monthly_usd"] == 1460.0  # $2/h over the old plan's 730 h
+    (s3,) = stack["usage"]["base"]["items"]
+    assert s3["amount"] == 1_000_000 and s3["monthly_usd"] is not None  # the base has a bucket
+    text = render_text(json.loads(out)).split("  removed  aws:s3/bucket:Bucket  b ", 1)[1]
+    assert (
+        text.splitlines()[1]
+        == "             billed: 100 GiB-month of s3-standard at $0.023/GiB-month"
+    )
+
+
 @pytest.mark.parametrize(
     ("stdout", "code"), [("not json", 0), (json.dumps({**_DOC, "cost": {}}), 0)]
 )

@@ -1,6 +1,5 @@
 """Container storage on the NVMe instance store is a pool setting (`pools[].container_storage`):
-upgrading accelstack rolls no accelerator node of a spec written before it existed (except the
-one deliberate change since: the pools' scheduling labels in nodeadm's --node-labels).
+upgrading accelstack rolls no accelerator node of a spec written before it existed.
 
 The release before the setting (a74ade9) planned every pool's launch template without nodeadm's
 `localStorage`; `tests/fixtures/upgrade/<preset>.json` holds that release's spec of each preset
@@ -22,6 +21,7 @@ import yaml
 from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.plan.diff import diff_stack, replace_table
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.rolls import node_rolls, roll_line
 from accelstack.plan.updates import operation
 from accelstack.resolve import resolve
@@ -43,10 +43,12 @@ def released(stem: str) -> dict[str, Any]:
 
 
 def without_field(stem: str) -> dict[str, Any]:
-    """The preset as a spec written for the release before the setting: no container_storage."""
+    """The preset as a spec written for the release before the setting: no container_storage
+    (nor labels_at_boot, newer still: tests/components/test_nodegroup_labels.py)."""
     data = copy.deepcopy(read_yaml(STACKS / f"{stem}.yaml"))
     for pool in data["pools"]:
         pool.pop(KEY, None)
+        pool.pop("labels_at_boot", None)
     return data
 
 
@@ -66,23 +68,6 @@ def templates(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["name"]: r for r in plan["resources"] if r["type"] == LAUNCH_TEMPLATE}
 
 
-def scheduling_labels(data: dict[str, Any]) -> dict[str, str]:
-    """Every scheduling label the spec's pools register with (resolve's
-    `ResolvedPool.scheduling_labels`: the device-plugin chart's affinity label, the Neuron
-    allocation mode): the one deliberate change to a released spec's user data."""
-    stack = resolve(parse_spec(data, f"{data['name']}.yaml"))
-    return {k: v for p in stack.pools for k, v in p.scheduling_labels.items()}
-
-
-def released_user_data(user_data: str, labels: dict[str, str]) -> str:
-    """`user_data` as the release before the scheduling labels wrote it: those labels taken
-    out of nodeadm's --node-labels (they joined it, sorted, in this release; CHANGELOG)."""
-    text = base64.b64decode(user_data).decode()
-    for k, v in labels.items():
-        text = text.replace(f",{k}={v}", "").replace(f"={k}={v},", "=")
-    return base64.b64encode(text.encode()).decode()
-
-
 def accelerated(instance_type: str) -> bool:
     return load_catalog().instances[instance_type].accelerated if instance_type != "?" else False
 
@@ -95,15 +80,12 @@ def test_a_spec_without_the_field_plans_the_released_user_data(stem: str) -> Non
     """p5 and trn2 (8 and 4 NVMe disks): the preset without the field boots its nodes with the
     user data the release before the setting sent, byte for byte (no localStorage)."""
     old = templates({"resources": released(stem)["resources"]})
-    data = without_field(stem)
-    new = templates(planned(data))
-    labels = scheduling_labels(data)
+    new = templates(planned(without_field(stem)))
     accel = [n for n in old if "-system-" not in n]
     assert accel, "the fixture holds the accelerator pool's launch template"
     for name in accel:
         assert "localStorage" not in node_config(new[name]["inputs"]["userData"])
-        user_data = released_user_data(new[name]["inputs"]["userData"], labels)
-        assert user_data == old[name]["inputs"]["userData"], name
+        assert new[name]["inputs"]["userData"] == old[name]["inputs"]["userData"], name
 
 
 @pytest.mark.parametrize("stem", RELEASED)
@@ -112,14 +94,7 @@ def test_upgrading_accelstack_rolls_no_node_of_a_released_spec(stem: str) -> Non
     the release created gets no new input (Pulumi: same), and `diff`'s roll reader finds no
     node that rolls or goes."""
     fixture = released(stem)
-    spec = yaml.safe_load(fixture["spec"])
-    head = planned(spec)
-    labels = scheduling_labels(spec)
-    # this release adds the pools' scheduling labels to nodeadm's --node-labels on purpose
-    # (CHANGELOG: it rolls p5 nodes once); anything else that changed would roll them too
-    for r in head["resources"]:
-        if r["type"] == LAUNCH_TEMPLATE and "userData" in r["inputs"]:
-            r["inputs"]["userData"] = released_user_data(r["inputs"]["userData"], labels)
+    head = planned(yaml.safe_load(fixture["spec"]))
     new = {(r["type"], r["name"]): r for r in head["resources"]}
     keys = replace_table().keys
     for r in fixture["resources"]:
@@ -129,19 +104,6 @@ def test_upgrading_accelstack_rolls_no_node_of_a_released_spec(stem: str) -> Non
         assert op == "same", (r["name"], op)
     assert {r["type"] for r in fixture["resources"]} == {LAUNCH_TEMPLATE, NODE_GROUP}
     assert node_rolls({"resources": fixture["resources"]}, head, accelerated=accelerated) == []
-
-
-def test_the_scheduling_labels_are_the_one_user_data_change_and_roll_p5_nodes() -> None:
-    """The deliberate roll of this release, and only there: a released p5 spec's launch
-    template differs by nvidia.com/gpu.present in --node-labels (a roll `diff` names); a
-    released trn2 spec's (no scheduling label) does not change."""
-    for stem, rolls in (("llama3-70b-p5", True), ("llama3-70b-trn2", False)):
-        fixture = released(stem)
-        head = planned(yaml.safe_load(fixture["spec"]))
-        found = node_rolls({"resources": fixture["resources"]}, head, accelerated=accelerated)
-        assert bool(found) == rolls, (stem, found)
-    lt = templates(planned(without_field("llama3-70b-p5")))["llama3-70b-p5-h100-lt"]
-    assert "nvidia.com/gpu.present=true" in node_config(lt["inputs"]["userData"])
 
 
 # ---- new stacks: instance store written explicitly ---------------------------------------
@@ -299,9 +261,7 @@ def test_switching_container_storage_rolls_that_pool(before: str | None, after: 
         "rolls 2 x p5.48xlarge (mixed-trn2-p5-h100-ng): a running job is interrupted; "
         "mixed-trn2-p5-h100-lt.userData:"
     )
-    doc = diff_stack(
-        "mixed-trn2-p5", {"file": "b", "plan": base}, {"file": "h", "plan": head}, accelerated
-    )
+    doc = diff_stack("mixed-trn2-p5", SideRow("b", plan=base), SideRow("h", plan=head), accelerated)
     assert [r["name"] for r in doc["rolls"]] == ["mixed-trn2-p5-h100-ng"]
 
 

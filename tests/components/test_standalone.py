@@ -34,6 +34,7 @@ from accelstack.render import render_node_script
 from accelstack.resolve import Stack, resolve
 from accelstack.spec import load_spec, parse_spec, read_yaml
 
+from .. import factories
 from ..conftest import ROOT, STACKS, compare_golden
 from ..helpers_plan import plan_stack
 from ..helpers_render import SHELLCHECK, SHELLCHECK_ARGS
@@ -66,18 +67,14 @@ def p5_standalone(data: dict[str, Any]) -> None:
     """The p5e capacity-block preset as a standalone cluster."""
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "p5e-capacity-block.yaml")))
-    data["orchestration"] = "ec2"
-    for pool in data["pools"]:
-        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
+    factories.to_standalone(data)
 
 
 def finetune_standalone(data: dict[str, Any]) -> None:
     """The single trn1.2xlarge preset (no EFA) as a standalone cluster."""
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "trn1-finetune.yaml")))
-    data["orchestration"] = "ec2"
-    for pool in data["pools"]:
-        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
+    factories.to_standalone(data)
 
 
 @cache
@@ -484,9 +481,7 @@ def trn2_standalone_lnc1(data: dict[str, Any]) -> None:
     """The trn2 preset as a standalone cluster at LNC=1 (the trn2 default is 2)."""
     data.clear()
     data.update(copy.deepcopy(read_yaml(STACKS / "llama3-70b-trn2.yaml")))
-    data["orchestration"] = "ec2"
-    for pool in data["pools"]:
-        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
+    factories.to_standalone(data)
     data["pools"][0]["logical_cores"] = 1
 
 

@@ -102,19 +102,28 @@ def test_launch_templates_carry_only_stable_tags() -> None:
             assert set(spec["tags"]) == {"accelstack:stack", "managed-by", "Name"}, lt.name
 
 
-def test_scheduling_labels_are_registration_labels(catalog: Catalog) -> None:
-    """The device-plugin chart's affinity label (nvidia.com/gpu.present) is in the nodeadm
-    flags as well as the node group's labels: with a custom AMI EKS applies the group's labels
-    asynchronously, and a node registering without it would start without its device plugin.
-    So a change of it (a catalog edit, here) is a launch-template change that rolls the pool,
-    on purpose; the node group carries the same labels."""
-    charts = dict(catalog.charts)
-    charts["nvidia"] = charts["nvidia"].model_copy(
-        update={"node_labels": {"nvidia.com/gpu.present": "true", "example.com/extra": "yes"}}
-    )
-    edited = catalog.model_copy(update={"charts": charts})
-    before = preset_plan("llama3-70b-p5")
-    after = plan_stack(stack_of(spec_data("llama3-70b-p5"), edited))
+def test_label_edit_changes_the_node_group_not_the_launch_template(catalog: Catalog) -> None:
+    """A node label that is not the registration label (here: the NVIDIA chart's affinity
+    label, changed in the catalog) is applied by EKS from the node group's labels: a spec
+    without `labels_at_boot` (the presets as released) rolls no node for it."""
+    before, after = _chart_label_edit(catalog, spec_data("llama3-70b-p5"))
+    assert accelerator_lts(after) == accelerator_lts(before)
+    (ng,) = pool_node_groups(after)
+    assert ng.inputs["labels"]["example.com/extra"] == "yes"
+    (old,) = pool_node_groups(before)
+    assert "example.com/extra" not in old.inputs["labels"]
+
+
+def test_with_labels_at_boot_the_scheduling_labels_are_registration_labels(
+    catalog: Catalog,
+) -> None:
+    """`labels_at_boot: true` (what `new` and `init` write): the chart's affinity label is in
+    the nodeadm flags as well as the node group's labels, so a node's device plugin starts the
+    moment it registers; a change of it (a catalog edit, here) is then a launch-template
+    change that rolls the pool, on purpose, and the node group carries the same labels."""
+    data = spec_data("llama3-70b-p5")
+    data["pools"][0]["labels_at_boot"] = True
+    before, after = _chart_label_edit(catalog, data)
     (name,) = accelerator_lts(before)
     for plan in (before, after):
         flags = base64.b64decode(plan.get(LAUNCH_TEMPLATE, name).inputs["userData"]).decode()
@@ -123,6 +132,16 @@ def test_scheduling_labels_are_registration_labels(catalog: Catalog) -> None:
     assert "example.com/extra=yes" in text
     (ng,) = pool_node_groups(after)
     assert ng.inputs["labels"]["example.com/extra"] == "yes"
+
+
+def _chart_label_edit(catalog: Catalog, data: dict[str, Any]) -> tuple[Any, Any]:
+    """The plans of `data` before and after the NVIDIA chart's affinity labels gain one."""
+    charts = dict(catalog.charts)
+    charts["nvidia"] = charts["nvidia"].model_copy(
+        update={"node_labels": {"nvidia.com/gpu.present": "true", "example.com/extra": "yes"}}
+    )
+    edited = catalog.model_copy(update={"charts": charts})
+    return plan_stack(stack_of(data, catalog)), plan_stack(stack_of(data, edited))
 
 
 def test_lnc_and_ami_changes_do_change_the_launch_template() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from accelstack.plan.create_before_delete import NodeFacts, check, deletes_first
 from accelstack.plan.diff import stack_diff
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.lookups import planned_outputs
 from accelstack.resolve import resolve
 from accelstack.spec import parse_spec
@@ -148,7 +149,7 @@ def test_a_new_checkpoint_prefix_replaces_the_association_delete_first() -> None
     """Fails without the component's deleteBeforeReplace: the new association would be created
     on the file-system path the old one still holds, which FSx refuses."""
     base, head = _prefix_change()
-    doc = stack_diff("s", {"file": "f", "plan": base}, {"file": "f", "plan": head}).to_dict()
+    doc = stack_diff("s", SideRow("f", plan=base), SideRow("f", plan=head)).to_dict()
     replaced = {r["type"]: r for r in doc["resources"]["replaced"]}
     assert replaced[DRA]["replace_keys"] == ["dataRepositoryPath"]
     checks = doc.get("create_before_delete", [])
@@ -158,6 +159,6 @@ def test_a_new_checkpoint_prefix_replaces_the_association_delete_first() -> None
     for r in without["resources"]:
         if r["type"] == DRA:
             r.pop("options", None)
-    doc = stack_diff("s", {"file": "f", "plan": base}, {"file": "f", "plan": without}).to_dict()
+    doc = stack_diff("s", SideRow("f", plan=base), SideRow("f", plan=without)).to_dict()
     refused = [c for c in doc["create_before_delete"] if c["kind"] == "refused"]
     assert [c["field"] for c in refused] == ["fileSystemPath"]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.plan.diff import (
     COMMENT_MARKER,
@@ -21,6 +22,7 @@ from accelstack.plan.diff import (
     replace_table,
 )
 from accelstack.plan.diff_report import render_markdown, render_text
+from accelstack.plan.diffside import SideRow
 
 from ..helpers_git import git, two_commits
 
@@ -111,6 +113,39 @@ def test_node_count_is_an_update_and_instance_type_a_replacement(by_refs: dict[s
     # trn1n is offered in other zones: a subnet that keeps its name but moves CIDR is replaced
     subnet = _names(multinode, "replaced")["trn1-multinode-network-private-usw2-az1"]
     assert subnet["replace_keys"] == ["cidrBlock"]
+
+
+def test_the_comment_says_quantity_and_unit_price_of_a_resize_and_a_type_change(
+    by_refs: dict[str, Any],
+) -> None:
+    """finetune goes from 1 to 2 x trn1.2xlarge, multinode from trn1.32xlarge to trn1n.32xlarge:
+    each node group's priced line items reach the document and the comment with their
+    quantity and the catalog's unit price."""
+    catalog = load_catalog()
+
+    def usd(text: str) -> float:
+        return float(text.replace(",", ""))
+
+    finetune = _names(_stack(by_refs, "trn1-finetune"), "changed")["trn1-finetune-trn1-ng"]
+    nodes = finetune["billed"][0]
+    assert (nodes["base"]["quantity"], nodes["head"]["quantity"]) == (1, 2)
+    rate = catalog.instance_rate("us-east-1", "trn1.2xlarge", "on-demand").usd
+    assert nodes["head"]["rate_of"] == "trn1.2xlarge" and nodes["head"]["unit_usd"] == rate
+    multinode = _names(_stack(by_refs, "trn1-multinode"), "replaced")["trn1-multinode-trn1-ng"]
+    old, new = multinode["billed"][0]["base"], multinode["billed"][0]["head"]
+    assert (old["rate_of"], new["rate_of"]) == ("trn1.32xlarge", "trn1n.32xlarge")
+    for md in (render_markdown(by_refs, comment=True), render_text(by_refs)):
+        resize = re.search(r"billed: `?1 -> 2 x trn1\.2xlarge at \$([\d.,]+)\*?/h", md)
+        assert resize and usd(resize.group(1)) == rate
+        moved = re.search(
+            r"billed: `?4 x trn1\.32xlarge at \$([\d.,]+)\*?/h -> "
+            r"4 x trn1n\.32xlarge at \$([\d.,]+)\*?/h",
+            md,
+        )
+        assert moved and (usd(moved.group(1)), usd(moved.group(2))) == (
+            old["unit_usd"],
+            new["unit_usd"],
+        )
 
 
 def test_stateful_removals_are_called_out_first(by_refs: dict[str, Any]) -> None:
@@ -275,8 +310,8 @@ def test_bucket_rename_is_a_stateful_replacement() -> None:
     [row] = out["replaced"]
     assert row["replace_keys"] == ["bucket"] and row["stateful"] and row["protect"]
     doc = diff_sides(
-        {"s": {"file": "a", "plan": _doc(_res(BUCKET, "cache", bucket="a"))}},
-        {"s": {"file": "b", "plan": _doc(_res(BUCKET, "cache", bucket="b"))}},
+        {"s": SideRow("a", plan=_doc(_res(BUCKET, "cache", bucket="a")))},
+        {"s": SideRow("b", plan=_doc(_res(BUCKET, "cache", bucket="b")))},
         ("base", "head"),
     )
     assert [(r["action"], r["name"]) for r in doc["stateful"]] == [("replaced", "cache")]
@@ -292,8 +327,8 @@ def test_tag_change_is_an_update_and_unprotecting_still_counts() -> None:
     # a replacement that also drops `protect` is still a stateful replacement
     other = "aws:x/y:Z"
     doc = diff_sides(
-        {"s": {"file": "a", "plan": _doc(_res(other, "r", {"protect": True}, label="a"))}},
-        {"s": {"file": "b", "plan": _doc(_res(other, "r", None, label="b"))}},
+        {"s": SideRow("a", plan=_doc(_res(other, "r", {"protect": True}, label="a")))},
+        {"s": SideRow("b", plan=_doc(_res(other, "r", None, label="b")))},
         ("base", "head"),
     )
     assert doc["stateful"] == []  # not in the replacement table: an update, not a loss

@@ -8,16 +8,17 @@ from typing import Any
 
 from accelstack.plan.diff import diff_sides
 from accelstack.plan.diff_report import render_markdown
+from accelstack.plan.diffside import SideRow
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 
 
-def _side(user_data: str, tags: dict[str, str], hourly: float, **cost: Any) -> dict[str, Any]:
+def _side(user_data: str, tags: dict[str, str], hourly: float, **cost: Any) -> SideRow:
     encoded = base64.b64encode(user_data.encode()).decode()
     lt = {"type": LT, "name": "lt", "inputs": {"userData": encoded, "tags": tags}}
     priced = {"hourly_usd": hourly, "monthly_usd": hourly * 730, "run_usd": 10.0}
     priced |= {"estimate": False, "ok": True, "verdict": "ok", "violations": [], "items": {}}
-    return {"file": "f", "plan": {"resources": [lt]}, "cost": {**priced, **cost}}
+    return SideRow.from_dict({"file": "f", "plan": {"resources": [lt]}, "cost": {**priced, **cost}})
 
 
 def test_the_comment_reads_key_by_key_and_line_by_line() -> None:

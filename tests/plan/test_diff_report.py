@@ -14,6 +14,7 @@ import pytest
 from accelstack.cli import main
 from accelstack.plan.diff import below_threshold, diff_sides
 from accelstack.plan.diff_report import render_markdown, render_text
+from accelstack.plan.diffside import SideRow
 from tests.conftest import STACKS
 
 NG = "aws:eks/nodeGroup:NodeGroup"
@@ -41,12 +42,12 @@ def pool(stack: str, pool_name: str, nodes: int = 16) -> list[dict[str, Any]]:
     ]
 
 
-def row(file: str, resources: list[dict[str, Any]], monthly: float = 1000.0) -> dict[str, Any]:
+def row(file: str, resources: list[dict[str, Any]], monthly: float = 1000.0) -> SideRow:
     cost = {"hourly_usd": monthly / 730, "monthly_usd": monthly, "run_usd": 1.0, "ok": True}
-    return {"file": file, "plan": {"resources": resources}, "cost": cost}
+    return SideRow.from_dict({"file": file, "plan": {"resources": resources}, "cost": cost})
 
 
-def doc(base: dict[str, Any], head: dict[str, Any]) -> dict[str, Any]:
+def doc(base: dict[str, SideRow], head: dict[str, SideRow]) -> dict[str, Any]:
     return diff_sides(base, head, ("main", "pr"), accelerated=accelerated)
 
 
@@ -103,11 +104,7 @@ def test_a_head_that_does_not_validate_removes_nothing() -> None:
         "s": row("stacks/s.yaml", [*pool("s", "h100"), {"type": BUCKET, "name": "b", "inputs": {}}])
     }
     head = {
-        "s": {
-            "file": "pr:stacks/s.yaml",
-            "errors": ["pr:stacks/s.yaml: region: bad"],
-            "exit_code": 2,
-        }
+        "s": SideRow("pr:stacks/s.yaml", errors=("pr:stacks/s.yaml: region: bad",), exit_code=2)
     }
     d = doc(base, head)
     (s,) = d["stacks"]

@@ -28,18 +28,20 @@ from accelstack.plan.diffmodel import (
     StackRoll,
     StatefulChange,
 )
+from accelstack.plan.diffside import SideRow
 
 from .test_diff_report import BUCKET, accelerated, pool
 
 PRICED = {"estimate": False, "ok": True, "verdict": "ok", "violations": [], "items": {}}
 
 
-def _row(resources: list[dict[str, Any]], monthly: float, **cost: Any) -> dict[str, Any]:
+def _row(resources: list[dict[str, Any]], monthly: float, **cost: Any) -> SideRow:
     figures = {"hourly_usd": round(monthly / 730, 4), "monthly_usd": monthly, "run_usd": 5.0}
-    return {"file": "f", "plan": {"resources": resources}, "cost": {**PRICED, **figures, **cost}}
+    plan = {"resources": resources}
+    return SideRow.from_dict({"file": "f", "plan": plan, "cost": {**PRICED, **figures, **cost}})
 
 
-def _sides() -> tuple[dict[str, Any], dict[str, Any]]:
+def _sides() -> tuple[dict[str, SideRow], dict[str, SideRow]]:
     """big: 16 -> 8 accelerated nodes and its cache bucket replaced; gone: its stack removed."""
     cache = {"type": BUCKET, "name": "cache", "inputs": {"bucket": "a"}}
     moved = {**cache, "inputs": {"bucket": "b"}}

@@ -11,6 +11,7 @@ import pytest
 
 from accelstack.plan.diff import below_threshold, diff_document, stack_diff
 from accelstack.plan.diff_report import render_markdown, render_text
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.propagate import carried, outputs_of, references
 from accelstack.plan.replacements import provider_table
 from accelstack.resolve import resolve
@@ -39,8 +40,8 @@ def sides() -> tuple[dict[str, Any], dict[str, Any]]:
     return base, head
 
 
-def _side(plan: dict[str, Any]) -> dict[str, Any]:
-    return {"file": "f", "plan": plan}
+def _side(plan: dict[str, Any]) -> SideRow:
+    return SideRow("f", plan=plan)
 
 
 def test_a_vpc_cidr_change_replaces_the_vpc_and_everything_built_on_it() -> None:

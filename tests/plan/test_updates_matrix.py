@@ -25,6 +25,7 @@ from accelstack.plan import Plan
 from accelstack.plan.create_before_delete import deletes_first
 from accelstack.plan.diff import diff_stack, replace_table
 from accelstack.plan.diff_inputs import flatten
+from accelstack.plan.diffside import SideRow
 from accelstack.plan.propagate import carried
 from accelstack.plan.updates import operation, problems, requests_for, sent_inputs
 from accelstack.resolve import Stack, resolve
@@ -285,8 +286,8 @@ def _kept(sent: Data, new: Data) -> str:
     return ", ".join(sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k)))
 
 
-def _side(plan: Plan | None, file: str) -> Data | None:
-    return None if plan is None else {"file": file, "plan": plan.to_dict()}
+def _side(plan: Plan | None, file: str) -> SideRow | None:
+    return None if plan is None else SideRow(file, plan=plan.to_dict())
 
 
 def _row(stem: str, edit: str) -> dict[str, str]:

@@ -37,6 +37,7 @@ from accelstack.preflight import (
     run_preflight,
 )
 
+from .. import factories
 from ..helpers_preflight import (
     FAKE_ENV,
     SESSION,
@@ -290,10 +291,8 @@ def test_quota_reservation_pool_is_not_counted() -> None:
 
 
 def ec2_mode(d: dict[str, Any]) -> None:
-    d["orchestration"] = "ec2"
+    factories.to_standalone(d)
     d.pop("cluster", None)
-    for pool in d["pools"]:
-        pool.pop("container_storage", None)  # an EKS node setting, refused on ec2
 
 
 def test_ami_parameters_follow_orchestration() -> None:

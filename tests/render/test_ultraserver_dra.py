@@ -301,25 +301,34 @@ def test_the_planned_stack_serves_what_the_pods_claim_and_request(catalog: Any) 
 
 
 def test_the_allocation_label_is_in_the_nodeadm_flags(catalog: Any) -> None:
-    """The DRA driver's nodeSelector needs accelstack.io/neuron-allocation=dra from the moment
-    an UltraServer node registers: with a custom AMI, EKS applies the node group's labels
-    asynchronously. Fails on the old user data, which carried only the pool's own labels."""
+    """With `labels_at_boot` (what `new` and `init` write), the DRA driver's nodeSelector label
+    accelstack.io/neuron-allocation=dra is there from the moment an UltraServer node
+    registers (with a custom AMI, EKS applies the node group's labels asynchronously); without
+    it, only the pool's own labels, as specs written before the setting boot."""
     import base64
     import json
 
     from ..helpers_plan import plan_stack
 
-    stack = trn2u_stack(catalog)
-    plan = plan_stack(stack, guard=False)
-    (lt,) = [
-        r
-        for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
-        if r.name.endswith("-trn2-lt")
-    ]
-    text = base64.b64decode(lt.inputs["userData"]).decode()
-    doc = json.loads(text.split("application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0])
-    (flag,) = [f for f in doc["spec"]["kubelet"]["flags"] if f.startswith("--node-labels=")]
-    labels = dict(kv.split("=", 1) for kv in flag.removeprefix("--node-labels=").split(","))
+    def registered(labels_at_boot: bool) -> tuple[dict[str, str], Any]:
+        data = mixed(False)
+        for pool in data["pools"]:
+            pool["labels_at_boot"] = labels_at_boot
+        plan = plan_stack(resolve(parse_spec(data, "llama3-70b-trn2.yaml"), catalog), guard=False)
+        (lt,) = [
+            r
+            for r in plan.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+            if r.name.endswith("-trn2-lt")
+        ]
+        text = base64.b64decode(lt.inputs["userData"]).decode()
+        doc = json.loads(text.split("application/node.eks.aws\n\n", 1)[1].split("\n\n--", 1)[0])
+        (flag,) = [f for f in doc["spec"]["kubelet"]["flags"] if f.startswith("--node-labels=")]
+        labels = dict(kv.split("=", 1) for kv in flag.removeprefix("--node-labels=").split(","))
+        return labels, plan
+
+    labels, plan = registered(True)
     assert labels["accelstack.io/neuron-allocation"] == "dra"
+    assert "accelstack.io/neuron-allocation" not in registered(False)[0]
+    # the node group carries every label the node registers with
     (ng,) = [r for r in plan.of_type("aws:eks/nodeGroup:NodeGroup") if r.name.endswith("-trn2-ng")]
     assert {k: v for k, v in ng.inputs["labels"].items() if k in labels} == labels

@@ -110,7 +110,11 @@ def test_new_keeps_every_comment_of_the_preset(preset: Path, tmp_path: Path, cap
         assert c in kept
     body = [x for x in clone if not x.startswith("#")]
     want = [x for x in source if not x.startswith("#")]
-    assert [x for x in body if not x.startswith("name:")] == [
+    # a new stack's EKS pools also register with their scheduling labels (written, not default)
+    added = [x for x in body if x.strip() == "labels_at_boot: true"]
+    eks = "orchestration: ec2" not in preset.read_text()
+    assert len(added) == (preset.read_text().count("  - name: ") if eks else 0)
+    assert [x for x in body if not x.startswith("name:") and x not in added] == [
         x for x in want if not x.startswith("name:")
     ]
 
@@ -144,10 +148,13 @@ def test_retargeting_back_to_trainium_restores_compile_cache_and_precompile(
     assert "workload.precompile_steps: restored (10)" in out
     back_text = (tmp_path / "stacks" / "back.yaml").read_text()
     assert "accelstack:neuron-settings" not in back_text
-    # the round trip gives the preset back, comments and key order included (name aside)
+    # the round trip gives the preset back, comments and key order included (name aside), and
+    # the new stack's labels_at_boot after its container storage
     body = [x for x in back_text.splitlines() if not x.startswith(("# Cloned", "# - ", "name:"))]
     source = (STACKS / "trn1-multinode.yaml").read_text().splitlines()
-    assert body == [x for x in source if not x.startswith("name:")]
+    want = [x for x in source if not x.startswith("name:")]
+    at = next(i for i, x in enumerate(want) if x.strip().startswith("container_storage:"))
+    assert body == [*want[: at + 1], "    labels_at_boot: true", *want[at + 1 :]]
 
 
 def test_pool_level_neuron_keys_round_trip() -> None:
@@ -165,4 +172,7 @@ def test_pool_level_neuron_keys_round_trip() -> None:
     restored = back.spec.workload_pool
     assert restored.logical_cores == 1 and restored.compile_cache is False
     assert back.stash == {}
-    assert list(back.data["pools"][0]) == list(data["pools"][0])  # keys back in their place
+    # keys back in their place (and the new stack's labels_at_boot after the storage)
+    keys = list(data["pools"][0])
+    keys.insert(keys.index("container_storage") + 1, "labels_at_boot")
+    assert list(back.data["pools"][0]) == keys
