@@ -95,7 +95,9 @@ def deadline_bench(runs: int) -> None:
     t_p5 = median_ms(lambda: compare(stack, ["p5.48xlarge"], deadline_hours=2160), runs)
     t_all = median_ms(lambda: compare(stack, deadline_hours=2160), max(1, runs // 4))
     print("405B, 15T tokens, 90-day deadline (milliseconds):")
-    print(f"  one layout search {t_search:.2f}, p5 deadline compare {t_p5:.0f}, all types {t_all:.0f}")
+    print(
+        f"  one layout search {t_search:.2f}, p5 deadline compare {t_p5:.0f}, all types {t_all:.0f}"
+    )
 
 
 if __name__ == "__main__":
