@@ -212,6 +212,12 @@ def _note(m: Measured, workload: Workload, measured: At, target: At, mfu: float)
         moved.append(f"{seq_ran:,} -> {seq:,} tokens")
     if chips_ran != chips:
         moved.append(f"{chips_ran} -> {chips} chips")
+    per_chip = [
+        round(lay.global_batch * n / c) if lay.global_batch else None
+        for lay, n, c in ((ran_layout, seq_ran, chips_ran), (layout, seq, chips))
+    ]
+    if None not in per_chip and per_chip[0] != per_chip[1]:
+        moved.append(f"per-chip batch {per_chip[0]:,} -> {per_chip[1]:,} tokens")
     if layout_label(ran_layout) != layout_label(layout):
         moved.append(f"{layout_label(ran_layout)} -> {layout_label(layout)}")
     if not moved:
