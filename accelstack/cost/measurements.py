@@ -213,7 +213,7 @@ def _note(m: Measured, workload: Workload, measured: At, target: At, mfu: float)
     if chips_ran != chips:
         moved.append(f"{chips_ran} -> {chips} chips")
     per_chip = [
-        round(lay.global_batch * n / c) if lay.global_batch else None
+        round(lay.global_batch * n / c) if lay.global_batch and n else None
         for lay, n, c in ((ran_layout, seq_ran, chips_ran), (layout, seq, chips))
     ]
     if None not in per_chip and per_chip[0] != per_chip[1]:
