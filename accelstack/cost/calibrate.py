@@ -263,8 +263,8 @@ def _device_refused(where: tuple[Path, int], ran: str, itype: str, fam: Family) 
 
 
 def _check_world(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int], ranks: int) -> int:
-    """The chips that ran, at most the nodes x chips the record names (fewer: a part of a
-    node, read as the chips that ran)."""
+    """The chips that ran: the nodes x chips the record names, or fewer where the record says
+    how many devices ran (`devices`: a part of a node); never more than the nodes hold."""
     itype, nodes = str(rec["instance_type"]), int(rec["nodes"])
     chips = chips_ran(catalog, rec, ranks)
     named = nodes * catalog.instance(itype).chips
@@ -274,6 +274,14 @@ def _check_world(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int],
             f"line {where[1]}",
             f"world size {rec['world_size']} is {chips} accelerators, more than the {nodes} x "
             f"{itype} ({named}) the record names: a wrong node count?",
+        )
+    if chips < named and not rec.get("devices"):
+        raise _bad(
+            where[0],
+            f"line {where[1]}",
+            f"world size {rec['world_size']} is {chips} accelerators, not the {nodes} x "
+            f"{itype} ({named}) the record names, and the record says no device count: add "
+            f'"devices": {chips} if {chips} of them ran, or correct "nodes"',
         )
     return chips
 

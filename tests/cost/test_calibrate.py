@@ -152,11 +152,17 @@ def test_a_measurement_above_the_curve_moves_the_estimate(cat: Catalog, tmp_path
 
 
 def test_a_two_gpu_run_recorded_as_one_node_is_read_as_two_gpus(cat: Catalog, tmp_path) -> None:
-    """World size 2 on one p5.48xlarge ran on 2 of its 8 GPUs: its MFU is over 2 chips (the
-    old reading over 8 gave a quarter of it); the node count stays 1."""
-    rec = _rec(world_size=2, tokens_per_s=_tps(0.45, chips=2))
+    """World size 2 on one p5.48xlarge that says 2 devices ran: its MFU is over 2 chips (the
+    old reading over 8 gave a quarter of it); the node count stays 1. The world size must be
+    the nodes x chips the record names or the device count it says ran: world size 2 on one
+    p5.48xlarge with no device count is refused (which is it?)."""
+    rec = _rec(world_size=2, devices=2, tokens_per_s=_tps(0.45, chips=2))
     (m,) = measure(cat, [_write(tmp_path / "r.jsonl", rec)], H100)
     assert m.mfu == pytest.approx(0.45, rel=1e-6) and (m.chips, m.nodes) == (2, 1)
+    bare = {k: v for k, v in rec.items() if k != "devices"}
+    line = _refusal(cat, _write(tmp_path / "b.jsonl", bare))
+    assert "world size 2 is 2 accelerators, not the 1 x p5.48xlarge (8) the record names" in line
+    assert '"devices": 2 if 2 of them ran, or correct "nodes"' in line
     # the record's own device count wins over its world size
     (d,) = measure(cat, [_write(tmp_path / "d.jsonl", {**rec, "world_size": 8, "devices": 2})])
     assert d.mfu == pytest.approx(0.45, rel=1e-6) and d.chips == 2
@@ -165,11 +171,11 @@ def test_a_two_gpu_run_recorded_as_one_node_is_read_as_two_gpus(cat: Catalog, tm
         pool="trn2",
         instance_type="trn2.48xlarge",
         device_kind="neuron",
-        world_size=8,
-        tokens_per_s=0.4 * 2 * 667e12 / (6 * 8.03e9),
+        world_size=64,
+        tokens_per_s=0.4 * 16 * 667e12 / (6 * 8.03e9),
     )
     (t,) = measure(cat, [_write(tmp_path / "t.jsonl", trn)], {"trn2": PoolFacts("neuron", 4)})
-    assert t.chips == 2 and t.mfu == pytest.approx(0.4, rel=1e-6)
+    assert t.chips == 16 and t.mfu == pytest.approx(0.4, rel=1e-6)
     # more ranks than the nodes named hold: a wrong node count, refused
     line = _refusal(cat, _write(tmp_path / "w.jsonl", _rec(world_size=16)))
     assert "world size 16 is 16 accelerators, more than the 1 x p5.48xlarge (8)" in line
