@@ -308,3 +308,39 @@ def test_calibrate_output_above_the_old_ceilings_validates_and_moves_the_estimat
     capsys.readouterr()
     assert main(["validate", str(spec)]) == 0, capsys.readouterr()
     assert training["mfu_basis"] == "measured" and training["mfu"] > 1.3 * curve
+
+
+#: Issue 36's one-GPU measurements (PyTorch 2.11 SDPA on an H100, eager and compiled): the
+#: counted MFU rises "by roughly 10-20% from 4K to 32K". The middle of that report, as records
+#: at both lengths: not the step model's own figures, so the comparison below can fail (the
+#: former global exponent, min(1, 8192 / S) ** 0.165, carried 4K to 32K at x0.80: 31% under;
+#: at the top of the reported range, +20%, the step model's carry is 11.4% under and fails).
+ISSUE_RISE_4K_TO_32K = 1.15
+
+
+def test_a_one_device_run_carried_to_32k_lands_within_10_percent_of_one_measured_there(
+    cat: Catalog, tmp_path: Path
+) -> None:
+    """Two one-H100 records of Llama 3.2 3B, 4,096 and 32,768 tokens, the 32K one 15% higher
+    in counted MFU. Calibrated from the 4K record alone, `price` at 32K carries it through the
+    step model; calibrated from the 32K record, it prices the measurement there. The carried
+    figure lands within 10% of the direct one (the model carries +6.4%: 7.5% under)."""
+    full = planner.llama_shape(L3B["params_billion"], L3B["layers"], L3B["hidden_size"])
+    shape = ModelShape(
+        params_billion=full.params() / 1e9, layers=28, hidden_size=3072, vocab=full.vocab
+    )
+    peak = cat.family_of("p5.4xlarge").peak_tflops["bf16"] * 1e12
+    base_mfu = 0.45
+    priced: dict[int, float] = {}
+    for seq, mfu in ((4096, base_mfu), (32768, base_mfu * ISSUE_RISE_4K_TO_32K)):
+        rec = _record(cat, "p5.4xlarge", full, L3B["params_billion"], seq)
+        rec["tokens_per_s"] = mfu * peak / counted_per_token(shape, seq)
+        (tmp_path / str(seq)).mkdir()
+        spec = _spec(tmp_path / str(seq), "p5.4xlarge", 1, L3B, 32768)
+        training = _calibrate_and_price(tmp_path / str(seq), spec, rec)
+        assert training["mfu_basis"] == "measured"
+        priced[seq] = training["mfu"]
+    assert priced[32768] == pytest.approx(base_mfu * ISSUE_RISE_4K_TO_32K, rel=1e-3)
+    error = priced[4096] / priced[32768] - 1
+    print(f"carried 4K -> 32K vs measured at 32K: {error:+.2%}")
+    assert abs(error) < 0.10, f"carried 4K -> 32K is {error:+.1%} off the 32K measurement"
