@@ -7,7 +7,12 @@ For every preset, in one process: the median over N runs of
             (what the Pulumi program runs before it registers anything),
   plan-px   `price_plan(stack, plan.resources)` (what `accelstack plan` prints),
   compare   `compare(stack)`: 7 types x up to 5 options, each a full check_budget,
-and the ratio (spec + plan-px) / plan. Figures are recorded in docs/cost.md.
+and the ratio (spec + plan-px) / plan. Then deadline sizing with layouts
+(accelstack/cost/layout.py) on the 405B preset at 15T tokens and 90 days:
+  search    one layout search (`search` at 2,048 p5.48xlarge),
+  p5        `compare(stack, ["p5.48xlarge"], deadline_hours=2160)`: the deadline walk,
+  all       `compare(stack, deadline_hours=2160)` over every default candidate.
+Figures are recorded in docs/cost.md.
 """
 
 from __future__ import annotations
@@ -64,7 +69,35 @@ def main() -> int:
             f"{ratio:>7.2%}"
         )
     print(f"worst ratio (spec + plan pricing) / plan: {max(ratios):.2%}")
+    deadline_bench(args.runs)
     return 0
+
+
+def big_405b_spec() -> dict[str, object]:
+    """The 405B preset at 15T tokens, no budget limit (the issue's deadline case)."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "stacks" / "llama3-405b-p5.yaml").read_text())
+    data["workload"]["tokens_billion"] = 15_000
+    data["budget"] = {"unlimited": True, "reason": "a benchmark: costs are not under test"}
+    return dict(data)
+
+
+def deadline_bench(runs: int) -> None:
+    from accelstack.catalog.sizing import memory_fit
+    from accelstack.cost.layout import search
+    from accelstack.spec import parse_spec
+
+    stack = resolve(parse_spec(big_405b_spec(), "<bench>"))
+    wl = stack.workload
+    fit = memory_fit(stack.catalog, "p5.48xlarge", wl.model.params_billion, wl.precision)
+    t_search = median_ms(lambda: search(stack.catalog, "p5.48xlarge", 2048, wl, fit), runs)
+    t_p5 = median_ms(lambda: compare(stack, ["p5.48xlarge"], deadline_hours=2160), runs)
+    t_all = median_ms(lambda: compare(stack, deadline_hours=2160), max(1, runs // 4))
+    print("405B, 15T tokens, 90-day deadline (milliseconds):")
+    print(
+        f"  one layout search {t_search:.2f}, p5 deadline compare {t_p5:.0f}, all types {t_all:.0f}"
+    )
 
 
 if __name__ == "__main__":

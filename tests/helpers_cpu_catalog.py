@@ -7,7 +7,7 @@ Added as a team adds a type (README: "Your own catalog facts ... live in a catal
 The family's dense BF16 peak is twice the rate one core reaches here on a large BF16 matrix
 product, measured when the overlay is written: an upper bound of what the benchmark's
 processes (one thread each) can execute, as a datasheet peak is. A CPU step at a small shape
-runs far below that, so the overlay lowers throughput.yaml's MFU floor (spreads.mfu_band, which
+runs far below that, so the overlay lowers throughput.yaml's MFU floor (spreads.mfu_floor, which
 exists to catch a CPU run recorded as an accelerator) for this CPU family's catalog.
 
 Throughput.yaml rows here follow its current layout (`curves`, `step`, `spreads`); when the run
@@ -149,7 +149,7 @@ def cpu_overlay(tmp: Path) -> Path:
                     "reason": "a test stand-in: priced from its measurement",
                 }
             ],
-            "spreads": {"mfu_band": [0.001, 0.75]},
+            "spreads": {"mfu_floor": 0.001},
         },
     }
     for name, data in files.items():

@@ -35,6 +35,8 @@ glu  # records.yaml shapes (the parameter count's MLP form)
 shared_expert_hidden_size  # records.yaml shapes
 chip_link_source  # instances.yaml families: the source of chip_link_gb_per_s
 default_tensor_parallel_source  # throughput.yaml scaling
+activation_source  # throughput.yaml layouts
+min_context_tokens_source  # throughput.yaml layouts
 fsx_source  # resilience.yaml
 minutes_per_batch_estimate  # resilience.yaml
 adjustable  # scale.yaml

@@ -67,6 +67,13 @@ class PurchaseOptionFacts(BaseModel):
         )
 
     @property
+    def unreserved_on_demand(self) -> bool:
+        """Launched into EC2's On-Demand capacity with no reservation behind it (On-Demand, a
+        savings plan's discounted usage): the size is the account's on-demand vCPU quota and
+        whatever capacity AWS has, nothing reserved (compare's capacity threshold)."""
+        return self.capacity_type == "ON_DEMAND" and not self.needs_reservation
+
+    @property
     def rate_alias(self) -> str | None:
         """The option whose rate this one is billed at, when not its own."""
         return None if self.price_key == self.name else self.price_key

@@ -296,8 +296,17 @@ class ImageDelivery(_Frozen):
         return max(one, all_) / 3600
 
 
+class OnDemandCapacity(_Frozen):
+    """Above how many on-demand instances of one type `compare` flags a size: capacity that
+    size is a reservation, not an on-demand launch (scale.yaml `on_demand_capacity`)."""
+
+    max_instances: int = Field(ge=1)
+    source: str = Field(min_length=1)
+
+
 class ScaleFacts(_Frozen):
     limits: Limits
+    on_demand_capacity: OnDemandCapacity
     topology_labels: TopologyLabels
     address_space: AddressSpace
     large_cluster: LargeClusterFacts

@@ -10,8 +10,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from accelstack.catalog import Catalog
+
+
+class _LayoutLike(Protocol):
+    """What the activation memory reads of a layout (accelstack.cost.step.Layout)."""
+
+    @property
+    def tensor_parallel(self) -> int: ...
+    @property
+    def pipeline_parallel(self) -> int: ...
+    @property
+    def micro_batch(self) -> int: ...
+    @property
+    def activation_checkpointing(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,42 @@ def experts_overflow_note(fit: MemoryFit) -> str:
         f"state on each chip, over the {fit.usable_gib_per_chip:,.0f} GiB usable per chip of "
         f"{fit.instance_type}: use at least {need}, dividing the job's chips"
     )
+
+
+def state_gib_per_chip(fit: MemoryFit, chips: int) -> float:
+    """The training state on each of `chips` chips: every parameter's state sharded over all
+    of them (ZeRO-3 / FSDP), the experts' weights and gradients over their expert-parallel
+    group when the fit has one."""
+    if fit.expert_parallel is None:
+        return fit.required_gib / max(1, chips)
+    experts = fit.expert_shard_gib * fit.expert_parallel
+    return fit.expert_shard_gib + (fit.required_gib - experts) / max(1, chips)
+
+
+def activation_gib(
+    catalog: Catalog,
+    layers: int | None,
+    hidden: int | None,
+    sequence_per_rank: int | None,
+    layout: _LayoutLike,
+    microbatches: float | None,
+) -> float:
+    """Activation memory of the first pipeline stage on one chip (throughput.yaml `layouts`):
+    layers x tokens per micro-batch x hidden x bytes / TP, the stage holding min(PP,
+    micro-batches) micro-batches of layers / PP layers; full recompute keeps each layer's
+    input and one layer's working set. 0 without the layers, hidden size or sequence."""
+    if not (layers and hidden and sequence_per_rank):
+        return 0.0
+    lay = catalog.throughput.layouts
+    tokens = sequence_per_rank * layout.micro_batch
+    one = tokens * hidden / layout.tensor_parallel
+    pp = layout.pipeline_parallel
+    in_flight = min(1.0, microbatches / pp) if pp > 1 and microbatches else 1.0
+    if layout.activation_checkpointing == "full":
+        total = layers * one * lay.checkpointed_bytes * in_flight + one * lay.activation_bytes
+    else:
+        total = layers * one * lay.activation_bytes * in_flight
+    return total / 2**30
 
 
 # ---------------------------------------------------------------------------------------

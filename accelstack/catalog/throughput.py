@@ -220,7 +220,8 @@ class Spreads(_Frozen):
     per_doubling_outside: float = Field(0.0, ge=0, lt=1)  # sequences beyond the records'
     measured: float = Field(gt=0, lt=1)  # a trial measurement on the spec's node count
     carried_per_node_doubling: float = Field(ge=0, lt=1)  # measured on fewer nodes
-    mfu_band: tuple[float, float]  # a plausible steady-state MFU (calibrate refuses others)
+    carried_per_sequence_doubling: float = Field(ge=0, lt=1)  # measured at another length
+    mfu_floor: float = Field(gt=0, lt=1)  # below it no training step (calibrate refuses)
 
 
 class Calibration(_Frozen):
@@ -241,6 +242,17 @@ class Calibration(_Frozen):
     fp8_speedup_source: str = Field(min_length=1)
 
 
+class Layouts(_Frozen):
+    """What `compare`'s layout search (accelstack/cost/layout.py) reads: the activation memory
+    per layer and token and the shortest sequence per context-parallel rank it tries."""
+
+    activation_bytes: float = Field(gt=0)  # per layer x token x hidden / TP, no recompute
+    checkpointed_bytes: float = Field(gt=0)  # per layer x token x hidden / TP, full recompute
+    activation_source: str = Field(min_length=1)
+    min_context_tokens: int = Field(ge=1)  # sequence per context-parallel rank, at least
+    min_context_tokens_source: str = Field(min_length=1)
+
+
 class Throughput(_Frozen):
     curves: tuple[MfuCurve, ...]
     step: tuple[StepFamily, ...] = ()
@@ -249,6 +261,7 @@ class Throughput(_Frozen):
     goodput: Goodput
     spreads: Spreads
     calibration: Calibration
+    layouts: Layouts
     training_stacks: dict[str, str] = Field(default_factory=dict)  # name -> what it is
 
     def curve_for(self, family: str, precision: str) -> MfuCurve | None:

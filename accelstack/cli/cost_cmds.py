@@ -114,7 +114,8 @@ _OPTIONS_HELP = (
 COMPARE_HELP = f"""Price the same work on {COMPARE_FAMILIES}; mark cheapest and fastest.
 
 Candidates get the same chip budget (--chips, default the spec's) or, with only
---deadline-hours, the nodes that meet the deadline. Markdown adds a Mermaid chart.
+--deadline-hours, the nodes that meet the deadline, each at the fastest TP x PP x CP x DP
+layout that fits. Markdown adds a Mermaid chart.
 
 Examples:
 
@@ -150,6 +151,15 @@ def compare(
             help=_OPTIONS_HELP,
         ),
     ] = None,
+    on_demand_max_nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--capacity-nodes",
+            min=1,
+            help="flag rows launched on demand above this many instances (your approved "
+            "capacity; default: the catalog's scale.yaml on_demand_capacity)",
+        ),
+    ] = None,
     fmt: FormatMdOpt = "text",
 ) -> None:
     """The same work priced on every default candidate type (its help: `COMPARE_HELP`)."""
@@ -167,7 +177,7 @@ def compare(
         for t in types:
             catalog.instance(t)  # unknown type: exit 2 with did-you-mean
     opts = _split(options) or None  # None: the catalog's compare_default options
-    result = run_compare(stack, types, deadline_hours, opts, chips)
+    result = run_compare(stack, types, deadline_hours, opts, chips, on_demand_max_nodes)
     if fmt == "json":
         echo_json(comparison_dict(result))
     else:

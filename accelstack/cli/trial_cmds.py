@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -226,16 +227,19 @@ def _measured_line(m: Measured) -> str:
 
 
 def _sequence_notes(measured: Sequence[Measured], spec_seq: int | None) -> list[str]:
-    """Which measured sequence lengths `price` uses for this spec (only the spec's own)."""
+    """Which measured sequence length `price` uses for this spec: its own, else the nearest,
+    carried through the step model (accelstack.cost.measurements.select)."""
     lengths = sorted({m.sequence_length for m in measured if m.sequence_length})
     if not lengths or spec_seq is None:
         return []
     shown = ", ".join(f"{x:,}" for x in lengths)
     if spec_seq in lengths:
         return [f"measured at {shown} tokens; `price` uses the {spec_seq:,}-token measurement"]
+    nearest = min(lengths, key=lambda x: (abs(math.log2(x / spec_seq)), -x))
     return [
-        f"measured at {shown} tokens, the spec trains at {spec_seq:,}: `price` keeps its curve "
-        "there (a measurement is used at its own sequence length per rank)"
+        f"measured at {shown} tokens, the spec trains at {spec_seq:,}: `price` carries the "
+        f"{nearest:,}-token measurement there through the step model (dense and attention "
+        "rates), with a wider range"
     ]
 
 

@@ -23,9 +23,11 @@ refused. A record is refused in one line (`check_record`) when
   the state sharded over every chip: the least any run needs);
 * it executed more FLOP/s per chip than the device's dense peak (instances.yaml
   peak_tflops; the executed FLOPs per token are a lower bound:
-  accelstack.cost.measurements.executed_per_token): the physical bound;
-* its MFU is below throughput.yaml spreads.mfu_band's floor (the spec rule
-  `calibration-mfu-band` refuses it too).
+  accelstack.catalog.flops.executed_flops, the step model's own): the physical bound;
+* its MFU is below throughput.yaml spreads.mfu_floor.
+
+The spec rule `calibration-mfu-band` holds every calibration entry to the same floor and
+bound (from the entry's MFU and recorded shape), so what `calibrate` writes validates.
 
 A measurement above the fitted curve is evidence, not an error: it is kept and moves the
 estimate. Records of one key (instance type, model and shape, precision, sequence per rank,
@@ -53,9 +55,9 @@ from typing import Any
 import yaml
 
 from accelstack.catalog import Catalog, Family
+from accelstack.catalog.flops import ModelShape, executed_flops
 from accelstack.catalog.sizing import memory_fit
 from accelstack.cost.estimate import training_flops
-from accelstack.cost.measurements import executed_per_token
 from accelstack.cost.mfu import implied_mfu
 from accelstack.errors import Problem, SpecError
 from accelstack.files import write_text_atomic
@@ -147,15 +149,16 @@ def record_mfu(catalog: Catalog, rec: dict[str, Any], chips: int | None = None) 
 
 
 def executed_tflops(catalog: Catalog, rec: dict[str, Any], chips: int) -> float:
-    """FLOP/s per chip the record's steps executed, at least (TFLOP/s)."""
-    per_token = executed_per_token(
-        _compute_params(rec),
-        rec.get("layers"),
-        rec.get("hidden_size"),
-        rec.get("sequence_length"),
-        rec.get("vocab"),
-        bool(rec.get("activation_checkpointing")),
+    """FLOP/s per chip the record's steps executed, at least (TFLOP/s):
+    accelstack.catalog.flops.executed_flops of the shape that ran."""
+    shape = ModelShape(
+        params_billion=_compute_params(rec),
+        layers=rec.get("layers"),
+        hidden_size=rec.get("hidden_size"),
+        vocab=rec.get("vocab"),
     )
+    recompute = "full" if rec.get("activation_checkpointing") else "none"
+    per_token = executed_flops(shape, rec.get("sequence_length"), recompute).total
     return float(rec["tokens_per_s"]) * per_token / chips / 1e12
 
 
@@ -260,8 +263,8 @@ def _device_refused(where: tuple[Path, int], ran: str, itype: str, fam: Family) 
 
 
 def _check_world(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int], ranks: int) -> int:
-    """The chips that ran, at most the nodes x chips the record names (fewer: a part of a
-    node, read as the chips that ran)."""
+    """The chips that ran: the nodes x chips the record names, or fewer where the record says
+    how many devices ran (`devices`: a part of a node); never more than the nodes hold."""
     itype, nodes = str(rec["instance_type"]), int(rec["nodes"])
     chips = chips_ran(catalog, rec, ranks)
     named = nodes * catalog.instance(itype).chips
@@ -271,6 +274,14 @@ def _check_world(catalog: Catalog, rec: dict[str, Any], where: tuple[Path, int],
             f"line {where[1]}",
             f"world size {rec['world_size']} is {chips} accelerators, more than the {nodes} x "
             f"{itype} ({named}) the record names: a wrong node count?",
+        )
+    if chips < named and not rec.get("devices"):
+        raise _bad(
+            where[0],
+            f"line {where[1]}",
+            f"world size {rec['world_size']} is {chips} accelerators, not the {nodes} x "
+            f"{itype} ({named}) the record names, and the record says no device count: add "
+            f'"devices": {chips} if {chips} of them ran, or correct "nodes"',
         )
     return chips
 
@@ -324,7 +335,7 @@ def _check_bound(
             f"of {peak:,.0f} (instances.yaml peak_tflops): a proxy model recorded with the "
             "full size, a wrong device count?",
         )
-    floor = catalog.throughput.spreads.mfu_band[0]
+    floor = catalog.throughput.spreads.mfu_floor
     mfu = record_mfu(catalog, rec, chips)
     if mfu < floor:
         raise _bad(
@@ -332,7 +343,7 @@ def _check_bound(
             f"line {where[1]}",
             f"MFU {mfu:.3g} ({_tokens_s(rec)} tokens/s on {chips} x "
             f"{fam.accelerator}) is below {floor:g}, the floor of a training step "
-            "(throughput.yaml spreads.mfu_band; the spec rule calibration-mfu-band): a stalled "
+            "(throughput.yaml spreads.mfu_floor; the spec rule calibration-mfu-band): a stalled "
             "or input-bound run, or the wrong device?",
         )
 
@@ -381,7 +392,9 @@ Key = tuple[Any, ...]
 
 
 def record_key(rec: dict[str, Any]) -> Key:
-    """Instance type, model (size and shape), precision, sequence, tokens per chip, stack."""
+    """Instance type, model (size and shape), precision, sequence, tokens per chip, stack,
+    activation checkpointing (a run that recomputes executes more per token: another
+    measurement)."""
     shape = tuple(rec.get(k) for k in _SHAPE)
     tokens = rec.get("tokens_per_chip")
     return (
@@ -392,6 +405,7 @@ def record_key(rec: dict[str, Any]) -> Key:
         shape,
         round(float(tokens)) if tokens else None,
         rec.get("training_stack") or None,
+        bool(rec.get("activation_checkpointing")),
     )
 
 
@@ -508,6 +522,7 @@ def measured_key(m: Measured) -> Key:
         shape,
         tokens,
         m.stack,
+        bool(m.activation_checkpointing),
     )
 
 

@@ -29,7 +29,11 @@ from accelstack.catalog import Catalog, load_catalog
 from accelstack.catalog.purchase import OptionLists
 from accelstack.catalog.sizing import MemoryFit, experts_overflow_note
 from accelstack.cost.breakeven import BreakEven, Side, break_even
+from accelstack.cost.estimate import TrainingEstimate
 from accelstack.cost.guard import check_budget, estimate_for
+from accelstack.cost.layout import LayoutFit, activation_span, batch_knees, search, span_of
+from accelstack.cost.rates import default_layout
+from accelstack.cost.step import Layout
 from accelstack.errors import CatalogError, Problem, VerdictError
 from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
 from accelstack.resolve.retarget import retarget_spec
@@ -59,8 +63,8 @@ class Sizing:
                 "(nodes = chips // chips per node, at least the memory fit)"
             )
         return (
-            f"same deadline: the fewest nodes that finish within {self.deadline_hours:g} h "
-            "(at least the memory fit)"
+            f"same deadline: the fewest nodes that finish within {self.deadline_hours:g} h, "
+            "each at the fastest TP x PP x CP x DP layout that fits it (at least the memory fit)"
         )
 
 
@@ -86,6 +90,7 @@ class OptionRun:
     other_hourly_usd: float = 0.0  # the rest of the stack per hour
     capacity_blocks: tuple[int, ...] = ()  # Capacity Block: the blocks the pool needs
     instance_rate_range: tuple[float, float] = (0.0, 0.0)  # an estimate's span, else (r, r)
+    capacity: str | None = None  # launched on demand above the capacity threshold: why
 
     @property
     def blocks(self) -> int:
@@ -124,6 +129,7 @@ class Candidate:
     one_time_hours: float = 0.0
     refused: tuple[str, ...] = ()  # "option: why" for options this size cannot buy
     warnings: tuple[str, ...] = ()  # the batch layout, nodes that no longer pay
+    layout: str = ""  # the parallel layout the row is priced at and what limits it
 
     @property
     def available(self) -> bool:
@@ -222,28 +228,40 @@ def sizing_for(stack: Stack, chips: int | None, deadline_hours: float | None) ->
     return Sizing("chips", chips=chips)
 
 
-def _size(stack: Stack, instance_type: str, min_nodes: int, sizing: Sizing) -> tuple[int, str]:
-    """(nodes, note) for one candidate, or (0, reason) when the sizing cannot be met."""
-    per_node = stack.catalog.instance(instance_type).chips
-    max_nodes = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
-    if sizing.basis == "chips":
-        assert sizing.chips is not None
-        nodes = sizing.chips // per_node
-        if nodes < min_nodes:
-            return 0, (
-                f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
-                f"memory fit needs at least {min_nodes}"
-            )
-        if nodes > max_nodes:
-            return 0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {max_nodes}"
-        return nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)"
-    assert sizing.deadline_hours is not None
-    return _deadline_nodes(stack, instance_type, min_nodes, sizing.deadline_hours)
+@dataclass(frozen=True)
+class Sized:
+    """A candidate's node count (0: the sizing cannot be met), the note saying how, and the
+    layout it is priced at (None: the default layout, as `price`)."""
+
+    nodes: int
+    note: str
+    layout: LayoutFit | None = None
+    warning: str | None = None  # more nodes than the work needs (deadline sizing)
 
 
-def _wall(stack: Stack, instance_type: str, nodes: int) -> float:
-    reference = stack.option_lists.reference
-    return estimate_for(retarget_stack(stack, instance_type, nodes, reference)).wall_hours
+def _size(stack: Stack, instance_type: str, fit: MemoryFit, sizing: Sizing) -> Sized:
+    """The candidate's size under `sizing` (chips: the default layout; deadline: the
+    searched layout at each node count)."""
+    cat = stack.catalog
+    per_node = cat.instance(instance_type).chips
+    max_nodes = cat.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
+    min_nodes = fit.min_nodes
+    if sizing.basis == "deadline":
+        assert sizing.deadline_hours is not None
+        return DeadlineSizer(stack, instance_type, fit).size(sizing.deadline_hours)
+    assert sizing.chips is not None
+    nodes = sizing.chips // per_node
+    if nodes < min_nodes:
+        return Sized(
+            0,
+            f"a {sizing.chips}-chip budget gives {nodes} node(s) of {per_node} chips; "
+            f"memory fit needs at least {min_nodes}",
+        )
+    if nodes > max_nodes:
+        return Sized(
+            0, f"a {sizing.chips}-chip budget needs {nodes} nodes; a pool allows {max_nodes}"
+        )
+    return Sized(nodes, f"{sizing.chips} chips // {per_node} per node = {nodes} node(s)")
 
 
 #: Deadline sizing adds nodes while the extra nodes deliver at least this share of their
@@ -252,6 +270,10 @@ MIN_MARGINAL_EFFICIENCY = 0.5
 #: A deadline sizing whose node-hours exceed the memory-fit minimum's by more than this share
 #: carries a warning: the deadline, not the work, is what the extra nodes buy.
 MAX_EXTRA_NODE_HOURS = 0.25
+#: Node counts deadline sizing tries are multiples of the largest power of two up to
+#: nodes / NODE_GRAIN: every chip count it tries divides by the model-parallel spans large
+#: runs need (at most 1/NODE_GRAIN more nodes than the exact count).
+NODE_GRAIN = 64
 
 
 def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float:
@@ -259,19 +281,167 @@ def marginal_efficiency(n: int, hours_n: float, m: int, hours_m: float) -> float
     return (hours_n / hours_m - 1.0) / (m / n - 1.0) if m > n else 0.0
 
 
-def data_parallel_cap(global_batch: int | None, min_nodes: int) -> int | None:
-    """The most nodes the global batch can feed: one sequence per data-parallel rank, a rank
-    spanning at most one node (tensor parallelism within the node, where the records' layouts
-    keep it); more nodes need pipeline parallelism across nodes, which neither the MFU curves
-    nor the scaling model price. Never below the memory fit; None without a global batch."""
-    if not global_batch:
-        return None
-    return max(min_nodes, global_batch)
+def grained(n: int, unit: int = 1) -> int:
+    """`n` rounded up to a node count deadline sizing tries: a multiple of `unit` (the nodes
+    the smallest span whose activations fit takes) and of the largest power of two up to
+    n / NODE_GRAIN."""
+    grain = max(unit, 2 ** int(math.log2(max(1, n // NODE_GRAIN))))
+    return int(math.ceil(n / grain) * grain)
+
+
+@dataclass(frozen=True)
+class _At:
+    hours: float
+    fit: LayoutFit
+
+
+class DeadlineSizer:
+    """Deadline sizing of one candidate type: the wall hours of each node count at the
+    fastest layout that fits it (accelstack.cost.layout.search), each node count once."""
+
+    def __init__(self, stack: Stack, instance_type: str, fit: MemoryFit) -> None:
+        self.stack, self.instance_type, self.fit = stack, instance_type, fit
+        self.catalog = cat = stack.catalog
+        self.pool_max = cat.scale.max_pool_nodes  # EKS node-group limits
+        self.per_node = cat.instance(instance_type).chips
+        self.knees = batch_knees(cat, instance_type, stack.workload)
+        self._seen: dict[int, _At | None] = {}
+
+    def grained(self, n: int) -> int:
+        """`n` rounded up to a count whose chips divide by the smallest span whose
+        activations fit there (accelstack.cost.layout.activation_span)."""
+        cat, wl = self.catalog, self.stack.workload
+        span = activation_span(cat, self.instance_type, wl, self.fit, n * self.per_node)
+        return grained(n, 2 ** math.ceil(math.log2(max(1, span / self.per_node))))
+
+    def at(self, nodes: int) -> _At | None:
+        """Wall hours at `nodes` and their layout; None when no layout fits."""
+        if nodes not in self._seen:
+            self._seen[nodes] = self._evaluate(nodes)
+        return self._seen[nodes]
+
+    def _evaluate(self, nodes: int) -> _At | None:
+        wl = self.stack.workload
+        found = search(self.catalog, self.instance_type, nodes, wl, self.fit, wl.stack)
+        if found is None:
+            return None
+        reference = self.stack.option_lists.reference  # the option does not change the speed
+        candidate = retarget_stack(self.stack, self.instance_type, nodes, reference)
+        return _At(estimate_for(candidate, found.layout).wall_hours, found)
+
+    def _step(self, n: int) -> int:
+        """About 12% more nodes, or the next batch knee before that (where one node more
+        would need a wider span)."""
+        m = min(self.pool_max, self.grained(n + max(1, n // 8)))
+        return next((k for k in self.knees if n < k < m), m)
+
+    def _pays(self, n: int, at: _At, m: int, nxt: _At | None) -> bool:
+        if nxt is None:
+            return False
+        return marginal_efficiency(n, at.hours, m, nxt.hours) >= MIN_MARGINAL_EFFICIENCY
+
+    def _next(self, n: int, at: _At) -> tuple[int, _At | None]:
+        """The next node count: the step's, else (where it does not pay because it holds no
+        layout or needs a wider span than `n`'s) the next batch knee beyond it, where the
+        wider span is fed a whole sequence per rank."""
+        m = self._step(n)
+        nxt = self.at(m)
+        if self._pays(n, at, m, nxt):
+            return m, nxt
+        if nxt is not None and span_of(nxt.fit.layout) <= span_of(at.fit.layout):
+            return m, nxt  # the same span stops paying: scaling and goodput, not the layout
+        knee = next((k for k in self.knees if m < k <= self.pool_max), None)
+        far = self.at(knee) if knee is not None else None
+        if knee is not None and self._pays(n, at, knee, far):
+            return knee, far
+        return m, nxt
+
+    def fewest(self, lo: int, hi: int, ok: Callable[[_At | None], bool]) -> int:
+        """The fewest node count the search tries in (lo, hi] that is `ok` (bisection; `hi`
+        is)."""
+        tried = {self.grained(k) for k in range(lo + 1, hi + 1)}
+        counts = [k for k in sorted(tried) if k <= hi]
+        counts = counts or [hi]
+        left, right = 0, len(counts) - 1
+        while left < right:
+            mid = (left + right) // 2
+            if ok(self.at(counts[mid])):
+                right = mid
+            else:
+                left = mid + 1
+        return counts[left]
+
+    def first_fitting(self) -> int | None:
+        """The fewest nodes from the memory fit up whose chips hold a layout."""
+        lo, n = self.fit.min_nodes - 1, self.grained(self.fit.min_nodes)
+        while self.at(n) is None:
+            if n >= self.pool_max:
+                return None
+            lo, n = n, self._step(n)
+        return self.fewest(lo, n, lambda a: a is not None)
+
+    def size(self, deadline: float) -> Sized:
+        start = self.first_fitting()
+        if start is None:
+            return Sized(
+                0,
+                f"no layout fits the model's state and activations on up to {self.pool_max:,} nodes",
+            )
+        n, prev = start, start - 1
+        at = self.at(n)
+        assert at is not None
+        while at.hours > deadline + 1e-9 and n < self.pool_max:
+            step = self._next(n, at)
+            if step[1] is None or not self._pays(n, at, *step):
+                return Sized(0, self._no_longer_pays(deadline, n, at, *step))
+            prev, (n, at) = n, (step[0], step[1])
+        if at.hours > deadline + 1e-9:
+            return Sized(
+                0,
+                f"needs more than {self.pool_max:,} nodes to finish in {deadline:g} h "
+                f"({at.hours:,.1f} h on {self.pool_max:,}); a pool allows at most {self.pool_max:,}",
+            )
+        n = self.fewest(prev, n, lambda a: a is not None and a.hours <= deadline + 1e-9)
+        best = self.at(n)
+        assert best is not None
+        floor = f"; memory fit sets {n}" if n == self.fit.min_nodes and n > 1 else ""
+        return Sized(
+            n,
+            f"{best.hours:,.1f} h on {n:,} node(s) meets the {deadline:g} h deadline (fewest "
+            f"nodes the layout search tries, scaling and goodput included){floor}",
+            best.fit,
+            self.extra_node_hours(n),
+        )
+
+    def _no_longer_pays(self, deadline: float, n: int, at: _At, m: int, nxt: _At | None) -> str:
+        more = f"{m:,} nodes: {nxt.hours:,.1f} h" if nxt else f"{m:,} nodes hold no layout"
+        return (
+            f"cannot finish in {deadline:g} h: {at.hours:,.1f} h on {n:,} node(s) "
+            f"({at.fit.label()}), and more nodes no longer pay ({more}; scaling efficiency, "
+            "goodput and the pipeline bubble fall with node count)"
+        )
+
+    def extra_node_hours(self, nodes: int) -> str | None:
+        """A warning when `nodes` spend more than MAX_EXTRA_NODE_HOURS more node-hours than
+        the fewest nodes that hold a layout, for the same work."""
+        start = self.first_fitting()
+        base, here = (self.at(start) if start else None), self.at(nodes)
+        if start is None or base is None or here is None or nodes <= start:
+            return None
+        extra = nodes * here.hours / (start * base.hours) - 1.0
+        if extra <= MAX_EXTRA_NODE_HOURS:
+            return None
+        return (
+            f"more nodes no longer pay: {nodes:,} node(s) spend {extra:+.0%} node-hours against "
+            f"{start:,} node(s) for the same work (scaling efficiency, goodput and the pipeline "
+            f"bubble fall with node count; above {MAX_EXTRA_NODE_HOURS:.0%} this warns)"
+        )
 
 
 def model_parallel_layout(chips: int, global_batch: int | None, chips_per_node: int) -> str | None:
     """The tensor/pipeline parallelism each data-parallel rank needs when the global batch
-    gives fewer than one sequence per chip (None when it gives at least one)."""
+    gives fewer than one sequence per chip (None when it gives at least one): a chip-budget
+    row is priced at the default layout (as `price`), which assumes one sequence per rank."""
     if not global_batch or global_batch >= chips:
         return None
     span = 2 ** math.ceil(math.log2(chips / global_batch))  # parallel degrees: powers of two
@@ -285,84 +455,45 @@ def model_parallel_layout(chips: int, global_batch: int | None, chips_per_node: 
     )
 
 
-def _deadline_nodes(
-    stack: Stack, instance_type: str, min_nodes: int, deadline: float
-) -> tuple[int, str]:
-    """The fewest nodes (from the memory fit up) whose wall hours meet `deadline`; adding
-    nodes stops where it no longer shortens the run (scaling efficiency and goodput fall
-    with node count) and where the global batch no longer gives every chip a sequence; the
-    candidate is unavailable when that is still too slow."""
-    pool_max = stack.catalog.scale.max_pool_nodes  # EKS node-group limits (scale.yaml)
-    per_node = stack.catalog.instance(instance_type).chips
-    gbs = stack.workload.global_batch_size
-    cap = data_parallel_cap(gbs, min_nodes)
-    max_nodes = pool_max if cap is None else min(pool_max, cap)
-    prev_n, best_n, best_h = min_nodes, min_nodes, _wall(stack, instance_type, min_nodes)
-    while best_h > deadline + 1e-9 and best_n < max_nodes:
-        n = min(max_nodes, best_n + max(1, best_n // 8))  # about 12% more nodes a step
-        hours = _wall(stack, instance_type, n)
-        if marginal_efficiency(best_n, best_h, n, hours) < MIN_MARGINAL_EFFICIENCY:
-            return 0, (
-                f"cannot finish in {deadline:g} h: {best_h:,.1f} h on {best_n} node(s), and "
-                f"more nodes no longer pay ({n} nodes: {hours:,.1f} h; scaling efficiency and "
-                f"goodput fall with node count)"
-            )
-        prev_n, best_n, best_h = best_n, n, hours
-    if best_h > deadline + 1e-9 and max_nodes < pool_max:
-        assert gbs is not None
-        beyond = model_parallel_layout((max_nodes + 1) * per_node, gbs, per_node)
-        return 0, (
-            f"cannot finish in {deadline:g} h within the global batch: {best_h:,.1f} h on "
-            f"{max_nodes} node(s), the most that workload.global_batch_size {gbs:,} can feed "
-            f"(one sequence per data-parallel rank, a rank at most one node); more nodes: "
-            f"{beyond}, and pipeline parallelism across nodes is not priced. Raise "
-            "workload.global_batch_size or relax the deadline"
-        )
-    if best_h > deadline + 1e-9:
-        return 0, (
-            f"needs more than {max_nodes} nodes to finish in {deadline:g} h "
-            f"({best_h:,.1f} h on {max_nodes}); a pool allows at most {max_nodes}"
-        )
-    # the fewest nodes inside the last step that still meet the deadline
-    best_n = next(
-        (k for k in range(prev_n + 1, best_n) if _wall(stack, instance_type, k) <= deadline + 1e-9),
-        best_n,
-    )
-    floor = f"; memory fit sets {min_nodes}" if best_n == min_nodes and min_nodes > 1 else ""
-    return best_n, (
-        f"{_wall(stack, instance_type, best_n):,.1f} h on {best_n} node(s) meets the "
-        f"{deadline:g} h deadline (fewest nodes, scaling and goodput included){floor}"
-    )
-
-
-def no_longer_pays(stack: Stack, instance_type: str, nodes: int, min_nodes: int) -> str | None:
-    """A warning when `nodes` spend more than MAX_EXTRA_NODE_HOURS more node-hours than the
-    memory-fit minimum for the same work (the deadline buys speed, not work)."""
-    if nodes <= min_nodes:
-        return None
-    base = min_nodes * _wall(stack, instance_type, min_nodes)
-    extra = nodes * _wall(stack, instance_type, nodes) / base - 1.0
-    if extra <= MAX_EXTRA_NODE_HOURS:
-        return None
-    return (
-        f"more nodes no longer pay: {nodes} node(s) spend {extra:+.0%} node-hours against "
-        f"{min_nodes} node(s) for the same work (scaling efficiency and goodput fall with node "
-        f"count; above {MAX_EXTRA_NODE_HOURS:.0%} this warns)"
-    )
-
-
 def capacity_block_refusal(stack: Stack, nodes: int) -> str | None:
     """Why `nodes` instances cannot be bought as Capacity Blocks (capacity_blocks.yaml: per
     block and per account), or None."""
     return stack.catalog.capacity_blocks.over_limit(nodes)
 
 
-def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> OptionRun:
+def on_demand_flag(stack: Stack, instance_type: str, nodes: int, limit: int | None) -> str | None:
+    """Why `nodes` on-demand instances need a capacity conversation: above `limit` (else
+    scale.yaml on_demand_capacity), with the vCPU quota of the type's family they need."""
+    cat = stack.catalog
+    most = cat.scale.on_demand_capacity.max_instances if limit is None else limit
+    if nodes <= most:
+        return None
+    inst = cat.instance(instance_type)
+    code = cat.quotas[cat.device_kinds[cat.family_of(instance_type).device_kind].quota_family]
+    code_on_demand = code.on_demand
+    where = "--capacity-nodes" if limit is not None else "scale.yaml on_demand_capacity"
+    return (
+        f"{nodes:,} on-demand {instance_type} is above {most:,} instances ({where}): reserve "
+        f"the capacity with AWS and raise the on-demand vCPU quota {code_on_demand} to "
+        f"{nodes * inst.vcpus:,} (`accelstack preflight` reads yours)"
+    )
+
+
+def _option_run(
+    stack: Stack,
+    instance_type: str,
+    nodes: int,
+    opt: str,
+    layout: Layout | None = None,
+    on_demand_max: int | None = None,
+) -> OptionRun:
     """One purchase option priced through the same rules as `price` (spot: with the
-    interruption overhead that check_budget applies)."""
-    v = check_budget(retarget_stack(stack, instance_type, nodes, opt))
-    rate = stack.catalog.instance_rate(stack.region, instance_type, opt)
+    interruption overhead that check_budget applies), at `layout` (None: the default)."""
+    v = check_budget(retarget_stack(stack, instance_type, nodes, opt), layout=layout)
+    cat = stack.catalog
+    rate = cat.instance_rate(stack.region, instance_type, opt)
     years = stack.option_lists.commitment_years.get(opt)
+    launched_on_demand = cat.purchase(opt).unreserved_on_demand
     return OptionRun(
         option=opt,
         hourly_usd=v.cost.hourly_usd,
@@ -384,6 +515,11 @@ def _option_run(stack: Stack, instance_type: str, nodes: int, opt: str) -> Optio
         other_hourly_usd=v.cost.hourly_usd - v.run.pool_hourly_usd,
         capacity_blocks=v.blocks,
         instance_rate_range=(rate.usd * v.run.price_factors[0], rate.usd * v.run.price_factors[1]),
+        capacity=(
+            on_demand_flag(stack, instance_type, nodes, on_demand_max)
+            if launched_on_demand
+            else None
+        ),
     )
 
 
@@ -421,9 +557,11 @@ def evaluate(
     instance_type: str,
     options: Sequence[str] | None = None,
     sizing: Sizing | None = None,
+    on_demand_max: int | None = None,
 ) -> Candidate:
     """Every priced option of one candidate type (`options`, else the catalog's defaults),
-    sized per `sizing`."""
+    sized per `sizing`; on-demand rows above `on_demand_max` nodes (else the catalog's
+    threshold) flagged."""
     if options is None:
         options = stack.option_lists.compare_default
     reason = _availability(stack, instance_type)
@@ -433,9 +571,10 @@ def evaluate(
     fit = _memory_fit(stack, instance_type)
     if fit.experts_overflow:
         return Candidate(instance_type, f"not available: {experts_overflow_note(fit)}")
-    nodes, note = _size(stack, instance_type, fit.min_nodes, sizing)
+    sized = _size(stack, instance_type, fit, sizing)
+    nodes = sized.nodes
     if nodes == 0:
-        return Candidate(instance_type, f"not available: {note}", min_nodes=fit.min_nodes)
+        return Candidate(instance_type, f"not available: {sized.note}", min_nodes=fit.min_nodes)
     priced = [o for o in options if stack.catalog.has_rate(stack.region, instance_type, o)]
     buyable, refused = _buyable(stack, instance_type, nodes, priced)
     if not buyable:
@@ -446,16 +585,46 @@ def evaluate(
             f"{stack.region} under {', '.join(options)}{why}",
             min_nodes=fit.min_nodes,
         )
-    runs = tuple(_option_run(stack, instance_type, nodes, o) for o in buyable)
-    est = estimate_for(retarget_stack(stack, instance_type, nodes, buyable[0]))
-    per_node = stack.catalog.instance(instance_type).chips
-    layout = model_parallel_layout(est.chips, stack.workload.global_batch_size, per_node)
-    pays = no_longer_pays(stack, instance_type, nodes, fit.min_nodes)
-    warnings = tuple(w for w in (layout, pays if sizing.basis == "deadline" else None) if w)
+    lay = sized.layout.layout if sized.layout else None
+    runs = tuple(_option_run(stack, instance_type, nodes, o, lay, on_demand_max) for o in buyable)
+    est = estimate_for(retarget_stack(stack, instance_type, nodes, buyable[0]), lay)
+    return _candidate(stack, instance_type, fit, sized, est, runs, options, priced, refused)
+
+
+def _layout_note(stack: Stack, instance_type: str, sized: Sized, chips: int) -> str:
+    """The layout the row is priced at, and what limits it."""
+    if sized.layout is not None:
+        return sized.layout.describe()
+    lay = default_layout(stack.catalog, instance_type, stack.workload)
+    dp = max(1, chips // (lay.tensor_parallel * lay.context_parallel))
+    return (
+        f"layout TP{lay.tensor_parallel} PP1 CP{lay.context_parallel} DP{dp} (the default, "
+        "as `price`: tensor parallelism by the model's size, no pipeline)"
+    )
+
+
+def _candidate(
+    stack: Stack,
+    instance_type: str,
+    fit: MemoryFit,
+    sized: Sized,
+    est: TrainingEstimate,
+    runs: tuple[OptionRun, ...],
+    options: Sequence[str],
+    priced: Sequence[str],
+    refused: tuple[str, ...],
+) -> Candidate:
+    per_node = est.chips // sized.nodes
+    batch = (
+        model_parallel_layout(est.chips, stack.workload.global_batch_size, per_node)
+        if sized.layout is None
+        else None
+    )
+    warnings = tuple(w for w in (batch, sized.warning) if w)
     return Candidate(
         instance_type=instance_type,
         reason=None,
-        nodes=nodes,
+        nodes=sized.nodes,
         min_nodes=fit.min_nodes,
         chips=est.chips,
         wall_hours=est.wall_hours,
@@ -464,7 +633,7 @@ def evaluate(
         unpriced=tuple(o for o in options if o not in priced),
         mfu_origin=est.mfu_origin,
         mfu_estimate=est.mfu_is_estimate,
-        sizing_note=note,
+        sizing_note=sized.note,
         mfu_warning=est.mfu_warning,
         mfu_range=est.mfu_range,
         mfu_basis=est.mfu_basis,
@@ -473,6 +642,7 @@ def evaluate(
         one_time_hours=est.one_time_hours,
         refused=refused,
         warnings=warnings,
+        layout=_layout_note(stack, instance_type, sized, est.chips),
     )
 
 
@@ -488,9 +658,12 @@ def _pick_of(c: Candidate, o: OptionRun, sizing: Sizing, spot_source: str) -> Pi
         estimates.append(f"the spot interruption overhead x{o.overhead_factor:.3f} is an estimate")
     assumptions = [
         f"sizing: {sizing.describe()}; {c.sizing_note}",
+        c.layout,
         c.mfu_origin,
         f"price: {o.price_source}",
     ]
+    if o.capacity:
+        assumptions.append(f"capacity: {o.capacity}")
     if o.overhead_factor > 1.0:
         assumptions.append(f"spot overhead x{o.overhead_factor:.4f}: {spot_source}")
     return Pick(
@@ -630,14 +803,16 @@ def compare(
     deadline_hours: float | None = None,
     options: Sequence[str] | None = None,
     chips: int | None = None,
+    on_demand_max_nodes: int | None = None,
 ) -> Comparison:
     """Every candidate on equal work (chip budget or deadline), its options (`options`, else
-    the catalog's `compare_default` rows), the two picks."""
+    the catalog's `compare_default` rows), the two picks; on-demand rows above
+    `on_demand_max_nodes` (else scale.yaml on_demand_capacity) flagged."""
     types = tuple(instance_types) if instance_types else stack.catalog.compare_candidates()
     lists = stack.option_lists
     opts = check_options(lists.compare_default if options is None else options, lists)
     sizing = sizing_for(stack, chips, deadline_hours)
-    cands = tuple(evaluate(stack, t, opts, sizing) for t in types)
+    cands = tuple(evaluate(stack, t, opts, sizing, on_demand_max_nodes) for t in types)
     spot = stack.defaults.spot_interruption.source
     cheapest, within = pick(cands, deadline_hours, sizing, spot, lists=lists)
     return Comparison(
@@ -740,6 +915,8 @@ def _row_notes(cmp: Comparison, c: Candidate, o: OptionRun) -> list[str]:
         notes.append(f"spot overhead x{o.overhead_factor:.4f}")
     if o.billed_pool_hours is not None:
         notes.append(f"billed {o.billed_pool_hours / 24:g}-day window")
+    if o.capacity:
+        notes.append("above the on-demand capacity threshold (see capacity:)")
     if o.capacity_blocks:
         sizes = ", ".join(map(str, o.capacity_blocks))
         notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
@@ -783,7 +960,9 @@ def render(cmp: Comparison) -> str:
         if c.unpriced:
             lines.append(f"  {'':<15} not priced here: {', '.join(c.unpriced)}")
         lines += [f"  {'':<15} not buyable at this size: {r}" for r in c.refused]
+        lines += [f"  {'':<15} capacity: {o.option}: {o.capacity}" for o in c.options if o.capacity]
         lines += [f"  {'':<15} WARNING: {w}" for w in c.warnings]
+        lines.append(f"  {'':<15} {c.layout}")
         lines.append(
             f"  {'':<15} {c.sizing_note}; memory fit: at least {c.min_nodes} node(s); "
             f"MFU {c.mfu:.2f} ({c.mfu_range[0]:.2f}-{c.mfu_range[1]:.2f}; {c.mfu_origin})"

@@ -342,46 +342,54 @@ def mfu_for(
     stack: str | None = None,
     layout: Layout | None = None,
 ) -> MfuPick:
-    """budget.mfu, else a measurement (carried to this node count), else the step model."""
+    """budget.mfu, else a measurement (carried to this run through the step model), else the
+    step model."""
     if given is not None:
         return MfuPick(given, given, given, "given", "spec budget.mfu (the step MFU at this scale)")
-    inst = catalog.instance(instance_type)
-    per_chip = tokens_per_chip(workload, nodes * inst.chips)
-    eff, eff_range = scaling(catalog, nodes, per_chip)
+    layout = layout or default_layout(catalog, instance_type, workload)
     hit = find_measured(measured, instance_type, workload)
     if hit is not None:
-        return _measured_pick(catalog, hit, nodes, workload, eff, eff_range)
-    layout = layout or default_layout(catalog, instance_type, workload)
+        return _measured_pick(catalog, hit, instance_type, nodes, workload, layout)
     return curve_pick(catalog, instance_type, nodes, workload, layout, stack)
 
 
 def _measured_pick(
     catalog: Catalog,
     m: Measured,
+    instance_type: str,
     nodes: int,
     workload: Workload,
-    eff: float,
-    eff_range: Range,
+    layout: Layout,
 ) -> MfuPick:
-    """A measurement, carried from its node count to `nodes` through the scaling model."""
+    """A measurement, carried from the sequence, model, layout and chips it ran at to this run
+    through the step model (accelstack.cost.measurements.carry); its range: the measured
+    spread, the records' own, per node and per sequence doubling carried, and the stacks'
+    rates where the measurement's stack has none."""
     spreads = catalog.throughput.spreads
-    chips_per_node = catalog.instance(m.instance_type).chips
+    chips = nodes * catalog.instance(instance_type).chips
+    eff, eff_range = scaling(catalog, nodes, tokens_per_chip(workload, chips))
+    carried = measurements.carry(catalog, m, instance_type, workload, layout, chips)
     at = m.nodes or nodes
-    eff_at, _ = scaling(catalog, at, tokens_per_chip(workload, at * chips_per_node))
-    base, carried = measurements.carry(m, workload, _counted_per_token)
-    mfu = base * eff / eff_at
     rel = spreads.measured + (m.mfu_spread or 0.0)  # the records' own spread on top
-    source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s){carried}"
+    rel += spreads.carried_per_node_doubling * abs(math.log2(nodes / at))
+    rel += spreads.carried_per_sequence_doubling * carried.sequence_doublings
+    source = f"{m.file}, {m.date}, {m.steps} steps on {at} node(s){carried.note}"
     if m.mfu_spread:
         source += f" ({m.records} records, spread +-{m.mfu_spread:.0%})"
     if m.nodes is None:
         source += " (node count not recorded: taken as the spec's)"
-    elif at != nodes:
-        rel += spreads.carried_per_node_doubling * abs(math.log2(nodes / at))
-        source += f", carried to {nodes} node(s) through the scaling model (x{eff / eff_at:.3f})"
     warning = stale_sdk(m, current_sdk(catalog, m.instance_type, workload))
+    mfu, (lo, hi) = carried.mfu, carried.span
     return MfuPick(
-        mfu, mfu * (1 - rel), mfu * (1 + rel), "measured", source, eff, eff_range, None, warning
+        mfu,
+        mfu * lo * (1 - rel),
+        mfu * hi * (1 + rel),
+        "measured",
+        source,
+        eff,
+        eff_range,
+        None,
+        warning,
     )
 
 
@@ -390,15 +398,8 @@ def find_measured(
 ) -> Measured | None:
     """The measurement of this instance type, precision and model (its size within 1%, or
     the spec model a scaled-down reference run stands for) at the workload's sequence per
-    rank, the newest (accelstack.cost.measurements.select)."""
+    rank or the nearest measured, the newest (accelstack.cost.measurements.select)."""
     return measurements.select(measured, instance_type, workload)
-
-
-def _counted_per_token(
-    params_billion: float, layers: int | None, hidden: int | None, sequence: int | None
-) -> float:
-    """The counted FLOPs per token (FLOPS_CONVENTION) that `measurements.carry` holds to."""
-    return training_flops(params_billion, 1.0, layers, hidden, sequence).per_token
 
 
 def measured_source(m: Measured) -> str:

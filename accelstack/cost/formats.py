@@ -155,7 +155,13 @@ def comparison_markdown(cmp: Comparison) -> str:
             continue
         lines += [_markdown_row(cmp, c, o) for o in c.options]
         lines += [f"| {c.instance_type} | | | | | | {_cell(r)} |" for r in c.refused]
+        lines += [
+            f"| {c.instance_type} | | | | | | capacity: {o.option}: {_cell(o.capacity)} |"
+            for o in c.options
+            if o.capacity
+        ]
         lines += [f"| {c.instance_type} | | | | | | warning: {_cell(w)} |" for w in c.warnings]
+        lines.append(f"| {c.instance_type} | | | | | | {_cell(c.layout)} |")
     lines += ["", *comparison_chart(cmp), *_markdown_picks(cmp)]
     return "\n".join(lines) + "\n"
 
@@ -168,6 +174,8 @@ def _markdown_row(cmp: Comparison, c: Candidate, o: OptionRun) -> str:
     if o.capacity_blocks:
         sizes = ", ".join(map(str, o.capacity_blocks))
         notes.append(f"{o.blocks} Capacity Block(s) ({sizes})")
+    if o.capacity:
+        notes.append("above the on-demand capacity threshold")
     if o.over:
         notes.append("over budget: " + "; ".join(o.over))
     lo, hi = o.run_usd_range

@@ -33,6 +33,7 @@ from accelstack.cost.pricing import (
     price_stack,
 )
 from accelstack.cost.rundata import run_data
+from accelstack.cost.step import Layout
 from accelstack.errors import AccelstackError, BudgetMissing, VerdictError
 from accelstack.jsonout import dumps
 from accelstack.resolve import Stack
@@ -129,7 +130,9 @@ SAVINGS_PLAN_NOTE = (
 )
 
 
-def estimate_for(stack: Stack) -> TrainingEstimate:
+def estimate_for(stack: Stack, layout: Layout | None = None) -> TrainingEstimate:
+    """The stack's training-run estimate; `layout`: the parallel layout to price (compare's
+    deadline sizing), else the default (accelstack.cost.rates.default_layout)."""
     pool = stack.workload_pool
     spec = stack.spec
     return estimate_training(
@@ -141,6 +144,7 @@ def estimate_for(stack: Stack) -> TrainingEstimate:
         spec.calibration,
         private_pull=stack.private_image_pull,
         fit=pool.memory_fit,
+        layout=layout,
     )
 
 
@@ -189,15 +193,18 @@ def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[
 
 
 def check_budget(
-    stack: Stack, cost: StackCost | None = None, ceiling: Ceiling | None = None
+    stack: Stack,
+    cost: StackCost | None = None,
+    ceiling: Ceiling | None = None,
+    layout: Layout | None = None,
 ) -> Verdict:
-    """Price (from the spec unless `cost` is given), estimate, and check every limit: the
-    spec's budget, then the organisation `ceiling`. No limit at all fails closed unless the
-    budget says `unlimited: true` (with a reason).
+    """Price (from the spec unless `cost` is given), estimate (at `layout`, else the default
+    layout), and check every limit: the spec's budget, then the organisation `ceiling`. No
+    limit at all fails closed unless the budget says `unlimited: true` (with a reason).
 
     A workload pool on spot runs longer by the interruption overhead (an estimate)."""
     cost = cost if cost is not None else price_stack(stack)
-    est = estimate_for(stack)
+    est = estimate_for(stack, layout)
     pool = stack.workload_pool.name
     factor = spot_factor(stack)
     lo, hi = est.wall_hours_range

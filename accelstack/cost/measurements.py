@@ -1,57 +1,44 @@
-"""Measurements as evidence: which of the spec's calibration entries a workload uses, and a
-measurement carried to the spec's model. The seam between `accelstack calibrate`
-(accelstack/cost/calibrate.py) and the run model (accelstack/cost/estimate.py): estimate calls
-`select` and `carry`; nothing here imports the model, which hands in its FLOPs convention.
+"""Measurements as evidence: which of the spec's calibration entries a workload uses, and how
+it is carried to the workload through the two-rate step model. The seam between `accelstack
+calibrate` (accelstack/cost/calibrate.py) and the run model (accelstack/cost/estimate.py):
+estimate calls `select` and `carry`.
 
 Keys: instance type, precision, model (its size within 1%, or the spec model a scaled-down
 reference run stands for: `MeasuredTarget`), sequence per rank, tokens per chip and training
 stack. Measurements at different sequence lengths are kept apart, never averaged: `select`
 takes the one at the workload's sequence per rank (an entry that recorded none matches any),
-and `by_sequence` hands every length to whoever carries a measurement across lengths.
+else the nearest length measured (in doublings), the workload's stack first, then the newest.
 
-`carry` holds the executed FLOP rate of what ran (one rate for dense and attention FLOPs) and
-re-expresses it in the counted convention for the spec's model at the same sequence: a
-reference run of 1 of 80 layers executes no lookup FLOPs for its large input embedding, which
-the counted 6N credits; held at its executed rate, the spec's full model gets the MFU its own
-FLOP mix implies.
+`carry` moves the measured MFU from what ran to the workload through the step model
+(accelstack.cost.rates.carry_mfu): x the model's MFU of the workload's shape, sequence,
+layout and chips / the model's MFU of what ran (its recorded shape, sequence, chips, one
+sequence per micro-batch, activation checkpointing; the layout below). The dense and
+attention rates move the mix: a measurement at 4K carried to 32K gains the attention work at
+the attention rate, a scaled-down run (1 of 80 layers, whose input embedding is a lookup)
+gains the layers it did not run at the rates of the spec's model. Where the measurement's
+stack has no rates of its own, every stack's rates (and the centre) span the carried value.
 
-Executed FLOPs per token (`executed_per_token`, a lower bound of what a step computes): the
-dense 6 x N without the input embedding (a lookup, no matrix product), and half of the
-counted attention term 12 L H S, since a causal kernel skips the blocks above the diagonal
-(FlashAttention's benchmark counts causal attention FLOPs as half of the full square:
-Dao-AILab/flash-attention@0469c727 benchmarks/benchmark_flash_attention.py:27-30); activation
-checkpointing adds one more forward pass (2 N' + 2 L H S).
+The layout that ran: tensor parallelism 1 for the shipped reference benchmark (it runs
+DistributedDataParallel), else the workload's degree capped at the chips that ran; no pipeline
+and no context parallelism (the sequence per rank is what the record names).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
+from accelstack.catalog import Catalog
+from accelstack.catalog.flops import ModelShape
+from accelstack.cost.rates import At, carry_mfu, shape_of, stack_candidates
+from accelstack.cost.step import Layout
 from accelstack.spec import Measured, MeasuredShape, Workload
 
-#: A causal kernel executes this share of the counted attention term (see the docstring)
-CAUSAL_EXECUTED = 0.5
 SIZE_TOLERANCE = 0.01  # a measurement's model is the spec's within 1% of its size
-#: (params_billion, layers, hidden_size, sequence) -> counted FLOPs per token (estimate's)
-CountedFlops = Callable[[float, int | None, int | None, int | None], float]
-
-
-def executed_per_token(
-    params_billion: float,
-    layers: int | None,
-    hidden: int | None,
-    sequence: int | None,
-    vocab: int | None = None,
-    checkpointing: bool = False,
-) -> float:
-    """FLOPs a training step executes per token, at least (the docstring's lower bound)."""
-    dense = params_billion * 1e9 - (vocab or 0) * (hidden or 0)
-    attention = 0.0
-    if layers and hidden and sequence:
-        attention = 12.0 * layers * hidden * sequence * CAUSAL_EXECUTED
-    passes = 4 / 3 if checkpointing else 1.0  # forward again: 2 of the 6 per parameter
-    return passes * (6.0 * max(dense, 0.0) + attention)
+#: The training stack the shipped reference benchmark records (accelstack/trial/reference.py
+#: TRAINING_STACK; tests/cost/test_measurements.py holds the two equal): data parallel only.
+REFERENCE_STACK = "accelstack-reference"
 
 
 def _near(a: float, b: float) -> bool:
@@ -76,8 +63,7 @@ def by_sequence(
     measured: Sequence[Measured], instance_type: str, workload: Workload
 ) -> dict[int | None, list[Measured]]:
     """Every measurement of this instance type, precision and model, per sequence length per
-    rank it ran at (None: not recorded), newest first: what a model that carries a
-    measurement across sequence lengths starts from."""
+    rank it ran at (None: not recorded), newest first."""
     out: dict[int | None, list[Measured]] = {}
     for m in sorted(measured, key=lambda m: m.date, reverse=True):
         here = m.instance_type == instance_type and m.precision == workload.precision
@@ -91,50 +77,149 @@ def sequence_per_rank(workload: Workload) -> int | None:
     return None if seq is None else math.ceil(seq / (workload.context_parallel or 1))
 
 
+def _doublings(a: int | None, b: int | None) -> float:
+    """|log2(a / b)|; 0 when either is not known."""
+    return abs(math.log2(a / b)) if a and b else 0.0
+
+
 def select(measured: Sequence[Measured], instance_type: str, workload: Workload) -> Measured | None:
     """The measurement `price` uses: at the workload's sequence per rank (or one that
-    recorded no length; a workload without a length takes any), the workload's training
+    recorded no length; a workload without a length takes any), else at the nearest length
+    measured (fewest doublings away; the longer of two as near); the workload's training
     stack first, then the newest."""
     groups = by_sequence(measured, instance_type, workload)
-    seq = sequence_per_rank(workload)
-    if seq is None:
-        hits = [m for ms in groups.values() for m in ms]
-    else:
-        hits = [*groups.get(seq, []), *groups.get(None, [])]
-    if not hits:
+    if not groups:
         return None
+    seq = sequence_per_rank(workload)
+    away = {length: _doublings(length, seq) for length in groups}
+    nearest = min(away.values())
+    lengths = [k for k, d in away.items() if d == nearest]
+    longest = max((k for k in lengths if k is not None), default=None)
+    hits = [m for k in lengths if k is None or k == longest for m in groups[k]]
     own = [m for m in hits if workload.stack is not None and m.stack == workload.stack]
     return max(own or hits, key=lambda m: m.date)
 
 
-def _executed(shape: MeasuredShape, params: float, seq: int | None, ckpt: bool) -> float:
-    return executed_per_token(params, shape.layers, shape.hidden_size, seq, shape.vocab, ckpt)
+def ran_shape(m: Measured, workload: Workload) -> ModelShape:
+    """The step model's view of what ran: the recorded shape (a mixture of experts' width
+    from `ffn_hidden`), else the spec's model (a measurement of it that recorded no shape)."""
+    s = m.shape
+    if s is None:
+        return replace(shape_of(workload), params_billion=m.params_billion)
+    moe = bool(s.experts and s.top_k)
+    return ModelShape(
+        params_billion=m.params_billion,
+        active_params_billion=s.active_params_billion,
+        layers=s.layers,
+        hidden_size=s.hidden_size,
+        experts=s.experts if moe else None,
+        experts_per_token=s.top_k if moe else None,
+        expert_hidden_size=s.ffn_hidden if moe else None,
+        vocab=s.vocab,
+    )
 
 
-def carry(m: Measured, workload: Workload, counted: CountedFlops) -> tuple[float, str]:
-    """(step MFU of the workload's model, note): the measurement as it is when it ran the
-    spec's model; a scaled-down run's executed FLOP rate held and counted for the spec's
-    model at the measured sequence. The two-rate model replaces this (and carries across
-    sequence lengths)."""
-    t, ran = m.target, m.shape
-    if t is None or ran is None or _near(m.params_billion, workload.model.params_billion):
-        return m.mfu, ""
-    model, seq, ckpt = workload.model, m.sequence_length, bool(m.activation_checkpointing)
-    ran_active = ran.active_params_billion or m.params_billion
-    ran_exec = _executed(ran, ran_active, seq, ckpt)
-    ran_counted = counted(ran_active, ran.layers, ran.hidden_size, seq)
-    spec = MeasuredShape(
-        layers=model.layers or t.layers,
-        hidden_size=model.hidden_size or t.hidden_size,
-        vocab=t.vocab,
+def target_shape(m: Measured, workload: Workload) -> ModelShape:
+    """The spec's model, with the vocabulary the measurement recorded (its target's, else
+    what ran), so the input-embedding lookup is treated alike at both ends."""
+    t: MeasuredShape | None = m.target or m.shape
+    return replace(shape_of(workload), vocab=t.vocab if t is not None else None)
+
+
+def ran_layout(m: Measured, target: Layout, chips: int) -> Layout:
+    """The layout that ran (the module docstring)."""
+    tp = 1 if m.stack == REFERENCE_STACK else max(1, min(target.tensor_parallel, chips))
+    seq = m.sequence_length
+    batch = m.tokens_per_chip * chips / seq if m.tokens_per_chip and seq else None
+    return Layout(
+        tensor_parallel=tp,
+        global_batch=batch,
+        activation_checkpointing="full" if m.activation_checkpointing else "none",
     )
-    spec_exec = _executed(spec, model.compute_params_billion, seq, ckpt)
-    spec_counted = counted(model.compute_params_billion, spec.layers, spec.hidden_size, seq)
-    if min(ran_exec, ran_counted, spec_exec, spec_counted) <= 0:
-        return m.mfu, ""
-    factor = (ran_exec / ran_counted) * (spec_counted / spec_exec)
-    note = (
-        f"; {ran.layers} of {spec.layers} layers ran ({m.params_billion:g}B): carried to the "
-        f"spec's {model.params_billion:g}B at the same executed FLOP rate (x{factor:.3f})"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A measurement carried to the workload: the MFU, the low and high factors the stacks'
+    rates span around it, how far it was carried and a note for the source line."""
+
+    mfu: float
+    span: tuple[float, float]
+    sequence_doublings: float
+    note: str
+
+
+def _ends(
+    catalog: Catalog, m: Measured, workload: Workload, layout: Layout, chips: int
+) -> tuple[At, At]:
+    per_node = catalog.instance(m.instance_type).chips
+    ran_chips = m.chips or (m.nodes * per_node if m.nodes else chips)
+    measured: At = (
+        ran_shape(m, workload),
+        m.sequence_length or workload.sequence_length,
+        ran_layout(m, layout, ran_chips),
+        ran_chips,
     )
-    return m.mfu * factor, note
+    return measured, (target_shape(m, workload), workload.sequence_length, layout, chips)
+
+
+def carry(
+    catalog: Catalog,
+    m: Measured,
+    instance_type: str,
+    workload: Workload,
+    layout: Layout,
+    chips: int,
+) -> Carried:
+    """The measurement carried to `workload` at `layout` on `chips` chips (the module
+    docstring), with the span of every stack's rates where the measurement's stack has none."""
+    measured, target = _ends(catalog, m, workload, layout, chips)
+    family = catalog.instance(instance_type).family
+    curve = catalog.mfu_curve(family, m.precision)
+    step = catalog.step_family(family)
+    named = m.stack if m.stack in curve.stacks else None
+
+    def at(stack: str | None, parts: tuple[str | None, str | None] | None = None) -> float:
+        args = (catalog, instance_type, m.precision, m.mfu, measured, target)
+        return carry_mfu(*args, stack=stack, parts=parts)
+
+    mfu = at(named)
+    spanned = [at(d, (a, c)) for d, a, c in stack_candidates(curve, step, m.stack)]
+    span = (min(spanned) / mfu, max(spanned) / mfu)
+    seq_doublings = _doublings(measured[1], target[1])
+    return Carried(mfu, span, seq_doublings, _note(m, workload, measured, target, mfu))
+
+
+def layout_label(layout: Layout) -> str:
+    """ "TP4 PP2 CP2, full recompute": the parallel degrees above 1 (TP always)."""
+    parts = [f"TP{layout.tensor_parallel}"]
+    parts += [f"PP{layout.pipeline_parallel}"] if layout.pipeline_parallel > 1 else []
+    parts += [f"CP{layout.context_parallel}"] if layout.context_parallel > 1 else []
+    ckpt = layout.activation_checkpointing
+    return " ".join(parts) + (f", {ckpt} recompute" if ckpt != "none" else "")
+
+
+def _note(m: Measured, workload: Workload, measured: At, target: At, mfu: float) -> str:
+    """What the carry moved, for the source line ('' when nothing did)."""
+    moved = []
+    (ran, seq_ran, ran_layout, chips_ran), (spec, seq, layout, chips) = measured, target
+    if not _near(m.params_billion, workload.model.params_billion):
+        moved.append(
+            f"{ran.layers} of {spec.layers} layers ({m.params_billion:g}B) -> the spec's "
+            f"{workload.model.params_billion:g}B"
+        )
+    if seq_ran != seq and seq_ran and seq:
+        moved.append(f"{seq_ran:,} -> {seq:,} tokens")
+    if chips_ran != chips:
+        moved.append(f"{chips_ran} -> {chips} chips")
+    per_chip = [
+        round(lay.global_batch * n / c) if lay.global_batch and n else None
+        for lay, n, c in ((ran_layout, seq_ran, chips_ran), (layout, seq, chips))
+    ]
+    if None not in per_chip and per_chip[0] != per_chip[1]:
+        moved.append(f"per-chip batch {per_chip[0]:,} -> {per_chip[1]:,} tokens")
+    if layout_label(ran_layout) != layout_label(layout):
+        moved.append(f"{layout_label(ran_layout)} -> {layout_label(layout)}")
+    if not moved:
+        return ""
+    return f"; carried through the step model (x{mfu / m.mfu:.3f}): {', '.join(moved)}"

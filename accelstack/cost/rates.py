@@ -193,25 +193,35 @@ def scale_at(
     return catalog.throughput.scaling.efficiency(nodes, tokens)
 
 
+#: One end of a carry: (shape, sequence, layout, chips)
+At = tuple[ModelShape, int | None, Layout, int]
+
+
 def carry_mfu(
     catalog: Catalog,
     instance_type: str,
     precision: str,
     mfu: float,
-    measured: tuple[ModelShape, int | None, Layout, int],
-    target: tuple[ModelShape, int | None, Layout, int],
+    measured: At,
+    target: At,
     stack: str | None = None,
+    parts: tuple[str | None, str | None] | None = None,
 ) -> float:
     """A measured MFU (counted, against the precision's peak) carried to another model,
     sequence length, layout or chip count through the step model: x the model's MFU at the
     target / its MFU where the measurement ran, each `(shape, sequence, layout, chips)`, the
-    node and batch terms included. The rates' common scale cancels; what moves is the work
-    mix (dense, attention, experts, links, bubble) and the scale."""
+    node and batch terms included. Both ends take the rates of `stack` (`parts`: the
+    attention and context-parallel stacks, as `rates_for`) at the target's size: a
+    measurement stands for the target's model (a scaled-down run has its layers' kernels), so
+    what moves is the work mix (dense, attention, experts, links, bubble) and the scale,
+    never the size the curve's rate is read at."""
     family = catalog.instance(instance_type).family
+    rates = rates_for(
+        catalog, family, precision, target[0].compute_params_billion, stack, parts=parts
+    )
 
-    def model_mfu(at: tuple[ModelShape, int | None, Layout, int]) -> float:
+    def model_mfu(at: At) -> float:
         shape, sequence, layout, chips = at
-        rates = rates_for(catalog, family, precision, shape.compute_params_billion, stack)
         work = work_for(catalog, instance_type, shape, sequence, layout, chips)
         step = point(catalog, instance_type, precision, work, rates)
         return step.mfu * scale_at(catalog, instance_type, sequence, layout, chips)

@@ -1,10 +1,12 @@
 """The step model: a training step's time per token from two rates and explicit inputs.
 
 docs/cost.md, "The step model", has the derivation. Per token and chip (a chip's share of the
-job's tokens), the executed work is
+job's tokens), the executed work (accelstack.catalog.flops.executed_flops, the one function
+`calibrate` and the spec rules bound a measurement with) is
 
 * dense: 6 x (active parameters - routed expert parameters) FLOPs at the dense (GEMM) rate,
-  a fraction of the precision's peak;
+  a fraction of the precision's peak (less the input embedding, a lookup, when the shape
+  names its vocabulary: a measurement's; specs and records name none);
 * routed experts: 6 x (MoE layers x top-k x 3 x hidden x expert width) FLOPs at the dense
   rate x M / (M + half_rate_tokens), M the tokens one expert gets per micro-batch;
 * causal attention: 6 x attention layers x attention width x sequence FLOPs (half of the
@@ -33,79 +35,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: (dense, attention) share of the step's FLOPs recomputed, by activation checkpointing
-RECOMPUTE = {"none": (0.0, 0.0), "selective": (0.0, 1 / 3), "full": (1 / 3, 1 / 3)}
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """What the step model reads of a model (a spec's workload.model or a record)."""
-
-    params_billion: float
-    active_params_billion: float | None = None
-    layers: int | None = None
-    hidden_size: int | None = None
-    heads: int | None = None
-    head_dim: int | None = None
-    attention_layers: int | None = None
-    experts: int | None = None
-    experts_per_token: int | None = None
-    expert_hidden_size: int | None = None
-    moe_layers: int | None = None
-
-    @property
-    def compute_params_billion(self) -> float:
-        """Parameters a token passes through: the active ones of a mixture of experts."""
-        return self.active_params_billion or self.params_billion
-
-    @property
-    def attention_width(self) -> int | None:
-        """Query heads x head width (default: the hidden size)."""
-        if self.heads and self.head_dim:
-            return self.heads * self.head_dim
-        return self.hidden_size
-
-    @property
-    def full_attention_layers(self) -> int | None:
-        return self.attention_layers if self.attention_layers is not None else self.layers
-
-    @property
-    def is_moe(self) -> bool:
-        return self.active_params_billion is not None
-
-    @property
-    def expert_shape_known(self) -> bool:
-        """True when the expert term can be computed (experts, top-k, width, hidden)."""
-        return bool(
-            self.is_moe
-            and self.experts
-            and self.experts_per_token
-            and self.expert_hidden_size
-            and self.hidden_size
-            and self.layers
-        )
-
-    @property
-    def routed_expert_params(self) -> float:
-        """Routed expert parameters a token passes (top-k of each MoE layer, SwiGLU)."""
-        if not self.expert_shape_known:
-            return 0.0
-        layers = self.moe_layers if self.moe_layers is not None else self.layers
-        return float(
-            (layers or 0)
-            * (self.experts_per_token or 0)
-            * 3
-            * (self.hidden_size or 0)
-            * (self.expert_hidden_size or 0)
-        )
-
-    def counted_flops(self, sequence: int | None) -> tuple[float, float]:
-        """(dense, attention) counted FLOPs per token: 6N and 12 L W S (0 without the
-        attention inputs)."""
-        dense = 6.0 * self.compute_params_billion * 1e9
-        layers, width = self.full_attention_layers, self.attention_width
-        attention = 12.0 * layers * width * sequence if layers and width and sequence else 0.0
-        return dense, attention
+from accelstack.catalog.flops import ModelShape as ModelShape
+from accelstack.catalog.flops import executed_flops
 
 
 @dataclass(frozen=True)
@@ -164,18 +95,16 @@ def step_work(
     shape: ModelShape, sequence: int | None, layout: Layout, chips: int, chips_per_node: int
 ) -> StepWork:
     """The executed work of one token's share on one chip."""
-    counted_dense, counted_attention = shape.counted_flops(sequence)
-    re_dense, re_attention = RECOMPUTE.get(layout.activation_checkpointing, (0.0, 0.0))
-    expert = 6.0 * shape.routed_expert_params
+    executed = executed_flops(shape, sequence, layout.activation_checkpointing)
     tp_bytes = 0.0
     if layout.tensor_parallel > 1 and shape.layers and shape.hidden_size:
         tp_bytes = 16.0 * shape.layers * shape.hidden_size * (layout.tensor_parallel - 1)
     tokens, a2a = _expert_traffic(shape, sequence, layout, chips_per_node)
     return StepWork(
-        counted=counted_dense + counted_attention,
-        dense=(counted_dense - expert) * (1 + re_dense),
-        expert=expert * (1 + re_dense),
-        attention=counted_attention / 2 * (1 + re_attention),
+        counted=sum(shape.counted_flops(sequence)),
+        dense=executed.dense,
+        expert=executed.expert,
+        attention=executed.attention,
         tokens_per_expert=tokens,
         all_to_all=a2a,
         tensor_parallel=tp_bytes,

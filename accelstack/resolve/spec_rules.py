@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from accelstack import rulebook
 from accelstack.catalog import Family, Framework, image_sdk, sdk_version
 from accelstack.catalog.blocks import CapacityBlocks
+from accelstack.catalog.flops import ModelShape, executed_share
 from accelstack.catalog.sections import (
     new_region_hint,
     new_type_hint,
@@ -39,6 +40,7 @@ from accelstack.spec.models import (
     RESERVED_ENV_PREFIXES,
     RESERVED_POOL_NAMES,
     SECRET_NAME_RE,
+    Measured,
     Reservation,
     Standalone,
 )
@@ -980,18 +982,52 @@ def _blocks_within_limit(
 
 
 @spec_rule(
-    "calibration-mfu-band", "a calibration's MFU is a plausible training-step MFU (catalog band)"
+    "calibration-mfu-band",
+    "a calibration's MFU is above the catalog floor and its executed FLOP rate within the "
+    "device's dense peak",
 )
 def _calibration_band(stack: Stack) -> Iterator[Finding]:
-    lo, hi = stack.catalog.throughput.spreads.mfu_band
+    floor = stack.catalog.throughput.spreads.mfu_floor
     for i, m in enumerate(stack.spec.calibration):
-        if not lo <= m.mfu <= hi:
+        where = f"calibration[{i}].mfu"
+        if m.mfu < floor:
             yield (
-                f"calibration[{i}].mfu",
-                f"{m.mfu:.3g} is outside the plausible {lo:g}-{hi:g} for a training step "
-                f"(a CPU run or a proxy model recorded with the full size?); re-run "
-                "`accelstack trial` and `accelstack calibrate`",
+                where,
+                f"{m.mfu:.3g} is below {floor:g}, the floor of a training step (a CPU run "
+                "recorded as an accelerator, a stalled run?); re-run `accelstack trial` and "
+                "`accelstack calibrate`",
             )
+            continue
+        over = _executed_over_peak(stack, m)
+        if over is not None:
+            yield where, over
+
+
+def _executed_over_peak(stack: Stack, m: Measured) -> str | None:
+    """The entry executed more than its device's dense peak (its MFU x executed / counted
+    FLOPs of the shape and sequence it recorded: accelstack.catalog.flops), or None."""
+    inst = stack.catalog.instances.get(m.instance_type)
+    fam = stack.catalog.families.get(inst.family) if inst else None
+    peak = fam.peak_tflops.get(m.precision) if fam else None
+    if fam is None or peak is None:  # calibration-types names an unknown type
+        return None
+    s = m.shape
+    shape = ModelShape(
+        params_billion=(s.active_params_billion if s else None) or m.params_billion,
+        layers=s.layers if s else None,
+        hidden_size=s.hidden_size if s else None,
+        vocab=s.vocab if s else None,
+    )
+    recompute = "full" if m.activation_checkpointing else "none"
+    share = m.mfu * executed_share(shape, m.sequence_length, recompute)
+    if share <= 1 + 1e-9:
+        return None
+    return (
+        f"{m.mfu:.3g} executes at least {share * peak:,.0f} TFLOP/s per accelerator (the "
+        f"executed share of its counted FLOPs), above the {fam.accelerator}'s dense "
+        f"{m.precision} peak of {peak:,.0f}: a proxy model recorded with the full size, a "
+        "wrong device count?"
+    )
 
 
 # ---------------------------------------------------------------------------------------

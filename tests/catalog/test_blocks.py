@@ -139,7 +139,7 @@ def test_validate_warns_when_the_batch_cannot_feed_every_rank(
     assert "0.25 sequence per chip" in out
 
 
-def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
+def test_a_calibration_below_the_floor_is_refused_in_one_line() -> None:
     d = factories.preset("llama3-70b-p5")
     d["calibration"] = [
         {
@@ -156,7 +156,7 @@ def test_a_calibration_outside_the_band_is_refused_in_one_line() -> None:
     with pytest.raises(SpecError) as err:
         resolve(parse_spec(d, "llama3-70b-p5.yaml"))
     (line,) = [str(p) for p in err.value.problems]
-    assert "calibration[0].mfu" in line and "outside the plausible 0.05-0.75" in line
+    assert "calibration[0].mfu: 1.9e-07 is below 0.05, the floor of a training step" in line
 
 
 def test_capacity_block_prices_only_where_aws_offers_the_type(catalog: Catalog) -> None:

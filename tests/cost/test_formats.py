@@ -18,7 +18,6 @@ import pytest
 from accelstack.cost.compare import (
     MAX_EXTRA_NODE_HOURS,
     compare,
-    data_parallel_cap,
     model_parallel_layout,
     render,
 )
@@ -82,10 +81,7 @@ def test_rows_show_the_capacity_blocks_they_assume() -> None:
     assert rows["on-demand"]["blocks"] == 0
 
 
-def test_data_parallel_cap_and_layout() -> None:
-    assert data_parallel_cap(None, 3) is None
-    assert data_parallel_cap(512, 3) == 512
-    assert data_parallel_cap(2, 3) == 3  # never below the memory fit
+def test_the_default_layout_states_the_span_a_chip_budget_needs() -> None:
     assert model_parallel_layout(512, 512, 8) is None
     tp = model_parallel_layout(3696, 512, 8)
     assert tp is not None and "must span 8 chips (tensor parallelism 8)" in tp
@@ -95,35 +91,42 @@ def test_data_parallel_cap_and_layout() -> None:
     assert odd is not None and "span 8 chips (tensor parallelism 8)" in odd
 
 
+def _degrees(layout: str) -> dict[str, int]:
+    """{'TP': 8, 'PP': 1, 'CP': 2, 'DP': 256} from a row's layout line."""
+    return {k: int(v) for k, v in re.findall(r"\b(TP|PP|CP|DP)(\d+)\b", layout.split(";")[0])}
+
+
 @pytest.mark.slow  # about half a second or more: make test (not test-fast)
-def test_deadline_sizing_is_capped_by_the_global_batch() -> None:
-    """An 8B model with a 256-sequence batch cannot feed more than 256 nodes (one sequence per
-    data-parallel rank, a rank at most one node): a deadline that needs more is refused in
-    one line naming the limit and the parallelism more nodes would need."""
+def test_deadline_sizing_spans_a_data_parallel_rank_over_chips_until_the_batch_stops_it() -> None:
+    """An 8B model with a 256-sequence batch: a data-parallel rank spans TP x CP chips (the old
+    sizing capped it at one node and 256 nodes); past 512 nodes every rank would need a
+    pipeline fed 1-2 micro-batches, and the bubble stops more nodes paying."""
     stack = _stack("mixed-trn2-p5", tokens_billion=2000)
     (c,) = compare(stack, ["p5.48xlarge"], deadline_hours=20).candidates
-    assert c.reason is not None
-    assert "cannot finish in 20 h within the global batch" in c.reason
-    assert "on 256 node(s), the most that workload.global_batch_size 256 can feed" in c.reason
-    assert "pipeline parallelism" in c.reason and "Raise workload.global_batch_size" in c.reason
-    # a larger batch feeds more nodes: the same deadline is then met
+    assert c.reason is not None and "cannot finish in 20 h" in c.reason
+    assert "TP8 PP1 CP2 DP256 on 512 node(s)" in c.reason  # every rank one sequence
+    assert "more nodes no longer pay" in c.reason and "pipeline bubble" in c.reason
+    # a larger batch feeds more ranks: the same deadline is then met, on more than 256 nodes
     big = _stack("mixed-trn2-p5", tokens_billion=2000, global_batch_size=4096)
     (ok,) = compare(big, ["p5.48xlarge"], deadline_hours=20).candidates
-    assert ok.available and ok.nodes > 256
+    assert ok.available and ok.nodes > 256 and ok.wall_hours <= 20
+    deg = _degrees(ok.layout)
+    assert deg["DP"] <= 4096 and deg["TP"] * deg["PP"] * deg["CP"] * deg["DP"] == ok.chips
 
 
-def test_sizing_below_one_sequence_per_chip_states_the_parallelism() -> None:
+def test_a_deadline_row_names_its_layout_instead_of_warning() -> None:
+    """Fewer sequences than chips: the deadline row is priced at a layout whose ranks span
+    several chips (no 'must span' warning); a chip-budget row, at the default layout, warns."""
     stack = _stack("mixed-trn2-p5", tokens_billion=200)
     (c,) = compare(stack, ["p5.48xlarge"], deadline_hours=20).candidates
     assert c.available and c.chips > 256
-    assert any(
-        "each data-parallel rank must span 2 chips (tensor parallelism 2)" in w for w in c.warnings
-    )
-    assert "WARNING: a global batch of 256 sequences" in render(
-        compare(stack, ["p5.48xlarge"], deadline_hours=20)
-    )
-    (fed,) = compare(stack, ["p5.48xlarge"], deadline_hours=40).candidates
-    assert fed.chips <= 256 and not any("must span" in w for w in fed.warnings)
+    deg = _degrees(c.layout)
+    assert deg["DP"] <= 256 < c.chips and deg["DP"] * deg["TP"] * deg["PP"] * deg["CP"] == c.chips
+    assert "global batch 256:" in c.layout and not any("must span" in w for w in c.warnings)
+    assert c.layout in render(compare(stack, ["p5.48xlarge"], deadline_hours=20))
+    (chips,) = compare(stack, ["p5.48xlarge"], chips=c.chips).candidates
+    assert any("each data-parallel rank must span" in w for w in chips.warnings)
+    assert "(the default, as `price`" in chips.layout
 
 
 def test_deadline_sizing_warns_where_more_nodes_no_longer_pay() -> None:
@@ -152,7 +155,9 @@ def test_json_candidates_carry_refusals_and_warnings(deadline: float) -> None:
     )
     (cand,) = doc["candidates"]
     assert cand["refused"] and cand["refused"][0].startswith("capacity-block:")
-    assert any("tensor parallelism 8" in w for w in cand["warnings"])
+    assert cand["layout"].startswith("layout TP4 PP1 CP2 DP")
+    (od,) = cand["options"]
+    assert od["option"] == "on-demand" and "is above 256 instances" in od["capacity"]
 
 
 def test_markdown_rows_carry_blocks_refusals_and_warnings() -> None:
@@ -163,4 +168,4 @@ def test_markdown_rows_carry_blocks_refusals_and_warnings() -> None:
     md24 = comparison_markdown(compare(_stack("llama3-70b-p5"), ["p5.48xlarge"], deadline_hours=24))
     # 467 nodes today (scaling, goodput and the one-time hours decide the count): over 256
     assert re.search(r"capacity-block: \d{3} instances exceed the 256", md24)
-    assert "warning: a global batch of 512 sequences" in md24
+    assert "| layout TP4 PP1 CP2 DP" in md24 and "capacity: on-demand: " in md24

@@ -26,9 +26,10 @@ _PRICES = "passes the catalog to the pricing and estimate functions, which read 
 #: module -> (most reads of `<stack>.spec` / `<stack>.catalog`, why)
 ALLOWED: dict[str, tuple[int, str]] = {
     "accelstack/cost/compare.py": (
-        13,
-        f"{_EDIT} (retarget_spec); {_CANDIDATES}; the Capacity Block limits and node-group "
-        "limits deadline sizing holds candidates to",
+        12,
+        f"{_EDIT} (retarget_spec); {_CANDIDATES}; the Capacity Block limits, node-group "
+        "limits and on-demand capacity threshold sizing holds candidates to; the layout "
+        "search's catalog",
     ),
     "accelstack/render/trial.py": (4, f"{_EDIT} (the trial stack); the trial's image"),
     "accelstack/cost/guard.py": (

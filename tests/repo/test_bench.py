@@ -34,3 +34,8 @@ def test_bench_suite_reports_the_issue_targets() -> None:
     assert bench.report("test", [{"wall_s": 301.0, "cpu_s": 500.0, "load": 1.0}]).endswith(
         "MISSED)"
     )
+
+
+def test_the_deadline_bench_spec_validates() -> None:
+    spec = parse_spec(_bench("pricing").big_405b_spec(), "<bench>")
+    assert spec.workload.tokens_billion == 15_000 and spec.budget.unlimited

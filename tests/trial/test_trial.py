@@ -158,7 +158,9 @@ def test_calibrate_then_price_uses_the_measurement(tmp_path: Path, capsys) -> No
     spec_path.write_text(yaml.safe_dump(d, sort_keys=False))
     assert main(["price", str(spec_path), "--format", "json"]) == 0
     t = json.loads(capsys.readouterr().out)["training"]
-    assert "carried to 8 node(s) through the scaling model" in t["mfu_source"]
+    # 8 nodes: carried through the step model (the node term, and the batch term: the spec's
+    # 16 x 128 tokens spread over 64 chips; the record names no per-chip batch of its own)
+    assert t["mfu_source"].endswith("carried through the step model (x0.578): 8 -> 64 chips")
     assert t["mfu"] < m.mfu and t["mfu_basis"] == "measured"
     assert t["mfu_range"]["high"] - t["mfu_range"]["low"] > 0.1 * m.mfu
 
@@ -183,8 +185,8 @@ def test_measurement_on_another_sdk_is_flagged(tmp_path: Path, catalog: Catalog,
     types = ["--instance-types", "p5.48xlarge,trn1.32xlarge", "--chips", "16"]
     assert main(["compare", str(spec_path), *types]) == 0
     text = capsys.readouterr().out
-    assert "MFU measured: old.jsonl, 2026-11-20, 9 steps on 1 node(s), carried to 2" in text
-    assert "through the scaling model (x" in text and "; WARNING: measured on" in text
+    assert "MFU measured: old.jsonl, 2026-11-20, 9 steps on 1 node(s); carried through" in text
+    assert "the step model (x" in text and "; WARNING: measured on" in text
     assert "trainium bf16 step model" in text
     assert main(["compare", str(spec_path), "--instance-types", "p5.48xlarge"]) == 0
     only = capsys.readouterr().out
