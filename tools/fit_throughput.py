@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from accelstack.catalog import CATALOG_DIR, _load, load_catalog
+from accelstack.catalog.load import CATALOG_DIR, _load, load_catalog
 from accelstack.cost.mfu import (
     FamilyFit,
     cross_validated,

@@ -159,7 +159,7 @@ def check_overlay(
     """The catalog of the overlay `directory` with `text` as its instances.yaml (None: as it
     is), loaded from a scratch copy: the loader caches a directory's catalog by its path, so the
     overlay itself is loaded again only after it was written."""
-    from accelstack.catalog import load_catalog
+    from accelstack.catalog.load import load_catalog
 
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)

@@ -12,7 +12,8 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from accelstack.catalog import Catalog, InstanceType
+from accelstack.catalog.facts import InstanceType
+from accelstack.catalog.model import Catalog
 
 
 def node_ips(

@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from accelstack.catalog import cache as disk
+import accelstack.catalog.cache as disk
 
 #: '-' plus 7 random hex characters that Pulumi appends to an autonamed resource.
 AUTONAME_SUFFIX = 8

@@ -65,7 +65,7 @@ def _d(value: Any) -> float:
 
 def _option_lists() -> OptionLists:
     """The purchase options of the catalog in effect (a user's overlay included)."""
-    from accelstack.catalog import load_catalog
+    from accelstack.catalog.load import load_catalog
 
     return load_catalog().option_lists
 
@@ -493,7 +493,7 @@ def refresh_file(
     result must load as a catalog. Default target: the catalog overlay's prices.yaml
     (`--catalog DIR` / ACCELSTACK_CATALOG_DIR), started from the bundled prices when the
     overlay has none; never the installed package's own file."""
-    from accelstack.catalog import CATALOG_DIR, load_catalog
+    from accelstack.catalog.load import CATALOG_DIR, load_catalog
 
     target = path or default_target()
     current = _read_prices(target)
@@ -522,7 +522,7 @@ def refresh_file(
 
 
 def _load_overlay(directory: Path) -> Any:
-    from accelstack.catalog import load_catalog
+    from accelstack.catalog.load import load_catalog
 
     return load_catalog(overlay=directory)
 
@@ -543,7 +543,7 @@ def default_target() -> Path:
 def _read_prices(target: Path) -> str:
     """The prices file to refresh, refused before any AWS call when it cannot be rewritten.
     An overlay without prices yet starts from the bundled file."""
-    from accelstack.catalog import CATALOG_DIR
+    from accelstack.catalog.load import CATALOG_DIR
 
     check_target(target)
     if not target.exists() and target.name == "prices.yaml":

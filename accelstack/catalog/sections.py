@@ -137,7 +137,7 @@ def _raw(name: str) -> Build:
 
 
 def _purchase(data: Mapping[str, Any], where: Path, fields: Fields) -> Fields:
-    from accelstack.catalog import PURCHASE_OPTIONS
+    from accelstack.catalog.facts import PURCHASE_OPTIONS
 
     table = parse_table(dict(data), where, PURCHASE_OPTIONS)
     return {"purchase_options": table.purchase_options, "purchase_sources": table.sources}

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from accelstack.catalog import Catalog
+from accelstack.catalog.model import Catalog
 
 
 class _LayoutLike(Protocol):

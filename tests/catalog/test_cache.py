@@ -20,7 +20,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-import accelstack.catalog as catalog_pkg
+import accelstack.catalog.load as catalog_pkg
 from accelstack.catalog import CATALOG_DIR, Catalog, cache, limits
 
 from ..conftest import ROOT

@@ -200,7 +200,7 @@ def test_no_module_loads_the_purchase_table_at_import() -> None:
     import sys
 
     code = (
-        "import accelstack.catalog as c, accelstack.catalog.purchase as p\n"
+        "import accelstack.catalog.load as c, accelstack.catalog.purchase as p\n"
         "import accelstack.cost.guard, accelstack.catalog.refresh, accelstack.cost.compare\n"
         "import accelstack.cli.cost_cmds\n"
         "print(p.load_table.cache_info().currsize, c._load.cache_info().currsize)\n"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import accelstack.catalog as catalog_mod
+import accelstack.catalog.load as catalog_mod
 from accelstack.cli import main
 from accelstack.errors import AccelstackError
 from accelstack.files import WriteError, write_text_atomic
