@@ -363,6 +363,7 @@ def _request_digest(req: Request) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@functools.cache
 def _verdict_entry(service: str) -> str:
     """The cache entry of `service`'s verdicts, named by what a verdict depends on besides the
     request: botocore's model file of the service and its validator module (path, size,

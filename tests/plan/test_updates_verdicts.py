@@ -86,7 +86,9 @@ def test_another_model_file_is_judged_afresh(
     copied.write_text("{}")
     (tmp_path / "botocore" / "validate.py").write_text("")
     monkeypatch.setattr("accelstack.catalog.limits.model_file", lambda service: copied)
+    updates._verdict_entry.cache_clear()
     assert updates._verdict_entry("eks") != real
+    updates._verdict_entry.cache_clear()
     updates._verdicts.cache_clear()
     assert updates._verdicts("eks") == {}
     updates._verdicts.cache_clear()
