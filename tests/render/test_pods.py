@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.catalog import CATALOG_DIR, CatalogError, load_catalog
+from accelstack.catalog import CATALOG_DIR, load_catalog
 from accelstack.cli import main
+from accelstack.errors import CatalogError
 from accelstack.render import render, render_manifest, render_sbatch
 from accelstack.render.pods import image_warnings
 from accelstack.resolve import Stack
