@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 #: The preset with the most resources (107 in tests/golden/plan; a test holds it)
 LARGEST = "mixed-trn2-p5"
-#: Targets (issue 40): `--help` at most 0.1 s, a cold `validate` at most 0.5 s (wall, the
+#: Targets: `--help` at most 0.1 s, a cold `validate` at most 0.5 s (wall, the
 #: 2-core machine CI runs on), `plan` at most 1.3x its SDK-import floor
 TARGETS = {"help": 0.1, "validate": 0.5, "validate cold": 0.5}
 PLAN_RATIO_TARGET = 1.3

@@ -8,7 +8,7 @@ written, as on a developer's machine between edits; a fresh clone's first run (C
 once more. Figures: wall time and CPU time (user + system of every process the run starts),
 with the machine's load average before each run, since a loaded machine moves the wall time.
 
-Targets (issue 40, on CI's 2-core machine): `make test-fast` under 30 s, `make test` under
+Targets (on CI's 2-core machine): `make test-fast` under 30 s, `make test` under
 5 minutes.
 """
 
