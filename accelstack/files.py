@@ -158,3 +158,17 @@ def make_dirs(directory: Path | str) -> None:
         raise WriteError(target, "exists and is not a directory") from None
     except OSError as exc:
         raise _os_error(target, exc) from None
+
+
+def file_in_force(
+    flag: Path | None, option: str, env: str, default: Path, what: str
+) -> Path | None:
+    """A project file a command option or a variable may name: `flag` (given as `option`),
+    else the file $`env` names, else `default` when it exists (None: none is set). A named
+    file that does not exist is refused in one line, never skipped."""
+    named = flag or (Path(os.environ[env]) if os.environ.get(env) else None)
+    if named is not None:
+        if not named.is_file():
+            raise AccelstackError(f"{named}: the {what} file does not exist ({option} or {env})")
+        return named
+    return default if default.is_file() else None

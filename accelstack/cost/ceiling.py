@@ -15,13 +15,13 @@ still held to the ceiling. A bad file is one line naming it, exit 2.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.files import file_in_force
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 
 CEILING_FILE = "accelstack-ceiling.yaml"
@@ -71,12 +71,6 @@ def load_ceiling(path: Path) -> Ceiling:
 def find_ceiling(flag: Path | None = None, root: Path | None = None) -> Ceiling | None:
     """The ceiling in force: `flag`, else ACCELSTACK_CEILING, else <root>/accelstack-ceiling.yaml
     (None when none is set). A named file that does not exist is refused, never skipped."""
-    named = flag or (Path(os.environ[CEILING_ENV]) if os.environ.get(CEILING_ENV) else None)
-    if named is not None:
-        if not named.is_file():
-            raise AccelstackError(
-                f"{named}: the cost ceiling file does not exist (--ceiling or {CEILING_ENV})"
-            )
-        return load_ceiling(named)
-    found = (root or Path.cwd()) / CEILING_FILE
-    return load_ceiling(found) if found.is_file() else None
+    default = (root or Path.cwd()) / CEILING_FILE
+    found = file_in_force(flag, "--ceiling", CEILING_ENV, default, "cost ceiling")
+    return None if found is None else load_ceiling(found)

@@ -32,7 +32,6 @@ file and key, exit 2.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -43,7 +42,8 @@ import yaml
 
 from accelstack.catalog import Catalog
 from accelstack.cost.pricing import StackCost
-from accelstack.errors import AccelstackError, Problem, SpecError, did_you_mean, shown
+from accelstack.errors import Problem, SpecError, did_you_mean, shown
+from accelstack.files import file_in_force
 from accelstack.resolve import Stack
 from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
 from accelstack.tokens import BUCKET, BUCKET_V2, NAT_GATEWAY
@@ -182,15 +182,9 @@ def load_usage(path: Path) -> UsageFile:
 def find_usage(flag: Path | None = None, root: Path | None = None) -> UsageFile | None:
     """The usage file in force: `flag`, else ACCELSTACK_USAGE, else <root>/accelstack-usage.yaml
     (None when none is set). A named file that does not exist is refused, never skipped."""
-    named = flag or (Path(os.environ[USAGE_ENV]) if os.environ.get(USAGE_ENV) else None)
-    if named is not None:
-        if not named.is_file():
-            raise AccelstackError(
-                f"{named}: the usage file does not exist (--usage or {USAGE_ENV})"
-            )
-        return load_usage(named)
-    project = (root or Path.cwd()) / USAGE_FILE
-    return load_usage(project) if project.is_file() else None
+    default = (root or Path.cwd()) / USAGE_FILE
+    found = file_in_force(flag, "--usage", USAGE_ENV, default, "usage")
+    return None if found is None else load_usage(found)
 
 
 def usage_cost(stack: Stack, cost: StackCost, usage: UsageFile, catalog: Catalog) -> UsageCost:
