@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
+from accelstack.catalog.facts import Frozen
 from accelstack.errors import CatalogError, did_you_mean
 
 _Row = TypeVar("_Row", bound=BaseModel)
@@ -35,17 +36,13 @@ RecordKind = Literal["steady_state", "whole_run"]
 Checkpointing = Literal["none", "selective", "full"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class Reported(_Frozen):
+class Reported(Frozen):
     kind: ReportedKind
     value: float = Field(gt=0)
     value_as_published: str | None = None
 
 
-class Shape(_Frozen):
+class Shape(Frozen):
     """A model's shape, with its source (records.yaml `shapes:`)."""
 
     params_billion: float = Field(gt=0)
@@ -78,7 +75,7 @@ class Shape(_Frozen):
 SHAPE_FIELDS = tuple(k for k in Shape.model_fields if k not in ("source", "note"))
 
 
-class TrainingRecord(_Frozen):
+class TrainingRecord(Frozen):
     id: str
     model: str
     family: str
@@ -146,7 +143,7 @@ class TrainingRecord(_Frozen):
         return tokens / self.chips if tokens else None
 
 
-class LeftOut(_Frozen):
+class LeftOut(Frozen):
     """A public figure deliberately not fitted, with the reason (kept visible, not silent)."""
 
     id: str

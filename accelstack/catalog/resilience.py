@@ -9,14 +9,12 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from accelstack.catalog.facts import Frozen
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class CheckpointFacts(_Row):
+class CheckpointFacts(Frozen):
     prefix: str = Field(min_length=1)
     write_minutes: float = Field(gt=0)
     keep: int = Field(ge=1)
@@ -26,7 +24,7 @@ class CheckpointFacts(_Row):
     fsx_source: str = Field(min_length=1)
 
 
-class NodeRepairFacts(_Row):
+class NodeRepairFacts(Frozen):
     enabled: bool
     monitoring_addon: str = Field(min_length=1)
     #: share of a node group unhealthy at once above which auto repair stops (a fault of the
@@ -41,7 +39,7 @@ class NodeRepairFacts(_Row):
         return max(1, math.ceil(nodes * self.max_unhealthy_fraction))
 
 
-class FsxTimeoutFacts(_Row):
+class FsxTimeoutFacts(Frozen):
     """How long `pulumi up` waits for the FSx for Lustre file system (resilience.yaml)."""
 
     create_minutes: int = Field(ge=1)
@@ -50,7 +48,7 @@ class FsxTimeoutFacts(_Row):
     source: str = Field(min_length=1)
 
 
-class NodeGroupUpdateFacts(_Row):
+class NodeGroupUpdateFacts(Frozen):
     max_unavailable_fraction: float = Field(gt=0, le=1)
     max_unavailable_cap: int = Field(ge=1, le=100)
     minutes_per_batch: int = Field(ge=1)
@@ -71,7 +69,7 @@ class NodeGroupUpdateFacts(_Row):
         return max(self.provider_default_minutes, batches * self.minutes_per_batch)
 
 
-class ResilienceFacts(_Row):
+class ResilienceFacts(Frozen):
     checkpoint: CheckpointFacts
     node_repair: NodeRepairFacts
     node_group_update: NodeGroupUpdateFacts

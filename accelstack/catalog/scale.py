@@ -6,16 +6,13 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from accelstack import naming
+from accelstack.catalog.facts import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class Limit(_Frozen):
+class Limit(Frozen):
     """One documented limit: its default value, the Service Quotas code when it has one."""
 
     value: int = Field(ge=1)
@@ -31,7 +28,7 @@ class Limit(_Frozen):
         return f"{self.what} ({self.value}{code})"
 
 
-class Limits(_Frozen):
+class Limits(Frozen):
     nodes_per_node_group: Limit
     node_groups_per_cluster: Limit
     clusters_per_region: Limit
@@ -49,7 +46,7 @@ class Limits(_Frozen):
         }
 
 
-class CompactCni(_Frozen):
+class CompactCni(Frozen):
     warm_ip_target: int = Field(ge=0)
     minimum_ip_target: int = Field(ge=0)
     pods_per_node_estimate: int = Field(ge=1)
@@ -69,13 +66,13 @@ class CompactCni(_Frozen):
         }
 
 
-class AddressSpace(_Frozen):
+class AddressSpace(Frozen):
     compact_cni: CompactCni
     secondary_cidr: str
     secondary_cidr_source: str
 
 
-class UltraServerPlacement(_Frozen):
+class UltraServerPlacement(Frozen):
     """What places jobs on whole UltraServers on EKS: a chart of the catalog, from a version,
     on a Kubernetes version at least `min_kubernetes`; `operator`: whether the chart's Neuron
     UltraServer Operator serves this family (its docs name the instance types it supports),
@@ -88,7 +85,7 @@ class UltraServerPlacement(_Frozen):
     operator_source: str
 
 
-class UltraServerDRA(_Frozen):
+class UltraServerDRA(Frozen):
     """How a pod claims one whole UltraServer node through the Neuron DRA driver (scale.yaml
     ultraservers.<type>.dra, with the source): the DeviceClass, the CEL selector of the
     node device, the driver's opaque config kind, the modes it accepts, the node label that
@@ -115,7 +112,7 @@ class UltraServerDRA(_Frozen):
         return self.server_id_file.format(mode=mode), self.node_id_file.format(mode=mode)
 
 
-class UltraServer(_Frozen):
+class UltraServer(Frozen):
     instances: int = Field(ge=2)
     status: Literal["available", "preview"]
     source: str
@@ -129,7 +126,7 @@ class UltraServer(_Frozen):
         return math.ceil(nodes / self.instances)
 
 
-class TopologyLabels(_Frozen):
+class TopologyLabels(Frozen):
     labels: tuple[str, ...]
     source: str
     instance_types: tuple[str, ...] = ()
@@ -138,7 +135,7 @@ class TopologyLabels(_Frozen):
     kueue_preferred_annotation: str = "kueue.x-k8s.io/podset-preferred-topology"
 
 
-class ControlPlaneTier(_Frozen):
+class ControlPlaneTier(Frozen):
     """One EKS provisioned control-plane tier: its API name and documented capacity."""
 
     tier: str
@@ -151,7 +148,7 @@ class ControlPlaneTier(_Frozen):
         return f"eks-control-plane-{self.tier}"
 
 
-class ControlPlaneFacts(_Frozen):
+class ControlPlaneFacts(Frozen):
     standard_max_nodes: int = Field(ge=1)
     pods_per_node: int = Field(ge=1)
     reschedule_seconds: int = Field(ge=1)
@@ -168,7 +165,7 @@ class ControlPlaneFacts(_Frozen):
         return next(fits, self.tiers[-1])
 
 
-class StagingFacts(_Frozen):
+class StagingFacts(Frozen):
     launch_bucket: int = Field(ge=1)
     launch_refill_per_second: float = Field(gt=0)
     node_ready_minutes: int = Field(ge=1)
@@ -193,12 +190,12 @@ class StagingFacts(_Frozen):
         return math.ceil(wait) + self.node_ready_minutes
 
 
-class SystemNodesRow(_Frozen):
+class SystemNodesRow(Frozen):
     max_nodes: int = Field(ge=1)
     nodes: int = Field(ge=1)
 
 
-class LargeClusterFacts(_Frozen):
+class LargeClusterFacts(Frozen):
     control_plane: ControlPlaneFacts
     staging: StagingFacts
     system_nodes: tuple[SystemNodesRow, ...] = Field(min_length=1)
@@ -209,7 +206,7 @@ class LargeClusterFacts(_Frozen):
         return next((r.nodes for r in rows if nodes <= r.max_nodes), rows[-1].nodes)
 
 
-class ClusterProfile(_Frozen):
+class ClusterProfile(Frozen):
     """What a stack's size asks of the cluster (resolve computes it once, `Stack.profile`):
     the control-plane tier (None: standard), the creation steps of the node groups, the
     minutes one step takes, the system nodes."""
@@ -224,7 +221,7 @@ class ClusterProfile(_Frozen):
     private_registry: bool = False
 
 
-class PlacementFacts(_Frozen):
+class PlacementFacts(Frozen):
     """Where a pool on reserved capacity is placed (sources in scale.yaml `placement`)."""
 
     reservation_capacity_type: str  # capacity type of the purchase options a group applies to
@@ -237,12 +234,12 @@ class PlacementFacts(_Frozen):
     per_launch_source: str
 
 
-class InstanceStoreDisks(_Frozen):
+class InstanceStoreDisks(Frozen):
     disks: int = Field(ge=1)
     disk_gb: int = Field(ge=1)
 
 
-class InstanceStoreFacts(_Frozen):
+class InstanceStoreFacts(Frozen):
     """NVMe instance store per type and the nodeadm local-storage strategy for containers."""
 
     raid0_min_disks: int = Field(ge=1)
@@ -256,14 +253,14 @@ class InstanceStoreFacts(_Frozen):
         return self.strategy if row and row.disks >= self.raid0_min_disks else None
 
 
-class CacheRule(_Frozen):
+class CacheRule(Frozen):
     """One ECR pull-through cache rule: the upstream registry's name and its URL."""
 
     upstream: str
     url: str
 
 
-class PrivateRegistry(_Frozen):
+class PrivateRegistry(Frozen):
     """ECR interface endpoints and pull-through cache rules (scale.yaml, with sources)."""
 
     endpoint_services: tuple[str, ...]
@@ -274,7 +271,7 @@ class PrivateRegistry(_Frozen):
     iam_source: str
 
 
-class ImageDelivery(_Frozen):
+class ImageDelivery(Frozen):
     nat_gateway_gbps: float = Field(gt=0)
     nat_gateway_source: str
     node_pull_gbps: float = Field(gt=0)
@@ -296,7 +293,7 @@ class ImageDelivery(_Frozen):
         return max(one, all_) / 3600
 
 
-class OnDemandCapacity(_Frozen):
+class OnDemandCapacity(Frozen):
     """Above how many on-demand instances of one type `compare` flags a size: capacity that
     size is a reservation, not an on-demand launch (scale.yaml `on_demand_capacity`)."""
 
@@ -304,7 +301,7 @@ class OnDemandCapacity(_Frozen):
     source: str = Field(min_length=1)
 
 
-class ScaleFacts(_Frozen):
+class ScaleFacts(Frozen):
     limits: Limits
     on_demand_capacity: OnDemandCapacity
     topology_labels: TopologyLabels
@@ -344,7 +341,7 @@ def split_nodes(nodes: int, per_group: int) -> tuple[int, ...]:
     return (per_group,) * full + ((rest,) if rest else ())
 
 
-class NodeGroupPart(_Frozen):
+class NodeGroupPart(Frozen):
     """One managed node group of a pool: its resource role (`ng`, `ng-2`, ...: the first keeps
     the name a one-group pool always had), its node count and which subnet of its zone it
     takes addresses from ('primary' or 'secondary', see ipbudget.plan_addresses)."""

@@ -20,25 +20,22 @@ import math
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from accelstack.catalog.facts import Frozen
 from accelstack.errors import CatalogError
 
 Precision = Literal["bf16", "fp16", "fp8"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class CurveSource(_Frozen):
+class CurveSource(Frozen):
     """The fitted curve an extrapolated one is derived from."""
 
     family: str
     precision: Precision
 
 
-class MfuCurve(_Frozen):
+class MfuCurve(Frozen):
     """The dense (GEMM) rate of one family and precision: the fraction of the precision's
     peak the linear layers' executed FLOPs run at, against model size (docs/cost.md, "The
     step model").
@@ -100,7 +97,7 @@ class MfuCurve(_Frozen):
         return 0.0
 
 
-class ExpertTerm(_Frozen):
+class ExpertTerm(Frozen):
     """A mixture of experts' step (fitted to the published MoE rows of the family):
 
     expert GEMMs run at the dense rate x M / (M + half_rate_tokens), M the tokens one expert
@@ -115,7 +112,7 @@ class ExpertTerm(_Frozen):
     records: tuple[str, ...] = Field(min_length=1)
 
 
-class UnmodelledMoe(_Frozen):
+class UnmodelledMoe(Frozen):
     """A mixture of experts on a family whose expert term is not fitted: the dense step at
     the active parameters x `centre`, the range x `range` (published / dense-only step of the
     fitted family's MoE records: their geometric mean and extremes)."""
@@ -125,7 +122,7 @@ class UnmodelledMoe(_Frozen):
     source: str = Field(min_length=1)
 
 
-class StepFamily(_Frozen):
+class StepFamily(Frozen):
     """The rest of a family's step model (docs/cost.md, "The step model").
 
     attention_centre / attention_stacks: the executed rate of causal attention (about half
@@ -152,7 +149,7 @@ class StepFamily(_Frozen):
     reason: str = Field(min_length=1)
 
 
-class Scaling(_Frozen):
+class Scaling(Frozen):
     """Efficiency against the reference scale (one node, a full per-chip batch):
 
     (1 - loss_per_node_doubling x log2(nodes)) x min(1, tokens per chip per step /
@@ -191,7 +188,7 @@ class Scaling(_Frozen):
         return 1
 
 
-class Goodput(_Frozen):
+class Goodput(Frozen):
     """Share of wall time spent in training steps, and the one-time hours of a run."""
 
     interruptions_per_node_hour: float = Field(ge=0)
@@ -212,7 +209,7 @@ class Goodput(_Frozen):
     image_pull_source: str = Field(min_length=1)
 
 
-class Spreads(_Frozen):
+class Spreads(Frozen):
     """Range widths where no record gives one."""
 
     minimum: float = Field(gt=0, lt=1)  # a fitted curve's range is never narrower
@@ -224,7 +221,7 @@ class Spreads(_Frozen):
     mfu_floor: float = Field(gt=0, lt=1)  # below it no training step (calibrate refuses)
 
 
-class Calibration(_Frozen):
+class Calibration(Frozen):
     """What `accelstack calibrate` accepts (docs/cost.md, "calibrate"): enough timed steps, an
     MFU no better than the family's best public record by more than two releases of one
     benchmark differ (plus the measurement spread), and records of one key that agree."""
@@ -242,7 +239,7 @@ class Calibration(_Frozen):
     fp8_speedup_source: str = Field(min_length=1)
 
 
-class Layouts(_Frozen):
+class Layouts(Frozen):
     """What `compare`'s layout search (accelstack/cost/layout.py) reads: the activation memory
     per layer and token and the shortest sequence per context-parallel rank it tries."""
 
@@ -253,7 +250,7 @@ class Layouts(_Frozen):
     min_context_tokens_source: str = Field(min_length=1)
 
 
-class Throughput(_Frozen):
+class Throughput(Frozen):
     curves: tuple[MfuCurve, ...]
     step: tuple[StepFamily, ...] = ()
     unmodelled_moe: UnmodelledMoe | None = None
