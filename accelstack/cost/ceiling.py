@@ -18,11 +18,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.files import file_in_force
-from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
+from accelstack.spec.loader import read_yaml_file
 
 CEILING_FILE = "accelstack-ceiling.yaml"
 CEILING_ENV = "ACCELSTACK_CEILING"
@@ -51,13 +49,7 @@ def _number(value: object, file: str, key: str) -> float:
 def load_ceiling(path: Path) -> Ceiling:
     """Read a ceiling file; every problem is one line naming the file and key."""
     file = str(path)
-    try:
-        data = load_yaml_text(path.read_text(encoding="utf-8"))  # the spec's scalar rules
-    except YamlRefused as exc:
-        raise SpecError([Problem(file, exc.path, exc.message)]) from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
+    data = read_yaml_file(path)
     if not isinstance(data, dict) or not data:
         raise SpecError([Problem(file, "", f"must map some of {', '.join(LIMIT_KEYS)} to USD")])
     for key in data:

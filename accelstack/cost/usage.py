@@ -38,14 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from accelstack.catalog import Catalog
 from accelstack.cost.pricing import StackCost
 from accelstack.errors import Problem, SpecError, did_you_mean, shown
 from accelstack.files import file_in_force
 from accelstack.resolve import Stack
-from accelstack.spec.yamlsafe import YamlRefused, load_yaml_text
+from accelstack.spec.loader import read_yaml_file
 from accelstack.tokens import BUCKET, BUCKET_V2, NAT_GATEWAY
 
 USAGE_FILE = "accelstack-usage.yaml"
@@ -152,13 +150,7 @@ def _groups(value: object, file: str, path: str) -> dict[str, dict[str, float]]:
 
 def _read(path: Path) -> dict[Any, Any]:
     file = str(path)
-    try:
-        data = load_yaml_text(path.read_text(encoding="utf-8"))  # the spec's scalar rules
-    except YamlRefused as exc:
-        raise SpecError([Problem(file, exc.path, exc.message)]) from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
+    data = read_yaml_file(path)
     data = _mapping(data, file, "", "version, default and stacks")
     for key in data:
         if key not in TOP_KEYS:

@@ -194,6 +194,19 @@ def _parse(text: str, file: str) -> Any:
         raise SpecError([Problem(file, "", f"YAML syntax error at {where}{problem}")]) from None
 
 
+def read_yaml_file(path: Path) -> Any:
+    """A project YAML file beside the specs (a cost ceiling, a usage file) read with the spec's
+    scalar rules; a refusal or an unreadable file is a one-line SpecError naming the file."""
+    file = str(path)
+    try:
+        return load_yaml_text(path.read_text(encoding="utf-8"))
+    except YamlRefused as exc:
+        raise SpecError([Problem(file, exc.path, exc.message)]) from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SpecError([Problem(file, "", f"cannot be read: {first}")]) from None
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """Read a spec file as a mapping; every failure is a one-line SpecError."""
     file = str(path)
