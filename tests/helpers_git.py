@@ -59,3 +59,9 @@ def two_commits(repo: Path) -> Path:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "head")
     return repo
+
+
+def commit_all(repo: Path, message: str) -> None:
+    """Stage everything in `repo` and commit it."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)

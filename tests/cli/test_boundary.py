@@ -11,17 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.cli import main
 from accelstack.spec.yamlsafe import load_yaml_text
 
 from .. import factories
 from ..conftest import ROOT, STACKS
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from ..helpers_cli import run_cli
 
 
 @pytest.fixture
@@ -65,7 +59,7 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 def test_missing_credentials_are_one_line_exit_2(
     argv: tuple[str, ...], no_aws: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _, err = _run(capsys, *argv)
+    code, _, err = run_cli(capsys, *argv)
     assert code == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "credentials" in lines[0].lower(), err
@@ -103,20 +97,20 @@ def test_exponent_numbers_read_the_same_in_validate_and_new(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = _write(tmp_path, lambda t: t.replace("max_hourly_usd: 5", "max_hourly_usd: 1e3"))
-    code, out, err = _run(capsys, "price", str(spec), "--format", "json")
+    code, out, err = run_cli(capsys, "price", str(spec), "--format", "json")
     assert code == 0, err
     limits = {b["field"]: b["limit"] for b in json.loads(out)["budget"]}
     assert limits["budget.max_hourly_usd"] == 1000.0  # a number, not the text '1e3'
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run(capsys, "new", "copy", "--from", str(spec))
+    code, out, err = run_cli(capsys, "new", "copy", "--from", str(spec))
     assert code == 0, err  # the round-trip editor agrees with validate
     copied = load_yaml_text((tmp_path / "stacks" / "copy.yaml").read_text())
     assert copied["budget"]["max_hourly_usd"] == 1000.0
     # an exponent where text is expected: both refuse it, with the same path
     bad = _write(tmp_path / "b", lambda t: t.replace("entrypoint: ", "entrypoint: 1e3 #"))
-    code, _, err = _run(capsys, "validate", str(bad))
+    code, _, err = run_cli(capsys, "validate", str(bad))
     assert code == 2 and "workload.entrypoint" in err
-    code, _, err2 = _run(capsys, "new", "copy2", "--from", str(bad))
+    code, _, err2 = run_cli(capsys, "new", "copy2", "--from", str(bad))
     assert code == 2 and "workload.entrypoint" in err2
 
 
@@ -130,12 +124,12 @@ def test_price_with_stack_uses_the_stacks_names(
     shutil.copy(STACKS / "trn1-finetune.yaml", tmp_path / "stacks")
     (tmp_path / "Pulumi.yaml").write_text("name: p\nruntime: python\n")
     spec = tmp_path / "stacks" / "trn1-finetune.yaml"
-    code, out, _ = _run(capsys, "price", str(spec), "--stack", "prod", "--format", "json")
+    code, out, _ = run_cli(capsys, "price", str(spec), "--stack", "prod", "--format", "json")
     assert code == 0 and json.loads(out)["stack"] == "trn1-finetune-prod"
     name = "a-very-long-stack-name-for-the-prefix"
-    code, _, err = _run(capsys, "price", str(spec), "--stack", name)
+    code, _, err = run_cli(capsys, "price", str(spec), "--stack", name)
     assert code == 2 and "is not valid" in err and "at most 40 characters" in err
-    code, _, err = _run(capsys, "check", str(spec), "--stack", name)
+    code, _, err = run_cli(capsys, "check", str(spec), "--stack", name)
     assert code == 2 and "at most 40 characters" in err
 
 
@@ -153,13 +147,13 @@ def test_existing_subnets_must_cover_the_pool_zones(
     }
     spec = tmp_path / "mixed-trn2-p5.yaml"
     spec.write_text(yaml.safe_dump(data))
-    code, _, err = _run(capsys, "validate", str(spec))
+    code, _, err = run_cli(capsys, "validate", str(spec))
     assert code == 2 and err.count("\n") == 1
     assert (
         "network.private_subnet_ids: lists 1 subnet(s) for pools in 2 zone(s) (use2-az1, use2-az2)"
     ) in err
     data["network"]["private_subnet_ids"].append("subnet-0bbbbbbbbbbbbbbb2")
     spec.write_text(yaml.safe_dump(data))
-    assert _run(capsys, "validate", str(spec))[0] == 0
-    code, _, err = _run(capsys, "plan", str(spec), "--format", "json")
+    assert run_cli(capsys, "validate", str(spec))[0] == 0
+    code, _, err = run_cli(capsys, "plan", str(spec), "--format", "json")
     assert code == 0, err  # what validates, plans

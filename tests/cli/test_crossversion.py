@@ -13,27 +13,16 @@ import pytest
 import yaml
 
 import accelstack
-from accelstack.cli import main
 from accelstack.plan.diff_report import render_markdown, render_quiet, render_text
 
 from ..conftest import STACKS
-from ..helpers_git import git
+from ..helpers_cli import run_cli
+from ..helpers_git import commit_all, git
 from ..helpers_wheel import build_wheel
 
 OLD = "0.0.9"
 OLD_WHEEL = f"wheels/accelstack-{OLD}-py3-none-any.whl"
 NOW = accelstack.__version__
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _commit(repo: Path, message: str) -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
 
 
 def _keep(repo: Path, name: str, data: bytes) -> None:
@@ -54,7 +43,7 @@ def _project(repo: Path, wheel_name: str, wheel: bytes) -> None:
     (repo / "Pulumi.prod.yaml").write_text(yaml.safe_dump(prod), encoding="utf-8")
     _keep(repo, wheel_name, wheel)
     git(repo, "init", "-q", "-b", "main")
-    _commit(repo, "base")
+    commit_all(repo, "base")
     git(repo, "checkout", "-qb", "pr")
 
 
@@ -113,9 +102,9 @@ def test_a_wheel_only_upgrade_shows_what_the_new_version_changes(
     old = _patched(new, tmp_path / Path(OLD_WHEEL).name, edits)
     _project(repo, Path(OLD_WHEEL).name, old)
     _keep(repo, new.name, new.read_bytes())
-    _commit(repo, "upgrade accelstack")
+    commit_all(repo, "upgrade accelstack")
 
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["planned_with"] == {
@@ -157,10 +146,10 @@ def test_without_a_wheel_change_one_version_plans_both_sides(
     _project(repo, name, _fake_wheel("raise SystemExit('never run')\n"))
     spec = repo / "stacks" / "trn1-finetune.yaml"
     spec.write_text(spec.read_text().replace("purpose: neuron-onboarding", "purpose: x"))
-    _commit(repo, "a tag")
+    commit_all(repo, "a tag")
     both = f"both sides planned with accelstack {NOW}"
 
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert render_text(doc).splitlines()[-1] == both  # last: the rolls and replacements first
@@ -182,8 +171,8 @@ def test_a_head_that_keeps_another_version_than_the_running_one_is_named(
     head deploys with 0.0.9: the line says so."""
     _project(repo, Path(OLD_WHEEL).name, _fake_wheel("raise SystemExit('never run')\n"))
     (repo / "README.md").write_text("a note\n", encoding="utf-8")
-    _commit(repo, "a note")
-    code, out, err = _run(capsys, "diff", "main", "pr", "--format", "json")
+    commit_all(repo, "a note")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["planned_with"]["head_keeps"] == OLD
@@ -222,14 +211,14 @@ def _old_prints(repo: Path, stdout: str, code: int) -> None:
     script = f"import sys\nsys.stdout.write({stdout!r})\nraise SystemExit({code})\n"
     _project(repo, Path(OLD_WHEEL).name, _fake_wheel(script))
     _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
-    _commit(repo, "upgrade")
+    commit_all(repo, "upgrade")
 
 
 def test_an_over_budget_exit_of_the_old_version_is_read(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _old_prints(repo, json.dumps(_DOC), 1)
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     (stack,) = json.loads(out)["stacks"]
     assert stack["cost"]["base"]["monthly_usd"] == 1460.0
@@ -252,7 +241,7 @@ def test_the_old_versions_line_items_and_the_bases_usage_file_are_read(
     usage = "version: 0.1\ndefault:\n  s3_buckets:\n    monthly_tier_1_requests: 1000000\n"
     (repo / "accelstack-usage.yaml").write_text(usage, encoding="utf-8")
     _old_prints(repo, json.dumps(doc), 1)
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     (stack,) = json.loads(out)["stacks"]
     (billed,) = stack["resources"]["removed"][0]["billed"]
@@ -275,7 +264,7 @@ def test_old_output_that_cannot_be_read_is_one_line(
     repo: Path, capsys: pytest.CaptureFixture[str], stdout: str, code: int
 ) -> None:
     _old_prints(repo, stdout, code)
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod")
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1, err
@@ -287,8 +276,8 @@ def test_a_base_wheel_that_is_no_zip_is_one_line(
 ) -> None:
     _project(repo, Path(OLD_WHEEL).name, b"not a zip")
     _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
-    _commit(repo, "upgrade")
-    code, out, err = _run(capsys, "diff", "main", "pr")
+    commit_all(repo, "upgrade")
+    code, out, err = run_cli(capsys, "diff", "main", "pr")
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert OLD_WHEEL in err and "is not a wheel" in err
@@ -303,8 +292,8 @@ def test_a_base_that_keeps_two_wheels_is_one_line(
     git(repo, "commit", "-qm", "two wheels")
     git(repo, "branch", "-f", "main")
     _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
-    _commit(repo, "upgrade")
-    code, out, err = _run(capsys, "diff", "main", "pr")
+    commit_all(repo, "upgrade")
+    code, out, err = run_cli(capsys, "diff", "main", "pr")
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert "keeps 2 accelstack wheels" in err and OLD_WHEEL in err
@@ -327,7 +316,7 @@ def test_the_old_version_inherits_no_accelstack_or_aws_setting(
     )
     _project(repo, Path(OLD_WHEEL).name, _fake_wheel(script))
     _keep(repo, f"accelstack-{NOW}-py3-none-any.whl", b"the head's wheel")
-    _commit(repo, "upgrade")
-    code, out, err = _run(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
+    commit_all(repo, "upgrade")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--stack", "prod", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["stacks"][0]["cost"]["base"]["monthly_usd"] == 1460.0

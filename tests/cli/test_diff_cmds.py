@@ -11,24 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.cli import main
 from accelstack.plan.diff import COMMENT_MARKER, QUIET_MARKER
 
 from ..conftest import STACKS
-from ..helpers_git import git
+from ..helpers_cli import run_cli
+from ..helpers_git import commit_all, git
 
 SPEC = "stacks/trn1-finetune.yaml"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _commit(repo: Path, message: str) -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
 
 
 @pytest.fixture
@@ -41,7 +30,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     prod = {"config": {"aws:region": "us-east-1", "accelstack:spec": SPEC}}
     (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(prod), encoding="utf-8")
     git(tmp_path, "init", "-q", "-b", "main")
-    _commit(tmp_path, "base")
+    commit_all(tmp_path, "base")
     git(tmp_path, "checkout", "-qb", "pr")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ACCELSTACK_CEILING", raising=False)
@@ -50,7 +39,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _comment(capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "diff", "main", "pr", "--format", "github-comment", "--threshold-usd", "100"
     )
     return code, out.splitlines(), err
@@ -67,13 +56,13 @@ def test_a_spec_that_stops_parsing_is_the_headline_never_a_saving(
     """Before: a -100% saving, the error in a collapsed section, and (at the threshold) a
     comment that could go quiet."""
     _edit(repo, "  - name: trn1\n", "\t- name: trn1\n")
-    _commit(repo, "a tab")
+    commit_all(repo, "a tab")
     line = next(n for n, t in enumerate((repo / SPEC).read_text().splitlines(), 1) if "\t" in t)
     code, lines, _ = _comment(capsys)
     assert code == 2 and lines[0] == COMMENT_MARKER and QUIET_MARKER not in lines
     assert lines[3:5] == ["> [!CAUTION]", "> **Cannot plan** (not priced, counted in no total):"]
     assert lines[5].startswith(f"> - prod: cannot plan: {SPEC}:{line}: YAML syntax error")
-    code, out, _ = _run(capsys, "diff", "main", "pr", "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "main", "pr", "--format", "json")
     doc = json.loads(out)
     assert doc["totals"]["delta_monthly_usd"] == 0 and doc["totals"]["head_monthly_usd"] == 0
     assert all(s["cost"]["delta"]["monthly_usd"] == 0 for s in doc["stacks"])
@@ -85,7 +74,7 @@ def test_a_validation_error_names_the_line_of_its_yaml_path(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _edit(repo, "    nodes: 1\n", "    nodes: 0\n")
-    _commit(repo, "no nodes")
+    commit_all(repo, "no nodes")
     line = (repo / SPEC).read_text().splitlines().index("    nodes: 0") + 1
     code, lines, _ = _comment(capsys)
     assert code == 2
@@ -99,7 +88,7 @@ def test_a_spec_without_a_budget_cannot_be_planned(
     spec = yaml.safe_load((repo / SPEC).read_text())
     del spec["budget"]
     (repo / SPEC).write_text(yaml.safe_dump(spec), encoding="utf-8")
-    _commit(repo, "no budget")
+    commit_all(repo, "no budget")
     code, lines, _ = _comment(capsys)
     assert code == 2  # bad input, never a verdict
     assert "cannot plan: trn1-finetune-prod has no budget" in lines[5]
@@ -110,14 +99,14 @@ def test_a_diff_whose_stacks_cannot_be_listed_still_prints_its_comment(
 ) -> None:
     """Before: no comment at all, and the old one stayed up."""
     (repo / "Pulumi.json").write_text('{"name": "proj", "runtime": "python"}', encoding="utf-8")
-    _commit(repo, "a second project file")
+    commit_all(repo, "a second project file")
     code, lines, err = _comment(capsys)
     assert code == 2 and lines[0] == COMMENT_MARKER
     assert lines[4] == "> **Cannot plan** (not priced, counted in no total):"
     assert lines[5].startswith("> - cannot list the stacks: ") and "second project file" in lines[5]
     assert "No stack could be listed." in lines
     assert len(err.strip().splitlines()) == 1 and "second project file" in err
-    code, out, _ = _run(capsys, "diff", "main", "pr", "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "main", "pr", "--format", "json")
     doc = json.loads(out)
     assert code == 2 and not doc["ok"] and "second project file" in doc["errors"][0]
 
@@ -126,7 +115,7 @@ def test_a_deleted_stack_file_is_named_deleted(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / "Pulumi.prod.yaml").unlink()
-    _commit(repo, "drop the prod stack file")
+    commit_all(repo, "drop the prod stack file")
     code, lines, _ = _comment(capsys)
     assert code == 0
     (orphan,) = [x for x in lines if x.startswith("> - prod: ")]
@@ -137,7 +126,7 @@ def test_a_deleted_spec_a_stack_file_still_deploys_is_named_deleted(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / SPEC).unlink()
-    _commit(repo, "drop the spec, keep Pulumi.prod.yaml")
+    commit_all(repo, "drop the spec, keep Pulumi.prod.yaml")
     code, lines, _ = _comment(capsys)
     assert code == 2
     assert lines[5] == (

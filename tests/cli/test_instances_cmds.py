@@ -9,22 +9,16 @@ import json
 import pytest
 
 from accelstack.catalog import load_catalog
-from accelstack.cli import main
 from accelstack.errors import did_you_mean, edit_distance
 
 from .. import factories
 from ..conftest import STACKS
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from ..helpers_cli import run_cli
 
 
 def test_instances_json_is_derived_from_the_catalog(capsys: pytest.CaptureFixture[str]) -> None:
     cat = load_catalog()
-    code, out, _ = _run(capsys, "instances", "--format", "json")
+    code, out, _ = run_cli(capsys, "instances", "--format", "json")
     assert code == 0
     rows = {r["instance_type"]: r for r in json.loads(out)}
     assert set(rows) == set(cat.accelerated_types())  # every accelerated type, nothing else
@@ -44,24 +38,24 @@ def test_instances_json_is_derived_from_the_catalog(capsys: pytest.CaptureFixtur
     trn2 = rows["trn2.48xlarge"]
     assert trn2["prices"]["on-demand"]["us-east-2"]["usd"] > 0
     assert trn2["regions"]["us-east-2"]  # the zones offering it
-    code, out, _ = _run(capsys, "instances", "--all", "--format", "json")
+    code, out, _ = run_cli(capsys, "instances", "--all", "--format", "json")
     assert len(json.loads(out)) == len(cat.instances)
 
 
 def test_instances_text_region_and_unknown_type(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "instances", "--region", "us-east-2")
+    code, out, _ = run_cli(capsys, "instances", "--region", "us-east-2")
     assert code == 0
     head = out.splitlines()[0].split()
     assert head[:3] == ["type", "accelerator", "chips"] and "on-demand" in head
     assert any(
         line.startswith("trn2.48xlarge") and "(us-east-2)" in line for line in out.splitlines()
     )
-    code, out, _ = _run(capsys, "instances", "--type", "p5.48xlarge", "--format", "markdown")
+    code, out, _ = run_cli(capsys, "instances", "--type", "p5.48xlarge", "--format", "markdown")
     assert out.startswith("| type | accelerator |") and "| p5.48xlarge " in out
-    code, _, err = _run(capsys, "instances", "--type", "p4d.24xlarge")
+    code, _, err = run_cli(capsys, "instances", "--type", "p4d.24xlarge")
     assert code == 2 and "did you mean" not in err
     assert "'p4d.24xlarge' is not in the catalog; supported: p5.48xlarge" in err
-    code, _, err = _run(capsys, "instances", "--region", "us-east2")
+    code, _, err = run_cli(capsys, "instances", "--region", "us-east2")
     assert code == 2 and "did you mean 'us-east-2'?" in err
 
 
@@ -74,7 +68,7 @@ def test_unsupported_type_lists_the_supported_ones(
     data["pools"][0]["instance_type"] = "p4d.24xlarge"
     spec = tmp_path / "trn1-finetune.yaml"  # type: ignore[operator]
     spec.write_text(yaml.safe_dump(data))
-    code, _, err = _run(capsys, "validate", str(spec))
+    code, _, err = run_cli(capsys, "validate", str(spec))
     assert code == 2 and "did you mean" not in err
     assert "'p4d.24xlarge' is not a supported instance type (supported: p5.48xlarge" in err
 
@@ -98,7 +92,7 @@ def test_did_you_mean_only_when_close(typed: str, suggested: str | None) -> None
 
 
 def test_compare_markdown_has_a_mermaid_chart(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "compare", str(STACKS / "llama3-70b-trn2.yaml"), "--format", "markdown"
     )
     assert code == 0
@@ -138,7 +132,7 @@ def test_completion_and_examples_in_help(capsys: pytest.CaptureFixture[str]) -> 
     )
     assert done.stdout.split() == ["instances"]  # completes a command name
     for command in ("plan", "check", "diff", "price", "compare", "instances", "render"):
-        code, out, _ = _run(capsys, command, "--help")
+        code, out, _ = run_cli(capsys, command, "--help")
         assert code == 0 and "Examples:" in out and f"accelstack {command} " in out, command
 
 
@@ -163,7 +157,7 @@ def test_completion_and_examples_in_help(capsys: pytest.CaptureFixture[str]) -> 
 def test_instances_filter_by_accelerator_and_chips(
     argv: list[str], types: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = _run(capsys, "instances", *argv, "--format", "json")
+    code, out, err = run_cli(capsys, "instances", *argv, "--format", "json")
     assert code == 0, err
     assert [r["instance_type"] for r in json.loads(out)] == types
 
@@ -186,7 +180,7 @@ def test_instances_filter_by_accelerator_and_chips(
 def test_instances_filters_refuse_bad_values_in_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = _run(capsys, "instances", *argv)
+    code, out, err = run_cli(capsys, "instances", *argv)
     assert code == 2 and out == "" and message in err and len(err.splitlines()) == 1
 
 
@@ -194,7 +188,7 @@ def test_instances_every_region_sorted_by_a_purchase_option(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     cat = load_catalog()
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "instances",
         "--accelerator",
@@ -216,7 +210,7 @@ def test_instances_every_region_sorted_by_a_purchase_option(
         assert r["prices"]["spot"]["usd"] == rate.usd
         assert r["zones"] == list(cat.zones_offering(r["region"], "p5.48xlarge"))
     # the same order in the text table, one line per region
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "instances", "--accelerator", "H100:8", "--by-region", "--sort", "spot"
     )
     regions = [line.split("  8  ")[1].split()[0] for line in out.splitlines()[1 : len(rows) + 1]]
@@ -225,19 +219,19 @@ def test_instances_every_region_sorted_by_a_purchase_option(
 
 def test_instances_price_a_chip_hour(capsys: pytest.CaptureFixture[str]) -> None:
     cat = load_catalog()
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "instances", "--type", "trn2.48xlarge", "--per-chip", "--format", "json"
     )
     price = json.loads(out)[0]["prices"]["on-demand"]["us-east-2"]
     rate = cat.instance_rate("us-east-2", "trn2.48xlarge", "on-demand")
     assert price["usd_per_chip"] == pytest.approx(rate.usd / 16)
-    code, out, _ = _run(capsys, "instances", "--type", "trn2.48xlarge", "--per-chip")
+    code, out, _ = run_cli(capsys, "instances", "--type", "trn2.48xlarge", "--per-chip")
     assert f"${rate.usd / 16:,.2f}" in out.splitlines()[1]
     assert out.rstrip().endswith(
         "prices: USD per chip-hour, cheapest region; * = estimate; - = none"
     )
     # sorted by a chip-hour: the 1-chip and the 16-chip types compare per chip, not per instance
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         "instances",
         "--accelerator",

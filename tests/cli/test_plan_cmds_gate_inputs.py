@@ -12,21 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.cli import main
-
 from ..conftest import STACKS
-from ..helpers_git import git
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _commit(repo: Path, message: str) -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
+from ..helpers_cli import run_cli
+from ..helpers_git import commit_all, git
 
 
 @pytest.fixture
@@ -41,7 +29,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     prod = {"config": {"aws:region": "us-east-1", "accelstack:spec": "stacks/trn1-finetune.yaml"}}
     (tmp_path / "Pulumi.prod.yaml").write_text(yaml.safe_dump(prod), encoding="utf-8")
     git(tmp_path, "init", "-q", "-b", "main")
-    _commit(tmp_path, "base")
+    commit_all(tmp_path, "base")
     git(tmp_path, "checkout", "-qb", "pr")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ACCELSTACK_CEILING", raising=False)
@@ -50,13 +38,13 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _changed(capsys: pytest.CaptureFixture[str]) -> list[str]:
-    code, out, err = _run(capsys, "stacks", ".", "--base", "main", "--format", "names")
+    code, out, err = run_cli(capsys, "stacks", ".", "--base", "main", "--format", "names")
     assert code == 0, err
     return out.split()
 
 
 def _specs(capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
-    code, out, err = _run(capsys, "stacks", ".", "--format", "json")
+    code, out, err = run_cli(capsys, "stacks", ".", "--format", "json")
     assert code == 0, err
     return {r["stack"]: r["spec"] for r in json.loads(out)}
 
@@ -70,7 +58,7 @@ def test_a_pulumi_yaml_only_edit_changes_the_stacks(
     assert _changed(capsys) == []
     text = "name: proj\nruntime: python\nconfig:\n  accelstack:allowUnpinnedAmis: true\n"
     (repo / "Pulumi.yaml").write_text(text, encoding="utf-8")
-    _commit(repo, "project default only")
+    commit_all(repo, "project default only")
     assert _changed(capsys) == ["prod", "trn1-finetune"]
 
 
@@ -95,11 +83,11 @@ def test_a_program_file_only_edit_changes_the_stacks(
     (repo / "__main__.py").write_text("from accelstack.components.entry import main\n")
     (repo / "policies").mkdir()
     (repo / "policies" / "__main__.py").write_text("# the pack\n", encoding="utf-8")
-    _commit(repo, "program files")
+    commit_all(repo, "program files")
     git(repo, "branch", "-f", "main")
     assert _changed(capsys) == []
     (repo / name).write_text(text, encoding="utf-8")
-    _commit(repo, f"only {name}")
+    commit_all(repo, f"only {name}")
     assert _changed(capsys) == ["prod", "trn1-finetune"]
 
 
@@ -112,7 +100,7 @@ def test_a_project_default_spec_pointer_is_what_the_stack_deploys(
         "    type: string\n    default: big/llama3-70b-p5.yaml\n",
         encoding="utf-8",
     )
-    _commit(repo, "prod deploys the big spec through the project default")
+    commit_all(repo, "prod deploys the big spec through the project default")
     assert _specs(capsys)["prod"] == "big/llama3-70b-p5.yaml"
     assert "prod" in _changed(capsys)
 
@@ -129,7 +117,7 @@ def test_stack_config_dir_moves_the_stack_files(
     (repo / "Pulumi.yaml").write_text(
         "name: proj\nruntime: python\nstackConfigDir: config\n", encoding="utf-8"
     )
-    _commit(repo, "stack files in config/, a new staging stack on the big spec")
+    commit_all(repo, "stack files in config/, a new staging stack on the big spec")
     assert _specs(capsys)["staging"] == "big/llama3-70b-p5.yaml"
     assert "staging" in _changed(capsys) and "prod" in _changed(capsys)
 
@@ -142,7 +130,7 @@ def test_a_json_project_and_its_json_stack_files(
     (repo / "Pulumi.json").write_text('{"name": "proj", "runtime": "python"}', encoding="utf-8")
     pointer = {"config": {"aws:region": "us-east-1", "accelstack:spec": "big/llama3-70b-p5.yaml"}}
     (repo / "Pulumi.prod.json").write_text(json.dumps(pointer), encoding="utf-8")
-    _commit(repo, "the project as JSON")
+    commit_all(repo, "the project as JSON")
     assert _specs(capsys)["prod"] == "big/llama3-70b-p5.yaml"
     assert "prod" in _changed(capsys)
 
@@ -153,7 +141,7 @@ def test_a_main_that_moves_the_program_is_one_line(
     (repo / "Pulumi.yaml").write_text(
         "name: proj\nruntime: python\nmain: other/\n", encoding="utf-8"
     )
-    code, out, err = _run(capsys, "stacks", ".")
+    code, out, err = run_cli(capsys, "stacks", ".")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Pulumi.yaml" in err and "main" in err
 
@@ -165,17 +153,17 @@ def test_the_ceiling_is_the_base_refs_and_its_change_is_listed_first(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / "accelstack-ceiling.yaml").write_text("max_hourly_usd: 1\n", encoding="utf-8")
-    _commit(repo, "ceiling on main")
+    commit_all(repo, "ceiling on main")
     git(repo, "branch", "-f", "main")
     (repo / "accelstack-ceiling.yaml").write_text("max_hourly_usd: 100000\n", encoding="utf-8")
-    _commit(repo, "the PR raises its own ceiling")
+    commit_all(repo, "the PR raises its own ceiling")
     assert _changed(capsys) == ["prod", "trn1-finetune"]
-    code, out, _ = _run(capsys, "check", ".", "--base", "main", "--format", "json")
+    code, out, _ = run_cli(capsys, "check", ".", "--base", "main", "--format", "json")
     doc = json.loads(out)
     assert code == 1 and not doc["ok"]
     assert "ceiling" in doc["gate_changes"][0]
     assert all("ceiling" in " ".join(s["errors"]) for s in doc["stacks"])
-    code, out, _ = _run(capsys, "check", ".", "--base", "main")
+    code, out, _ = run_cli(capsys, "check", ".", "--base", "main")
     assert out.splitlines()[0].startswith("GATE INPUT: the cost ceiling is changed")
 
 
@@ -190,14 +178,14 @@ def test_an_overlay_in_the_repository_is_read_from_the_base_ref(
     (repo / "catalog" / "prices.yaml").write_text(
         "instances:\n" + row % "1.34375", encoding="utf-8"
     )
-    _commit(repo, "overlay on main")
+    commit_all(repo, "overlay on main")
     git(repo, "branch", "-f", "main")
     monkeypatch.setenv("ACCELSTACK_CATALOG_DIR", str(repo / "catalog"))
     assert _changed(capsys) == []
     (repo / "catalog" / "prices.yaml").write_text("instances:\n" + row % "0.01", encoding="utf-8")
-    _commit(repo, "the PR cuts its own price")
+    commit_all(repo, "the PR cuts its own price")
     assert _changed(capsys) == ["prod", "trn1-finetune"]
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys, "check", ".", "--base", "main", "--stack", "prod", "--format", "json"
     )
     doc = json.loads(out)
@@ -214,12 +202,12 @@ def test_a_folder_named_like_a_ref_never_stands_in_for_it(
     shutil.copytree(repo / "stacks", repo / "main")  # a forged "base": the head's own specs
     spec = repo / "stacks" / "trn1-finetune.yaml"
     spec.write_text(spec.read_text().replace("max_hourly_usd: 5\n", "max_hourly_usd: 6\n"))
-    _commit(repo, "head changes the budget and commits a folder named main")
-    code, out, err = _run(capsys, "diff", "main", "pr", "--format", "json", "--stack", "prod")
+    commit_all(repo, "head changes the budget and commits a folder named main")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--format", "json", "--stack", "prod")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["base"].startswith("main (") and [s["stack"] for s in doc["stacks"]] == ["prod"]
-    code, out, err = _run(capsys, "diff", "main", "pr", "--dirs")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--dirs")
     assert code == 2 and "is not a directory" in err and len(err.strip().splitlines()) == 1
 
 
@@ -227,10 +215,10 @@ def test_a_symlinked_spec_is_refused_by_check_and_diff_alike(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / "stacks" / "llama3-70b-p5.yaml").symlink_to("../big/llama3-70b-p5.yaml")
-    _commit(repo, "a spec that is a link")
-    code, out, err = _run(capsys, "check", "stacks/llama3-70b-p5.yaml")
+    commit_all(repo, "a spec that is a link")
+    code, out, err = run_cli(capsys, "check", "stacks/llama3-70b-p5.yaml")
     assert code == 2 and "symbolic link" in err
-    code, out, err = _run(capsys, "diff", "main", "pr", "--format", "json")
+    code, out, err = run_cli(capsys, "diff", "main", "pr", "--format", "json")
     doc = json.loads(out)
     row = next(s for s in doc["stacks"] if s["stack"] == "llama3-70b-p5")
     assert code == 2 and any("symbolic link" in e for e in row["errors"])
@@ -242,7 +230,7 @@ def test_a_symlinked_stack_file_is_refused(repo: Path, capsys: pytest.CaptureFix
     )
     (repo / "Pulumi.prod.yaml").unlink()
     (repo / "Pulumi.prod.yaml").symlink_to("elsewhere.yaml")
-    code, out, err = _run(capsys, "stacks", ".")
+    code, out, err = run_cli(capsys, "stacks", ".")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "Pulumi.prod.yaml" in err and "symbolic link" in err
 
@@ -267,7 +255,7 @@ def test_a_provider_setting_off_the_allow_list_is_refused_at_check(
     doc = yaml.safe_load(file.read_text())
     doc["config"][key] = value
     file.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    code, out, err = _run(capsys, "check", ".")
+    code, out, err = run_cli(capsys, "check", ".")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [err.strip()] and f"config.{key}" in err
     assert "Pulumi.prod.yaml" in err and "aws:region" in err  # names what is allowed
@@ -280,13 +268,13 @@ def test_a_provider_setting_as_a_project_default_is_refused(
         "name: proj\nruntime: python\nconfig:\n  aws:endpoints:\n    value: [{sts: x}]\n",
         encoding="utf-8",
     )
-    code, _, err = _run(capsys, "check", ".")
+    code, _, err = run_cli(capsys, "check", ".")
     assert code == 2 and "config.aws:endpoints" in err and "Pulumi.yaml" in err
 
 
 def test_an_environment_import_is_refused(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     file = repo / "Pulumi.prod.yaml"
     file.write_text(file.read_text() + "environment:\n  - org/aws-prod\n", encoding="utf-8")
-    code, out, err = _run(capsys, "check", ".")
+    code, out, err = run_cli(capsys, "check", ".")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "Pulumi.prod.yaml" in err and "environment" in err

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.cli import main
 from accelstack.plan import fake_ami
 from accelstack.plan.diff import QUIET_MARKER
 from accelstack.programinputs import ACCEPT_FILE
@@ -20,24 +19,14 @@ from accelstack.resolve import resolve
 from accelstack.spec import load_spec
 
 from .. import factories
-from ..helpers_git import git
+from ..helpers_cli import run_cli
+from ..helpers_git import commit_all, git
 
 #: A spec `check --strict` passes: no documentation CIDR or example account.
 CLEAN = {
     "cluster.public_access_cidrs": ["34.200.10.0/24"],
     "cluster.admin_principal_arns": ["arn:aws:iam::210987654321:role/deployer"],
 }
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _commit(repo: Path, message: str) -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
 
 
 @pytest.fixture
@@ -71,7 +60,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (infra / "policies" / "__main__.py").write_text("# the pack\n", encoding="utf-8")
     (infra / "README.md").write_text("# infra\n", encoding="utf-8")
     git(tmp_path, "init", "-q", "-b", "main")
-    _commit(tmp_path, "base")
+    commit_all(tmp_path, "base")
     git(tmp_path, "checkout", "-qb", "pr")
     monkeypatch.chdir(infra)
     monkeypatch.delenv("ACCELSTACK_CEILING", raising=False)
@@ -106,17 +95,17 @@ def test_a_program_edit_is_named_never_quiet_and_fails_strict(
 ) -> None:
     """Before, each of these was "unchanged, +$0" and, at a $100 threshold, the quiet body."""
     _write(project, rel, text)
-    _commit(project, f"only {rel}")
-    code, out, err = _run(capsys, "stacks", ".", "--base", "main", "--format", "names")
+    commit_all(project, f"only {rel}")
+    code, out, err = run_cli(capsys, "stacks", ".", "--base", "main", "--format", "names")
     assert (code, out.split()) == (0, ["trn1-finetune"]), err
-    code, out, err = _run(
+    code, out, err = run_cli(
         capsys, "diff", "main", "pr", "--format", "github-comment", "--threshold-usd", "100"
     )
     assert code == 0, err
     assert QUIET_MARKER not in out and "**Program inputs changed**" in out
     (line,) = [x for x in out.splitlines() if x.startswith(f"> - {rel} ")]
     assert " (+" in line or "binary" in line  # its diff stat
-    code, out, _ = _run(capsys, "check", ".", "--base", "main", "--strict", "--format", "json")
+    code, out, _ = run_cli(capsys, "check", ".", "--base", "main", "--strict", "--format", "json")
     doc = json.loads(out)
     assert code == 1 and not doc["ok"] and doc["program_refused"]
     paths = [c["path"] for c in doc["program_changes"]]
@@ -129,8 +118,8 @@ def test_a_documentation_edit_changes_nothing(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _write(project, "README.md", "# infra\n\nmore words\n")
-    _commit(project, "docs")
-    code, out, err = _run(capsys, "stacks", ".", "--base", "main", "--format", "names")
+    commit_all(project, "docs")
+    code, out, err = run_cli(capsys, "stacks", ".", "--base", "main", "--format", "names")
     assert (code, out) == (0, ""), err
 
 
@@ -139,27 +128,27 @@ def test_a_reviewer_accepts_and_a_later_edit_needs_accepting_again(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _write(project, "__main__.py", "import os\nfrom accelstack.components.entry import main\n")
-    _commit(project, "program edit")
-    code, out, _ = _run(capsys, "check", ".", "--base", "main", "--strict")
+    commit_all(project, "program edit")
+    code, out, _ = run_cli(capsys, "check", ".", "--base", "main", "--strict")
     assert code == 1
     assert out.splitlines()[0].startswith("PROGRAM INPUT: __main__.py changed (+1 -2)")
     assert out.splitlines()[-1].startswith("FAIL program inputs: 1 program input(s) changed")
-    code, out, err = _run(capsys, "accept", ".", "--base", "main")
+    code, out, err = run_cli(capsys, "accept", ".", "--base", "main")
     assert code == 0 and "accepts sha256:" in out, err
     accepted = (project / ACCEPT_FILE).read_text()
     assert "#   __main__.py changed (+1 -2)" in accepted
-    _commit(project, "accepted by a reviewer")
-    code, out, err = _run(capsys, "check", ".", "--base", "main", "--strict")
+    commit_all(project, "accepted by a reviewer")
+    code, out, err = run_cli(capsys, "check", ".", "--base", "main", "--strict")
     assert code == 0, out + err
     assert out.splitlines()[0].startswith("PROGRAM INPUT: __main__.py")  # still named
-    code, out, _ = _run(capsys, "diff", "main", "pr", "--format", "github-comment")
+    code, out, _ = run_cli(capsys, "diff", "main", "pr", "--format", "github-comment")
     assert "accepted by this change's accelstack-accept.yaml" in out
-    assert _run(capsys, "check", ".", "--strict")[0] == 0  # no base: the file still holds
+    assert run_cli(capsys, "check", ".", "--strict")[0] == 0  # no base: the file still holds
     _write(project, "__main__.py", "import sys\nfrom accelstack.components.entry import main\n")
-    _commit(project, "another edit after the acceptance")
-    code, out, _ = _run(capsys, "check", ".", "--base", "main", "--strict")
+    commit_all(project, "another edit after the acceptance")
+    code, out, _ = run_cli(capsys, "check", ".", "--base", "main", "--strict")
     assert code == 1 and "FAIL program inputs" in out
-    code, out, _ = _run(capsys, "check", ".", "--strict")
+    code, out, _ = run_cli(capsys, "check", ".", "--strict")
     assert code == 1 and "they changed after they were accepted" in out
 
 
@@ -167,7 +156,7 @@ def test_a_malformed_acceptance_file_is_one_line(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (project / ACCEPT_FILE).write_text("fingerprint: nope\n", encoding="utf-8")
-    code, out, err = _run(capsys, "check", ".", "--strict")
+    code, out, err = run_cli(capsys, "check", ".", "--strict")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert f"{ACCEPT_FILE}: fingerprint: is 'nope'" in err
 
@@ -178,14 +167,14 @@ def test_a_spec_pointed_at_from_outside_stacks_is_data_on_both_sides(
     """big.yaml is a committed spec no stack deploys on main; pointing the stack at it is a
     stack-config change, not a program change."""
     shutil.copy(project / "stacks" / "trn1-finetune.yaml", project / "big.yaml")
-    _commit(project, "another spec")
+    commit_all(project, "another spec")
     git(project, "branch", "-f", "main")
     stack_file = project / "Pulumi.trn1-finetune.yaml"
     doc = yaml.safe_load(stack_file.read_text())
     doc["config"]["accelstack:spec"] = "big.yaml"
     stack_file.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    _commit(project, "the stack deploys big.yaml")
-    code, out, err = _run(capsys, "check", ".", "--base", "main", "--strict", "--format", "json")
+    commit_all(project, "the stack deploys big.yaml")
+    code, out, err = run_cli(capsys, "check", ".", "--base", "main", "--strict", "--format", "json")
     assert json.loads(out)["program_changes"] == [], err
 
 

@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from accelstack.cli import main
-
 from .. import factories
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from ..helpers_cli import run_cli
 
 
 def _copy(tmp_path: Path, name: str, edit: object = None) -> Path:
@@ -33,9 +26,9 @@ def test_check_strict_fails_on_placeholders_and_unpinned_amis(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = _copy(tmp_path, "trn1-finetune")
-    code, out, _ = _run(capsys, "check", str(spec), "--format", "json")
+    code, out, _ = run_cli(capsys, "check", str(spec), "--format", "json")
     assert code == 0  # offline, placeholders and missing pins are warnings
-    code, out, _ = _run(capsys, "check", str(spec), "--strict", "--format", "json")
+    code, out, _ = run_cli(capsys, "check", str(spec), "--strict", "--format", "json")
     row = json.loads(out)["stacks"][0]
     assert code == 1 and not row["ok"]
     assert any(e.startswith("placeholder cluster.public_access_cidrs[0]") for e in row["errors"])
@@ -46,10 +39,10 @@ def test_validate_refuses_a_spec_without_a_budget_as_check_does(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = _copy(tmp_path, "trn1-finetune", lambda d: d.pop("budget"))
-    code, _, err = _run(capsys, "validate", str(spec))
+    code, _, err = run_cli(capsys, "validate", str(spec))
     assert code == 2 and "budget sets no max_hourly_usd" in err
     assert len(err.strip().splitlines()) == 1
-    code, _, err = _run(capsys, "check", str(spec))
+    code, _, err = run_cli(capsys, "check", str(spec))
     assert code == 2 and "budget sets no max_hourly_usd" in err
 
 
@@ -64,6 +57,6 @@ def test_duplicate_private_subnets_are_refused_at_validate(
         }
 
     spec = _copy(tmp_path, "mixed-trn2-p5", existing)
-    code, _, err = _run(capsys, "validate", str(spec))
+    code, _, err = run_cli(capsys, "validate", str(spec))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "network.private_subnet_ids[1]: repeats 'subnet-0aaaaaaaaaaaaaaa1'" in err

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import yaml
 
-from accelstack.cli import main
 from accelstack.plan import fake_ami
 from accelstack.plan.diff import below_threshold
 from accelstack.resolve import resolve
@@ -23,15 +22,10 @@ from accelstack.spec import load_spec
 
 from .. import factories
 from ..conftest import ROOT, STACKS
+from ..helpers_cli import run_cli
 from ..helpers_git import git
 
 SCRIPT = ROOT / "examples" / "ci" / "accelstack-ci.sh"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _pins(spec: Path) -> dict[str, str]:
@@ -72,13 +66,13 @@ def test_stacks_lists_the_stack_whose_config_changed(
     pointer_repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(pointer_repo)
-    code, out, _ = _run(capsys, "stacks", ".", "--base", "main", "--format", "json")
+    code, out, _ = run_cli(capsys, "stacks", ".", "--base", "main", "--format", "json")
     assert code == 0
     config_file = str(pointer_repo.resolve() / "Pulumi.prod.yaml")
     assert json.loads(out) == [
         {"stack": "prod", "spec": "big/llama3-70b-p5.yaml", "config_file": config_file}
     ]
-    code, out, _ = _run(capsys, "stacks", ".", "--format", "names")
+    code, out, _ = run_cli(capsys, "stacks", ".", "--format", "names")
     assert out.split() == ["prod", "trn1-finetune"]  # the spec's own stack too
 
 
@@ -86,14 +80,14 @@ def test_check_plans_what_the_pointer_names(
     pointer_repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(pointer_repo)
-    code, out, err = _run(capsys, "check", ".", "--base", "main", "--format", "json")
+    code, out, err = run_cli(capsys, "check", ".", "--base", "main", "--format", "json")
     doc = json.loads(out)
     assert doc["total"] == 1, err
     row = doc["stacks"][0]
     assert row["file"] == "big/llama3-70b-p5.yaml [stack prod]"
     assert row["stack"] == "llama3-70b-p5-prod"  # the program's name prefix for stack prod
     assert row["hourly_usd"] > 500  # sixteen p5.48xlarge, not one trn1.2xlarge
-    code, out, _ = _run(capsys, "check", ".", "--stack", "prod", "--format", "json")
+    code, out, _ = run_cli(capsys, "check", ".", "--stack", "prod", "--format", "json")
     assert [r["pulumi_stack"] for r in json.loads(out)["stacks"]] == ["prod"]  # the deploy step
 
 
@@ -101,7 +95,7 @@ def test_diff_shows_the_pointer_change_before_and_after(
     pointer_repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(pointer_repo)
-    code, out, _ = _run(capsys, "diff", "main", "pr", "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "main", "pr", "--format", "json")
     doc = json.loads(out)
     assert [s["stack"] for s in doc["stacks"]] == ["prod"]
     prod = doc["stacks"][0]
@@ -118,7 +112,7 @@ def test_diff_shows_the_pointer_change_before_and_after(
     assert changes["config.aws:region"] == ("us-east-1", "us-east-2")
     assert prod["cost"]["delta"]["monthly_usd"] > 300_000
     assert doc["unchanged"] == ["trn1-finetune"]
-    code, md, _ = _run(capsys, "diff", "main", "pr", "--format", "markdown")
+    code, md, _ = run_cli(capsys, "diff", "main", "pr", "--format", "markdown")
     assert "| `prod` | `config.accelstack:spec` | `stacks/trn1-finetune.yaml` |" in md
     assert md.index("**Refused**") < md.index("**Cost:**")
 
@@ -150,7 +144,7 @@ def test_an_unknown_accelstack_key_or_an_escaping_pointer_is_one_line(
     config = yaml.safe_load(stack_file.read_text(encoding="utf-8"))
     config["config"]["accelstack:allowUnpinnedAMIs"] = True
     stack_file.write_text(yaml.safe_dump(config), encoding="utf-8")
-    code, out, err = _run(capsys, "check", str(project))
+    code, out, err = run_cli(capsys, "check", str(project))
     assert code == 2 and err.count("\n") == 1
     assert (
         "config.accelstack:allowUnpinnedAMIs: is not a key accelstack reads; did you mean "
@@ -159,7 +153,7 @@ def test_an_unknown_accelstack_key_or_an_escaping_pointer_is_one_line(
     del config["config"]["accelstack:allowUnpinnedAMIs"]
     config["config"]["accelstack:spec"] = "../outside/llama3-70b-p5.yaml"
     stack_file.write_text(yaml.safe_dump(config), encoding="utf-8")
-    code, out, err = _run(capsys, "check", str(project))
+    code, out, err = run_cli(capsys, "check", str(project))
     assert code == 2 and "allowed: a path inside the project" in err
 
 
@@ -170,11 +164,11 @@ def test_plan_with_stack_reads_its_config(
     git(pointer_repo, "checkout", "-q", "main")
     try:
         spec = "stacks/trn1-finetune.yaml"
-        code, out, _ = _run(capsys, "plan", spec, "--stack", "prod", "--format", "json")
+        code, out, _ = run_cli(capsys, "plan", spec, "--stack", "prod", "--format", "json")
         assert code == 0
         names = {r["name"] for r in json.loads(out)["resources"]}
         assert "trn1-finetune-prod-cluster-eks" in names  # the stack-prefixed names
-        code, _, err = _run(capsys, "plan", "big/llama3-70b-p5.yaml", "--stack", "prod")
+        code, _, err = run_cli(capsys, "plan", "big/llama3-70b-p5.yaml", "--stack", "prod")
         assert code == 2 and "stack 'prod' deploys stacks/trn1-finetune.yaml" in err
     finally:
         git(pointer_repo, "checkout", "-q", "pr")
@@ -212,16 +206,16 @@ def test_cost_moves_on_two_stacks_are_not_netted(
 ) -> None:
     monkeypatch.chdir(netted_repo)
     argv = ("diff", "main", "pr", "--threshold-usd", "100000")
-    code, out, _ = _run(capsys, *argv, "--format", "json")
+    code, out, _ = run_cli(capsys, *argv, "--format", "json")
     doc = json.loads(out)
     deltas = {s["stack"]: s["cost"]["delta"]["monthly_usd"] for s in doc["stacks"]}
     assert deltas["p5-grow"] > 300_000 and deltas["p5-shrink"] < -300_000
     assert abs(doc["totals"]["delta_monthly_usd"]) < 1  # netted, the change looks free
     assert doc["comment"] is True
-    code, body, _ = _run(capsys, *argv, "--format", "github-comment")
+    code, body, _ = run_cli(capsys, *argv, "--format", "github-comment")
     assert "accelstack-diff:quiet" not in body and "| `p5-grow` | changed |" in body
     # per-stack thresholds: both stacks given one above their move stay quiet
-    code, out, _ = _run(
+    code, out, _ = run_cli(
         capsys,
         *argv,
         "--format",
@@ -242,7 +236,7 @@ def test_cost_moves_on_two_stacks_are_not_netted(
     assert doc["comment"] is True
     quiet = below_threshold({**doc, "rolls": []}, 100000, None, {"p5-grow": 4e5, "p5-shrink": 4e5})
     assert quiet  # without that removal, both stacks under their own thresholds stay quiet
-    code, _, err = _run(capsys, *argv, "--stack-threshold", "p5-grow")
+    code, _, err = run_cli(capsys, *argv, "--stack-threshold", "p5-grow")
     assert code == 2 and "allowed: STACK=USD" in err
 
 
@@ -270,7 +264,7 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     ((param, old_ami),) = pins.items()
     old = _project(tmp_path / "old", pins)
     new = _project(tmp_path / "new", {param: "ami-0123456789abcdef0"})
-    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     doc = json.loads(out)
     (roll,) = doc["rolls"]
     assert (roll["count"], roll["instance_type"], roll["accelerated"]) == (
@@ -280,18 +274,20 @@ def test_ami_and_lnc_changes_roll_the_accelerated_nodes_first(
     )
     causes = {c["key"]: (c["before"], c["after"]) for c in roll["causes"]}
     assert causes["llama3-70b-trn2-trn2-lt.imageId"] == (old_ami, "ami-0123456789abcdef0")
-    code, text, _ = _run(capsys, "diff", "--dirs", str(old), str(new))
+    code, text, _ = run_cli(capsys, "diff", "--dirs", str(old), str(new))
     lines = text.splitlines()
     assert lines[1] == "NODES ROLL OR ARE REMOVED (a running job on them is interrupted):"
     assert lines[2].startswith(
         "  ! llama3-70b-trn2: rolls 16 x trn2.48xlarge (llama3-70b-trn2-trn2-ng): "
         "a running job is interrupted; llama3-70b-trn2-trn2-lt.imageId: "
     )
-    code, md, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "github-comment")
+    code, md, _ = run_cli(
+        capsys, "diff", "--dirs", str(old), str(new), "--format", "github-comment"
+    )
     assert md.index("rolls 16 x trn2.48xlarge") < md.index("| stack |")
     # the Neuron LNC setting is user data: a change rolls the same nodes
     lnc = _project(tmp_path / "lnc", pins, logical_cores=1)
-    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(lnc), "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "--dirs", str(old), str(lnc), "--format", "json")
     (roll,) = json.loads(out)["rolls"]
     assert "llama3-70b-trn2-trn2-lt.userData" in {c["key"] for c in roll["causes"]}
     # the AMI pin is shown as an input before -> after
@@ -314,13 +310,13 @@ def test_plan_against_a_ref_lists_the_roll_first(
     (repo / "Pulumi.llama3-70b-trn2.yaml").write_text(yaml.safe_dump(config))
     monkeypatch.chdir(repo)
     spec = "stacks/llama3-70b-trn2.yaml"
-    code, out, _ = _run(capsys, "plan", spec, "--against", "main")
+    code, out, _ = run_cli(capsys, "plan", spec, "--against", "main")
     assert code == 0
     lines = out.splitlines()
     assert lines[0].startswith("changes against main (") and "1 changed" in lines[0]
     assert lines[1].startswith("  ! rolls 16 x trn2.48xlarge (llama3-70b-trn2-trn2-ng)")
     assert "imageId: " in lines[1] and "-> ami-0123456789abcdef0" in lines[1]
-    code, out, _ = _run(capsys, "plan", spec, "--against", "main", "--format", "json")
+    code, out, _ = run_cli(capsys, "plan", spec, "--against", "main", "--format", "json")
     (roll,) = json.loads(out)["changes"]["rolls"]
     assert roll["count"] == 16 and roll["accelerated"]
 
@@ -333,12 +329,12 @@ def test_a_stack_awaiting_its_pins_plans_with_a_warning_and_wrong_pins_fail(
     config = yaml.safe_load(stack_file.read_text())
     del config["config"]["accelstack:amis"]  # as `new`/`init` write it: not pinned yet
     stack_file.write_text(yaml.safe_dump(config))
-    code, out, _ = _run(capsys, "check", str(project))
+    code, out, _ = run_cli(capsys, "check", str(project))
     assert code == 0 and "Pulumi.llama3-70b-trn2.yaml: no accelstack:amis yet" in out
     assert "accelstack amis pin stacks/llama3-70b-trn2.yaml --stack llama3-70b-trn2" in out
     config["config"]["accelstack:amis"] = {"/aws/service/other": "ami-0123456789abcdef0"}
     stack_file.write_text(yaml.safe_dump(config))
-    code, out, err = _run(capsys, "check", str(project))
+    code, out, err = run_cli(capsys, "check", str(project))
     assert code == 1 and "no AMI pinned for /aws/service/eks/" in out + err  # as the program
 
 
@@ -349,7 +345,7 @@ def test_a_tag_edit_rolls_no_node(tmp_path: Path, capsys: pytest.CaptureFixture[
     data = yaml.safe_load(spec.read_text())
     data["tags"]["team"] = "another-team"
     spec.write_text(yaml.safe_dump(data))
-    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     doc = json.loads(out)
     assert code == 0 and doc["rolls"] == []  # tags reach instances without a new template
     assert doc["stacks"][0]["status"] == "changed"  # the edit itself is still reported

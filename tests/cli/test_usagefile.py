@@ -20,7 +20,7 @@ from accelstack.cli.usagefile import usage_changes, usage_data, usage_path
 from accelstack.plan.diff_report import render_markdown
 
 from ..conftest import STACKS
-from ..helpers_git import git
+from ..helpers_git import commit_all, git
 
 USAGE = {
     "version": 0.1,
@@ -36,11 +36,6 @@ def _usage(repo: Path, data: object) -> None:
     (repo / "accelstack-usage.yaml").write_text(text, encoding="utf-8")
 
 
-def _commit(repo: Path, message: str) -> None:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", message)
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """main: project `proj`, stack `prod` deploys trn1-finetune, with USAGE; then branch pr."""
@@ -52,7 +47,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "Pulumi.prod.yaml").write_text(yaml.safe_dump(prod), encoding="utf-8")
     _usage(root, USAGE)
     git(root, "init", "-q", "-b", "main")
-    _commit(root, "base")
+    commit_all(root, "base")
     git(root, "checkout", "-qb", "pr")
     monkeypatch.chdir(root)
     for name in ("ACCELSTACK_CEILING", "ACCELSTACK_CATALOG_DIR", "ACCELSTACK_USAGE"):
@@ -74,7 +69,7 @@ def test_each_side_prices_its_own_usage_file_and_a_change_is_a_gate_input(
     # keyed by the stack's name as `price` keys it (the spec's name and the Pulumi stack)
     more = {"trn1-finetune-prod": {"nat_gateway": {"monthly_data_processed_gb": 2000}}}
     _usage(repo, {**USAGE, "stacks": more})
-    _commit(repo, "more NAT data for prod")
+    commit_all(repo, "more NAT data for prod")
     code, doc = _diff(capsys, "--threshold-usd", "1000000")
     assert code == 0
     assert doc["program_changes"] == []  # the program never reads it: not a program input
@@ -102,7 +97,7 @@ def test_without_a_usage_change_the_stack_is_not_planned(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (repo / "notes.md").write_text("inert\n", encoding="utf-8")
-    _commit(repo, "notes")
+    commit_all(repo, "notes")
     code, doc = _diff(capsys)
     assert code == 0 and doc["gate_changes"] == [] and doc["unchanged"] == ["prod"]
 
@@ -111,7 +106,7 @@ def test_a_bad_usage_file_on_the_head_is_one_line_exit_2(
     repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _usage(repo, "version: 0.1\ndefault:\n  nat:\n    monthly_data_processed_gb: 5\n")
-    _commit(repo, "typo")
+    commit_all(repo, "typo")
     code, doc = _diff(capsys)
     assert code == 2
     (stack,) = doc["stacks"]

@@ -24,13 +24,8 @@ from accelstack.plan.diff import (
 from accelstack.plan.diff_report import render_markdown, render_text
 from accelstack.plan.diffside import SideRow
 
+from ..helpers_cli import run_cli
 from ..helpers_git import git, two_commits
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +191,7 @@ def test_directories_give_the_same_diff_as_refs(
         shutil.copytree(repo / "stacks", old)
     finally:
         git(repo, "checkout", "-q", "pr")
-    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     assert code == 1  # refused, as by refs
     doc = json.loads(out)
     assert doc["base"] == str(old)
@@ -253,11 +248,11 @@ def test_github_comment_below_threshold_is_the_quiet_body(
 ) -> None:
     monkeypatch.chdir(repo)
     args = ("diff", "main", "main", "--format", "github-comment")
-    code, out, _ = _run(capsys, *args, "--threshold-usd", "10")
+    code, out, _ = run_cli(capsys, *args, "--threshold-usd", "10")
     # the body CI uses to update its earlier comment (or to post nothing when there is none)
     assert code == 0 and out.splitlines()[:2] == [COMMENT_MARKER, QUIET_MARKER]
     assert "no longer applies" in out
-    code, out, _ = _run(capsys, *args)
+    code, out, _ = run_cli(capsys, *args)
     assert code == 0 and out.startswith(COMMENT_MARKER) and "No stack changed." in out
 
 
@@ -265,7 +260,7 @@ def test_bad_ref_is_one_line_exit_2(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(repo)
-    code, out, err = _run(capsys, "diff", "no-such-ref", "pr")
+    code, out, err = run_cli(capsys, "diff", "no-such-ref", "pr")
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "no-such-ref" in err
 
@@ -277,7 +272,7 @@ def test_a_broken_head_spec_is_reported_and_fails(
     old.mkdir()
     new.mkdir()
     (new / "broken.yaml").write_text("name: broken\nregion: mars-1\n", encoding="utf-8")
-    code, out, _ = _run(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
+    code, out, _ = run_cli(capsys, "diff", "--dirs", str(old), str(new), "--format", "json")
     assert code == 2
     doc = json.loads(out)
     assert doc["ok"] is False and doc["stacks"][0]["status"] == "error"
