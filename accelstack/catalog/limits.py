@@ -58,7 +58,7 @@ def model_file(service: str) -> Path:
     return plain if plain.exists() else latest / "service-2.json.gz"
 
 
-def _model(path: Path) -> dict[str, Any]:
+def read_model(path: Path) -> dict[str, Any]:
     """A model file, read directly: a botocore session and its loader cost several times the
     file itself."""
     if path.suffix == ".gz":
@@ -80,7 +80,7 @@ def _shapes() -> dict[tuple[str, str], dict[str, Any]]:
     hit = disk.read(name, kind="limits")
     if isinstance(hit, dict):
         return hit
-    models = {service: _model(path) for service, path in files.items()}
+    models = {service: read_model(path) for service, path in files.items()}
     out = {
         (service, shape): {k: v for k, v in models[service]["shapes"][shape].items() if k in _KEYS}
         for service, shape in SHAPES

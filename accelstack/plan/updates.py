@@ -331,14 +331,15 @@ def requests_for(
 
 @functools.cache
 def _service_model(service: str) -> ServiceModel:
-    """botocore's model of an AWS service (its bundled `service-2` file), loaded once per
-    process: a botocore session would load it afresh for every request checked, after
-    registering its ~120 event handlers, none of which a shape check uses."""
-    from botocore.loaders import create_loader
+    """botocore's model of an AWS service: the `service-2` file it ships at its newest API
+    version (`limits.model_file`, the file the verdict cache is keyed by), read once per
+    process. A botocore session or loader would also search `~/.aws/models`, which the key does
+    not cover, and register its ~120 event handlers, none of which a shape check uses."""
     from botocore.model import ServiceModel
 
-    data = create_loader().load_service_model(service, "service-2")
-    return ServiceModel(data, service_name=service)
+    from accelstack.catalog.limits import model_file, read_model
+
+    return ServiceModel(read_model(model_file(service)), service_name=service)
 
 
 def _shape_problems(req: Request) -> list[str]:
@@ -349,12 +350,16 @@ def _shape_problems(req: Request) -> list[str]:
     known = _verdicts(req.service)
     if digest not in known:
         known[digest] = tuple(_validated(req))
+        while len(known) > VERDICTS_KEPT:  # the oldest first (dicts keep insertion order)
+            del known[next(iter(known))]
         _keep(req.service, known)
     return list(known[digest])
 
 
-#: The cache kind of botocore's shape verdicts (accelstack/catalog/cache.py)
+#: The cache kind of botocore's shape verdicts (accelstack/catalog/cache.py), and how many
+#: verdicts an entry keeps (a plan asks a handful; the newest are kept)
 VERDICTS = "shape-verdicts"
+VERDICTS_KEPT = 512
 
 
 def _request_digest(req: Request) -> str:

@@ -2,15 +2,18 @@
 fresh process renders without compiling the Jinja templates again.
 
 Compiling the templates a plan renders (its deploy rule `pods-schedulable` places every
-rendered job) took about a twentieth of `accelstack plan`. Jinja's own `BytecodeCache` contract:
-a bucket's code is valid for the template's source checksum and Jinja's bytecode magic (its
-version and Python's), both of which `jinja2.bccache.Bucket` checks on load; an entry here is
-named by the template and its source checksum, read only from the private cache directory,
-written atomically, and any error is a miss.
+rendered job) took about a twentieth of `accelstack plan`. What compiled code depends on is in
+an entry's name: the template (Jinja's bucket key: its name and file), its source checksum, and
+the environment that compiled it (`_compiler`: Jinja's release, the lexer and whitespace
+options, extensions, filter and test names). Jinja's own load check covers only its bytecode
+format and Python's version (`jinja2.bccache.bc_magic`), so an edited environment with
+unchanged templates would otherwise get code compiled under the old options. Entries are read
+only from the private cache directory, written atomically, and any error is a miss.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 import jinja2
@@ -27,9 +30,36 @@ KIND = "template"
 KEEP = 80
 
 
+def _compiler(env: jinja2.Environment) -> str:
+    """A digest of what, besides the source, decides the code `env` compiles a template to."""
+    settings = (
+        jinja2.__version__,
+        env.block_start_string,
+        env.block_end_string,
+        env.variable_start_string,
+        env.variable_end_string,
+        env.comment_start_string,
+        env.comment_end_string,
+        env.line_statement_prefix,
+        env.line_comment_prefix,
+        env.trim_blocks,
+        env.lstrip_blocks,
+        env.newline_sequence,
+        env.keep_trailing_newline,
+        env.optimized,
+        repr(env.autoescape),
+        repr(env.undefined),
+        sorted(env.extensions),
+        sorted(env.filters),
+        sorted(env.tests),
+    )
+    return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
+
+
 def _name(bucket: Bucket) -> str:
-    """An entry's name: the template (Jinja's key: its name and file) and its source."""
-    return f"{bucket.key[:24]}-{bucket.checksum[:24]}"
+    """An entry's name: the template (Jinja's key: its name and file), its source, and the
+    environment that compiles it."""
+    return f"{bucket.key[:24]}-{bucket.checksum[:24]}-{_compiler(bucket.environment)}"
 
 
 class TemplateCache(jinja2.BytecodeCache):

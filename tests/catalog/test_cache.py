@@ -237,7 +237,7 @@ def test_the_botocore_limits_are_read_from_the_cache_once_stored(
 ) -> None:
     first = limits._shapes()
     limits._shapes.cache_clear()
-    monkeypatch.setattr(limits, "_model", lambda path: pytest.fail(f"read {path} again"))
+    monkeypatch.setattr(limits, "read_model", lambda path: pytest.fail(f"read {path} again"))
     assert limits._shapes() == first
     assert first[("iam", "roleNameType")]["max"] == 64
     assert len(list(cache_dir.glob("limits-*.pickle"))) == 1
@@ -260,9 +260,9 @@ def test_another_botocore_model_file_is_read_afresh(
         return copies[service]
 
     reads: list[Path] = []
-    model = limits._model
+    model = limits.read_model
     monkeypatch.setattr(limits, "model_file", copied)
-    monkeypatch.setattr(limits, "_model", lambda path: reads.append(path) or model(path))
+    monkeypatch.setattr(limits, "read_model", lambda path: reads.append(path) or model(path))
     limits._shapes.cache_clear()
     limits._shapes()
     assert sorted(p.name for p in reads) == sorted(p.name for p in copies.values())

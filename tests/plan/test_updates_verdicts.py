@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,17 @@ reqs = [Request(**r) for r in json.loads(sys.argv[1])]
 found = [problems(r) for r in reqs]
 print(json.dumps([found, "botocore.validate" in sys.modules]))
 """
+
+
+@pytest.fixture(autouse=True)
+def _process_caches() -> Iterator[None]:
+    """Each test starts and ends with this process's verdicts unread (a failed test leaves no
+    planted verdict behind for the next one)."""
+    updates._verdicts.cache_clear()
+    updates._verdict_entry.cache_clear()
+    yield
+    updates._verdicts.cache_clear()
+    updates._verdict_entry.cache_clear()
 
 
 def _in_fresh_process(cache: Path, *reqs: Request) -> tuple[list[list[str]], bool]:
@@ -61,7 +73,6 @@ def test_the_cached_verdict_equals_botocores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ACCELSTACK_CACHE_DIR", str(tmp_path))
-    updates._verdicts.cache_clear()
     fresh = problems(REFUSED)
     assert fresh == updates._validated(REFUSED) and fresh
     updates._verdicts.cache_clear()  # a new process: the verdicts read back from disk
@@ -69,7 +80,6 @@ def test_the_cached_verdict_equals_botocores(
     monkeypatch.setattr(updates, "_validated", lambda req: calls.append(req) or ["judged"])
     assert problems(REFUSED) == fresh and calls == []
     assert problems(ACCEPTED) == ["judged"] and calls == [ACCEPTED]  # a new request: judged
-    updates._verdicts.cache_clear()
 
 
 def test_another_model_file_is_judged_afresh(
@@ -78,7 +88,6 @@ def test_another_model_file_is_judged_afresh(
     """The entry is named by the model file (and the validator): a botocore upgrade that
     changes either is a miss, never a stale verdict."""
     monkeypatch.setenv("ACCELSTACK_CACHE_DIR", str(tmp_path))
-    updates._verdicts.cache_clear()
     problems(REFUSED)
     real = updates._verdict_entry("eks")
     copied = tmp_path / "botocore" / "data" / "eks" / "2017-11-01" / "service-2.json"
@@ -88,7 +97,30 @@ def test_another_model_file_is_judged_afresh(
     monkeypatch.setattr("accelstack.catalog.limits.model_file", lambda service: copied)
     updates._verdict_entry.cache_clear()
     assert updates._verdict_entry("eks") != real
-    updates._verdict_entry.cache_clear()
     updates._verdicts.cache_clear()
     assert updates._verdicts("eks") == {}
+
+
+def test_an_entry_keeps_the_newest_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry is bounded: past `VERDICTS_KEPT` requests the oldest verdict is dropped."""
+    monkeypatch.setenv("ACCELSTACK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(updates, "VERDICTS_KEPT", 3)
+    monkeypatch.setattr(updates, "_validated", lambda req: [])
+    reqs = [Request("eks", "UpdateNodegroupConfig", {"n": i}) for i in range(5)]
+    for req in reqs:
+        problems(req)
+    digests = [updates._request_digest(r) for r in reqs]
     updates._verdicts.cache_clear()
+    assert list(updates._verdicts("eks")) == digests[2:]
+
+
+def test_the_model_checked_is_the_file_the_entry_is_named_by() -> None:
+    """botocore validates against the model file the key stamps (never one a loader would find
+    elsewhere, such as ~/.aws/models)."""
+    from accelstack.catalog.limits import model_file, read_model
+
+    model = updates._service_model("eks")
+    assert model.api_version == read_model(model_file("eks"))["metadata"]["apiVersion"]
+    assert "UpdateNodegroupConfig" in model.operation_names

@@ -88,3 +88,22 @@ def test_an_edited_template_is_compiled_afresh(
 def test_the_cache_keeps_every_template_of_several_checkouts() -> None:
     templates = list(TEMPLATES_DIR.rglob("*.j2"))
     assert 4 * len(templates) <= KEEP
+
+
+def test_an_environment_with_other_options_compiles_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same template source under other whitespace options is other code: the cache never
+    hands one environment the code another compiled."""
+    monkeypatch.setenv("ACCELSTACK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "t.j2").write_text("{% if x %}\n  yes\n{% endif %}\nend")
+
+    def env(**options: bool) -> jinja2.Environment:
+        loader = jinja2.FileSystemLoader(str(tmp_path))
+        return jinja2.Environment(loader=loader, bytecode_cache=TemplateCache(), **options)
+
+    plain = env().get_template("t.j2").render(x=True)
+    trimmed = env(trim_blocks=True, lstrip_blocks=True).get_template("t.j2").render(x=True)
+    assert (plain, trimmed) == ("\n  yes\n\nend", "  yes\nend")
+    assert env(trim_blocks=True, lstrip_blocks=True).get_template("t.j2").render(x=True) == trimmed
+    assert len(list((tmp_path / "cache").glob(f"{KIND}-*"))) == 2
