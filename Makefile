@@ -20,7 +20,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
 JOBS ?= auto
 
-.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench schema docs golden demo clean
+.PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench bench-suite schema docs golden demo clean
 
 $(RUNTIME_STAMP): pyproject.toml
 	@test -x $(PY) || { echo "==> creating the virtualenv $(VENV)"; python3 -m venv $(VENV) && $(PY) -m pip install -q --upgrade pip; }
@@ -82,6 +82,9 @@ bench: $(RUNTIME_STAMP)
 	$(PY) bench/pricing.py
 	$(PY) bench/scale.py
 	$(PY) bench/startup.py
+
+# The test loop's targets (bench/suite.py): runs make test-fast and make test, minutes
+bench-suite: $(STAMP) $(CHECKOV)
 	$(PY) bench/suite.py
 
 schema: $(RUNTIME_STAMP)

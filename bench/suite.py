@@ -1,6 +1,6 @@
 """The test loop: `make test-fast` and `make test`, timed as a developer and CI run them.
 
-Usage: .venv/bin/python bench/suite.py [--targets test-fast,test] [--runs N]
+Usage: make bench-suite, or .venv/bin/python bench/suite.py [--targets test-fast,test] [--runs N]
 
 Each target runs through `make` (so with the Makefile's settings: workers, bytecode written)
 after one warm-up run of `make test-fast` that leaves the virtualenv built and the bytecode

@@ -59,11 +59,13 @@ class PurchaseOptionFacts(BaseModel):
 
     @property
     def on_demand_terms(self) -> bool:
-        """On-Demand capacity with no reservation and no commitment behind it."""
+        """On-Demand capacity with no reservation and no commitment behind it (a launch that
+        consumes a Running Instances quota)."""
         return (
             self.capacity_type == "ON_DEMAND"
             and not self.needs_reservation
             and self.commitment_years is None
+            and self.quota_market is not None
         )
 
     @property

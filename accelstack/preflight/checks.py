@@ -204,12 +204,13 @@ def quota_needs(stack: Stack) -> tuple[list[QuotaNeed], list[ResolvedPool]]:
         kind = cat.device_kinds[cat.families[sys_inst.family].device_kind]
         vcpus = stack.system_nodes * sys_inst.vcpus
         reference = cat.purchase(stack.option_lists.reference)  # what system nodes are billed as
-        add(
-            kind.quota_family,
-            reference.quota_market or "on-demand",
-            vcpus,
-            f"system nodes: {stack.system_nodes} x {sys_inst.name} ({vcpus} vCPUs)",
-        )
+        if reference.quota_market is not None:  # always: the reference row launches on demand
+            add(
+                kind.quota_family,
+                reference.quota_market,
+                vcpus,
+                f"system nodes: {stack.system_nodes} x {sys_inst.name} ({vcpus} vCPUs)",
+            )
     needs = [
         QuotaNeed(code, fam, mkt, total, tuple(users))
         for code, (fam, mkt, total, users) in sorted(acc.items())
@@ -649,8 +650,18 @@ def _reservation_other_option(stack: Stack, pool: ResolvedPool, cr: dict[str, An
         f"the pool says purchase.option '{pool.purchase_option}' but AWS "
         f"reports reservation type '{cr.get('ReservationType')}' (prices may be wrong)",
         f"set {_pool_field(stack, pool, 'purchase.option')}: "
-        + ("capacity-block" if cr.get("ReservationType") == "capacity-block" else "reservation"),
+        + _option_buying(stack, str(cr.get("ReservationType"))),
     )
+
+
+def _option_buying(stack: Stack, reservation_type: str) -> str:
+    """The purchase option whose capacity EC2 reports as `reservation_type` (a Capacity
+    Block's ReservationType is `capacity-block`, any other reservation's `default`), from the
+    purchase table's rows."""
+    lists = stack.option_lists
+    if reservation_type == "capacity-block" and lists.capacity_block:
+        return lists.capacity_block[0]
+    return next(o for o in lists.needs_reservation if o not in lists.capacity_block)
 
 
 _ReservationRule = Callable[["Stack", "ResolvedPool", dict[str, Any]], _Finding]

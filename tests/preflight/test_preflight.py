@@ -487,6 +487,19 @@ def test_reservation_type_mismatch_warns() -> None:
     assert r.fix == "set pools[0].purchase.option: reservation"
 
 
+def test_the_suggested_option_is_the_table_row_buying_that_reservation_type() -> None:
+    """EC2's ReservationType names the capacity; the option to set is read from the purchase
+    table (the Capacity Block row, else the reservation row), never spelled in the check."""
+    from accelstack.preflight.checks import _option_buying
+
+    stack = stack_from("p5e-capacity-block")
+    cat = stack.catalog
+    block = _option_buying(stack, "capacity-block")
+    other = _option_buying(stack, "default")
+    assert cat.purchase(block).capacity_block and cat.purchase(block).needs_reservation
+    assert not cat.purchase(other).capacity_block and cat.purchase(other).needs_reservation
+
+
 # ---------------------------------------------------------------------------------------
 # bucket (moto S3; Stubber for the 403 a real foreign bucket gives)
 # ---------------------------------------------------------------------------------------
