@@ -16,12 +16,15 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+from accelstack.cli.gcheld import collector_held
 
-from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report
-from accelstack.cli.catalog_names import ACCELERATORS
-from accelstack.cli.lazy import MARKUP, LazyGroup
-from accelstack.errors import AccelstackError
+with collector_held():  # typer and the CLI's own modules live as long as the process
+    import typer
+
+    from accelstack.cli.boundary import CURRENT, broken_pipe, echo_error, report
+    from accelstack.cli.catalog_names import ACCELERATORS
+    from accelstack.cli.lazy import MARKUP, LazyGroup
+    from accelstack.errors import AccelstackError
 
 
 def _click_errors() -> tuple[type[Exception], ...]:

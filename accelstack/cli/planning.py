@@ -5,13 +5,12 @@ row of one stack. Command modules import these, never each other."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelstack.cli.boundary import as_failure
+from accelstack.cli.gcheld import collector_held
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,34 +31,17 @@ if TYPE_CHECKING:
 PROGRAM_MODULE = "accelstack.components.program"
 
 
-@contextlib.contextmanager
-def _collector_held() -> Iterator[None]:
-    """The garbage collector held off while the Pulumi SDK is imported, then `gc.freeze`: the
-    SDK's modules are some hundreds of thousands of objects that live as long as the process,
-    so a collection during their import only walks them, and frozen, no later collection (the
-    plan's own) walks them again. On the largest preset this was nearly half of what `plan`
-    spent beyond its SDK import floor (1.50x -> 1.27x the floor, bench/startup.py)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()  # what exists now lives as long as the process
-        if enabled:
-            gc.enable()
-
-
 def program() -> Program:
     """The Pulumi program the plan engine runs: the CLI wires the components in, with render's
     node launch scripts for standalone pools (the components import nothing of render). The
-    first call in a process imports the SDK with the collector held (`_collector_held`)."""
+    first call in a process imports the Pulumi SDK with the collector held (`gcheld`)."""
     import warnings
     from functools import partial
 
     from accelstack.render import node_script
 
     first = PROGRAM_MODULE not in sys.modules
-    with _collector_held() if first else contextlib.nullcontext(), warnings.catch_warnings():
+    with collector_held() if first else contextlib.nullcontext(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # pulumi_aws's S3 *V2 classes
         from accelstack.components.program import build
     program: Program = partial(build, node_script=node_script)
