@@ -176,15 +176,9 @@ def check_overlay(
 
 def default_target() -> Path:
     """The overlay's instances.yaml; without an overlay, an error naming the ways to set one."""
-    from accelstack.catalog.overlay import ENV, overlay_dir
+    from accelstack.catalog.overlay import overlay_file
 
-    overlay = overlay_dir()
-    if overlay is None:
-        raise AccelstackError(
-            "addons refresh writes into a catalog overlay, never into the installed package: "
-            f"pass --catalog DIR (before the command) or set {ENV}"
-        )
-    return overlay / "instances.yaml"
+    return overlay_file("instances.yaml", "addons refresh")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from accelstack.catalog.sections import FILES as FILES
-from accelstack.errors import CatalogError, allowed, did_you_mean, shown
+from accelstack.errors import AccelstackError, CatalogError, allowed, did_you_mean, shown
 
 ENV = "ACCELSTACK_CATALOG_DIR"
 #: The fields that identify a row of a list when no section says (`merge` without `rows`).
@@ -51,6 +51,18 @@ def overlay_dir() -> Path | None:
     if path is None:
         return None
     return check_dir(path)
+
+
+def overlay_file(name: str, command: str, alternative: str = "") -> Path:
+    """The overlay's `name` file, which `command` writes; without an overlay, an error naming
+    the ways to set one (and `alternative`, a command's own way)."""
+    overlay = overlay_dir()
+    if overlay is None:
+        raise AccelstackError(
+            f"{command} writes into a catalog overlay, never into the installed package: "
+            f"pass --catalog DIR (before the command) or set {ENV}{alternative}"
+        )
+    return overlay / name
 
 
 def check_dir(path: Path) -> Path:

@@ -528,16 +528,10 @@ def _load_overlay(directory: Path) -> Any:
 
 
 def default_target() -> Path:
-    """The overlay's prices.yaml; without an overlay, an error naming the two ways to set one."""
-    from accelstack.catalog.overlay import ENV, overlay_dir
+    """The overlay's prices.yaml; without an overlay, an error naming the ways to set one."""
+    from accelstack.catalog.overlay import overlay_file
 
-    overlay = overlay_dir()
-    if overlay is None:
-        raise AccelstackError(
-            "prices refresh writes into a catalog overlay, never into the installed package: "
-            f"pass --catalog DIR (before the command) or set {ENV}, or name a file with --file"
-        )
-    return overlay / "prices.yaml"
+    return overlay_file("prices.yaml", "prices refresh", ", or name a file with --file")
 
 
 def _read_prices(target: Path) -> str:
