@@ -67,11 +67,35 @@ def test_a_node_whose_sshd_does_not_answer_is_named_in_one_line(tmp_path: Path) 
 # ---- a node in an image without /run/sshd and host keys -------------------------------------
 
 
-def _run_node(tmp_path: Path, keys: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
-    stack = preset_stack("llama3-70b-trn2")
+def _config_map(stack: Any) -> dict[str, Any]:
+    """The fabric test's ConfigMap as `render_fabric_test` writes it for `stack`."""
     text = render_fabric_test(stack)
     assert text is not None
     (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
+    return dict(cm)
+
+
+def _run_script(
+    tmp_path: Path, shims: Path, root: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """tmp_path/fabric-test.sh run with the shims first on PATH, `root` as its file system
+    root and `env` (ACCELSTACK_* variables) on top."""
+    return subprocess.run(
+        ["bash", str(tmp_path / "fabric-test.sh")],
+        env={
+            **os.environ,
+            "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
+            "ACCELSTACK_TEST_SYSROOT": str(root),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _run_node(tmp_path: Path, keys: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cm = _config_map(preset_stack("llama3-70b-trn2"))
     (tmp_path / "fabric-test.sh").write_text(cm["data"]["fabric-test.sh"])
     root, shims = tmp_path / "root", tmp_path / "bin"
     ssh_shim(shims)
@@ -93,20 +117,7 @@ def _run_node(tmp_path: Path, keys: bool) -> tuple[subprocess.CompletedProcess[s
     if keys:
         (root / "etc" / "ssh").mkdir(parents=True)
         (root / "etc" / "ssh" / "ssh_host_rsa_key").touch()
-    env = {
-        **os.environ,
-        "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
-        "ACCELSTACK_FABRIC_ROLE": "node",
-        "ACCELSTACK_TEST_SYSROOT": str(root),
-    }
-    proc = subprocess.run(
-        ["bash", str(tmp_path / "fabric-test.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    return proc, root
+    return _run_script(tmp_path, shims, root, ACCELSTACK_FABRIC_ROLE="node"), root
 
 
 def test_a_node_makes_sshds_run_directory_and_host_keys_when_the_image_lacks_them(
@@ -181,9 +192,7 @@ def test_the_indexed_launcher_serves_its_public_key_and_runs_the_test(tmp_path: 
     lists every pod, itself first, in the hostfile; the private key is never served."""
     stack = variant("llama3-70b-p5", jobs={"controller": "none"})
     port = _free_port()
-    text = render_fabric_test(stack)
-    assert text is not None
-    (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
+    cm = _config_map(stack)
     script = cm["data"]["fabric-test.sh"].replace(str(FABRIC_KEY_PORT), str(port))
     (tmp_path / "fabric-test.sh").write_text(script)
     (tmp_path / "accelstack_fabric.py").write_text(cm["data"]["accelstack_fabric.py"])
@@ -249,10 +258,7 @@ def test_the_indexed_launcher_serves_its_public_key_and_runs_the_test(tmp_path: 
 @pytest.mark.slow  # about half a second or more: make test (not test-fast)
 def test_an_indexed_node_without_the_launchers_key_stops_in_one_line(tmp_path: Path) -> None:
     stack = variant("llama3-70b-p5", jobs={"controller": "none"})
-    text = render_fabric_test(stack)
-    assert text is not None
-    (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
-    (tmp_path / "fabric-test.sh").write_text(cm["data"]["fabric-test.sh"])
+    (tmp_path / "fabric-test.sh").write_text(_config_map(stack)["data"]["fabric-test.sh"])
     root, shims = tmp_path / "root", tmp_path / "bin"
     ssh_shim(shims)
     for need in (
@@ -264,20 +270,13 @@ def test_an_indexed_node_without_the_launchers_key_stops_in_one_line(tmp_path: P
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("#!/usr/bin/env bash\n")
         f.chmod(0o755)
-    env = {
-        **os.environ,
-        "PATH": f"{shims}{os.pathsep}{os.environ['PATH']}",
-        "HOME": str(tmp_path / "home"),
-        "ACCELSTACK_FABRIC_INDEX": "3",
-        "ACCELSTACK_FABRIC_SSH_WAIT": "1",
-        "ACCELSTACK_TEST_SYSROOT": str(root),
-    }
-    proc = subprocess.run(
-        ["bash", str(tmp_path / "fabric-test.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    proc = _run_script(
+        tmp_path,
+        shims,
+        root,
+        HOME=str(tmp_path / "home"),
+        ACCELSTACK_FABRIC_INDEX="3",
+        ACCELSTACK_FABRIC_SSH_WAIT="1",
     )
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
@@ -352,11 +351,8 @@ def test_every_variant_of_the_script_passes_shellcheck(
         data["jobs"] = {"controller": "none"}
         stacks[0] = resolve(parse_spec(data, "llama3-70b-trn2.yaml"), catalog)
     for i, stack in enumerate(stacks):
-        text = render_fabric_test(stack)
-        assert text is not None
-        (cm,) = [d for d in _docs(text) if d["kind"] == "ConfigMap"]
         path = tmp_path / f"fabric-{i}.sh"
-        path.write_text(cm["data"]["fabric-test.sh"])
+        path.write_text(_config_map(stack)["data"]["fabric-test.sh"])
         sc = subprocess.run(
             [str(SHELLCHECK), *SHELLCHECK_ARGS, str(path)], capture_output=True, text=True
         )
