@@ -12,7 +12,7 @@ reads as empty, never as an error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -72,17 +72,7 @@ class PricedLine:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "resource": self.resource,
-            "type": self.type,
-            "what": self.what,
-            "rate_of": self.rate_of,
-            "quantity": self.quantity,
-            "unit": self.unit,
-            "unit_usd": self.unit_usd,
-            "monthly_usd": self.monthly_usd,
-            "estimate": self.estimate,
-        }
+        return asdict(self)  # every field, in order: flat values
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PricedLine:
@@ -156,18 +146,7 @@ class UsageItem:
     estimate: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "group": self.group,
-            "key": self.key,
-            "label": self.label,
-            "amount": self.amount,
-            "item": self.item,
-            "rate_usd": self.rate_usd,
-            "unit": self.unit,
-            "billed_times": self.billed_times,
-            "monthly_usd": self.monthly_usd,
-            "estimate": self.estimate,
-        }
+        return asdict(self)  # every field, in order: flat values
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> UsageItem:
