@@ -6,6 +6,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from accelstack.catalog import Catalog, load_catalog
+
+from . import planmemo
 
 if TYPE_CHECKING:
     from accelstack.plan import Plan
@@ -44,6 +47,39 @@ os.environ["ACCELSTACK_NEFF_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelstack-ne
 if "PYTEST_XDIST_WORKER" not in os.environ:
     os.environ["ACCELSTACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelstack-cache-")
     atexit.register(shutil.rmtree, os.environ["ACCELSTACK_CACHE_DIR"], True)
+# A stack planned again by the same program answers from the plan made before (before any test
+# module imports run_plan; tests/planmemo.py says why that holds).
+planmemo.install()
+
+
+class _PlanAwarePatch(pytest.MonkeyPatch):
+    """pytest's MonkeyPatch that empties the suite's store of plans (tests/planmemo.py): what it
+    patches may be the program, whose plans the store holds only while its code stays the
+    same."""
+
+    def setattr(self, *args: Any, **kwargs: Any) -> None:
+        planmemo.forget()
+        super().setattr(*args, **kwargs)
+
+    def delattr(self, *args: Any, **kwargs: Any) -> None:
+        planmemo.forget()
+        super().delattr(*args, **kwargs)
+
+    def setitem(self, *args: Any, **kwargs: Any) -> None:
+        planmemo.forget()
+        super().setitem(*args, **kwargs)
+
+    def undo(self) -> None:
+        planmemo.forget()
+        super().undo()
+
+
+@pytest.fixture
+def monkeypatch() -> Iterator[pytest.MonkeyPatch]:
+    """pytest's own fixture (a MonkeyPatch undone after the test), plan-aware (above)."""
+    patch = _PlanAwarePatch()
+    yield patch
+    patch.undo()
 
 
 @pytest.fixture(scope="session")

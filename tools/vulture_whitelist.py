@@ -82,6 +82,8 @@ model_ran  # accelstack.trial: called by the user's training script
 _.forward  # accelstack/trial/reference.py: torch.nn.Module.__call__ calls each module's forward
 _.load_bytecode  # accelstack/render/templatecache.py: jinja2.BytecodeCache, called by Jinja
 _.dump_bytecode  # accelstack/render/templatecache.py: jinja2.BytecodeCache, called by Jinja
+_.run_in_executor  # accelstack/plan/engine.py _InlineLoop: asyncio's, called by the Pulumi SDK
+executor  # its parameter: asyncio's signature (the inline loop runs every call itself)
 node_role_arn  # components/nodegroup.py: a Pulumi component output
 _.node_role_arn
 

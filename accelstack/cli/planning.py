@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,10 +32,12 @@ if TYPE_CHECKING:
 PROGRAM_MODULE = "accelstack.components.program"
 
 
+@cache
 def program() -> Program:
     """The Pulumi program the plan engine runs: the CLI wires the components in, with render's
     node launch scripts for standalone pools (the components import nothing of render). The
-    first call in a process imports the Pulumi SDK with the collector held (`gcheld`)."""
+    first call in a process imports the Pulumi SDK with the collector held (`gcheld`); every
+    call returns that one program (one object per process, which callers can compare)."""
     import warnings
     from functools import partial
 

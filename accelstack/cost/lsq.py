@@ -7,6 +7,7 @@ function and start give the same answer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import mul
 
 Residuals = Callable[[Sequence[float]], list[float]]
 
@@ -38,6 +39,17 @@ def _jacobian(f: Residuals, x: list[float], r: list[float]) -> list[list[float]]
     return cols
 
 
+def _normal(cols: list[list[float]], r: list[float]) -> tuple[list[list[float]], list[float]]:
+    """J^T J and J^T r from J's columns. J^T J is symmetric, so each pair is summed once (the
+    same products in the same order: the mirror is the same float)."""
+    n = len(cols)
+    jtj = [[0.0] * n for _ in range(n)]
+    for i, ci in enumerate(cols):
+        for j in range(i, n):
+            jtj[i][j] = jtj[j][i] = sum(map(mul, ci, cols[j]))
+    return jtj, [sum(map(mul, ci, r)) for ci in cols]
+
+
 def least_squares(
     f: Residuals,
     start: Sequence[float],
@@ -56,8 +68,7 @@ def least_squares(
     lam = 1e-3
     for _ in range(iterations):
         cols = _jacobian(f, x, r)
-        jtj = [[sum(a * b for a, b in zip(ci, cj, strict=True)) for cj in cols] for ci in cols]
-        jtr = [sum(a * b for a, b in zip(ci, r, strict=True)) for ci in cols]
+        jtj, jtr = _normal(cols, r)
         step = None
         while lam < 1e10:
             damped = [

@@ -215,9 +215,6 @@ class _Params:
     #: BF16 dense curve (attention = the source's centre x dense / that curve's rate)
     relative: MfuCurve | None
 
-    def index(self, name: str) -> int:
-        return self.names.index(name)
-
 
 def _param_layout(catalog: Catalog, family: str, rows: list[_Row], n_curves: int) -> _Params:
     entry = catalog.throughput.step_for(family)
@@ -268,36 +265,52 @@ def _spans(rows: list[_Row], stack: str) -> bool:
     return bool(seqs) and max(seqs) / min(seqs) >= SEQUENCE_EVIDENCE
 
 
-def _rates(p: _Params, x: Sequence[float], row: _Row) -> Rates:
-    """The rates of a record's stack at parameters `x`."""
+@dataclass(frozen=True)
+class _Terms:
+    """What every record's rates share at one parameter vector, worked out once per vector
+    (the fit evaluates every record at each of its Jacobian's columns)."""
+
+    named: dict[str, float]
+    attention: float | None  # the mean of the stacks' own attention rates (None: none fitted)
+    context_centre: float  # the mean context-parallel loss (a stack without its own takes it)
+
+
+def _terms(p: _Params, x: Sequence[float]) -> _Terms:
+    named = dict(zip(p.names, x, strict=True))
+    own = [named[f"a:{s}"] for s in p.attention]
+    b = p.borrowed
+    losses = [named[f"c:{s}"] for s in p.context]
+    centre = sum(losses) / len(losses) if losses else (b.context_parallel_loss if b else 0.0)
+    return _Terms(named, sum(own) / len(own) if own else None, centre)
+
+
+def _rates(p: _Params, t: _Terms, row: _Row) -> Rates:
+    """The rates of a record's stack at the parameters of `t`."""
     c, stack = row.curve, row.rec.stack
     lo, hi = p.sizes[c]
     size = min(max(row.size, lo), hi)
-    named = dict(zip(p.names, x, strict=True))
+    named = t.named
     offset = named.get(f"o:{c}:{stack}", 0.0)
     dense = named[f"i:{c}"] + named.get(f"m:{c}", 0.0) * math.log10(size) + offset
-    if p.attention:
-        own = [x[p.index(f"a:{s}")] for s in p.attention]
-        attention = x[p.index(f"a:{stack}")] if stack in p.attention else sum(own) / len(own)
+    if t.attention is not None:
+        attention = named[f"a:{stack}"] if stack in p.attention else t.attention
     elif p.relative is not None and p.borrowed is not None:
         attention = p.borrowed.attention * dense / p.relative.rate(row.size)
     else:
         attention = p.borrowed.attention if p.borrowed else 0.3
     b = p.borrowed
-    losses = [named[f"c:{s}"] for s in p.context]
-    centre = sum(losses) / len(losses) if losses else (b.context_parallel_loss if b else 0.0)
     return Rates(
         dense=dense,
         attention=attention,
-        context_parallel_loss=named.get(f"c:{stack}", centre),
+        context_parallel_loss=named.get(f"c:{stack}", t.context_centre),
         tensor_parallel_efficiency=named.get("tp", b.tensor_parallel_efficiency if b else None),
         half_rate_tokens=named.get("mh", b.half_rate_tokens if b else None),
         all_to_all_efficiency=named.get("a2a", b.all_to_all_efficiency if b else None),
     )
 
 
-def _predict(p: _Params, x: Sequence[float], row: _Row) -> float:
-    seconds = seconds_per_token(row.work, _rates(p, x, row), *row.peaks, row.links)
+def _predict(p: _Params, t: _Terms, row: _Row) -> float:
+    seconds = seconds_per_token(row.work, _rates(p, t, row), *row.peaks, row.links)
     return row.scale / seconds
 
 
@@ -324,7 +337,7 @@ def fit_family(catalog: Catalog, family: str) -> FamilyFit:
     kinds = [n.split(":")[0] for n in p.names]
     start = [_BOUNDS[k][0] for k in kinds]
     x, cost = least_squares(
-        lambda v: [math.log(_predict(p, v, r) / r.observed) for r in rows],
+        lambda v: [math.log(_predict(p, t, r) / r.observed) for t in [_terms(p, v)] for r in rows],
         start,
         [_BOUNDS[k][1] for k in kinds],
         [_BOUNDS[k][2] for k in kinds],

@@ -1,5 +1,6 @@
 """Resume from the last checkpoint, not from step 0: the rendered node script of an EKS preset,
-real torchrun (torch CPU build, gloo), 2 nodes x 2 processes on 127.0.0.1, and a tiny training
+real torchrun (torch CPU build, gloo), 2 nodes x 1 process on 127.0.0.1 (local ranks are
+tests/render/test_launch_torchrun.py's; each process is a torch start), and a tiny training
 loop (tests/fixtures/render/resume_train.py) that saves into the ACCELSTACK_CHECKPOINT_DIR the
 script exports. One worker is SIGKILLed mid-run after the step-5 checkpoint; torchrun's restart
 budget (the pods' PET_MAX_RESTARTS) starts the worker group again, and every rank continues at
@@ -37,9 +38,10 @@ pytestmark = pytest.mark.slow
 
 ENTRY = ROOT / "tests" / "fixtures" / "render" / "resume_train.py"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
-NODES, NPROC = 2, 2
+NODES, NPROC = 2, 1
 WORLD = NODES * NPROC
-STEPS, EVERY, KILL_STEP, KILL_RANK = 12, 3, 7, 3  # checkpoints after steps 2, 5, 8, 11
+STEPS, EVERY, KILL_STEP = 12, 3, 7  # checkpoints after steps 2, 5, 8, 11
+KILL_RANK = WORLD - 1  # node 1's worker
 TIMEOUT_S = 120
 PRESET = "p5e-capacity-block"  # EKS, no FSx: the script derives nothing, the test sets the dir
 

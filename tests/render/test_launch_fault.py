@@ -1,5 +1,7 @@
 """A node fault mid-run: the rendered node script, real torchrun (torch CPU build, gloo), 2
-nodes x 2 processes on 127.0.0.1. One worker on node 1 is SIGKILLed after joining the process
+nodes x 1 process on 127.0.0.1 (several processes per node, their local ranks and environment,
+are tests/render/test_launch_torchrun.py's; each process here is a torch start of about two
+CPU seconds). One worker on node 1 is SIGKILLed after joining the process
 group (tests/fixtures/render/crash_once.py); the job must still finish, because the manifests
 give torchrun a restart budget (PET_MAX_RESTARTS, which torchrun reads for --max-restarts), a
 fresh rendezvous store per restart round (TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1: with the shared
@@ -34,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 FIXTURES = ROOT / "tests" / "fixtures" / "render"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
-NODES, NPROC = 2, 2
+NODES, NPROC = 2, 1
 TIMEOUT_S = 90  # a safety net: a run with one restart takes 25-50 s on 2 busy CPUs, ~20 s idle
 PRESET = "llama3-70b-p5"  # 16 nodes
 

@@ -1,9 +1,10 @@
 """The XLA path's pre-compile marker: keyed to the job and to what the graphs depend on, kept in a
 node directory that outlives the pod (or on FSx), and never a deadlock when one node lacks it.
 
-The runs are real: the rendered trn1 node script, real torchrun (CPU, gloo), 2 nodes x 2
-processes on 127.0.0.1, with the documented `neuron_parallel_compile` shim (tests/shims/neuron),
-which records each call. Each node has its own state directory, as separate hosts would.
+The runs are real: the rendered trn1 node script, real torchrun (CPU, gloo), 2 nodes x 1
+process on 127.0.0.1 (local ranks are tests/render/test_launch_torchrun.py's; every process,
+torchrun's agents included, is a torch start of about two CPU seconds), with the documented
+`neuron_parallel_compile` shim (tests/shims/neuron), which records each call. Each node has its own state directory, as separate hosts would.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..helpers_render import fabric_env, preset_stack, wait_then_end_sessions
 ENTRY = ROOT / "tests" / "fixtures" / "render" / "entry.py"
 NEURON_SHIMS = ROOT / "tests" / "shims" / "neuron"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
-NODES, NPROC = 2, 2
+NODES, NPROC = 2, 1
 
 
 def _stack(**workload: Any) -> Stack:
