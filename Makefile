@@ -17,9 +17,7 @@ CHECKOV = $(CHECKOV_VENV)/bin/checkov
 # and pytest rewrite every test module, in each process the suite starts: about 6 s of every
 # test worker's collection and a tenth of a second per CLI subprocess (bench/suite.py).
 unexport PYTHONDONTWRITEBYTECODE
-# pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process);
-# an idle worker takes queued tests from the busy one (worksteal), and tests/conftest.py puts
-# the `slow` tests first, so the run does not end on one worker's long test
+# pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
 JOBS ?= auto
 
 .PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench bench-suite schema docs golden demo clean
@@ -52,13 +50,13 @@ demo: $(RUNTIME_STAMP)
 
 test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
-	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(JOBS) --dist worksteal
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(JOBS)
 
 # The unit tests alone: no plan under Pulumi's mocks, no test that takes seconds (the `plan`
 # marker is set by tests/conftest.py, `slow` by the tests: torchrun, subprocesses, moto
 # cross-checks, sweeps). Under a minute on two cores.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n $(JOBS) --dist worksteal -m "not plan and not slow"
+	$(PY) -m pytest -q -n $(JOBS) -m "not plan and not slow"
 
 # The spec property test with many more examples than CI runs (tests/spec/test_fuzz.py)
 fuzz: $(STAMP)

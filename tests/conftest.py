@@ -215,7 +215,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = set(getattr(item, "fixturenames", ()))
         if name in planning or fixtures & planning:
             item.add_marker(pytest.mark.plan)
-    # The `slow` tests first (each keeps its place among them): xdist's workers take them while
-    # there is the most left to balance them with, and the run ends on short tests, not on one
-    # worker's 30-second test while the other waits.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

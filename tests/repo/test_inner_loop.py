@@ -46,7 +46,6 @@ def test_collection_reads_each_modules_source_once(monkeypatch: pytest.MonkeyPat
             originalname=f"test_{i}",
             fixturenames=(),
             add_marker=lambda mark: None,
-            get_closest_marker=lambda name: None,  # the hook also puts `slow` tests first
         )
         for i in range(50)
     ]
@@ -85,8 +84,7 @@ def test_no_test_module_imports_the_upstream_api_models_at_collection() -> None:
 def test_make_runs_the_suite_on_every_cpu_and_the_fast_suite_without_plans() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, flags=re.M))
-    for target in ("test", "test-fast"):  # every CPU, an idle worker taking queued tests
-        assert "-n $(JOBS) --dist worksteal" in targets[target]
+    assert "-n $(JOBS)" in targets["test"] and "-n $(JOBS)" in targets["test-fast"]
     assert '-m "not plan and not slow"' in targets["test-fast"]
     assert re.search(r"^JOBS \?= auto$", makefile, flags=re.M)
 
