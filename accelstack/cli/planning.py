@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,6 @@ def program() -> Program:
     first call in a process imports the Pulumi SDK with the collector held (`gcheld`); every
     call returns that one program (one object per process, which callers can compare)."""
     import warnings
-    from functools import partial
 
     from accelstack.render import node_script
 

@@ -1,7 +1,8 @@
 """The plan's program is imported with the garbage collector held off, then frozen
-(accelstack/cli/planning.py `_collector_held`): the Pulumi SDK's objects are never walked by a
-collection, the collector is on again afterwards, and only the first import freezes (later
-plans in the same process, as `check` and `diff` run them, keep their garbage collectable)."""
+(accelstack/cli/planning.py, with accelstack/cli/gcheld.py `collector_held`): the Pulumi SDK's
+objects are never walked by a collection, the collector is on again afterwards, and only the
+first import freezes (later plans in the same process, as `check` and `diff` run them, keep
+their garbage collectable)."""
 
 from __future__ import annotations
 
