@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import tempfile
@@ -50,6 +51,18 @@ if "PYTEST_XDIST_WORKER" not in os.environ:
 # A stack planned again by the same program answers from the plan made before (before any test
 # module imports run_plan; tests/planmemo.py says why that holds).
 planmemo.install()
+# A test process keeps a large heap alive (botocore's service models, moto's backends, the
+# catalog, every imported module), and a full collection walks all of it. With the collector's
+# default young generation (700 objects) the suite's allocations started such a collection
+# every second or so: about 45 s of CPU in a `make test` run, up to a third of some catalog,
+# preflight and CLI tests. 10,000 keeps young collections cheap and full ones rare; a worker's
+# memory grows by a few per cent. (Plans already run with the collector off:
+# accelstack/plan/engine.py.)
+gc.set_threshold(10_000, 10, 10)
+# moto's EC2 backend copies its bundled catalogue of public AMIs (thousands of objects) into
+# every region and account a test touches; no test or accelstack call reads them (AMIs are
+# resolved from SSM parameters, answered by botocore's Stubber).
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 
 class _PlanAwarePatch(pytest.MonkeyPatch):

@@ -127,8 +127,11 @@ def yamlstr(value: object) -> str:
     text = str(value)
     if "\x00" in text:
         raise RenderError(f"{text[:40]!r}: a NUL character cannot be rendered")
+    literal = json.dumps(text, ensure_ascii=False)
+    if literal.isascii() and literal.isprintable():  # nothing to escape (a whole node script)
+        return literal
     out = []
-    for ch in json.dumps(text, ensure_ascii=False):
+    for ch in literal:
         code = ord(ch)
         if 0x20 <= code < 0x7F or code > 0xFFFF:
             out.append(ch)

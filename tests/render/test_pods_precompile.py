@@ -171,7 +171,7 @@ def _trained(out: Path) -> int:
 
 
 @pytest.mark.slow
-def test_restart_skips_and_a_changed_model_compiles_again(tmp_path: Path) -> None:
+def test_a_restarted_job_skips_the_pre_compile(tmp_path: Path) -> None:
     state = [tmp_path / "node0-state", tmp_path / "node1-state"]
     stack = _stack()
     first = tmp_path / "first"
@@ -187,28 +187,31 @@ def test_restart_skips_and_a_changed_model_compiles_again(tmp_path: Path) -> Non
     texts = _run(stack, again, state)
     assert _compiles(again) == 0 and _trained(again) == NODES * NPROC
     assert all("pre-compile already done" in t for t in texts)
-    # a changed model: a new key, so every node compiles again
-    changed = _stack(args=["--model", "13b"])
-    third = tmp_path / "changed"
-    third.mkdir()
-    _run(changed, third, state)
-    assert _compiles(third) == NODES and _trained(third) == NODES * NPROC
 
 
 @pytest.mark.slow
 def test_a_node_without_the_marker_does_not_deadlock_its_peers(tmp_path: Path) -> None:
-    """Node 1 was replaced by a fresh one (empty state): node 0 has the marker and goes straight
-    to training; node 1's pre-compile rendezvous gives up after ACCELSTACK_PRECOMPILE_TIMEOUT
-    and joins training instead of waiting for peers that never come."""
-    stack = _stack()
+    """Node 0 has the marker and goes straight to training. Node 1 holds only the marker of
+    the job's previous model (`--model 7b` changed to 13b: another key), so it pre-compiles
+    again, as every node of a changed model does; its pre-compile rendezvous gives up after
+    ACCELSTACK_PRECOMPILE_TIMEOUT and it joins training instead of waiting for peers that
+    never come."""
+    stack = _stack(args=["--model", "13b"])
     key = precompile_key(stack, stack.workload_pool)
-    state = [tmp_path / "node0-state", tmp_path / "node1-fresh"]
-    state[0].mkdir()
-    (state[0] / f"precompiled-marker-job-{key}-n{NODES}").touch()
+    old = precompile_key(_stack(), _stack().workload_pool)
+    assert old != key
+    state = [tmp_path / "node0-state", tmp_path / "node1-state"]
+    for s, marker_key in zip(state, (key, old), strict=True):
+        s.mkdir()
+        (s / f"precompiled-marker-job-{marker_key}-n{NODES}").touch()
     out = tmp_path / "run"
     out.mkdir()
     texts = _run(stack, out, state, {"ACCELSTACK_PRECOMPILE_TIMEOUT": "5"})
     assert "pre-compile already done" in texts[0]
+    steps = stack.spec.workload.precompile_steps
+    assert f"pre-compiling ({steps} steps, key {key})" in texts[1]
+    assert len(list(out.glob("neuron_parallel_compile.*.start"))) == 1  # node 1's alone
     assert "warning: pre-compile did not finish within 5s" in texts[1]
     assert _trained(out) == NODES * NPROC  # both nodes trained together
-    assert not list(state[1].glob("precompiled-*"))  # no marker for a phase that did not run
+    # no marker for a phase that did not finish; the old model's stays as it was
+    assert [p.name for p in state[1].iterdir()] == [f"precompiled-marker-job-{old}-n{NODES}"]

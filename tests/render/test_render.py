@@ -3,6 +3,7 @@ the vendored PyTorchJob CRD schema, counts from the catalog, orchestrator detect
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accelstack.catalog import load_catalog
 from accelstack.cli import main
@@ -299,6 +302,23 @@ def test_yamlstr_round_trips_hostile_strings() -> None:
         "[1]",
     ]:
         assert yaml.safe_load(f"k: {yamlstr(s)}") == {"k": s}
+
+
+def _escaped_one_by_one(text: str) -> str:
+    """yamlstr's rule spelled out character by character: the JSON literal, every BMP
+    character outside printable ASCII as \\uXXXX."""
+    return "".join(
+        ch if 0x20 <= ord(ch) < 0x7F or ord(ch) > 0xFFFF else f"\\u{ord(ch):04x}"
+        for ch in json.dumps(text, ensure_ascii=False)
+    )
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_characters="\x00")))
+def test_yamlstr_escapes_each_character_by_the_rule(text: str) -> None:
+    """The printable-ASCII shortcut (a node script in a ConfigMap) writes what the rule does."""
+    assert yamlstr(text) == _escaped_one_by_one(text)
+    assert yamlstr(text * 50 + "plain ascii") == _escaped_one_by_one(text * 50 + "plain ascii")
 
 
 # ---- counts come from the catalog -----------------------------------------------------------
