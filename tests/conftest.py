@@ -56,7 +56,7 @@ planmemo.install()
 # default young generation (700 objects) the suite's allocations started such a collection
 # every second or so: about 45 s of CPU in a `make test` run, up to a third of some catalog,
 # preflight and CLI tests. 10,000 keeps young collections cheap and full ones rare; a worker's
-# memory grows by a few per cent. (Plans already run with the collector off:
+# memory grows by under a tenth. (Plans already run with the collector off:
 # accelstack/plan/engine.py.)
 gc.set_threshold(10_000, 10, 10)
 # moto's EC2 backend copies its bundled catalogue of public AMIs (thousands of objects) into

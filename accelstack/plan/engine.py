@@ -352,10 +352,10 @@ def _collector_off() -> Iterator[None]:
     Nearly everything a plan allocates (resources, outputs, futures, tasks) lives until the
     plan ends, so the collections its allocations would trigger find little to free; they
     promote the plan's objects to the oldest generation, whose collections walk every live
-    object of the process: about a fifth of a plan's CPU, and well over a third in a process
-    that has planned many stacks (a test worker). The garbage it leaves is freed by the next
-    young-generation collection after the plan; the peak memory of the 2,048-node plans is
-    unchanged (docs/plan.md)."""
+    object of the process: about a fifth of a process's first plan, a third of each later one,
+    and more in a process that holds a large heap (a test worker). The garbage it leaves is
+    freed by the next young-generation collection after the plan; the peak memory of the
+    2,048-node plans is unchanged (docs/plan.md)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
