@@ -1,5 +1,9 @@
 """A real run: the rendered Neuron and CUDA node scripts start real torchrun (torch CPU build),
-2 nodes x 2 processes on 127.0.0.1, with the standalone orchestrator variables.
+2 nodes on 127.0.0.1, with the standalone orchestrator variables: 2 processes per node for the
+CUDA script, 1 for the Neuron scripts. The torchrun arguments that make the local ranks
+(--nproc_per_node) are node-base.sh.j2's, shared by every script, so one script's run with two
+per node checks LOCAL_RANK and LOCAL_WORLD_SIZE for all (tests/render/test_trainjob.py runs
+the TrainJob's the same way); each process is a torch start of about two CPU seconds.
 
 Two script invocations run concurrently (node ranks 0 and 1). The entrypoint
 (tests/fixtures/render/entry.py) starts a gloo process group, checks WORLD_SIZE, RANK,
@@ -33,7 +37,8 @@ pytestmark = pytest.mark.slow
 ENTRY = ROOT / "tests" / "fixtures" / "render" / "entry.py"
 NEURON_SHIMS = ROOT / "tests" / "shims" / "neuron"
 TORCHRUN = Path(sys.executable).parent / "torchrun"
-NODES, NPROC = 2, 2
+NODES = 2
+NPROC_CUDA, NPROC_NEURON = 2, 1  # processes per node
 HOSTILE_ARGS = [
     "--lr",
     "3e-4",
@@ -130,9 +135,13 @@ def _results(out: Path, phase: str) -> list[dict[str, object]]:
 
 
 def _check_phase(
-    results: list[dict[str, object]], expect_env: dict[str, str], *, collective: bool = True
+    results: list[dict[str, object]],
+    expect_env: dict[str, str],
+    nproc: int,
+    *,
+    collective: bool = True,
 ) -> None:
-    world = NODES * NPROC
+    world = NODES * nproc
     assert sorted(r["rank"] for r in results) == list(range(world))  # type: ignore[type-var]
     total = world * (world + 1) / 2
     want = total if collective else None
@@ -155,7 +164,10 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
     script = tmp_path / "launch.sh"
     script.write_text(
         render_node_script(
-            stack, orchestrator="standalone", bucket="test-cache", procs_per_node_override=NPROC
+            stack,
+            orchestrator="standalone",
+            bucket="test-cache",
+            procs_per_node_override=NPROC_NEURON,
         )
     )
     promised = {
@@ -166,12 +178,12 @@ def test_neuron_script_real_torchrun(tmp_path: Path) -> None:
         "XLA_DOWNCAST_BF16": None,  # deprecated after SDK 2.24: never set
         "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
-    expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
+    expect = {"world_size": NODES * NPROC_NEURON, "nproc": NPROC_NEURON, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)
     assert all("fabric check passed (8 EFA, 16 accelerators)" in x for x in texts)
     pre, train = _results(tmp_path, "precompile"), _results(tmp_path, "train")
-    _check_phase(pre, promised, collective=False)
-    _check_phase(train, promised)
+    _check_phase(pre, promised, NPROC_NEURON, collective=False)
+    _check_phase(train, promised, NPROC_NEURON)
     steps = stack.spec.workload.precompile_steps
     assert {r["max_steps"] for r in pre} == {str(steps)}
     assert {r["max_steps"] for r in train} == {None}
@@ -192,7 +204,7 @@ def test_cuda_script_real_torchrun(tmp_path: Path) -> None:
     assert stack.workload_pool.procs_per_node == 8
     script = tmp_path / "launch.sh"
     script.write_text(
-        render_node_script(stack, orchestrator="standalone", procs_per_node_override=NPROC)
+        render_node_script(stack, orchestrator="standalone", procs_per_node_override=NPROC_CUDA)
     )
     promised = {
         "NCCL_SOCKET_IFNAME": "^lo,docker",
@@ -206,11 +218,11 @@ def test_cuda_script_real_torchrun(tmp_path: Path) -> None:
         "ACCELSTACK_DIST_BACKEND": "nccl",
         "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
-    expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
+    expect = {"world_size": NODES * NPROC_CUDA, "nproc": NPROC_CUDA, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)
     assert all("fabric check passed (32 EFA, 8 accelerators)" in x for x in texts)
     assert _results(tmp_path, "precompile") == []
-    _check_phase(_results(tmp_path, "train"), promised)
+    _check_phase(_results(tmp_path, "train"), promised, NPROC_CUDA)
     assert not list(tmp_path.glob("neuron_parallel_compile.*"))
     assert not (tmp_path / "pwned").exists()
 
@@ -227,7 +239,7 @@ def test_native_neuron_script_real_torchrun(tmp_path: Path, preset: str, ranks: 
     assert pool.procs_per_node == ranks  # one rank per logical NeuronCore at LNC=2 (catalog)
     script = tmp_path / "launch.sh"
     script.write_text(
-        render_node_script(stack, orchestrator="standalone", procs_per_node_override=NPROC)
+        render_node_script(stack, orchestrator="standalone", procs_per_node_override=NPROC_NEURON)
     )
     text = script.read_text()
     assert "neuron_parallel_compile" not in text and "NEURON_COMPILE_CACHE_URL" not in text
@@ -240,12 +252,12 @@ def test_native_neuron_script_real_torchrun(tmp_path: Path, preset: str, ranks: 
         "XLA_DOWNCAST_BF16": None,
         "SPEC_TEST_MARK": "from spec 'quoted' $(not run)",
     }
-    expect = {"world_size": NODES * NPROC, "nproc": NPROC, "env": promised}
+    expect = {"world_size": NODES * NPROC_NEURON, "nproc": NPROC_NEURON, "env": promised}
     texts = _run_nodes(script, tmp_path, expect, stack)
     efa, chips = pool.efa_interfaces, pool.accelerators_per_node
     assert all(f"fabric check passed ({efa} EFA, {chips} accelerators)" in x for x in texts)
     assert _results(tmp_path, "precompile") == []
-    _check_phase(_results(tmp_path, "train"), promised)
+    _check_phase(_results(tmp_path, "train"), promised, NPROC_NEURON)
     assert (tmp_path / "neff-cache").is_dir()
     assert not list(tmp_path.glob("neuron_parallel_compile.*"))
     assert not (tmp_path / "pwned").exists()
