@@ -13,16 +13,15 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+from accelstack.collector import collector_off
+
 
 @contextlib.contextmanager
 def collector_held() -> Iterator[None]:
-    """The collector off for the block, then what exists frozen and the collector on again
-    (when it was on)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()  # what exists now lives as long as the process
-        if enabled:
-            gc.enable()
+    """The collector off for the block (`collector_off`), then what exists frozen before it is
+    on again (when it was on)."""
+    with collector_off():
+        try:
+            yield
+        finally:
+            gc.freeze()  # what exists now lives as long as the process

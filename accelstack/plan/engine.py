@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, TypeVar, TypeVarTuple
 
+from accelstack.collector import collector_off
 from accelstack.cost.guard import enforce
 from accelstack.errors import AccelstackError
 from accelstack.plan.document import (
@@ -347,25 +347,6 @@ def _assemble(
 
 
 @contextlib.contextmanager
-def _collector_off() -> Iterator[None]:
-    """The cyclic garbage collector off while a plan runs (then on again, when it was on).
-    Nearly everything a plan allocates (resources, outputs, futures, tasks) lives until the
-    plan ends, so the collections its allocations would trigger find little to free; they
-    promote the plan's objects to the oldest generation, whose collections walk every live
-    object of the process: about a fifth of a process's first plan, a third of each later one,
-    and more in a process that holds a large heap (a test worker). The garbage it leaves is
-    freed by the next young-generation collection after the plan; the peak memory of the
-    2,048-node plans is unchanged (docs/plan.md)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-@contextlib.contextmanager
 def _without_stack_traces() -> Iterator[None]:
     """Registrations carry an empty stack trace while a plan runs. The SDK collects one per
     resource for the engine's source positions (traceback.extract_stack, which reads the source
@@ -391,7 +372,12 @@ def run_plan(stack: Stack, build: Program, guard: bool = True) -> Plan:
     from what it declared). Raises PlanError with one line on any failure. A stack with no AMI
     pins read from a stack config plans as if `accelstack amis pin` had run."""
     stack = with_offline_ami_pins(stack)
-    with _LOCK, _without_stack_traces(), _collector_off():
+    # The collector off while the plan runs (accelstack/collector.py): nearly everything a plan
+    # allocates (resources, outputs, futures, tasks) lives until it ends, so collections would
+    # free little and walk every live object: about a fifth of a process's first plan, a third
+    # of each later one, more in a process holding a large heap; the next young collection
+    # after the plan frees its garbage, and peak memory is unchanged (docs/plan.md).
+    with _LOCK, _without_stack_traces(), collector_off():
         answers = Answers(stack)
         rec = _Recorder(_InlineLoop())
         _start_runtime(stack, answers, rec)

@@ -1,6 +1,6 @@
 """The plan engine runs a plan on one thread (accelstack/plan/engine.py `_InlineLoop`): every
 call Pulumi makes to the mock monitor runs on the plan's event loop, no worker thread per
-resource; and with the garbage collector off (`_collector_off`)."""
+resource; and with the garbage collector off (`accelstack/collector.py`)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def _collections_during(action: Callable[[], object]) -> list[int]:
 
 def test_no_garbage_collection_runs_while_a_plan_runs() -> None:
     """A plan's objects live until it ends: the collector is off for the plan (engine
-    `_collector_off`), so none of its allocations start a collection (about 60 for this preset
+    `collector_off`), so none of its allocations start a collection (about 60 for this preset
     with it on), and it is on again after: at most the one young-generation collection that
     frees the plan's garbage, once the collector is back."""
     program, calls = counting_program()
