@@ -17,8 +17,14 @@ CHECKOV = $(CHECKOV_VENV)/bin/checkov
 # and pytest rewrite every test module, in each process the suite starts: about 6 s of every
 # test worker's collection and a tenth of a second per CLI subprocess (bench/suite.py).
 unexport PYTHONDONTWRITEBYTECODE
-# pytest-xdist workers for `make test` and `make test-fast` (auto: one per CPU; 0: in-process)
-JOBS ?= auto
+# pytest-xdist workers. `make test-fast`: one per CPU (auto). `make test`: one more than the
+# CPUs, since about a tenth of its wall time is tests waiting (a torch rendezvous dropping a
+# lost node, training steps, subprocesses) and the extra worker fills it (bench/suite.py
+# --jobs; docs/plan.md). JOBS=N sets both (0: in-process).
+JOBS ?=
+CPUS = $(shell python3 -c 'import os; f = getattr(os, "sched_getaffinity", None); print(len(f(0)) if f else os.cpu_count() or 1)')
+TEST_JOBS = $(or $(JOBS),$(shell expr $(CPUS) + 1))
+FAST_JOBS = $(or $(JOBS),auto)
 
 .PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench bench-suite schema docs golden demo clean
 
@@ -50,13 +56,13 @@ demo: $(RUNTIME_STAMP)
 
 test: $(STAMP) $(CHECKOV)
 	@echo "==> running the test suite"
-	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(JOBS)
+	ACCELSTACK_CHECKOV=$(CHECKOV) $(PY) -m pytest -q -n $(TEST_JOBS)
 
 # The unit tests alone: no plan under Pulumi's mocks, no test that takes seconds (the `plan`
 # marker is set by tests/conftest.py, `slow` by the tests: torchrun, subprocesses, moto
 # cross-checks, sweeps). Under a minute on two cores.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n $(JOBS) -m "not plan and not slow"
+	$(PY) -m pytest -q -n $(FAST_JOBS) -m "not plan and not slow"
 
 # The spec property test with many more examples than CI runs (tests/spec/test_fuzz.py)
 fuzz: $(STAMP)

@@ -4,7 +4,10 @@ a bench whose spec the rules came to refuse would otherwise go unnoticed."""
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from types import ModuleType
+
+import pytest
 
 from accelstack.spec import parse_spec
 
@@ -34,6 +37,29 @@ def test_bench_suite_reports_the_issue_targets() -> None:
     assert bench.report("test", [{"wall_s": 301.0, "cpu_s": 500.0, "load": 1.0}]).endswith(
         "MISSED)"
     )
+
+
+def test_bench_suite_compares_worker_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--jobs 2,3` runs each target once per worker count (the Makefile's JOBS) and says how
+    busy the CPUs were, so two counts can be compared on one machine."""
+    bench = _bench("suite")
+    ran: list[list[str]] = []
+
+    def fake_run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    monkeypatch.setattr(bench.sys, "argv", ["suite.py", "--targets", "test", "--jobs", "2,3"])
+    assert bench.main() == 0
+    assert ran == [
+        ["make", "-s", "test-fast"],  # the warm-up
+        ["make", "-s", "test", "JOBS=2"],
+        ["make", "-s", "test", "JOBS=3"],
+    ]
+    cpus = bench.os.cpu_count() or 1
+    line = bench.report("test", [{"wall_s": 100.0, "cpu_s": 90.0 * cpus, "load": 0.0}], "3")
+    assert "JOBS=3" in line and "busy  90%" in line
 
 
 def test_the_deadline_bench_spec_validates() -> None:

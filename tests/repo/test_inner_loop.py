@@ -3,7 +3,9 @@ nothing heavy is imported at collection, and `make test-fast` leaves out what pl
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,12 +83,34 @@ def test_no_test_module_imports_the_upstream_api_models_at_collection() -> None:
     assert offenders == []
 
 
-def test_make_runs_the_suite_on_every_cpu_and_the_fast_suite_without_plans() -> None:
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, flags=re.M))
-    assert "-n $(JOBS)" in targets["test"] and "-n $(JOBS)" in targets["test-fast"]
-    assert '-m "not plan and not slow"' in targets["test-fast"]
-    assert re.search(r"^JOBS \?= auto$", makefile, flags=re.M)
+def _pytest_line(target: str, tmp_path: Path, *assign: str) -> str:
+    """The pytest command `make -n <target>` prints (it runs nothing)."""
+    out = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), target, f"VENV={tmp_path / 'venv'}", *assign],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    (line,) = [x for x in out.splitlines() if " -m pytest " in x]
+    return line
+
+
+@pytest.mark.skipif(
+    shutil.which("make") is None or not hasattr(os, "sched_getaffinity"),
+    reason="needs make and Linux CPU affinity",
+)
+def test_make_test_runs_a_worker_more_than_the_cpus_and_test_fast_one_per_cpu(
+    tmp_path: Path,
+) -> None:
+    """`make test` spends about a tenth of its wall time in tests that wait (a rendezvous
+    dropping a lost node, training steps, subprocesses): one worker more than the CPUs fills
+    it. `make test-fast` waits on nothing: one per CPU. JOBS sets both."""
+    cpus = len(os.sched_getaffinity(0))
+    assert re.search(rf" -n {cpus + 1}(?: |$)", _pytest_line("test", tmp_path))
+    fast = _pytest_line("test-fast", tmp_path)
+    assert " -n auto " in fast and '-m "not plan and not slow"' in fast
+    for target in ("test", "test-fast"):
+        assert " -n 0" in _pytest_line(target, tmp_path, "JOBS=0")
 
 
 def test_lint_runs_the_dead_code_check() -> None:
