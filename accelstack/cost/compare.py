@@ -33,7 +33,6 @@ from accelstack.cost.estimate import TrainingEstimate
 from accelstack.cost.guard import check_budget, estimate_for
 from accelstack.cost.layout import LayoutFit, activation_span, batch_knees, search, span_of
 from accelstack.cost.rates import default_layout
-from accelstack.cost.step import Layout
 from accelstack.errors import CatalogError, Problem, VerdictError
 from accelstack.resolve import Stack, check_stack, resolve, resolve_unchecked
 from accelstack.resolve.retarget import retarget_spec
@@ -484,12 +483,13 @@ def _option_run(
     instance_type: str,
     nodes: int,
     opt: str,
-    layout: Layout | None = None,
+    est: TrainingEstimate,
     on_demand_max: int | None = None,
 ) -> OptionRun:
     """One purchase option priced through the same rules as `price` (spot: with the
-    interruption overhead that check_budget applies), at `layout` (None: the default)."""
-    v = check_budget(retarget_stack(stack, instance_type, nodes, opt), layout=layout)
+    interruption overhead that check_budget applies), with the candidate's run estimate `est`
+    (the option does not change the speed: one estimate serves every option)."""
+    v = check_budget(retarget_stack(stack, instance_type, nodes, opt), estimate=est)
     cat = stack.catalog
     rate = cat.instance_rate(stack.region, instance_type, opt)
     years = stack.option_lists.commitment_years.get(opt)
@@ -586,8 +586,8 @@ def evaluate(
             min_nodes=fit.min_nodes,
         )
     lay = sized.layout.layout if sized.layout else None
-    runs = tuple(_option_run(stack, instance_type, nodes, o, lay, on_demand_max) for o in buyable)
     est = estimate_for(retarget_stack(stack, instance_type, nodes, buyable[0]), lay)
+    runs = tuple(_option_run(stack, instance_type, nodes, o, est, on_demand_max) for o in buyable)
     return _candidate(stack, instance_type, fit, sized, est, runs, options, priced, refused)
 
 

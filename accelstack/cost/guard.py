@@ -192,19 +192,32 @@ def _ceiling_checks(ceiling: Ceiling | None, actual: dict[str, float]) -> tuple[
     )
 
 
+def _held_capacity(stack: Stack) -> tuple[tuple[int, ...], tuple[tuple[str, int, str], ...]]:
+    """The workload pool's Capacity Block sizes (the reservations it names, else the blocks the
+    catalog would buy; none off Capacity Blocks) and its (reservation, nodes, zone) rows."""
+    wp = stack.workload_pool
+    blocks: tuple[int, ...] = ()
+    if wp.purchase.capacity_block:
+        named = tuple(n for _, n in wp.reservations)
+        blocks = named or stack.catalog.capacity_blocks.blocks_for(wp.nodes)
+    return blocks, tuple((rid, n, wp.zone_id) for rid, n in wp.reservations)
+
+
 def check_budget(
     stack: Stack,
     cost: StackCost | None = None,
     ceiling: Ceiling | None = None,
     layout: Layout | None = None,
+    estimate: TrainingEstimate | None = None,
 ) -> Verdict:
     """Price (from the spec unless `cost` is given), estimate (at `layout`, else the default
-    layout), and check every limit: the spec's budget, then the organisation `ceiling`. No
-    limit at all fails closed unless the budget says `unlimited: true` (with a reason).
+    layout; `estimate` when the caller has made it already), and check every limit: the
+    spec's budget, then the organisation `ceiling`. No limit at all fails closed unless the
+    budget says `unlimited: true` (with a reason).
 
     A workload pool on spot runs longer by the interruption overhead (an estimate)."""
     cost = cost if cost is not None else price_stack(stack)
-    est = estimate_for(stack, layout)
+    est = estimate if estimate is not None else estimate_for(stack, layout)
     pool = stack.workload_pool.name
     factor = spot_factor(stack)
     lo, hi = est.wall_hours_range
@@ -232,12 +245,7 @@ def check_budget(
     actual = {"max_hourly_usd": cost.hourly_usd, "max_monthly_usd": cost.monthly_usd}
     checks += _ceiling_checks(ceiling, {**actual, "max_run_usd": run.run_usd})
     unbounded = not b.has_limit and not b.unlimited
-    blocks: tuple[int, ...] = ()
-    wp = stack.workload_pool
-    if wp.purchase.capacity_block:
-        named = tuple(n for _, n in wp.reservations)
-        blocks = named or stack.catalog.capacity_blocks.blocks_for(wp.nodes)
-    reservations = tuple((rid, n, wp.zone_id) for rid, n in wp.reservations)
+    blocks, reservations = _held_capacity(stack)
     return Verdict(
         stack.name,
         pool,

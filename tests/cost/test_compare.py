@@ -20,8 +20,10 @@ from accelstack.cost.compare import (
     cheapest_target,
     compare,
     render,
+    retarget_stack,
 )
-from accelstack.cost.guard import check_budget
+from accelstack.cost.guard import check_budget, estimate_for
+from accelstack.cost.rates import default_layout
 from accelstack.errors import AccelstackError, SpecError, VerdictError
 from accelstack.resolve import resolve
 from accelstack.resolve.retarget import retarget
@@ -162,6 +164,27 @@ def test_table_matches_brute_force_figures() -> None:
     for key, (n, w, h, r) in brute.items():
         assert ours[key][0] == n
         assert ours[key][1:] == pytest.approx((w, h, r), rel=1e-9)
+
+
+@pytest.mark.slow  # about a second: make test (not test-fast)
+@pytest.mark.parametrize("preset", ["llama3-70b-trn2", "p5e-capacity-block", "mixed-trn2-p5"])
+def test_one_estimate_serves_every_option_of_a_candidate(preset: str) -> None:
+    """compare estimates a candidate once and prices each option with it: the purchase option
+    never changes the run's speed, at the default layout or at a deadline search's."""
+    stack = stack_with(preset, {})
+    cat = stack.catalog
+    for cand in compare(stack, options=COMPARE_OPTIONS).candidates:
+        if not cand.options:
+            continue
+        priced = [o for o in COMPARE_OPTIONS if cat.has_rate(stack.region, cand.instance_type, o)]
+        layouts = [None, default_layout(cat, cand.instance_type, stack.workload)]
+        for lay in layouts:
+            ests = {
+                o: estimate_for(retarget_stack(stack, cand.instance_type, cand.nodes, o), lay)
+                for o in priced
+            }
+            first = next(iter(ests.values()))
+            assert all(e == first for e in ests.values()), (cand.instance_type, lay)
 
 
 def test_unavailable_types_say_why_never_zero() -> None:
