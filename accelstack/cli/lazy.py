@@ -13,7 +13,10 @@ and every `--help` equal to the eagerly built group's.
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import typer
@@ -131,15 +134,20 @@ class Summary(TyperCommand):
     """A command as `--help` lists it, before its module is imported."""
 
 
-def module_commands(module: str) -> dict[str, Any]:
+@functools.cache
+def module_commands(module: str) -> Mapping[str, Any]:
     """The click commands `module` registers, built as the eager app built them (each
-    command wrapped by `boundary.track` so that a failure names it)."""
+    command wrapped by `boundary.track` so that a failure names it). Built once per process:
+    a command is a definition (its callback reads the module's names when it runs, so a
+    patched helper still takes effect), and building one evaluates every annotation of its
+    function again, about 3 ms a `main()` call where a process calls it more than once (the
+    test suite, a script driving the CLI in-process)."""
     from accelstack.cli.boundary import track
 
     sub = typer.Typer(rich_markup_mode=MARKUP)
     importlib.import_module(module).register(sub)
     track(sub)
-    return dict(typer.main.get_group(sub).commands)
+    return MappingProxyType(dict(typer.main.get_group(sub).commands))
 
 
 class LazyGroup(TyperGroup):

@@ -20,6 +20,7 @@ from typer.core import TyperGroup
 from accelstack import cli
 from accelstack.cli.boundary import track
 from accelstack.cli.lazy import COMMAND_MODULES, COMMANDS, LazyGroup, Summary
+from accelstack.errors import AccelstackError
 
 from ..conftest import ROOT
 
@@ -118,3 +119,27 @@ def test_help_imports_no_command_module_click_or_rich() -> None:
     unwanted = {*COMMAND_MODULES, "click", "typer.rich_utils"}
     assert sorted(unwanted & set(loaded)) == []
     assert not [m for m in loaded if m == "rich" or m.startswith("rich.")]
+
+
+def test_a_second_call_in_a_process_reuses_the_commands_and_sees_patched_helpers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`main()` called again in one process (the suite, a script driving the CLI) does not
+    register the command module again; the cached command still reads the module's names when
+    it runs, so a patched helper takes effect."""
+    from accelstack.cli import spec_cmds
+
+    preset = str(ROOT / "stacks" / "trn1-finetune.yaml")
+    assert cli.main(["validate", preset]) == 0
+    registered: list[typer.Typer] = []
+    monkeypatch.setattr(spec_cmds, "register", registered.append)
+    assert cli.main(["validate", preset]) == 0
+    assert registered == []
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AccelstackError("patched helper ran")
+
+    monkeypatch.setattr(spec_cmds, "load_spec", refuse)
+    capsys.readouterr()
+    assert cli.main(["validate", preset]) != 0
+    assert "patched helper ran" in capsys.readouterr().err
