@@ -36,6 +36,7 @@ calls above and nothing else.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import os
 import sys
@@ -381,16 +382,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     dist.init_process_group(dev.backend)
     try:
-        step, raw, compiled = build(a, dev, shape)
-        steps = int(os.environ.get("ACCELSTACK_MAX_STEPS", "10"))
-        aim = target(a, spec_shape(a))
-        for seq in seqs:
-            run = Run(shape, seq, max(1, tokens // seq), compiled, a.checkpointing == "on", aim)
-            time_segment(run, step, dev, steps, raw)
+        _time_segments(a, dev, shape, seqs, tokens)
         dist.barrier()
     finally:
+        # The DDP model outlives _time_segments' frame by its reference cycles; left to the
+        # collection the interpreter runs as it shuts down, a gloo worker thread freeing the
+        # last collective's work waits for the GIL there and the rank aborts ("terminate
+        # called without an active exception"; docs/cost.md). Collected now, while the
+        # interpreter is whole.
+        gc.collect()
         dist.destroy_process_group()
     return 0
+
+
+def _time_segments(
+    a: argparse.Namespace, dev: Device, shape: planner.Shape, seqs: Sequence[int], tokens: int
+) -> None:
+    step, raw, compiled = build(a, dev, shape)
+    steps = int(os.environ.get("ACCELSTACK_MAX_STEPS", "10"))
+    aim = target(a, spec_shape(a))
+    for seq in seqs:
+        run = Run(shape, seq, max(1, tokens // seq), compiled, a.checkpointing == "on", aim)
+        time_segment(run, step, dev, steps, raw)
 
 
 if __name__ == "__main__":

@@ -88,3 +88,45 @@ def test_a_shape_that_does_not_fit_stops_before_the_process_group(
     assert ref.main(argv) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("accelstack reference: not even one layer of this shape fits")
+
+
+def test_the_ddp_model_is_gone_before_the_process_group_is_destroyed(
+    ref: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DDP sits in reference cycles, so it outlives the frame that built it until a
+    collection. Left to the one the interpreter runs as it shuts down, a gloo worker thread
+    freeing the last collective's work aborts the rank ("terminate called without an active
+    exception": 8 of 290 trial runs of a DDP entrypoint on this CPU build, 0 of 120 with the
+    collection first; docs/cost.md). Automatic collection is off here, so only the benchmark's
+    own collection can free it."""
+    import gc
+    import socket
+
+    import torch
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1"}
+    for key, value in {**env, "MASTER_PORT": str(port), "ACCELSTACK_MAX_STEPS": "2"}.items():
+        monkeypatch.setenv(key, value)
+    ddp = torch.nn.parallel.DistributedDataParallel
+    alive: list[int] = []
+    destroy = ref.dist.destroy_process_group
+
+    def checked_destroy() -> None:
+        alive.append(sum(type(o) is ddp for o in gc.get_objects()))
+        destroy()
+
+    monkeypatch.setattr(ref.dist, "destroy_process_group", checked_destroy)
+    argv = ["--params-billion", "0.0001", "--layers", "2", "--hidden-size", "64", "--heads", "4"]
+    argv += ["--kv-heads", "2", "--vocab", "128", "--ffn-hidden", "96", "--compile", "off"]
+    argv += ["--sequence-lengths", "16", "--micro-batch-tokens", "32", "--device-memory-gib", "8"]
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        assert ref.main(argv) == 0, capsys.readouterr().err
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert alive == [0]
