@@ -84,9 +84,13 @@ def test_no_test_module_imports_the_upstream_api_models_at_collection() -> None:
 
 
 def _pytest_line(target: str, tmp_path: Path, *assign: str) -> str:
-    """The pytest command `make -n <target>` prints (it runs nothing)."""
+    """The pytest command `make -n <target>` prints (it runs nothing), with none of the
+    settings of a `make` this suite may run under (`make test JOBS=0` passes JOBS down)."""
+    inherited = ("JOBS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
     out = subprocess.run(
         ["make", "-n", "-C", str(ROOT), target, f"VENV={tmp_path / 'venv'}", *assign],
+        env=env,
         check=True,
         capture_output=True,
         text=True,
