@@ -22,8 +22,7 @@ unexport PYTHONDONTWRITEBYTECODE
 # lost node, training steps, subprocesses) and the extra worker fills it (bench/suite.py
 # --jobs; docs/plan.md). JOBS=N sets both (0: in-process).
 JOBS ?=
-CPUS = $(shell python3 -c 'import os; f = getattr(os, "sched_getaffinity", None); print(len(f(0)) if f else os.cpu_count() or 1)')
-TEST_JOBS = $(or $(JOBS),$(shell expr $(CPUS) + 1))
+TEST_JOBS = $(or $(JOBS),$(shell python3 -c 'import os; f = getattr(os, "sched_getaffinity", None); print((len(f(0)) if f else os.cpu_count() or 1) + 1)'))
 FAST_JOBS = $(or $(JOBS),auto)
 
 .PHONY: install install-runtime lint format typecheck test test-fast fuzz ci bench bench-suite schema docs golden demo clean

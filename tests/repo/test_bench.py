@@ -57,7 +57,7 @@ def test_bench_suite_compares_worker_counts(monkeypatch: pytest.MonkeyPatch) -> 
         ["make", "-s", "test", "JOBS=2"],
         ["make", "-s", "test", "JOBS=3"],
     ]
-    cpus = bench.os.cpu_count() or 1
+    cpus = bench.cpus()
     line = bench.report("test", [{"wall_s": 100.0, "cpu_s": 90.0 * cpus, "load": 0.0}], "3")
     assert "JOBS=3" in line and "busy  90%" in line
 
